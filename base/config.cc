@@ -1,0 +1,46 @@
+#include "base/config.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace parex {
+
+const std::vector<ConfigVar>& ConfigVars() {
+  static const std::vector<ConfigVar> vars = {
+      {"CPU_NUM", "1", "number of CPU places of an executor given no places"},
+      {"CUDA_VISIBLE_DEVICES", "", "CUDA devices parex may use"},
+      {"PAREX_SEED", "0",
+       "seed of the generator that random ops with seed=0 draw from"},
+      {"PAREX_LOG_LEVEL", "warn",
+       "spdlog level: trace, debug, info, warn, error, off"},
+  };
+  return vars;
+}
+
+static const ConfigVar& Find(const char* name) {
+  for (const auto& v : ConfigVars()) {
+    if (std::strcmp(v.name, name) == 0) return v;
+  }
+  PAREX_CHECK(false, std::string("undeclared config variable ") + name);
+  std::abort();
+}
+
+std::string GetConfig(const char* name) {
+  const ConfigVar& var = Find(name);
+  const char* value = std::getenv(var.name);
+  return value != nullptr ? std::string(value) : std::string(var.default_value);
+}
+
+long GetConfigInt(const char* name) {
+  std::string value = GetConfig(name);
+  char* end = nullptr;
+  long parsed = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0') {
+    return std::strtol(Find(name).default_value, nullptr, 10);
+  }
+  return parsed;
+}
+
+}  // namespace parex

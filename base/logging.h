@@ -1,0 +1,16 @@
+// Logging with a subsystem tag (spdlog underneath). Only base/logging.cc
+// includes spdlog, so headers stay cheap.
+#pragma once
+
+#include <string>
+
+namespace parex {
+
+enum class Subsystem { kGraph, kKernel, kActor, kComm, kNode, kApp };
+
+void LogDebug(Subsystem subsystem, const std::string& message);
+void LogInfo(Subsystem subsystem, const std::string& message);
+void LogWarn(Subsystem subsystem, const std::string& message);
+void LogError(Subsystem subsystem, const std::string& message);
+
+}  // namespace parex

@@ -1,0 +1,16 @@
+// GEMM for CPU kernels, through OpenBLAS's CBLAS, single-threaded inside a
+// kernel (parallelism belongs to the executor).
+#pragma once
+
+#include <cstdint>
+
+namespace parex::cpu {
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op transposes when
+// the flag is set. lda/ldb/ldc are the row strides of A, B and C as stored.
+template <typename T>
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+          const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+          int64_t ldc);
+
+}  // namespace parex::cpu

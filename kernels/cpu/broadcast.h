@@ -1,0 +1,2 @@
+// Fluid's elementwise broadcasting (filled in with the elementwise kernels).
+#pragma once

@@ -1,0 +1,23 @@
+#include "kernels/cpu/cpu_kernels.h"
+
+namespace parex {
+
+void RegisterCpuKernels(KernelRegistry* r) {
+  RegisterIoKernels(r);
+  RegisterFillKernels(r);
+  RegisterElementwiseKernels(r);
+  RegisterActivationKernels(r);
+  RegisterSoftmaxKernels(r);
+  RegisterReduceKernels(r);
+  RegisterMetricKernels(r);
+  RegisterOptimizerKernels(r);
+  RegisterMatmulKernels(r);
+  RegisterConv2dKernels(r);
+  RegisterPool2dKernels(r);
+  RegisterBatchNormKernels(r);
+  RegisterDropoutKernels(r);
+  RegisterShapeKernels(r);
+  RegisterLookupTableKernels(r);
+}
+
+}  // namespace parex

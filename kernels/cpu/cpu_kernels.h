@@ -1,0 +1,25 @@
+// The groups of CPU kernels, one file each under kernels/cpu/, matching the
+// schema groups of graph/ops/.
+#pragma once
+
+#include "kernels/kernel_registry.h"
+
+namespace parex {
+
+void RegisterIoKernels(KernelRegistry* r);
+void RegisterFillKernels(KernelRegistry* r);
+void RegisterElementwiseKernels(KernelRegistry* r);
+void RegisterActivationKernels(KernelRegistry* r);
+void RegisterSoftmaxKernels(KernelRegistry* r);
+void RegisterReduceKernels(KernelRegistry* r);
+void RegisterMetricKernels(KernelRegistry* r);
+void RegisterOptimizerKernels(KernelRegistry* r);
+void RegisterMatmulKernels(KernelRegistry* r);
+void RegisterConv2dKernels(KernelRegistry* r);
+void RegisterPool2dKernels(KernelRegistry* r);
+void RegisterBatchNormKernels(KernelRegistry* r);
+void RegisterDropoutKernels(KernelRegistry* r);
+void RegisterShapeKernels(KernelRegistry* r);
+void RegisterLookupTableKernels(KernelRegistry* r);
+
+}  // namespace parex

@@ -1,0 +1,71 @@
+// DeviceContext: one stream of work on one place, with the event interface the
+// runtime orders streams by. The CPU context runs work synchronously, so its
+// events are complete when recorded; the CUDA context (kernels/cuda/) wraps a
+// cudaStream_t and cudaEvent_t.
+// Thread-safety: a DeviceContext is used by one actor (or thread) at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <random>
+
+#include "base/place.h"
+#include "base/status.h"
+
+namespace parex {
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  // True when the work recorded before it has finished.
+  virtual bool Query() = 0;
+  // Blocks the calling thread until Query() is true.
+  virtual Status Synchronize() = 0;
+};
+
+class DeviceContext {
+ public:
+  explicit DeviceContext(Place place);
+  virtual ~DeviceContext() = default;
+
+  Place place() const { return place_; }
+
+  // Blocks until all work queued on this context has finished.
+  virtual Status Synchronize() = 0;
+  virtual std::unique_ptr<Event> CreateEvent() = 0;
+  // `event` completes when the work queued so far completes.
+  virtual Status RecordEvent(Event* event) = 0;
+  // Work queued after this call starts after `event` completes.
+  virtual Status WaitEvent(Event* event) = 0;
+  // Byte copies between the host and this context's place, or within it;
+  // ordered with the context's other work.
+  virtual Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status CopyFromHost(void* dst, const void* src, size_t bytes) = 0;
+  virtual Status CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+
+  // Seed for a random op: `op_seed` when non-zero, else the next draw of
+  // this context's generator (seeded by PAREX_SEED or SetSeed), so a program
+  // run twice from the same seed draws the same numbers.
+  uint64_t NextSeed(int64_t op_seed);
+  void SetSeed(uint64_t seed) { seed_generator_.seed(seed); }
+
+ private:
+  Place place_;
+  std::mt19937_64 seed_generator_;
+};
+
+class CpuDeviceContext : public DeviceContext {
+ public:
+  explicit CpuDeviceContext(Place place = Place::CPU()) : DeviceContext(place) {}
+
+  Status Synchronize() override { return Status::Ok(); }
+  std::unique_ptr<Event> CreateEvent() override;
+  Status RecordEvent(Event*) override { return Status::Ok(); }
+  Status WaitEvent(Event*) override { return Status::Ok(); }
+  Status CopyToHost(void* dst, const void* src, size_t bytes) override;
+  Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
+  Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+};
+
+}  // namespace parex

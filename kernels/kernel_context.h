@@ -1,0 +1,70 @@
+// KernelContext: what a kernel sees of the op it runs: its input and output
+// variables by slot, its attributes and its DeviceContext. Outputs arrive
+// allocated to the shapes the op's schema inferred (except for ops whose
+// schema has no shape inference, e.g. feed and fetch, which shape their own).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/program.h"
+#include "kernels/device_context.h"
+#include "kernels/scope.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+class KernelContext {
+ public:
+  KernelContext(const OpDesc& op, DeviceContext* device_context)
+      : op_(op), device_context_(device_context) {}
+
+  // Binds a slot to its variables (nullptr entries for empty argument names).
+  void BindInput(std::string slot, std::vector<Variable*> vars);
+  void BindOutput(std::string slot, std::vector<Variable*> vars);
+
+  const OpDesc& op() const { return op_; }
+  DeviceContext* device_context() const { return device_context_; }
+  Place place() const { return device_context_->place(); }
+
+  int InputCount(std::string_view slot) const;
+  int OutputCount(std::string_view slot) const;
+  // The tensor of argument i of an input slot; nullptr when absent or when
+  // the variable holds no tensor.
+  const Tensor* Input(std::string_view slot, int i = 0) const;
+  std::vector<const Tensor*> Inputs(std::string_view slot) const;
+  // The tensor of argument i of an output slot; nullptr when absent.
+  Tensor* Output(std::string_view slot, int i = 0) const;
+  std::vector<Tensor*> Outputs(std::string_view slot) const;
+  Variable* InputVar(std::string_view slot, int i = 0) const;
+  Variable* OutputVar(std::string_view slot, int i = 0) const;
+
+  // The attribute (or its schema default).
+  // REQUIRES: the program was validated, so the attribute has a usable type.
+  template <typename T>
+  T Attr(std::string_view name) const {
+    auto value = op_.GetAttr<T>(name);
+    PAREX_CHECK(value.ok(), value.status().ToString());
+    return *value;
+  }
+
+  // An InvalidArgument error prefixed with the op's label.
+  Status Error(const std::string& message) const {
+    return InvalidArgument(op_.Label() + ": " + message);
+  }
+
+ private:
+  using Binding = std::pair<std::string, std::vector<Variable*>>;
+  const std::vector<Variable*>* Find(const std::vector<Binding>& bindings,
+                                     std::string_view slot) const;
+
+  const OpDesc& op_;
+  DeviceContext* device_context_;
+  std::vector<Binding> inputs_;
+  std::vector<Binding> outputs_;
+};
+
+}  // namespace parex

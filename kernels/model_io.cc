@@ -1,0 +1,1 @@
+#include "kernels/model_io.h"

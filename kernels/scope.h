@@ -1,0 +1,62 @@
+// Scope and Variable: where an executor keeps the values of a program's
+// variables. A Variable holds a Tensor or a list of tensors (the `feed` and
+// `fetch` holders). Scopes nest: a lookup that misses goes to the parent, so
+// an execution scope of temporaries can sit under a scope of persistables.
+// Thread-safety: creating variables needs exclusive access; once created,
+// distinct variables may be used concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "kernels/tensor.h"
+
+namespace parex {
+
+class Variable {
+ public:
+  bool IsTensor() const { return std::holds_alternative<Tensor>(value_); }
+  bool IsTensorList() const {
+    return std::holds_alternative<std::vector<Tensor>>(value_);
+  }
+  bool IsEmpty() const { return std::holds_alternative<std::monostate>(value_); }
+  // Makes the variable hold a tensor (kept if it already does).
+  Tensor* GetMutableTensor();
+  // nullptr unless the variable holds a tensor.
+  const Tensor* GetTensor() const { return std::get_if<Tensor>(&value_); }
+  std::vector<Tensor>* GetMutableTensorList();
+  const std::vector<Tensor>* GetTensorList() const {
+    return std::get_if<std::vector<Tensor>>(&value_);
+  }
+
+ private:
+  std::variant<std::monostate, Tensor, std::vector<Tensor>> value_;
+};
+
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  // This scope's variable `name`, created if missing.
+  Variable* Var(const std::string& name);
+  // The variable in this scope or the nearest ancestor, or nullptr.
+  Variable* FindVar(const std::string& name) const;
+  Variable* FindLocalVar(const std::string& name) const;
+  // A child scope, owned by this scope until DropKids.
+  Scope* NewScope();
+  void DropKids();
+  const Scope* parent() const { return parent_; }
+  std::vector<std::string> LocalVarNames() const;
+
+ private:
+  const Scope* parent_ = nullptr;
+  std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+  std::vector<std::unique_ptr<Scope>> kids_;
+};
+
+}  // namespace parex

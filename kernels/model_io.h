@@ -1,1 +1,51 @@
+// Saving and loading a program's persistable variables (parameters,
+// optimizer state) in Paddle's formats, and loading Paddle inference models.
+//
+// Loads are all-or-nothing: every file is read and checked against the
+// program's declarations before any variable of the scope changes.
 #pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/program.h"
+#include "kernels/scope.h"
+
+namespace parex {
+
+// Names of block 0's persistable tensor variables (not the feed/fetch
+// holders), sorted: the record order of a combined file.
+std::vector<std::string> PersistableTensorNames(const Program& program);
+
+// One file per variable, named after it, in `dir`.
+Status LoadPersistables(const Program& program, const std::string& dir,
+                        Scope* scope);
+Status SavePersistables(const Program& program, const std::string& dir,
+                        const Scope& scope);
+// One combined file (`__params__`, `*.pdiparams`).
+Status LoadCombinedPersistables(const Program& program, const std::string& path,
+                                Scope* scope);
+Status SaveCombinedPersistables(const Program& program, const std::string& path,
+                                const Scope& scope);
+
+struct InferenceModel {
+  Program program;
+  std::vector<std::string> feed_names;   // by feed column
+  std::vector<std::string> fetch_names;  // by fetch column
+};
+
+// A Paddle inference model directory: `__model__` plus one file per
+// parameter (or `__params__` when present).
+StatusOr<InferenceModel> LoadInferenceModel(const std::string& dir,
+                                            Scope* scope);
+// A model file and a combined parameter file (`*.pdmodel`, `*.pdiparams`).
+StatusOr<InferenceModel> LoadInferenceModel(const std::string& model_path,
+                                            const std::string& params_path,
+                                            Scope* scope);
+
+// Feed and fetch targets of a program with feed/fetch ops, by column.
+Status FeedFetchTargets(const Program& program, std::vector<std::string>* feeds,
+                        std::vector<std::string>* fetches);
+
+}  // namespace parex

@@ -46,6 +46,11 @@ class CachingAllocator : public Allocator {
       stats_.bytes_cached -= cls;
     } else {
       ptr = system_alloc_(cls);
+      if (ptr == nullptr) {
+        // Out of memory: give the cached blocks back and try once more.
+        ReleaseCacheLocked();
+        ptr = system_alloc_(cls);
+      }
       PAREX_CHECK(ptr != nullptr, "out of memory on " + place_.ToString() +
                                       " allocating " + std::to_string(cls) +
                                       " bytes");
@@ -74,11 +79,7 @@ class CachingAllocator : public Allocator {
 
   void ReleaseCache() override {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [cls, blocks] : free_) {
-      for (void* p : blocks) system_free_(p);
-    }
-    free_.clear();
-    stats_.bytes_cached = 0;
+    ReleaseCacheLocked();
   }
 
   void ResetPeak() override {
@@ -87,6 +88,15 @@ class CachingAllocator : public Allocator {
   }
 
  private:
+  // REQUIRES: mu_ held.
+  void ReleaseCacheLocked() {
+    for (auto& [cls, blocks] : free_) {
+      for (void* p : blocks) system_free_(p);
+    }
+    free_.clear();
+    stats_.bytes_cached = 0;
+  }
+
   const Place place_;
   const std::function<void*(size_t)> system_alloc_;
   const std::function<void(void*)> system_free_;

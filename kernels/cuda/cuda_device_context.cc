@@ -1,0 +1,142 @@
+#include "kernels/cuda/cuda_device_context.h"
+
+#include "kernels/cuda/cuda_allocator.h"
+#include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/cuda_status.h"
+
+namespace parex {
+
+// ---- CudaEvent ----
+
+CudaEvent::~CudaEvent() {
+  if (event_ == nullptr) return;
+  CudaDeviceGuard guard(device_);
+  (void)cudaEventDestroy(event_);
+}
+
+Status CudaEvent::EnsureCreated(int device) {
+  if (event_ != nullptr) return Status::Ok();
+  PAREX_CUDA_RETURN_IF_ERROR(
+      cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  device_ = device;
+  return Status::Ok();
+}
+
+bool CudaEvent::Query() {
+  if (event_ == nullptr) return true;
+  cudaError_t error = cudaEventQuery(event_);
+  if (error == cudaSuccess) return true;
+  // cudaErrorNotReady is the normal "still running"; any other error is
+  // reported by Synchronize, which callers reach when Query stays false.
+  if (error != cudaErrorNotReady) (void)cudaGetLastError();
+  return false;
+}
+
+Status CudaEvent::Synchronize() {
+  if (event_ == nullptr) return Status::Ok();
+  PAREX_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(event_));
+  return Status::Ok();
+}
+
+// ---- CudaDeviceContext ----
+
+StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::Create(
+    Place place) {
+  PAREX_RETURN_IF_ERROR(CheckCudaPlace(place));
+  RegisterCudaAllocator();
+  CudaDeviceGuard guard(place.id);
+  PAREX_RETURN_IF_ERROR(guard.status().WithContext(place.ToString()));
+  cudaStream_t stream = nullptr;
+  Status status = [&]() -> Status {
+    PAREX_CUDA_RETURN_IF_ERROR(
+        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    return Status::Ok();
+  }();
+  if (!status.ok()) return status.WithContext(place.ToString());
+  cublasHandle_t cublas = nullptr;
+  status = [&]() -> Status {
+    PAREX_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas));
+    PAREX_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas, stream));
+    PAREX_CUBLAS_RETURN_IF_ERROR(
+        cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+    return Status::Ok();
+  }();
+  if (!status.ok()) {
+    if (cublas != nullptr) (void)cublasDestroy(cublas);
+    (void)cudaStreamDestroy(stream);
+    return status.WithContext(place.ToString());
+  }
+  return std::unique_ptr<CudaDeviceContext>(
+      new CudaDeviceContext(place, stream, cublas));
+}
+
+CudaDeviceContext::CudaDeviceContext(Place place, cudaStream_t stream,
+                                     cublasHandle_t cublas)
+    : DeviceContext(place), stream_(stream), cublas_(cublas) {}
+
+CudaDeviceContext::~CudaDeviceContext() {
+  CudaDeviceGuard guard(device());
+  (void)cublasDestroy(cublas_);
+  (void)cudaStreamDestroy(stream_);
+}
+
+Status CudaDeviceContext::Activate() const {
+  PAREX_CUDA_RETURN_IF_ERROR(cudaSetDevice(device()));
+  return Status::Ok();
+}
+
+Status CudaDeviceContext::Synchronize() {
+  PAREX_RETURN_IF_ERROR(Activate());
+  PAREX_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return Status::Ok();
+}
+
+std::unique_ptr<Event> CudaDeviceContext::CreateEvent() {
+  return std::make_unique<CudaEvent>();
+}
+
+Status CudaDeviceContext::RecordEvent(Event* event) {
+  auto* cuda_event = dynamic_cast<CudaEvent*>(event);
+  if (cuda_event == nullptr) {
+    return InvalidArgument(place().ToString() +
+                           ": RecordEvent needs an event of a CUDA context");
+  }
+  PAREX_RETURN_IF_ERROR(Activate());
+  PAREX_RETURN_IF_ERROR(cuda_event->EnsureCreated(device()));
+  PAREX_CUDA_RETURN_IF_ERROR(cudaEventRecord(cuda_event->get(), stream_));
+  return Status::Ok();
+}
+
+Status CudaDeviceContext::WaitEvent(Event* event) {
+  auto* cuda_event = dynamic_cast<CudaEvent*>(event);
+  if (cuda_event == nullptr) return event->Synchronize();
+  if (cuda_event->get() == nullptr) return Status::Ok();  // never recorded
+  PAREX_RETURN_IF_ERROR(Activate());
+  PAREX_CUDA_RETURN_IF_ERROR(
+      cudaStreamWaitEvent(stream_, cuda_event->get(), 0));
+  return Status::Ok();
+}
+
+Status CudaDeviceContext::Copy(void* dst, const void* src, size_t bytes,
+                               cudaMemcpyKind kind) {
+  if (bytes == 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(Activate());
+  PAREX_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, kind, stream_));
+  return Status::Ok();
+}
+
+Status CudaDeviceContext::CopyToHost(void* dst, const void* src, size_t bytes) {
+  return Copy(dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+
+Status CudaDeviceContext::CopyFromHost(void* dst, const void* src,
+                                       size_t bytes) {
+  return Copy(dst, src, bytes, cudaMemcpyHostToDevice);
+}
+
+Status CudaDeviceContext::CopyOnDevice(void* dst, const void* src,
+                                       size_t bytes) {
+  return Copy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+}  // namespace parex

@@ -1,0 +1,95 @@
+// CudaDeviceContext: the DeviceContext of one CUDA device. It owns a
+// non-blocking stream (no implicit ordering with the legacy default stream)
+// and a cuBLAS handle bound to that stream; every kernel, copy and event of
+// the context is queued on the stream, so they run in the order issued.
+//
+// Ownership: the context owns its stream and cuBLAS handle and destroys them
+// with itself; work already queued still completes. Tensors used by queued
+// work must outlive it (callers Synchronize or wait on an event first).
+// Thread-safety: as DeviceContext, one actor or thread at a time. Methods
+// make the context's device current on the calling thread, since CUDA's
+// current device is per thread and actors move between threads.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+#include "base/status.h"
+#include "kernels/device_context.h"
+
+namespace parex {
+
+// A cudaEvent_t (timing disabled). It is created on its first RecordEvent, so
+// creating a CudaEvent never fails; before that first record it counts as
+// complete, as an unrecorded cudaEvent_t does.
+class CudaEvent : public Event {
+ public:
+  CudaEvent() = default;
+  ~CudaEvent() override;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  bool Query() override;
+  Status Synchronize() override;
+
+  // nullptr until recorded once.
+  cudaEvent_t get() const { return event_; }
+  // The device the event was created on (-1 before the first record).
+  int device() const { return device_; }
+
+ private:
+  friend class CudaDeviceContext;
+  // Creates the cudaEvent_t on `device` if there is none yet.
+  Status EnsureCreated(int device);
+
+  cudaEvent_t event_ = nullptr;
+  int device_ = -1;
+};
+
+class CudaDeviceContext : public DeviceContext {
+ public:
+  // A context for `place`, which must be cuda:i with a visible device i;
+  // otherwise an error naming the place (no device is never a crash). Also
+  // registers the CUDA allocator factory (cuda_allocator.h).
+  static StatusOr<std::unique_ptr<CudaDeviceContext>> Create(Place place);
+
+  ~CudaDeviceContext() override;
+  CudaDeviceContext(const CudaDeviceContext&) = delete;
+  CudaDeviceContext& operator=(const CudaDeviceContext&) = delete;
+
+  Status Synchronize() override;
+  std::unique_ptr<Event> CreateEvent() override;
+  // `event` must come from CreateEvent of a CudaDeviceContext of the same
+  // device (another kind is InvalidArgument; another device a CUDA error).
+  Status RecordEvent(Event* event) override;
+  // A CudaEvent is waited on by the stream (no host blocking); any other
+  // Event (e.g. a CPU context's) is waited for on the host.
+  Status WaitEvent(Event* event) override;
+  // Copies are cudaMemcpyAsync on the stream. With pageable host memory the
+  // runtime may finish or stage a copy before returning, with pinned memory
+  // it does not: read `dst` of CopyToHost only after Synchronize (or an
+  // event), and keep the source of CopyFromHost alive until then.
+  // CopyOnDevice's ranges must not overlap (the CPU context's may).
+  Status CopyToHost(void* dst, const void* src, size_t bytes) override;
+  Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
+  Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+
+  int device() const { return place().id; }
+  cudaStream_t stream() const { return stream_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  // Makes this context's device current on the calling thread; kernels call
+  // it before launching.
+  Status Activate() const;
+
+ private:
+  CudaDeviceContext(Place place, cudaStream_t stream, cublasHandle_t cublas);
+
+  Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+
+  cudaStream_t stream_;    // owned
+  cublasHandle_t cublas_;  // owned, bound to stream_
+};
+
+}  // namespace parex

@@ -1,0 +1,61 @@
+// What every CUDA op kernel does before it launches: find its
+// CudaDeviceContext, check that its tensors are on that context's place with
+// the kernel's dtype, and read optional attributes. Also the registration
+// helper for kernels templated on the element type.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "kernels/cuda/cuda_device_context.h"
+#include "kernels/kernel_context.h"
+#include "kernels/kernel_registry.h"
+
+namespace parex {
+
+// The kernel's CudaDeviceContext, made current on the calling thread; an
+// error when the op runs on another kind of context.
+StatusOr<CudaDeviceContext*> CudaContextOf(const KernelContext& ctx);
+
+// Input `slot`[i] as a tensor on the context's place with `dtype`, holding
+// data (or no elements). Errors name the slot and variable.
+StatusOr<const Tensor*> CudaInput(const KernelContext& ctx,
+                                  std::string_view slot, DType dtype,
+                                  int i = 0);
+
+// Output `slot`[i], on the context's place with `dtype` and `dims`' element
+// count. Shape inference has normally allocated it (its dims are kept); an
+// output no inference shaped is allocated to `dims` here. Disagreement with
+// what inference allocated is an error naming both shapes.
+StatusOr<Tensor*> CudaOutput(const KernelContext& ctx, std::string_view slot,
+                             DType dtype, const Dims& dims, int i = 0);
+
+// The attribute when the op stores it (an error if it has the wrong type),
+// else the schema's default, else `fluid_default` (for attributes a schema
+// may leave out).
+template <typename T>
+StatusOr<T> AttrOr(const KernelContext& ctx, std::string_view name,
+                   T fluid_default) {
+  StatusOr<T> value = ctx.op().GetAttr<T>(name);
+  if (value.ok() || ctx.op().HasAttr(name)) return value;
+  return fluid_default;
+}
+
+// Registers make(TypeTag<T>{}) on CUDA for each T.
+template <typename... Ts, typename Make>
+void RegisterCudaKernel(KernelRegistry* registry, const std::string& op,
+                        Make make) {
+  (registry->Register({op, Place::Kind::kCUDA, DTypeOf<Ts>()},
+                      make(TypeTag<Ts>{})),
+   ...);
+}
+
+// PAREX_CUDA_KERNEL(registry, "relu", ReluKernel, float, double) registers
+// ReluKernel<float> and ReluKernel<double> for CUDA places.
+#define PAREX_CUDA_KERNEL(registry, op, kernel, ...)                    \
+  ::parex::RegisterCudaKernel<__VA_ARGS__>(registry, op, [](auto tag) { \
+    return &kernel<typename decltype(tag)::type>;                       \
+  })
+
+}  // namespace parex

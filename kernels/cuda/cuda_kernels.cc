@@ -1,0 +1,16 @@
+#include "kernels/cuda/cuda_kernels.h"
+
+#include "kernels/cuda/cuda_allocator.h"
+
+namespace parex {
+
+void RegisterCudaKernels(KernelRegistry* registry) {
+  RegisterCudaAllocator();
+  RegisterCudaActivationKernels(registry);
+  RegisterCudaElementwiseKernels(registry);
+  RegisterCudaFillKernels(registry);
+  RegisterCudaMatmulKernels(registry);
+  RegisterCudaReduceKernels(registry);
+}
+
+}  // namespace parex

@@ -1,0 +1,30 @@
+// The CUDA kernels of parex. The CPU registry does not know about them: a
+// program that runs on CUDA places calls RegisterCudaKernels once (on
+// KernelRegistry::Global() or its own registry) before running.
+//
+// Kernels exist for fp32 and fp64 with Fluid's attribute names and meaning:
+//   elementwise_add/sub/mul/div  (Fluid `axis` broadcasting)
+//   relu, sigmoid, tanh, scale
+//   reduce_sum, reduce_mean, mean, sum
+//   mul, matmul, matmul_v2       (cuBLAS)
+// Each runs on the stream of the op's CudaDeviceContext and returns once its
+// work is queued; inputs must live on the context's place.
+#pragma once
+
+#include "kernels/cuda/cuda_info.h"
+#include "kernels/kernel_registry.h"
+
+namespace parex {
+
+// Adds every CUDA kernel to `registry` (Place::Kind::kCUDA) and installs the
+// CUDA allocator factory. Needs no device; safe to call more than once.
+void RegisterCudaKernels(KernelRegistry* registry);
+
+// The groups, one file each, named like the schema groups of graph/ops/.
+void RegisterCudaActivationKernels(KernelRegistry* registry);
+void RegisterCudaElementwiseKernels(KernelRegistry* registry);
+void RegisterCudaFillKernels(KernelRegistry* registry);
+void RegisterCudaMatmulKernels(KernelRegistry* registry);
+void RegisterCudaReduceKernels(KernelRegistry* registry);
+
+}  // namespace parex

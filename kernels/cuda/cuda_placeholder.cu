@@ -1,1 +1,0 @@
-__global__ void parex_placeholder_kernel() {}

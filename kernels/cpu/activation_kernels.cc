@@ -1,7 +1,138 @@
+// relu, sigmoid, tanh, square and their gradients on CPU. Outputs may be the
+// same variables as inputs (in-place activations): each element is read
+// before the element at the same index is written.
+#include <cmath>
+#include <initializer_list>
+#include <string>
+
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
+namespace {
 
-void RegisterActivationKernels(KernelRegistry* r) { (void)r; }
+// Every tensor bound to `slots` is present and holds T, as the kernel reads
+// them (slots left unbound are skipped: the schema enforced required ones).
+template <typename T>
+Status CheckInputs(const KernelContext& ctx,
+                   std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    for (int i = 0; i < ctx.InputCount(slot); ++i) {
+      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
+      const Tensor* t = ctx.Input(slot, i);
+      if (t == nullptr) {
+        return ctx.Error(std::string("input ") + slot + " holds no tensor");
+      }
+      if (t->dtype() != DTypeOf<T>()) {
+        return ctx.Error(std::string("input ") + slot + " is " +
+                         DTypeName(t->dtype()) + ", expected " +
+                         DTypeName(DTypeOf<T>()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// An activation F: Forward(x) is Out; kSource names the forward value its
+// gradient op reads ("Out", or "X" for square) and Backward(that value,
+// dOut) is dX.
+struct Relu {
+  static constexpr const char* kSource = "Out";
+  template <typename T>
+  static T Forward(T x) {
+    return x > T(0) ? x : T(0);
+  }
+  template <typename T>
+  static T Backward(T out, T dout) {
+    return out > T(0) ? dout : T(0);
+  }
+};
+
+struct Sigmoid {
+  static constexpr const char* kSource = "Out";
+  template <typename T>
+  static T Forward(T x) {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+  template <typename T>
+  static T Backward(T out, T dout) {
+    return dout * out * (T(1) - out);
+  }
+};
+
+struct Tanh {
+  static constexpr const char* kSource = "Out";
+  template <typename T>
+  static T Forward(T x) {
+    return std::tanh(x);
+  }
+  template <typename T>
+  static T Backward(T out, T dout) {
+    return dout * (T(1) - out * out);
+  }
+};
+
+struct Square {
+  static constexpr const char* kSource = "X";
+  template <typename T>
+  static T Forward(T x) {
+    return x * x;
+  }
+  template <typename T>
+  static T Backward(T x, T dout) {
+    return dout * T(2) * x;
+  }
+};
+
+template <typename T, typename F>
+Status UnaryKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  const Tensor* x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  for (int64_t i = 0; i < x->numel(); ++i) od[i] = F::Forward(xd[i]);
+  return Status::Ok();
+}
+
+// F::kSource is the forward value the gradient reads: "Out" or "X".
+template <typename T, typename F>
+Status UnaryGradKernel(KernelContext& ctx) {
+  const char* source = F::kSource;
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {source, "Out@GRAD"}));
+  const Tensor* a = ctx.Input(source);
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  Tensor* dx = ctx.Output("X@GRAD");
+  if (a->numel() != dout->numel()) {
+    return ctx.Error(std::string("Out@GRAD has ") +
+                     std::to_string(dout->numel()) + " elements, " + source +
+                     " has " + std::to_string(a->numel()));
+  }
+  const T* ad = a->data<T>();
+  const T* gd = dout->data<T>();
+  T* dxd = dx->data<T>();
+  for (int64_t i = 0; i < a->numel(); ++i) dxd[i] = F::Backward(ad[i], gd[i]);
+  return Status::Ok();
+}
+
+// Registers UnaryKernel<T, F> as `type` and UnaryGradKernel<T, F> as
+// `type`_grad, for float and double.
+template <typename F>
+void RegisterActivation(KernelRegistry* r, const std::string& type) {
+  RegisterCpuKernel<float, double>(r, type, [](auto tag) {
+    return &UnaryKernel<typename decltype(tag)::type, F>;
+  });
+  RegisterCpuKernel<float, double>(r, type + "_grad", [](auto tag) {
+    return &UnaryGradKernel<typename decltype(tag)::type, F>;
+  });
+}
+
+}  // namespace
+
+void RegisterActivationKernels(KernelRegistry* r) {
+  RegisterActivation<Relu>(r, "relu");
+  RegisterActivation<Sigmoid>(r, "sigmoid");
+  RegisterActivation<Tanh>(r, "tanh");
+  RegisterActivation<Square>(r, "square");
+}
 
 }  // namespace parex

@@ -1,7 +1,218 @@
+// elementwise_add/sub/mul/div and their gradients on CPU, broadcasting Y into
+// X by Fluid's `axis` rule (kernels/cpu/broadcast.h).
+//
+// Out may be the same variable as X (in-place "x = x + y"), and X@GRAD the
+// same as Out@GRAD: every element is read before the element at the same
+// index is written.
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
+namespace {
 
-void RegisterElementwiseKernels(KernelRegistry* r) { (void)r; }
+using cpu::BroadcastMap;
+
+// Every tensor bound to `slots` is present and holds T, as the kernel reads
+// them (slots left unbound are skipped: the schema enforced required ones).
+template <typename T>
+Status CheckInputs(const KernelContext& ctx,
+                   std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    for (int i = 0; i < ctx.InputCount(slot); ++i) {
+      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
+      const Tensor* t = ctx.Input(slot, i);
+      if (t == nullptr) {
+        return ctx.Error(std::string("input ") + slot + " holds no tensor");
+      }
+      if (t->dtype() != DTypeOf<T>()) {
+        return ctx.Error(std::string("input ") + slot + " is " +
+                         DTypeName(t->dtype()) + ", expected " +
+                         DTypeName(DTypeOf<T>()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The map pairing `full` (X, or Out@GRAD in grad ops) with Y.
+Status BuildYMap(const KernelContext& ctx, const Dims& full, const Dims& y,
+                 BroadcastMap* map) {
+  if (full.size() > static_cast<size_t>(BroadcastMap::kMaxRank)) {
+    return ctx.Error("rank " + std::to_string(full.size()) +
+                     " is above the supported " +
+                     std::to_string(BroadcastMap::kMaxRank));
+  }
+  int64_t y_extents[BroadcastMap::kMaxRank];
+  if (!cpu::FluidElementwiseExtents(full, y, ctx.Attr<int>("axis"),
+                                    y_extents) ||
+      !map->Init(full, y_extents)) {
+    return ctx.Error("Y " + DimsToString(y) + " cannot be broadcast to " +
+                     DimsToString(full) + " at axis " +
+                     std::to_string(ctx.Attr<int>("axis")));
+  }
+  return Status::Ok();
+}
+
+struct AddOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x + y;
+  }
+  // dOut/dX and dOut/dY given x, y, out and dout.
+  template <typename T>
+  static T DX(T, T, T, T dout) {
+    return dout;
+  }
+  template <typename T>
+  static T DY(T, T, T, T dout) {
+    return dout;
+  }
+  static constexpr bool kNeedsX = false;
+  static constexpr bool kNeedsOut = false;
+};
+
+struct SubOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x - y;
+  }
+  template <typename T>
+  static T DX(T, T, T, T dout) {
+    return dout;
+  }
+  template <typename T>
+  static T DY(T, T, T, T dout) {
+    return -dout;
+  }
+  static constexpr bool kNeedsX = false;
+  static constexpr bool kNeedsOut = false;
+};
+
+struct MulOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x * y;
+  }
+  template <typename T>
+  static T DX(T, T y, T, T dout) {
+    return dout * y;
+  }
+  template <typename T>
+  static T DY(T x, T, T, T dout) {
+    return dout * x;
+  }
+  static constexpr bool kNeedsX = true;
+  static constexpr bool kNeedsOut = false;
+};
+
+// Like Fluid, the gradient reads Out (= X / Y) rather than X.
+struct DivOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x / y;
+  }
+  template <typename T>
+  static T DX(T, T y, T, T dout) {
+    return dout / y;
+  }
+  template <typename T>
+  static T DY(T, T y, T out, T dout) {
+    return -dout * out / y;
+  }
+  static constexpr bool kNeedsX = false;
+  static constexpr bool kNeedsOut = true;
+};
+
+template <typename T, typename Op>
+Status ElementwiseKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Y"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* y = ctx.Input("Y");
+  Tensor* out = ctx.Output("Out");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, x->dims(), y->dims(), &map));
+  const T* yd = y->data<T>();
+  if constexpr (std::is_integral_v<T> && std::is_same_v<Op, DivOp>) {
+    for (int64_t j = 0; j < y->numel(); ++j) {
+      if (yd[j] == 0) return ctx.Error("integer division by zero in Y");
+    }
+  }
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  map.ForEach([&](int64_t i, int64_t j) { od[i] = Op::Apply(xd[i], yd[j]); });
+  return Status::Ok();
+}
+
+template <typename T, typename Op>
+Status ElementwiseGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Y", "Out", "Out@GRAD"}));
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  const Tensor* y = ctx.Input("Y");
+  const Tensor* x = ctx.Input("X");
+  const Tensor* out = ctx.Input("Out");
+  Tensor* dx = ctx.Output("X@GRAD");
+  Tensor* dy = ctx.Output("Y@GRAD");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, dout->dims(), y->dims(), &map));
+  if (dy != nullptr && Op::kNeedsX && x == nullptr) {
+    return ctx.Error("Y@GRAD needs input X");
+  }
+  if (dy != nullptr && Op::kNeedsOut && out == nullptr) {
+    return ctx.Error("Y@GRAD needs input Out");
+  }
+  for (const Tensor* t : {x, out}) {
+    if (t != nullptr && t->dims() != dout->dims()) {
+      return ctx.Error("X and Out must have Out@GRAD's dims " +
+                       DimsToString(dout->dims()) + ", got " +
+                       DimsToString(t->dims()));
+    }
+  }
+  const T* doutd = dout->data<T>();
+  const T* yd = y->data<T>();
+  const T* xd = x != nullptr ? x->data<T>() : nullptr;
+  const T* outd = out != nullptr ? out->data<T>() : nullptr;
+  T* dxd = dx != nullptr ? dx->data<T>() : nullptr;
+  T* dyd = dy != nullptr ? dy->data<T>() : nullptr;
+  if (dyd != nullptr) {
+    for (int64_t j = 0; j < dy->numel(); ++j) dyd[j] = T(0);
+  }
+  map.ForEach([&](int64_t i, int64_t j) {
+    const T g = doutd[i];
+    const T xv = xd != nullptr ? xd[i] : T(0);
+    const T ov = outd != nullptr ? outd[i] : T(0);
+    if (dyd != nullptr) dyd[j] += Op::DY(xv, yd[j], ov, g);
+    if (dxd != nullptr) dxd[i] = Op::DX(xv, yd[j], ov, g);
+  });
+  return Status::Ok();
+}
+
+// Registers ElementwiseKernel<T, Op> for each T as `type` and
+// ElementwiseGradKernel<T, Op> for float and double as `type`_grad.
+template <typename Op, typename... Ts>
+void RegisterElementwise(KernelRegistry* r, const std::string& type) {
+  RegisterCpuKernel<Ts...>(r, type, [](auto tag) {
+    return &ElementwiseKernel<typename decltype(tag)::type, Op>;
+  });
+  RegisterCpuKernel<float, double>(r, type + "_grad", [](auto tag) {
+    return &ElementwiseGradKernel<typename decltype(tag)::type, Op>;
+  });
+}
+
+}  // namespace
+
+void RegisterElementwiseKernels(KernelRegistry* r) {
+  RegisterElementwise<AddOp, float, double, int32_t, int64_t>(
+      r, "elementwise_add");
+  RegisterElementwise<SubOp, float, double, int32_t, int64_t>(
+      r, "elementwise_sub");
+  RegisterElementwise<MulOp, float, double, int32_t, int64_t>(
+      r, "elementwise_mul");
+  RegisterElementwise<DivOp, float, double, int32_t, int64_t>(
+      r, "elementwise_div");
+}
 
 }  // namespace parex

@@ -1,7 +1,204 @@
+// sgd, momentum and adam on CPU, with Fluid's update formulas.
+//
+// In place: every output may be the same variable as its input (ParamOut is
+// Param, VelocityOut is Velocity, Beta1PowOut is Beta1Pow, ...). Each element
+// reads all its inputs before writing its outputs, and scalars (learning
+// rate, beta powers) are read before anything is written.
+#include <cmath>
+#include <initializer_list>
+#include <string>
+
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
+namespace {
 
-void RegisterOptimizerKernels(KernelRegistry* r) { (void)r; }
+// Every tensor bound to `slots` is present and holds T, as the kernel reads
+// them (slots left unbound are skipped: the schema enforced required ones).
+template <typename T>
+Status CheckInputs(const KernelContext& ctx,
+                   std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    for (int i = 0; i < ctx.InputCount(slot); ++i) {
+      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
+      const Tensor* t = ctx.Input(slot, i);
+      if (t == nullptr) {
+        return ctx.Error(std::string("input ") + slot + " holds no tensor");
+      }
+      if (t->dtype() != DTypeOf<T>()) {
+        return ctx.Error(std::string("input ") + slot + " is " +
+                         DTypeName(t->dtype()) + ", expected " +
+                         DTypeName(DTypeOf<T>()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The value of a one-element fp32/fp64 input (learning rates and beta powers
+// are often fp32 next to fp64 parameters).
+Status ReadScalar(const KernelContext& ctx, const char* slot, double* value) {
+  const Tensor* t = ctx.Input(slot);
+  if (t == nullptr || t->numel() != 1) {
+    return ctx.Error(std::string(slot) + " must hold one element");
+  }
+  switch (t->dtype()) {
+    case DType::kFP32:
+      *value = t->data<float>()[0];
+      return Status::Ok();
+    case DType::kFP64:
+      *value = t->data<double>()[0];
+      return Status::Ok();
+    default:
+      return ctx.Error(std::string(slot) + " must be fp32 or fp64, got " +
+                       DTypeName(t->dtype()));
+  }
+}
+
+// Writes a one-element fp32/fp64 output.
+// REQUIRES: ReadScalar accepted the matching input (same dtype).
+void WriteScalar(Tensor* t, double value) {
+  if (t->dtype() == DType::kFP32) {
+    t->data<float>()[0] = static_cast<float>(value);
+  } else {
+    t->data<double>()[0] = value;
+  }
+}
+
+Status CheckSameCount(const KernelContext& ctx, const Tensor& param,
+                      std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    if (ctx.Input(slot)->numel() != param.numel()) {
+      return ctx.Error(std::string(slot) + " " +
+                       DimsToString(ctx.Input(slot)->dims()) +
+                       " does not match Param " + DimsToString(param.dims()));
+    }
+  }
+  return Status::Ok();
+}
+
+// ParamOut = Param - lr * Grad.
+template <typename T>
+Status SgdKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Param", "Grad"}));
+  const Tensor* param = ctx.Input("Param");
+  PAREX_RETURN_IF_ERROR(CheckSameCount(ctx, *param, {"Grad"}));
+  double lr_value;
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
+  const T lr = static_cast<T>(lr_value);
+  const T* p = param->data<T>();
+  const T* g = ctx.Input("Grad")->data<T>();
+  T* out = ctx.Output("ParamOut")->data<T>();
+  for (int64_t i = 0; i < param->numel(); ++i) out[i] = p[i] - lr * g[i];
+  return Status::Ok();
+}
+
+// g = rescale_grad * Grad (+ regularization_coeff * Param for l2_decay);
+// VelocityOut = mu * Velocity + g;
+// ParamOut = Param - (g + mu * VelocityOut) * lr   (use_nesterov)
+//          = Param - lr * VelocityOut               (otherwise).
+template <typename T>
+Status MomentumKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Param", "Grad", "Velocity"}));
+  const Tensor* param = ctx.Input("Param");
+  PAREX_RETURN_IF_ERROR(CheckSameCount(ctx, *param, {"Grad", "Velocity"}));
+  double lr_value;
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
+  const std::string method = ctx.Attr<std::string>("regularization_method");
+  if (!method.empty() && method != "l2_decay") {
+    return ctx.Error("regularization_method '" + method + "' is not supported");
+  }
+  const T lr = static_cast<T>(lr_value);
+  const T mu = static_cast<T>(ctx.Attr<float>("mu"));
+  const T rescale = static_cast<T>(ctx.Attr<float>("rescale_grad"));
+  const T l2 = method == "l2_decay"
+                   ? static_cast<T>(ctx.Attr<float>("regularization_coeff"))
+                   : T(0);
+  const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  const T* p = param->data<T>();
+  const T* grad = ctx.Input("Grad")->data<T>();
+  const T* v = ctx.Input("Velocity")->data<T>();
+  T* p_out = ctx.Output("ParamOut")->data<T>();
+  T* v_out = ctx.Output("VelocityOut")->data<T>();
+  for (int64_t i = 0; i < param->numel(); ++i) {
+    const T pi = p[i];
+    const T g = rescale * grad[i] + l2 * pi;
+    const T vi = mu * v[i] + g;
+    v_out[i] = vi;
+    p_out[i] = nesterov ? pi - (g + mu * vi) * lr : pi - lr * vi;
+  }
+  return Status::Ok();
+}
+
+// Fluid's Adam:
+//   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
+//   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
+//   param -= lr_t * m1 / (sqrt(m2) + epsilon * sqrt(1 - beta2_pow))
+//   beta1_pow *= beta1; beta2_pow *= beta2  (when the outputs are bound and
+//   use_global_beta_pow is off)
+template <typename T>
+Status AdamKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(
+      CheckInputs<T>(ctx, {"Param", "Grad", "Moment1", "Moment2"}));
+  const Tensor* param = ctx.Input("Param");
+  PAREX_RETURN_IF_ERROR(
+      CheckSameCount(ctx, *param, {"Grad", "Moment1", "Moment2"}));
+  double lr_value, beta1_pow, beta2_pow;
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Pow", &beta1_pow));
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta2Pow", &beta2_pow));
+  double beta1 = ctx.Attr<float>("beta1");
+  double beta2 = ctx.Attr<float>("beta2");
+  double epsilon = ctx.Attr<float>("epsilon");
+  if (ctx.Input("Beta1Tensor") != nullptr) {
+    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Tensor", &beta1));
+  }
+  if (ctx.Input("Beta2Tensor") != nullptr) {
+    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta2Tensor", &beta2));
+  }
+  if (ctx.Input("EpsilonTensor") != nullptr) {
+    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "EpsilonTensor", &epsilon));
+  }
+  if (beta1_pow == 1.0) {
+    return ctx.Error("Beta1Pow is 1: the bias correction divides by zero");
+  }
+  const T b1 = static_cast<T>(beta1);
+  const T b2 = static_cast<T>(beta2);
+  const T lr_t =
+      static_cast<T>(lr_value * std::sqrt(1 - beta2_pow) / (1 - beta1_pow));
+  const T eps_t = static_cast<T>(epsilon * std::sqrt(1 - beta2_pow));
+  const T* p = param->data<T>();
+  const T* grad = ctx.Input("Grad")->data<T>();
+  const T* m1 = ctx.Input("Moment1")->data<T>();
+  const T* m2 = ctx.Input("Moment2")->data<T>();
+  T* p_out = ctx.Output("ParamOut")->data<T>();
+  T* m1_out = ctx.Output("Moment1Out")->data<T>();
+  T* m2_out = ctx.Output("Moment2Out")->data<T>();
+  for (int64_t i = 0; i < param->numel(); ++i) {
+    const T g = grad[i];
+    const T a = b1 * m1[i] + (T(1) - b1) * g;
+    const T b = b2 * m2[i] + (T(1) - b2) * g * g;
+    m1_out[i] = a;
+    m2_out[i] = b;
+    p_out[i] = p[i] - lr_t * (a / (std::sqrt(b) + eps_t));
+  }
+  if (!ctx.Attr<bool>("use_global_beta_pow")) {
+    if (Tensor* out = ctx.Output("Beta1PowOut")) {
+      WriteScalar(out, beta1_pow * beta1);
+    }
+    if (Tensor* out = ctx.Output("Beta2PowOut")) {
+      WriteScalar(out, beta2_pow * beta2);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterOptimizerKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "sgd", SgdKernel, float, double);
+  PAREX_CPU_KERNEL(r, "momentum", MomentumKernel, float, double);
+  PAREX_CPU_KERNEL(r, "adam", AdamKernel, float, double);
+}
 
 }  // namespace parex

@@ -1,7 +1,211 @@
+// mean, reduce_sum, reduce_mean, their gradients, and sum on CPU.
+// Reductions pair X (full) with Out viewed with X's rank and 1s on the
+// reduced dims (kernels/cpu/broadcast.h); removing those 1s (keep_dim false)
+// does not move any element, so the same map serves both layouts.
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
+namespace {
 
-void RegisterReduceKernels(KernelRegistry* r) { (void)r; }
+using cpu::BroadcastMap;
+
+// Every tensor bound to `slots` is present and holds T, as the kernel reads
+// them (slots left unbound are skipped: the schema enforced required ones).
+template <typename T>
+Status CheckInputs(const KernelContext& ctx,
+                   std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    for (int i = 0; i < ctx.InputCount(slot); ++i) {
+      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
+      const Tensor* t = ctx.Input(slot, i);
+      if (t == nullptr) {
+        return ctx.Error(std::string("input ") + slot + " holds no tensor");
+      }
+      if (t->dtype() != DTypeOf<T>()) {
+        return ctx.Error(std::string("input ") + slot + " is " +
+                         DTypeName(t->dtype()) + ", expected " +
+                         DTypeName(DTypeOf<T>()));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The map from X to Out of reduce_* (attributes dim, reduce_all).
+Status BuildReduceMap(const KernelContext& ctx, const Dims& x,
+                      BroadcastMap* map) {
+  const int rank = static_cast<int>(x.size());
+  if (rank > BroadcastMap::kMaxRank) {
+    return ctx.Error("rank " + std::to_string(rank) + " is above the " +
+                     "supported " + std::to_string(BroadcastMap::kMaxRank));
+  }
+  const std::vector<int> dims = ctx.Attr<std::vector<int>>("dim");
+  const bool all = ctx.Attr<bool>("reduce_all") || dims.empty();
+  int64_t out_extents[BroadcastMap::kMaxRank];
+  for (int d = 0; d < rank; ++d) out_extents[d] = all ? 1 : x[d];
+  for (int d : dims) {
+    if (d < -rank || d >= rank) {
+      return ctx.Error("dim " + std::to_string(d) +
+                       " is out of range for X of rank " +
+                       std::to_string(rank));
+    }
+    out_extents[d < 0 ? d + rank : d] = 1;
+  }
+  if (!map->Init(x, out_extents)) return ctx.Error("bad reduction dims");
+  return Status::Ok();
+}
+
+template <typename T>
+Status MeanKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  const Tensor* x = ctx.Input("X");
+  const T* xd = x->data<T>();
+  double sum = 0;
+  for (int64_t i = 0; i < x->numel(); ++i) sum += xd[i];
+  // An empty X gives NaN, as in Paddle.
+  ctx.Output("Out")->data<T>()[0] = static_cast<T>(sum / x->numel());
+  return Status::Ok();
+}
+
+template <typename T>
+Status MeanGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const T g = ctx.Input("Out@GRAD")->data<T>()[0] / static_cast<T>(x->numel());
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  std::fill(dx, dx + x->numel(), g);
+  return Status::Ok();
+}
+
+// Out = sum (or mean) of X over the map's broadcast dims, accumulated in U.
+template <typename T, typename U>
+Status Reduce(const KernelContext& ctx, const BroadcastMap& map, const T* x,
+              Tensor* out, bool mean) {
+  U* od = out->data<U>();
+  std::fill(od, od + map.small_numel(), U(0));
+  map.ForEach([&](int64_t i, int64_t j) { od[j] += static_cast<U>(x[i]); });
+  if (!mean || map.small_numel() == 0) return Status::Ok();
+  const int64_t count = map.full_numel() / map.small_numel();
+  if (std::is_integral_v<U> && count == 0) {
+    return ctx.Error("mean over an empty dim");
+  }
+  for (int64_t j = 0; j < map.small_numel(); ++j)
+    od[j] /= static_cast<U>(count);
+  return Status::Ok();
+}
+
+template <typename T, bool kMean>
+Status ReduceKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  const Tensor* x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  if (map.small_numel() != out->numel()) {
+    return ctx.Error("Out " + DimsToString(out->dims()) +
+                     " does not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T* xd = x->data<T>();
+  switch (out->dtype()) {
+    case DType::kFP32:
+      return Reduce<T, float>(ctx, map, xd, out, kMean);
+    case DType::kFP64:
+      return Reduce<T, double>(ctx, map, xd, out, kMean);
+    case DType::kInt32:
+      return Reduce<T, int32_t>(ctx, map, xd, out, kMean);
+    case DType::kInt64:
+      return Reduce<T, int64_t>(ctx, map, xd, out, kMean);
+    default:
+      return ctx.Error(std::string("unsupported output dtype ") +
+                       DTypeName(out->dtype()));
+  }
+}
+
+// X@GRAD[i] = Out@GRAD[j] (/ the number of elements reduced into j).
+template <typename T, bool kMean>
+Status ReduceGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  if (map.small_numel() != dout->numel()) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
+                     " does not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T scale =
+      kMean && map.small_numel() > 0
+          ? T(1) / static_cast<T>(map.full_numel() / map.small_numel())
+          : T(1);
+  const T* g = dout->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  map.ForEach([&](int64_t i, int64_t j) { dx[i] = g[j] * scale; });
+  return Status::Ok();
+}
+
+// Out = sum of the non-empty X. Out may be one of the X (gradient
+// accumulation in place): each block of elements is summed from every input
+// before it is written.
+template <typename T>
+Status SumKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  Tensor* out = ctx.Output("Out");
+  const int64_t n = out->numel();
+  const int count = ctx.InputCount("X");
+  for (int k = 0; k < count; ++k) {
+    const int64_t m = ctx.Input("X", k)->numel();
+    if (m != 0 && m != n) {
+      return ctx.Error("input X[" + std::to_string(k) + "] has " +
+                       std::to_string(m) + " elements, Out has " +
+                       std::to_string(n));
+    }
+  }
+  T* od = out->data<T>();
+  constexpr int64_t kBlock = 256;
+  T acc[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t len = std::min(kBlock, n - begin);
+    std::fill(acc, acc + len, T(0));
+    for (int k = 0; k < count; ++k) {
+      const Tensor* x = ctx.Input("X", k);
+      if (x->numel() == 0) continue;
+      const T* xd = x->data<T>() + begin;
+      for (int64_t i = 0; i < len; ++i) acc[i] += xd[i];
+    }
+    std::copy(acc, acc + len, od + begin);
+  }
+  return Status::Ok();
+}
+
+// Registers ReduceKernel<T, kMean> for each T as `type` and
+// ReduceGradKernel<T, kMean> for float and double as `type`_grad.
+template <bool kMean, typename... Ts>
+void RegisterReduce(KernelRegistry* r, const std::string& type) {
+  RegisterCpuKernel<Ts...>(r, type, [](auto tag) {
+    return &ReduceKernel<typename decltype(tag)::type, kMean>;
+  });
+  RegisterCpuKernel<float, double>(r, type + "_grad", [](auto tag) {
+    return &ReduceGradKernel<typename decltype(tag)::type, kMean>;
+  });
+}
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "mean", MeanKernel, float, double);
+  PAREX_CPU_KERNEL(r, "mean_grad", MeanGradKernel, float, double);
+  RegisterReduce<false, float, double, int32_t, int64_t>(r, "reduce_sum");
+  RegisterReduce<true, float, double>(r, "reduce_mean");
+  PAREX_CPU_KERNEL(r, "sum", SumKernel, float, double, int32_t, int64_t);
+}
 
 }  // namespace parex

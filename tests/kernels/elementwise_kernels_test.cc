@@ -1,1 +1,324 @@
+// Tests of kernels/cpu/elementwise_kernels.cc and graph/ops/elementwise_ops.cc:
+// forward values against a naive multi-index loop, gradients against finite
+// differences, Fluid's axis broadcasting cases and shape errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/op_schema.h"
+#include "kernels/device_context.h"
+#include "kernels/kernel_registry.h"
+#include "kernels/op_runner.h"
+#include "tests/kernels/op_tester.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// Y's flat index for X's flat index i under Fluid's axis rule, by decomposing
+// i into X's multi-index (written independently of kernels/cpu/broadcast.h).
+int64_t NaiveYIndex(const Dims& x, const Dims& y, int axis, int64_t i) {
+  if (axis == -1)
+    axis = static_cast<int>(x.size()) - static_cast<int>(y.size());
+  std::vector<int64_t> index(x.size());
+  for (int d = static_cast<int>(x.size()) - 1; d >= 0; --d) {
+    index[d] = i % x[d];
+    i /= x[d];
+  }
+  int64_t j = 0;
+  for (size_t k = 0; k < y.size(); ++k) {
+    const size_t d = axis + k;
+    const int64_t c = (y[k] != 1 && d < x.size()) ? index[d] : 0;
+    j = j * y[k] + c;
+  }
+  return j;
+}
+
+Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
+                        const std::function<double(double, double)>& f) {
+  Tensor out(DType::kFP64, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    out.data<double>()[i] =
+        f(x.data<double>()[i],
+          y.data<double>()[NaiveYIndex(x.dims(), y.dims(), axis, i)]);
+  }
+  return out;
+}
+
+struct BroadcastCase {
+  Dims x;
+  Dims y;
+  int axis;
+};
+
+std::string CaseName(const BroadcastCase& c) {
+  return DimsToString(c.x) + " " + DimsToString(c.y) + " axis " +
+         std::to_string(c.axis);
+}
+
+const std::vector<BroadcastCase>& BroadcastCases() {
+  static const std::vector<BroadcastCase> cases = {
+      {{2, 3}, {2, 3}, -1},        // same shape
+      {{2, 3, 4}, {3, 4}, -1},     // trailing run
+      {{2, 3, 4}, {3}, 1},         // middle run
+      {{2, 3, 4}, {2}, 0},         // leading run
+      {{2, 3, 4}, {1}, -1},        // one value
+      {{2, 3, 4}, {3, 1}, 1},      // trailing 1 of Y
+      {{2, 3, 4}, {2, 1, 4}, -1},  // inner 1 of Y
+      {{3, 4}, {1, 1}, -1},        // all ones, same rank
+      {{2, 1, 3}, {1, 3}, 1},      // 1 in X matched by 1 in Y
+  };
+  return cases;
+}
+
+struct OpCase {
+  const char* type;
+  std::function<double(double, double)> f;
+  double y_lo;  // Y's range (away from 0 for div)
+  double y_hi;
+};
+
+const std::vector<OpCase>& OpCases() {
+  static const std::vector<OpCase> ops = {
+      {"elementwise_add", [](double a, double b) { return a + b; }, -1, 1},
+      {"elementwise_sub", [](double a, double b) { return a - b; }, -1, 1},
+      {"elementwise_mul", [](double a, double b) { return a * b; }, -1, 1},
+      {"elementwise_div", [](double a, double b) { return a / b; }, 0.5, 2},
+  };
+  return ops;
+}
+
+TEST(ElementwiseKernelsTest, AddHandComputedFloat) {
+  OpTester t("elementwise_add");
+  t.Input("X", MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}))
+      .Input("Y", MakeTensor<float>({3}, {10, 20, 30}))
+      .Output("Out");
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<float>(t.Out("Out")),
+            (std::vector<float>{11, 22, 33, 14, 25, 36}));
+}
+
+TEST(ElementwiseKernelsTest, MulAxisZeroHandComputedFloat) {
+  OpTester t("elementwise_mul");
+  t.Input("X", MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}))
+      .Input("Y", MakeTensor<float>({2}, {2, -1}))
+      .Output("Out")
+      .Attr("axis", 0);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<float>(t.Out("Out")),
+            (std::vector<float>{2, 4, 6, -4, -5, -6}));
+}
+
+TEST(ElementwiseKernelsTest, ForwardMatchesNaiveLoopOnEveryBroadcastCase) {
+  uint32_t seed = 1;
+  for (const OpCase& op : OpCases()) {
+    for (const BroadcastCase& c : BroadcastCases()) {
+      SCOPED_TRACE(std::string(op.type) + " " + CaseName(c));
+      Tensor x = RandomTensor(c.x, -2, 2, seed++);
+      Tensor y = RandomTensor(c.y, op.y_lo, op.y_hi, seed++);
+      OpTester t(op.type);
+      t.Input("X", x).Input("Y", y).Output("Out").Attr("axis", c.axis);
+      ASSERT_TRUE(t.Run().ok());
+      EXPECT_EQ(
+          CompareTensors(t.Out("Out"), NaiveElementwise(x, y, c.axis, op.f),
+                         1e-12, 1e-12),
+          "");
+    }
+  }
+}
+
+TEST(ElementwiseKernelsTest, GradMatchesFiniteDifferencesOnEveryBroadcastCase) {
+  uint32_t seed = 100;
+  for (const OpCase& op : OpCases()) {
+    for (const BroadcastCase& c : BroadcastCases()) {
+      SCOPED_TRACE(std::string(op.type) + " " + CaseName(c));
+      Tensor x = RandomTensor(c.x, -2, 2, seed++);
+      Tensor y = RandomTensor(c.y, op.y_lo, op.y_hi, seed++);
+      OpTester t(op.type);
+      t.Input("X", x).Input("Y", y).Output("Out").Attr("axis", c.axis);
+      EXPECT_THAT(t.CheckGrad({"X", "Y"}, {"Out"}), IsEmpty());
+    }
+  }
+}
+
+TEST(ElementwiseKernelsTest, IntegerKernels) {
+  OpTester add("elementwise_add");
+  add.Input("X", MakeTensor<int32_t>({2, 2}, {1, 2, 3, 4}))
+      .Input("Y", MakeTensor<int32_t>({2}, {10, 20}))
+      .Output("Out");
+  ASSERT_TRUE(add.Run().ok());
+  EXPECT_EQ(ToVector<int32_t>(add.Out("Out")),
+            (std::vector<int32_t>{11, 22, 13, 24}));
+
+  OpTester div("elementwise_div");
+  div.Input("X", MakeTensor<int64_t>({3}, {7, -7, 9}))
+      .Input("Y", MakeTensor<int64_t>({3}, {2, 2, 3}))
+      .Output("Out");
+  ASSERT_TRUE(div.Run().ok());
+  EXPECT_EQ(ToVector<int64_t>(div.Out("Out")),
+            (std::vector<int64_t>{3, -3, 3}));
+}
+
+TEST(ElementwiseKernelsTest, IntegerDivisionByZeroIsAnError) {
+  OpTester t("elementwise_div");
+  t.Input("X", MakeTensor<int64_t>({2}, {1, 2}))
+      .Input("Y", MakeTensor<int64_t>({2}, {1, 0}))
+      .Output("Out");
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("division by zero"));
+}
+
+TEST(ElementwiseKernelsTest, InPlaceOutputIsX) {
+  OpTester t("elementwise_sub");
+  t.Input("X", MakeTensor<double>({2, 2}, {5, 6, 7, 8}))
+      .Input("Y", MakeTensor<double>({2}, {1, 2}))
+      .Output("Out");
+  ASSERT_TRUE(t.Run().ok());
+  // Rebind Out to X's variable and run again: X - Y - Y.
+  OpDesc& op = t.program().global_block().op(0);
+  op.SetOutput("Out", {"X_0"});
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<double>(*t.scope().FindVar("X_0")->GetTensor()),
+            (std::vector<double>{4, 4, 6, 6}));
+}
+
+TEST(ElementwiseKernelsTest, GradWithOnlyYGradOrOnlyXGrad) {
+  // Y@GRAD alone (X@GRAD not bound) and X@GRAD alone both work.
+  for (const char* missing : {"X@GRAD", "Y@GRAD"}) {
+    SCOPED_TRACE(missing);
+    OpTester t("elementwise_mul");
+    t.Input("X", MakeTensor<double>({2, 2}, {1, 2, 3, 4}))
+        .Input("Y", MakeTensor<double>({2}, {10, 20}))
+        .Output("Out");
+    ASSERT_TRUE(t.Run().ok());
+    Block& block = t.program().global_block();
+    OpDesc* grad = block.AppendOp("elementwise_mul_grad");
+    grad->SetInput("X", {"X_0"});
+    grad->SetInput("Y", {"Y_0"});
+    grad->SetInput("Out@GRAD", {"Out_0"});  // dOut = Out for the check
+    grad->SetOutput("X@GRAD", {"dx"});
+    grad->SetOutput("Y@GRAD", {"dy"});
+    grad->SetOutput(missing, {});
+    block.Var("dx");
+    block.Var("dy");
+    ASSERT_TRUE(InferShapeAtCompileTime(*grad, block, true).ok());
+    CpuDeviceContext device;
+    ASSERT_TRUE(RunOp(*grad, &t.scope(), &device).ok());
+    // Out = [10, 40, 30, 80].
+    if (std::string(missing) == "X@GRAD") {
+      EXPECT_EQ(ToVector<double>(*t.scope().FindVar("dy")->GetTensor()),
+                (std::vector<double>{10 * 1 + 30 * 3, 40 * 2 + 80 * 4}));
+    } else {
+      EXPECT_EQ(ToVector<double>(*t.scope().FindVar("dx")->GetTensor()),
+                (std::vector<double>{100, 800, 300, 1600}));
+    }
+  }
+}
+
+TEST(ElementwiseKernelsTest, NonBroadcastableShapesAreAnErrorNamingTheOp) {
+  struct Bad {
+    Dims x;
+    Dims y;
+    int axis;
+  };
+  for (const Bad& b : std::vector<Bad>{{{2, 3}, {4}, -1},
+                                       {{2, 3}, {2}, 1},
+                                       {{2, 3}, {3, 2}, -1},
+                                       {{3}, {2, 3}, -1},
+                                       {{2, 3}, {3}, 2}}) {
+    SCOPED_TRACE(DimsToString(b.x) + " " + DimsToString(b.y));
+    OpTester t("elementwise_add");
+    t.Input("X", RandomTensor(b.x, -1, 1, 1))
+        .Input("Y", RandomTensor(b.y, -1, 1, 2))
+        .Output("Out")
+        .Attr("axis", b.axis);
+    Status s = t.Run();
+    EXPECT_FALSE(s.ok());
+    EXPECT_THAT(s.message(), HasSubstr("elementwise_add"));
+    EXPECT_THAT(s.message(), HasSubstr("cannot be broadcast"));
+  }
+}
+
+TEST(ElementwiseKernelsTest, MismatchedDTypesAreAnError) {
+  OpTester t("elementwise_mul");
+  t.Input("X", MakeTensor<float>({2}, {1, 2}))
+      .Input("Y", MakeTensor<double>({2}, {1, 2}))
+      .Output("Out");
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("elementwise_mul"));
+}
+
+TEST(ElementwiseKernelsTest, CompileTimeShapesAcceptUnknownBatch) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 3, 4});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("y")->SetDims({3, 1});
+  block.Var("y")->SetDType(DType::kFP32);
+  block.Var("bad")->SetDims({5});
+  block.Var("bad")->SetDType(DType::kFP32);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("elementwise_add");
+  op->SetInput("X", {"x"});
+  op->SetInput("Y", {"y"});
+  op->SetOutput("Out", {"out"});
+  op->SetAttr("axis", 1);
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 3, 4}));
+  EXPECT_EQ(block.FindVar("out")->dtype(), DType::kFP32);
+
+  op->SetInput("Y", {"bad"});
+  Status s = InferShapeAtCompileTime(*op, block, false);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("elementwise_add"));
+}
+
+TEST(ElementwiseKernelsTest, SchemasDeclareFluidGradSlots) {
+  const OpSchemaRegistry& r = OpSchemaRegistry::Global();
+  for (const char* type :
+       {"elementwise_add", "elementwise_sub", "elementwise_mul"}) {
+    const OpSchema* s = r.Find(type);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->grad_type(), std::string(type) + "_grad");
+    EXPECT_EQ(s->grad_inputs(),
+              (std::vector<std::string>{"X", "Y", "Out@GRAD"}));
+    EXPECT_EQ(s->grad_outputs(),
+              (std::vector<std::string>{"X@GRAD", "Y@GRAD"}));
+  }
+  EXPECT_EQ(r.Find("elementwise_div")->grad_inputs(),
+            (std::vector<std::string>{"X", "Y", "Out", "Out@GRAD"}));
+}
+
+TEST(ElementwiseKernelsTest, RegistersCpuKernelsForItsDTypes) {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  struct Entry {
+    const char* type;
+    std::vector<DType> dtypes;
+  };
+  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
+  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
+                                       DType::kInt32, DType::kInt64};
+  for (const Entry& e : std::vector<Entry>{{"elementwise_add", kNumbers},
+                                           {"elementwise_sub", kNumbers},
+                                           {"elementwise_mul", kNumbers},
+                                           {"elementwise_div", kNumbers},
+                                           {"elementwise_add_grad", kFloats},
+                                           {"elementwise_sub_grad", kFloats},
+                                           {"elementwise_mul_grad", kFloats},
+                                           {"elementwise_div_grad", kFloats}}) {
+    for (DType dtype : e.dtypes) {
+      EXPECT_TRUE(registry.Has({e.type, Place::Kind::kCPU, dtype}))
+          << e.type << " " << DTypeName(dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parex::testing

@@ -1,1 +1,192 @@
+// Tests of kernels/cpu/metric_kernels.cc and graph/ops/metric_ops.cc: top_k
+// (values, index order on ties, gradient) and accuracy.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "graph/op_schema.h"
+#include "kernels/kernel_registry.h"
+#include "tests/kernels/op_tester.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(TopKKernelTest, HandComputedWithTies) {
+  OpTester t("top_k");
+  t.Input("X", MakeTensor<float>({2, 4}, {1, 3, 3, 2, 5, 4, 6, 0}))
+      .Output("Out")
+      .Output("Indices")
+      .Attr("k", 2);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(t.Out("Out").dims(), (Dims{2, 2}));
+  EXPECT_EQ(ToVector<float>(t.Out("Out")), (std::vector<float>{3, 3, 6, 5}));
+  EXPECT_EQ(t.Out("Indices").dtype(), DType::kInt64);
+  EXPECT_EQ(ToVector<int64_t>(t.Out("Indices")),
+            (std::vector<int64_t>{1, 2, 2, 0}));
+}
+
+TEST(TopKKernelTest, EveryKMatchesStableSort) {
+  // Small integers as doubles give many ties.
+  const Dims dims = {2, 3, 6};
+  Tensor ints = RandomIntTensor(dims, 0, 3, 9);
+  Tensor x(DType::kFP64, dims);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    x.data<double>()[i] = static_cast<double>(ints.data<int64_t>()[i]);
+  }
+  const int64_t n = 6;
+  const int64_t rows = x.numel() / n;
+  for (int k = 1; k <= n; ++k) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    OpTester t("top_k");
+    t.Input("X", x).Output("Out").Output("Indices").Attr("k", k);
+    ASSERT_TRUE(t.Run().ok());
+    ASSERT_EQ(t.Out("Out").dims(), (Dims{2, 3, k}));
+    const std::vector<double> out = ToVector<double>(t.Out("Out"));
+    const std::vector<int64_t> idx = ToVector<int64_t>(t.Out("Indices"));
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* row = x.data<double>() + r * n;
+      std::vector<int64_t> order(n);
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+      for (int m = 0; m < k; ++m) {
+        EXPECT_EQ(idx[r * k + m], order[m]) << "row " << r << " rank " << m;
+        EXPECT_EQ(out[r * k + m], row[order[m]]);
+      }
+    }
+  }
+}
+
+TEST(TopKKernelTest, GradMatchesFiniteDifferences) {
+  for (int k : {1, 3}) {
+    SCOPED_TRACE(k);
+    OpTester t("top_k");
+    t.Input("X", DistinctRandomTensor({3, 5}, -1, 1, 4 + k))
+        .Output("Out")
+        .Output("Indices")
+        .Attr("k", k);
+    EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+  }
+}
+
+TEST(TopKKernelTest, BadKIsAnErrorNamingTheOp) {
+  for (int k : {0, 5}) {
+    OpTester t("top_k");
+    t.Input("X", RandomTensor({2, 4}, 0, 1, 1))
+        .Output("Out")
+        .Output("Indices")
+        .Attr("k", k);
+    Status s = t.Run();
+    EXPECT_FALSE(s.ok()) << k;
+    EXPECT_THAT(s.message(), HasSubstr("top_k"));
+  }
+}
+
+TEST(TopKKernelTest, CompileTimeShapesAcceptUnknownBatch) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 10});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("out");
+  block.Var("indices");
+  OpDesc* op = block.AppendOp("top_k");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"out"});
+  op->SetOutput("Indices", {"indices"});
+  op->SetAttr("k", 3);
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 3}));
+  EXPECT_EQ(block.FindVar("indices")->dims(), (Dims{-1, 3}));
+  EXPECT_EQ(block.FindVar("indices")->dtype(), DType::kInt64);
+}
+
+TEST(AccuracyKernelTest, HandComputed) {
+  OpTester t("accuracy");
+  t.Input("Out",
+          MakeTensor<float>({3, 2}, {0.9f, 0.1f, 0.8f, 0.2f, 0.6f, 0.4f}))
+      .Input("Indices", MakeTensor<int64_t>({3, 2}, {0, 1, 2, 3, 1, 0}))
+      .Input("Label", MakeTensor<int64_t>({3, 1}, {1, 0, 3}))
+      .Output("Accuracy")
+      .Output("Correct")
+      .Output("Total");
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(t.Out("Accuracy").dtype(), DType::kFP32);
+  EXPECT_FLOAT_EQ(ToVector<float>(t.Out("Accuracy"))[0], 1.f / 3);
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Correct")), (std::vector<int32_t>{1}));
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Total")), (std::vector<int32_t>{3}));
+}
+
+TEST(AccuracyKernelTest, DoubleTopOneAllCorrect) {
+  OpTester t("accuracy");
+  t.Input("Out", MakeTensor<double>({2, 1}, {0.7, 0.9}))
+      .Input("Indices", MakeTensor<int64_t>({2, 1}, {4, 2}))
+      .Input("Label", MakeTensor<int64_t>({2, 1}, {4, 2}))
+      .Output("Accuracy")
+      .Output("Correct")
+      .Output("Total");
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<float>(t.Out("Accuracy")), (std::vector<float>{1.f}));
+}
+
+TEST(AccuracyKernelTest, BadLabelIsAnErrorNamingTheOp) {
+  OpTester t("accuracy");
+  t.Input("Out", MakeTensor<float>({2, 1}, {0.7f, 0.9f}))
+      .Input("Indices", MakeTensor<int64_t>({2, 1}, {4, 2}))
+      .Input("Label", MakeTensor<int64_t>({2}, {4, 2}))
+      .Output("Accuracy")
+      .Output("Correct")
+      .Output("Total");
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("accuracy"));
+  EXPECT_THAT(s.message(), HasSubstr("Label"));
+
+  OpTester i32("accuracy");
+  i32.Input("Out", MakeTensor<float>({2, 1}, {0.7f, 0.9f}))
+      .Input("Indices", MakeTensor<int64_t>({2, 1}, {4, 2}))
+      .Input("Label", MakeTensor<int32_t>({2, 1}, {4, 2}))
+      .Output("Accuracy")
+      .Output("Correct")
+      .Output("Total");
+  s = i32.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("int64"));
+}
+
+TEST(TopKKernelTest, SchemaDeclaresFluidGradSlots) {
+  const OpSchema* s = OpSchemaRegistry::Global().Find("top_k");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->grad_type(), "top_k_grad");
+  EXPECT_EQ(s->grad_inputs(),
+            (std::vector<std::string>{"X", "Indices", "Out@GRAD"}));
+  EXPECT_FALSE(OpSchemaRegistry::Global().Find("accuracy")->has_grad());
+}
+
+TEST(TopKKernelTest, RegistersCpuKernelsForItsDTypes) {
+  const KernelRegistry& registry = KernelRegistry::Global();
+  struct Entry {
+    const char* type;
+    std::vector<DType> dtypes;
+  };
+  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
+  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
+                                       DType::kInt32, DType::kInt64};
+  for (const Entry& e : std::vector<Entry>{{"top_k", kFloats},
+                                           {"top_k_grad", kFloats},
+                                           {"accuracy", kFloats}}) {
+    for (DType dtype : e.dtypes) {
+      EXPECT_TRUE(registry.Has({e.type, Place::Kind::kCPU, dtype}))
+          << e.type << " " << DTypeName(dtype);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace parex::testing

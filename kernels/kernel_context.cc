@@ -62,4 +62,22 @@ std::vector<Tensor*> KernelContext::Outputs(std::string_view slot) const {
   return out;
 }
 
+Status KernelContext::CheckInputDTypes(std::initializer_list<const char*> slots,
+                                       DType dtype) const {
+  for (const char* slot : slots) {
+    for (int i = 0; i < InputCount(slot); ++i) {
+      if (InputVar(slot, i) == nullptr) continue;  // empty argument
+      const Tensor* t = Input(slot, i);
+      if (t == nullptr) {
+        return Error(std::string("input '") + slot + "' holds no tensor");
+      }
+      if (t->dtype() != dtype) {
+        return Error(std::string("input '") + slot + "' is " +
+                     DTypeName(t->dtype()) + ", expected " + DTypeName(dtype));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace parex

@@ -4,6 +4,7 @@
 // schema has no shape inference, e.g. feed and fetch, which shape their own).
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,6 +50,16 @@ class KernelContext {
     auto value = op_.GetAttr<T>(name);
     PAREX_CHECK(value.ok(), value.status().ToString());
     return *value;
+  }
+
+  // Every tensor bound to `slots` is present and of `dtype`, as a kernel
+  // reads them (empty arguments are skipped: the schema enforced required
+  // slots). Errors name the op, slot and dtypes.
+  Status CheckInputDTypes(std::initializer_list<const char*> slots,
+                          DType dtype) const;
+  template <typename T>
+  Status CheckInputs(std::initializer_list<const char*> slots) const {
+    return CheckInputDTypes(slots, DTypeOf<T>());
   }
 
   // An InvalidArgument error prefixed with the op's label.

@@ -10,28 +10,6 @@
 namespace parex {
 namespace {
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 // An activation F: Forward(x) is Out; kSource names the forward value its
 // gradient op reads ("Out", or "X" for square) and Backward(that value,
 // dOut) is dX.
@@ -85,7 +63,7 @@ struct Square {
 
 template <typename T, typename F>
 Status UnaryKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   const T* xd = x->data<T>();
@@ -98,7 +76,7 @@ Status UnaryKernel(KernelContext& ctx) {
 template <typename T, typename F>
 Status UnaryGradKernel(KernelContext& ctx) {
   const char* source = F::kSource;
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {source, "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({source, "Out@GRAD"}));
   const Tensor* a = ctx.Input(source);
   const Tensor* dout = ctx.Input("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");

@@ -16,28 +16,6 @@ namespace {
 
 using cpu::BroadcastMap;
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 // The map pairing `full` (X, or Out@GRAD in grad ops) with Y.
 Status BuildYMap(const KernelContext& ctx, const Dims& full, const Dims& y,
                  BroadcastMap* map) {
@@ -129,7 +107,7 @@ struct DivOp {
 
 template <typename T, typename Op>
 Status ElementwiseKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Y"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
   Tensor* out = ctx.Output("Out");
@@ -149,7 +127,7 @@ Status ElementwiseKernel(KernelContext& ctx) {
 
 template <typename T, typename Op>
 Status ElementwiseGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Y", "Out", "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y", "Out", "Out@GRAD"}));
   const Tensor* dout = ctx.Input("Out@GRAD");
   const Tensor* y = ctx.Input("Y");
   const Tensor* x = ctx.Input("X");

@@ -8,28 +8,6 @@
 namespace parex {
 namespace {
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 // `slot` is bound to an int64 tensor.
 Status CheckInt64(const KernelContext& ctx, const char* slot) {
   const Tensor* t = ctx.Input(slot);
@@ -44,7 +22,7 @@ Status CheckInt64(const KernelContext& ctx, const char* slot) {
 // so the kernel allocates nothing.
 template <typename T>
 Status TopKKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   Tensor* indices = ctx.Output("Indices");
@@ -82,7 +60,7 @@ Status TopKKernel(KernelContext& ctx) {
 // X@GRAD is zero except at the selected indices, which receive Out@GRAD.
 template <typename T>
 Status TopKGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out@GRAD"}));
   PAREX_RETURN_IF_ERROR(CheckInt64(ctx, "Indices"));
   const Tensor* x = ctx.Input("X");
   const Tensor* indices = ctx.Input("Indices");

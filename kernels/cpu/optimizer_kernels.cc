@@ -13,28 +13,6 @@
 namespace parex {
 namespace {
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 // The value of a one-element fp32/fp64 input (learning rates and beta powers
 // are often fp32 next to fp64 parameters).
 Status ReadScalar(const KernelContext& ctx, const char* slot, double* value) {
@@ -80,7 +58,7 @@ Status CheckSameCount(const KernelContext& ctx, const Tensor& param,
 // ParamOut = Param - lr * Grad.
 template <typename T>
 Status SgdKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Param", "Grad"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Param", "Grad"}));
   const Tensor* param = ctx.Input("Param");
   PAREX_RETURN_IF_ERROR(CheckSameCount(ctx, *param, {"Grad"}));
   double lr_value;
@@ -99,7 +77,7 @@ Status SgdKernel(KernelContext& ctx) {
 //          = Param - lr * VelocityOut               (otherwise).
 template <typename T>
 Status MomentumKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Param", "Grad", "Velocity"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Param", "Grad", "Velocity"}));
   const Tensor* param = ctx.Input("Param");
   PAREX_RETURN_IF_ERROR(CheckSameCount(ctx, *param, {"Grad", "Velocity"}));
   double lr_value;
@@ -139,7 +117,7 @@ Status MomentumKernel(KernelContext& ctx) {
 template <typename T>
 Status AdamKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      CheckInputs<T>(ctx, {"Param", "Grad", "Moment1", "Moment2"}));
+      ctx.CheckInputs<T>({"Param", "Grad", "Moment1", "Moment2"}));
   const Tensor* param = ctx.Input("Param");
   PAREX_RETURN_IF_ERROR(
       CheckSameCount(ctx, *param, {"Grad", "Moment1", "Moment2"}));

@@ -16,28 +16,6 @@ namespace {
 
 using cpu::BroadcastMap;
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 // The map from X to Out of reduce_* (attributes dim, reduce_all).
 Status BuildReduceMap(const KernelContext& ctx, const Dims& x,
                       BroadcastMap* map) {
@@ -64,7 +42,7 @@ Status BuildReduceMap(const KernelContext& ctx, const Dims& x,
 
 template <typename T>
 Status MeanKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
   double sum = 0;
@@ -76,7 +54,7 @@ Status MeanKernel(KernelContext& ctx) {
 
 template <typename T>
 Status MeanGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out@GRAD"}));
   const Tensor* x = ctx.Input("X");
   const T g = ctx.Input("Out@GRAD")->data<T>()[0] / static_cast<T>(x->numel());
   T* dx = ctx.Output("X@GRAD")->data<T>();
@@ -103,7 +81,7 @@ Status Reduce(const KernelContext& ctx, const BroadcastMap& map, const T* x,
 
 template <typename T, bool kMean>
 Status ReduceKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   BroadcastMap map;
@@ -132,7 +110,7 @@ Status ReduceKernel(KernelContext& ctx) {
 // X@GRAD[i] = Out@GRAD[j] (/ the number of elements reduced into j).
 template <typename T, bool kMean>
 Status ReduceGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out@GRAD"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* dout = ctx.Input("Out@GRAD");
   BroadcastMap map;
@@ -157,7 +135,7 @@ Status ReduceGradKernel(KernelContext& ctx) {
 // before it is written.
 template <typename T>
 Status SumKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   Tensor* out = ctx.Output("Out");
   const int64_t n = out->numel();
   const int count = ctx.InputCount("X");

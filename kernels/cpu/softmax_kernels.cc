@@ -13,28 +13,6 @@
 namespace parex {
 namespace {
 
-// Every tensor bound to `slots` is present and holds T, as the kernel reads
-// them (slots left unbound are skipped: the schema enforced required ones).
-template <typename T>
-Status CheckInputs(const KernelContext& ctx,
-                   std::initializer_list<const char*> slots) {
-  for (const char* slot : slots) {
-    for (int i = 0; i < ctx.InputCount(slot); ++i) {
-      if (ctx.InputVar(slot, i) == nullptr) continue;  // empty argument
-      const Tensor* t = ctx.Input(slot, i);
-      if (t == nullptr) {
-        return ctx.Error(std::string("input ") + slot + " holds no tensor");
-      }
-      if (t->dtype() != DTypeOf<T>()) {
-        return ctx.Error(std::string("input ") + slot + " is " +
-                         DTypeName(t->dtype()) + ", expected " +
-                         DTypeName(DTypeOf<T>()));
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 struct AxisView {
   int64_t outer = 1;
   int64_t n = 1;
@@ -107,7 +85,7 @@ Status CheckLabel(const KernelContext& ctx, bool soft, int64_t n,
   if (ctx.Input("Label") == nullptr) {
     return ctx.Error("input Label holds no tensor");
   }
-  return CheckInputs<T>(ctx, {"Label"});
+  return ctx.CheckInputs<T>({"Label"});
 }
 
 // Calls f(row, base) for every row along the axis: `row` indexes the
@@ -149,7 +127,7 @@ void Softmax(const AxisView& v, const T* x, T* y) {
 
 template <typename T>
 Status SoftmaxKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   Softmax(SplitAt(x->dims(), ctx.Attr<int>("axis")), x->data<T>(),
@@ -160,7 +138,7 @@ Status SoftmaxKernel(KernelContext& ctx) {
 // dX = Out * (dOut - sum_k(dOut * Out)) along the axis.
 template <typename T>
 Status SoftmaxGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Out", "Out@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out", "Out@GRAD"}));
   const Tensor* out = ctx.Input("Out");
   const Tensor* dout = ctx.Input("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
@@ -188,7 +166,7 @@ Status SoftmaxGradKernel(KernelContext& ctx) {
 // -sum(label * log(X)) (soft), along the last dim.
 template <typename T>
 Status CrossEntropyKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* label = ctx.Input("Label");
   Tensor* y = ctx.Output("Y");
@@ -219,7 +197,7 @@ Status CrossEntropyKernel(KernelContext& ctx) {
 
 template <typename T>
 Status CrossEntropyGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"X", "Y@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y@GRAD"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* label = ctx.Input("Label");
   const Tensor* dy = ctx.Input("Y@GRAD");
@@ -253,7 +231,7 @@ Status CrossEntropyGradKernel(KernelContext& ctx) {
 // softmax underflows. Each row is read whole before it is written.
 template <typename T>
 Status SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Logits"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Logits"}));
   const Tensor* logits = ctx.Input("Logits");
   const Tensor* label = ctx.Input("Label");
   Tensor* softmax = ctx.Output("Softmax");
@@ -293,7 +271,7 @@ Status SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
 // rows) or (Softmax - label) * Loss@GRAD (soft), as in Fluid.
 template <typename T>
 Status SoftmaxWithCrossEntropyGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckInputs<T>(ctx, {"Softmax", "Loss@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Softmax", "Loss@GRAD"}));
   const Tensor* label = ctx.Input("Label");
   const Tensor* softmax = ctx.Input("Softmax");
   const Tensor* dloss = ctx.Input("Loss@GRAD");

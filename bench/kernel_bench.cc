@@ -1,1 +1,322 @@
-int main() { return 0; }
+// kernel_bench: parex's mul, matmul and conv2d CPU kernels, run as the
+// executor runs them (parex::RunOp of a one-op Program on a Scope, fp32),
+// against peers measured in the same run:
+//   - cblas_sgemm (OpenBLAS) on the same GEMM shape; for conv2d the
+//     im2col GEMM shapes (N products [M, C*K*K] x [C*K*K, OH*OW], without
+//     the im2col itself);
+//   - oneDNN's direct convolution on the same NCHW / OIHW tensors, when
+//     built with PAREX_BENCH_WITH_DNNL.
+// Every side runs on one thread: parex's kernels are single-threaded by
+// design (parallelism is the executor's), so OpenBLAS is pinned to one
+// thread and, unless the caller chose OMP_NUM_THREADS, the program re-runs
+// itself with OMP_NUM_THREADS=1 for oneDNN's OpenMP runtime (which reads
+// it at process start).
+//
+// Prints Google Benchmark's report (with a GFLOP/s counter), then a table
+// of parex / peer time per shape. Sizes are the MLP and LeNet ones of the
+// examples; the whole run takes well under a minute.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/program.h"
+#include "kernels/device_context.h"
+#include "kernels/op_runner.h"
+#include "kernels/scope.h"
+
+#ifdef PAREX_BENCH_WITH_DNNL
+#include "oneapi/dnnl/dnnl.hpp"
+#endif
+
+namespace {
+
+constexpr double kMinTimeSeconds = 0.3;
+
+struct GemmShape {
+  const char* name;
+  int64_t m, k, n;
+};
+
+// fc layers of an MNIST MLP (784-256-10) and of LeNet (800-500-10), batch 64.
+const GemmShape kGemmShapes[] = {
+    {"mlp_fc1", 64, 784, 256},
+    {"mlp_fc2", 64, 256, 10},
+    {"lenet_fc1", 64, 800, 500},
+    {"lenet_fc2", 64, 500, 10},
+};
+
+struct ConvShape {
+  const char* name;
+  int64_t n, c, h, w, m, k;  // stride 1, no padding
+  int64_t oh() const { return h - k + 1; }
+  int64_t ow() const { return w - k + 1; }
+  double flops() const { return 2.0 * n * m * oh() * ow() * c * k * k; }
+};
+
+// LeNet-5's convolutions on MNIST, batch 64.
+const ConvShape kConvShapes[] = {
+    {"lenet_conv1", 64, 1, 28, 28, 20, 5},
+    {"lenet_conv2", 64, 20, 12, 12, 50, 5},
+};
+
+std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+void SetGflops(benchmark::State& state, double flops) {
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One op of a Program with random fp32 inputs in a Scope, run by RunOp as
+// the executor does (bind, infer shapes, allocate outputs, run the kernel).
+class OpFixture {
+ public:
+  explicit OpFixture(const std::string& type)
+      : op_(program_.global_block().AppendOp(type)) {}
+
+  OpFixture& Input(const std::string& slot, const parex::Dims& dims) {
+    const std::string name = slot + "_0";
+    parex::Tensor t(parex::DType::kFP32, dims);
+    std::vector<float> v = RandomFloats(t.numel(), seed_++);
+    std::memcpy(t.raw_data(), v.data(), t.bytes());
+    *scope_.Var(name)->GetMutableTensor() = t;
+    op_->SetInput(slot, {name});
+    return *this;
+  }
+  OpFixture& Output(const std::string& slot) {
+    op_->SetOutput(slot, {slot + "_0"});
+    return *this;
+  }
+  parex::Status Run() { return parex::RunOp(*op_, &scope_, &device_); }
+
+ private:
+  parex::Program program_;
+  parex::OpDesc* op_;
+  parex::Scope scope_;
+  parex::CpuDeviceContext device_;
+  uint32_t seed_ = 1;
+};
+
+void RunFixture(benchmark::State& state, OpFixture& op) {
+  parex::Status status = op.Run();  // warm-up: allocates the outputs
+  if (!status.ok()) {
+    state.SkipWithError(status.ToString().c_str());
+    return;
+  }
+  for (auto _ : state) {
+    status = op.Run();
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      break;
+    }
+  }
+}
+
+void BM_ParexGemmOp(benchmark::State& state, const char* type, GemmShape s) {
+  OpFixture op(type);
+  op.Input("X", {s.m, s.k}).Input("Y", {s.k, s.n}).Output("Out");
+  RunFixture(state, op);
+  SetGflops(state, 2.0 * s.m * s.k * s.n);
+}
+
+void BM_CblasSgemm(benchmark::State& state, GemmShape s) {
+  std::vector<float> a = RandomFloats(s.m * s.k, 1);
+  std::vector<float> b = RandomFloats(s.k * s.n, 2);
+  std::vector<float> c(s.m * s.n);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f,
+                a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  SetGflops(state, 2.0 * s.m * s.k * s.n);
+}
+
+void BM_ParexConv2d(benchmark::State& state, ConvShape s) {
+  OpFixture op("conv2d");
+  op.Input("Input", {s.n, s.c, s.h, s.w})
+      .Input("Filter", {s.m, s.c, s.k, s.k})
+      .Output("Output");
+  RunFixture(state, op);
+  SetGflops(state, s.flops());
+}
+
+// The GEMMs of an im2col convolution: per image [M, CKK] x [CKK, OH*OW].
+void BM_CblasIm2colGemm(benchmark::State& state, ConvShape s) {
+  const int64_t ckk = s.c * s.k * s.k, cols = s.oh() * s.ow();
+  std::vector<float> filter = RandomFloats(s.m * ckk, 1);
+  std::vector<float> col = RandomFloats(ckk * cols, 2);
+  std::vector<float> out(s.n * s.m * cols);
+  for (auto _ : state) {
+    for (int64_t i = 0; i < s.n; ++i) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, cols, ckk,
+                  1.0f, filter.data(), ckk, col.data(), cols, 0.0f,
+                  out.data() + i * s.m * cols, cols);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  SetGflops(state, s.flops());
+}
+
+#ifdef PAREX_BENCH_WITH_DNNL
+void BM_DnnlConv2d(benchmark::State& state, ConvShape s) {
+  using dnnl::memory;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  const memory::dims src_dims{s.n, s.c, s.h, s.w};
+  const memory::dims weight_dims{s.m, s.c, s.k, s.k};
+  const memory::dims dst_dims{s.n, s.m, s.oh(), s.ow()};
+  const memory::desc src_md(src_dims, memory::data_type::f32,
+                            memory::format_tag::nchw);
+  const memory::desc weight_md(weight_dims, memory::data_type::f32,
+                               memory::format_tag::oihw);
+  const memory::desc dst_md(dst_dims, memory::data_type::f32,
+                            memory::format_tag::nchw);
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+      src_md, weight_md, dst_md, {1, 1}, {0, 0}, {0, 0});
+  dnnl::convolution_forward::primitive_desc pd(desc, engine);
+  std::vector<float> src = RandomFloats(s.n * s.c * s.h * s.w, 1);
+  std::vector<float> weights = RandomFloats(s.m * s.c * s.k * s.k, 2);
+  std::vector<float> dst(s.n * s.m * s.oh() * s.ow());
+  memory src_mem(src_md, engine, src.data());
+  memory weight_mem(weight_md, engine, weights.data());
+  memory dst_mem(dst_md, engine, dst.data());
+  dnnl::convolution_forward conv(pd);
+  const std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_mem},
+                                             {DNNL_ARG_WEIGHTS, weight_mem},
+                                             {DNNL_ARG_DST, dst_mem}};
+  for (auto _ : state) {
+    conv.execute(stream, args);
+    stream.wait();
+  }
+  SetGflops(state, s.flops());
+}
+#endif
+
+// Keeps each run's real time (µs per iteration) by registered name (without
+// the "/min_time:..." suffix), for the ratio table, and prints the usual
+// console report.
+class RecordingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
+        micros_[run.run_name.function_name] =
+            run.GetAdjustedRealTime() * 1e6 /
+            benchmark::GetTimeUnitMultiplier(run.time_unit);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  // 0 when the benchmark did not run (filtered out or failed).
+  double Micros(const std::string& name) const {
+    auto it = micros_.find(name);
+    return it == micros_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> micros_;
+};
+
+void PrintRatio(const RecordingReporter& r, const std::string& label,
+                const std::string& parex, const std::string& peer_label,
+                const std::string& peer) {
+  const double a = r.Micros(parex), b = r.Micros(peer);
+  if (a == 0 || b == 0) return;
+  std::printf("%-38s %12.1f  %-20s %12.1f  %8.2f\n", label.c_str(), a,
+              peer_label.c_str(), b, a / b);
+}
+
+void RegisterAll() {
+  auto add = [](const std::string& name, auto fn, auto... args) {
+    benchmark::RegisterBenchmark(name.c_str(), fn, args...)
+        ->Unit(benchmark::kMicrosecond)
+        ->MinTime(kMinTimeSeconds);
+  };
+  for (const GemmShape& s : kGemmShapes) {
+    add(std::string("parex_mul/") + s.name, BM_ParexGemmOp, "mul", s);
+    add(std::string("parex_matmul/") + s.name, BM_ParexGemmOp, "matmul", s);
+    add(std::string("cblas_sgemm/") + s.name, BM_CblasSgemm, s);
+  }
+  for (const ConvShape& s : kConvShapes) {
+    add(std::string("parex_conv2d/") + s.name, BM_ParexConv2d, s);
+    add(std::string("cblas_im2col_gemm/") + s.name, BM_CblasIm2colGemm, s);
+#ifdef PAREX_BENCH_WITH_DNNL
+    add(std::string("dnnl_conv2d/") + s.name, BM_DnnlConv2d, s);
+#endif
+  }
+}
+
+void PrintTable(const RecordingReporter& r) {
+  std::printf("\n%-38s %12s  %-20s %12s  %8s\n", "parex op (shape)", "parex us",
+              "peer", "peer us", "ratio");
+  for (const GemmShape& s : kGemmShapes) {
+    const std::string shape =
+        "[" + std::to_string(s.m) + "," + std::to_string(s.k) + "]x[" +
+        std::to_string(s.k) + "," + std::to_string(s.n) + "]";
+    for (const char* op : {"mul", "matmul"}) {
+      PrintRatio(r, std::string(op) + " " + shape,
+                 std::string("parex_") + op + "/" + s.name, "cblas_sgemm",
+                 std::string("cblas_sgemm/") + s.name);
+    }
+  }
+  for (const ConvShape& s : kConvShapes) {
+    const std::string label = "conv2d " + std::string(s.name) + " " +
+                              std::to_string(s.c) + "->" + std::to_string(s.m) +
+                              " " + std::to_string(s.k) + "x" +
+                              std::to_string(s.k) + " on " +
+                              std::to_string(s.h) + "x" + std::to_string(s.w);
+    PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
+               "cblas im2col GEMMs",
+               std::string("cblas_im2col_gemm/") + s.name);
+    PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
+               "oneDNN conv (nchw)", std::string("dnnl_conv2d/") + s.name);
+  }
+  std::printf(
+      "ratio = parex time / peer time (lower is better for parex); "
+      "batch 64, fp32, one thread\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+#ifdef PAREX_BENCH_WITH_DNNL
+  // setenv without overwrite keeps the caller's choice; the marker argument
+  // stops the re-run from re-running.
+  const char* kChildFlag = "--kernel_bench_child";
+  bool child = argc > 1 && std::strcmp(argv[argc - 1], kChildFlag) == 0;
+  if (!child) {
+    setenv("OMP_NUM_THREADS", "1", /*overwrite=*/0);
+    std::vector<char*> args(argv, argv + argc);
+    args.push_back(const_cast<char*>(kChildFlag));
+    args.push_back(nullptr);
+    execv("/proc/self/exe", args.data());
+    std::perror("kernel_bench: re-running with OMP_NUM_THREADS failed");
+  } else {
+    argv[--argc] = nullptr;
+  }
+#endif
+  openblas_set_num_threads(1);
+  RegisterAll();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RecordingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  PrintTable(reporter);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,188 @@
+// conv2d and conv2d_grad on CPU (NCHW): im2col + one GEMM per image and
+// group through cpu::Gemm; a 1x1 convolution with stride 1 and no padding
+// multiplies the image directly.
+//
+// REQUIRES (ensured by the schema's shape inference, which runs first):
+// Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
+// [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/im2col.h"
 
 namespace parex {
+namespace {
 
-void RegisterConv2dKernels(KernelRegistry* r) { (void)r; }
+using cpu::WindowDim;
+
+struct ConvShape {
+  int64_t n, c, m, groups;
+  int64_t c_per_group, m_per_group;
+  WindowDim h, w;
+  int64_t col_rows;  // c_per_group * kh * kw: the GEMM's inner extent
+  int64_t col_cols;  // oh * ow
+  bool direct;       // 1x1, stride 1, no padding: the image is its im2col
+};
+
+ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
+                       const Dims& filter, const Dims& out) {
+  ConvShape s;
+  s.n = in[0];
+  s.c = in[1];
+  s.m = filter[0];
+  s.groups = ctx.Attr<int>("groups");
+  s.c_per_group = s.c / s.groups;
+  s.m_per_group = s.m / s.groups;
+  WindowDim dims[2];
+  dims[0].in = in[2];
+  dims[1].in = in[3];
+  dims[0].size = filter[2];
+  dims[1].size = filter[3];
+  dims[0].out = out[2];
+  dims[1].out = out[3];
+  const auto dilations = ctx.Attr<std::vector<int>>("dilations");
+  cpu::ResolveWindows(ctx.Attr<std::string>("padding_algorithm"),
+                      ctx.Attr<std::vector<int>>("strides"), &dilations,
+                      ctx.Attr<std::vector<int>>("paddings"), dims);
+  s.h = dims[0];
+  s.w = dims[1];
+  s.col_rows = s.c_per_group * s.h.size * s.w.size;
+  s.col_cols = s.h.out * s.w.out;
+  auto plain = [](const WindowDim& d) {
+    return d.size == 1 && d.stride == 1 && d.pad_before == 0 &&
+           d.pad_after == 0;
+  };
+  s.direct = plain(s.h) && plain(s.w);
+  return s;
+}
+
+// Per-thread scratch for im2col columns. It only grows, so steady-state
+// steps reuse the previous step's memory instead of allocating.
+template <typename T>
+T* ColumnScratch(const ConvShape& s) {
+  thread_local std::vector<T> buffer;
+  const size_t need = static_cast<size_t>(s.col_rows * s.col_cols);
+  if (buffer.size() < need) buffer.resize(need);
+  return buffer.data();
+}
+
+// The im2col matrix [col_rows, col_cols] of group g of image n.
+template <typename T>
+const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
+                 T* scratch) {
+  const T* image = input + (n * s.c + g * s.c_per_group) * s.h.in * s.w.in;
+  if (s.direct) return image;
+  cpu::Im2Col(image, s.c_per_group, s.h, s.w, scratch);
+  return scratch;
+}
+
+template <typename T>
+Status Conv2dKernel(KernelContext& ctx) {
+  const Tensor& input = *ctx.Input("Input");
+  const Tensor& filter = *ctx.Input("Filter");
+  Tensor* output = ctx.Output("Output");
+  const ConvShape s =
+      GetConvShape(ctx, input.dims(), filter.dims(), output->dims());
+  T* out = output->data<T>();
+  if (output->numel() == 0) return Status::Ok();
+  if (s.col_rows == 0) {
+    std::fill_n(out, output->numel(), T(0));
+  } else {
+    T* scratch = ColumnScratch<T>(s);
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* col = Columns(s, input.data<T>(), n, g, scratch);
+        cpu::Gemm<T>(false, false, s.m_per_group, s.col_cols, s.col_rows, T(1),
+                     filter.data<T>() + g * s.m_per_group * s.col_rows,
+                     s.col_rows, col, s.col_cols, T(0),
+                     out + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols);
+      }
+    }
+  }
+  // Bias and ResidualData: the fused forms (MKLDNN's) Paddle files may carry.
+  if (const Tensor* bias = ctx.Input("Bias")) {
+    const T* b = bias->data<T>();
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t m = 0; m < s.m; ++m) {
+        T* plane = out + (n * s.m + m) * s.col_cols;
+        for (int64_t i = 0; i < s.col_cols; ++i) plane[i] += b[m];
+      }
+    }
+  }
+  if (const Tensor* residual = ctx.Input("ResidualData")) {
+    const T* r = residual->data<T>();
+    for (int64_t i = 0; i < output->numel(); ++i) out[i] += r[i];
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Conv2dGradKernel(KernelContext& ctx) {
+  const Tensor& input = *ctx.Input("Input");
+  const Tensor& filter = *ctx.Input("Filter");
+  const Tensor& dout_t = *ctx.Input("Output@GRAD");
+  const ConvShape s =
+      GetConvShape(ctx, input.dims(), filter.dims(), dout_t.dims());
+  const T* dout = dout_t.data<T>();
+  const int64_t filter_group = s.m_per_group * s.col_rows;
+  const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
+
+  if (Tensor* dfilter = ctx.Output("Filter@GRAD")) {
+    T* df = dfilter->data<T>();
+    std::fill_n(df, dfilter->numel(), T(0));
+    T* scratch = empty ? nullptr : ColumnScratch<T>(s);
+    for (int64_t n = 0; n < s.n && !empty; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* col = Columns(s, input.data<T>(), n, g, scratch);
+        // dW_g[Mg, CKK] += dOut_g[Mg, OHW] * col^T
+        cpu::Gemm<T>(false, true, s.m_per_group, s.col_rows, s.col_cols, T(1),
+                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols, col, s.col_cols, T(1), df + g * filter_group,
+                     s.col_rows);
+      }
+    }
+  }
+
+  if (Tensor* dinput = ctx.Output("Input@GRAD")) {
+    T* di = dinput->data<T>();
+    const int64_t plane = s.h.in * s.w.in;
+    if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
+    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+    for (int64_t n = 0; n < s.n && !empty; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        T* image = di + (n * s.c + g * s.c_per_group) * plane;
+        // dcol[CKK, OHW] = W_g^T * dOut_g, then scattered back to the image.
+        T* dcol = s.direct ? image : scratch;
+        cpu::Gemm<T>(true, false, s.col_rows, s.col_cols, s.m_per_group, T(1),
+                     filter.data<T>() + g * filter_group, s.col_rows,
+                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols, T(0), dcol, s.col_cols);
+        if (!s.direct) cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
+      }
+    }
+  }
+
+  if (Tensor* dbias = ctx.Output("Bias@GRAD")) {
+    T* db = dbias->data<T>();
+    std::fill_n(db, dbias->numel(), T(0));
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t m = 0; m < s.m; ++m) {
+        const T* g = dout + (n * s.m + m) * s.col_cols;
+        for (int64_t i = 0; i < s.col_cols; ++i) db[m] += g[i];
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterConv2dKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "conv2d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "conv2d_grad", Conv2dGradKernel, float, double);
+}
 
 }  // namespace parex

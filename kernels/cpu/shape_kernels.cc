@@ -1,7 +1,217 @@
+// reshape2, transpose2, concat and split on CPU, with the gradient ops of the
+// first three. Pure data movement, registered for float, double, int32,
+// int64, uint8 and bool. Semantics: graph/ops/shape_ops.cc.
+//
+// reshape2 copies X into Out rather than sharing its buffer: buffers are
+// kept from step to step, so a shared one would let the next step's Out
+// write into X.
+//
+// REQUIRES (ensured by the schemas' shape inference, which runs first): Out
+// and the gradients have the inferred dims; XShape is [0] + X's dims.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
+namespace {
 
-void RegisterShapeKernels(KernelRegistry* r) { (void)r; }
+template <typename T>
+void Copy(const Tensor& from, Tensor* to) {
+  const T* src = from.data<T>();
+  T* dst = to->data<T>();
+  if (src != dst && from.numel() > 0) {
+    std::memmove(dst, src, from.numel() * sizeof(T));
+  }
+}
+
+template <typename T>
+Status Reshape2Kernel(KernelContext& ctx) {
+  Copy<T>(*ctx.Input("X"), ctx.Output("Out"));
+  return Status::Ok();  // XShape holds no elements
+}
+
+template <typename T>
+Status Reshape2GradKernel(KernelContext& ctx) {
+  Copy<T>(*ctx.Input("Out@GRAD"), ctx.Output("X@GRAD"));
+  return Status::Ok();
+}
+
+// ---- transpose2 -------------------------------------------------------------
+
+constexpr int kMaxTransposeRank = 16;
+
+// out[i_0, ..., i_r-1] = in[j] with j's index along dim axis[d] equal to i_d.
+template <typename T>
+Status Permute(const KernelContext& ctx, const Tensor& in,
+               const std::vector<int>& axis, Tensor* out) {
+  const int rank = in.rank();
+  if (rank > kMaxTransposeRank) {
+    return ctx.Error("transpose of rank " + std::to_string(rank) +
+                     " exceeds the supported " +
+                     std::to_string(kMaxTransposeRank));
+  }
+  const T* src = in.data<T>();
+  T* dst = out->data<T>();
+  const int64_t n = in.numel();
+  if (n == 0) return Status::Ok();
+  if (rank == 0) {
+    dst[0] = src[0];
+    return Status::Ok();
+  }
+  std::array<int64_t, kMaxTransposeRank> in_stride{}, step{}, extent{}, index{};
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    in_stride[d] = s;
+    s *= in.dim(d);
+  }
+  for (int d = 0; d < rank; ++d) {
+    step[d] = in_stride[axis[d]];  // input step of output dim d
+    extent[d] = out->dim(d);
+  }
+  // Walk the output in order, moving the input offset along.
+  const int last = rank - 1;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; i += extent[last]) {
+    for (int64_t k = 0; k < extent[last]; ++k) {
+      dst[i + k] = src[offset + k * step[last]];
+    }
+    for (int d = last - 1; d >= 0; --d) {
+      offset += step[d];
+      if (++index[d] < extent[d]) break;
+      offset -= step[d] * extent[d];
+      index[d] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Transpose2Kernel(KernelContext& ctx) {
+  return Permute<T>(ctx, *ctx.Input("X"), ctx.Attr<std::vector<int>>("axis"),
+                    ctx.Output("Out"));
+}
+
+template <typename T>
+Status Transpose2GradKernel(KernelContext& ctx) {
+  const std::vector<int> axis = ctx.Attr<std::vector<int>>("axis");
+  std::vector<int> inverse(axis.size());
+  for (size_t i = 0; i < axis.size(); ++i)
+    inverse[axis[i]] = static_cast<int>(i);
+  return Permute<T>(ctx, *ctx.Input("Out@GRAD"), inverse, ctx.Output("X@GRAD"));
+}
+
+// ---- concat / split ---------------------------------------------------------
+
+// Tensors of rank r viewed as [outer, extent * inner] around `axis`.
+int64_t Outer(const Dims& d, int axis) {
+  int64_t n = 1;
+  for (int i = 0; i < axis; ++i) n *= d[i];
+  return n;
+}
+
+int64_t RowLength(const Dims& d, int axis) {
+  int64_t n = 1;
+  for (size_t i = axis; i < d.size(); ++i) n *= d[i];
+  return n;
+}
+
+int NormalizedAxis(const KernelContext& ctx, int rank) {
+  const int axis = ctx.Attr<int>("axis");
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Copies the pieces (nullptr: skipped, the space left as it is) to or from
+// consecutive column blocks of `whole`.
+template <typename T>
+void Gather(const std::vector<const Tensor*>& pieces, int axis, Tensor* whole) {
+  const int64_t outer = Outer(whole->dims(), axis);
+  const int64_t row = RowLength(whole->dims(), axis);
+  T* out = whole->data<T>();
+  int64_t column = 0;
+  for (const Tensor* p : pieces) {
+    const int64_t len = RowLength(p->dims(), axis);
+    const T* in = p->data<T>();
+    for (int64_t o = 0; o < outer && len > 0; ++o) {
+      std::memcpy(out + o * row + column, in + o * len, len * sizeof(T));
+    }
+    column += len;
+  }
+}
+
+template <typename T>
+void Scatter(const Tensor& whole, int axis, const std::vector<Tensor*>& pieces,
+             const std::vector<Dims>& piece_dims) {
+  const int64_t outer = Outer(whole.dims(), axis);
+  const int64_t row = RowLength(whole.dims(), axis);
+  const T* in = whole.data<T>();
+  int64_t column = 0;
+  for (size_t i = 0; i < piece_dims.size(); ++i) {
+    const int64_t len = RowLength(piece_dims[i], axis);
+    if (Tensor* p = pieces[i]) {
+      T* out = p->data<T>();
+      for (int64_t o = 0; o < outer && len > 0; ++o) {
+        std::memcpy(out + o * len, in + o * row + column, len * sizeof(T));
+      }
+    }
+    column += len;
+  }
+}
+
+template <typename T>
+Status ConcatKernel(KernelContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  Gather<T>(ctx.Inputs("X"), NormalizedAxis(ctx, out->rank()), out);
+  return Status::Ok();
+}
+
+template <typename T>
+Status ConcatGradKernel(KernelContext& ctx) {
+  const Tensor& dout = *ctx.Input("Out@GRAD");
+  std::vector<Dims> dims;
+  for (const Tensor* x : ctx.Inputs("X")) dims.push_back(x->dims());
+  // Unnamed gradient outputs (inputs that need none) are skipped.
+  std::vector<Tensor*> grads(dims.size(), nullptr);
+  const int n = std::min<int>(ctx.OutputCount("X@GRAD"), dims.size());
+  for (int i = 0; i < n; ++i) {
+    if (ctx.OutputVar("X@GRAD", i)) grads[i] = ctx.Output("X@GRAD", i);
+  }
+  Scatter<T>(dout, NormalizedAxis(ctx, dout.rank()), grads, dims);
+  return Status::Ok();
+}
+
+template <typename T>
+Status SplitKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.Input("X");
+  std::vector<Tensor*> outs = ctx.Outputs("Out");
+  std::vector<Dims> dims;
+  for (Tensor* o : outs) dims.push_back(o ? o->dims() : Dims{});
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i] == nullptr) {
+      return ctx.Error("output " + std::to_string(i) + " of split is unnamed");
+    }
+  }
+  Scatter<T>(x, NormalizedAxis(ctx, x.rank()), outs, dims);
+  return Status::Ok();
+}
+
+}  // namespace
+
+#define PAREX_SHAPE_KERNEL(r, op, kernel)                                   \
+  PAREX_CPU_KERNEL(r, op, kernel, float, double, int32_t, int64_t, uint8_t, \
+                   bool)
+
+void RegisterShapeKernels(KernelRegistry* r) {
+  PAREX_SHAPE_KERNEL(r, "reshape2", Reshape2Kernel);
+  PAREX_SHAPE_KERNEL(r, "reshape2_grad", Reshape2GradKernel);
+  PAREX_SHAPE_KERNEL(r, "transpose2", Transpose2Kernel);
+  PAREX_SHAPE_KERNEL(r, "transpose2_grad", Transpose2GradKernel);
+  PAREX_SHAPE_KERNEL(r, "concat", ConcatKernel);
+  PAREX_SHAPE_KERNEL(r, "concat_grad", ConcatGradKernel);
+  PAREX_SHAPE_KERNEL(r, "split", SplitKernel);
+}
+
+#undef PAREX_SHAPE_KERNEL
 
 }  // namespace parex

@@ -84,3 +84,45 @@ TEST(ValidateTest, ShapeMismatchIsCaughtAtLoad) {
 
 }  // namespace
 }  // namespace parex
+
+namespace parex {
+namespace {
+
+// Corrupted program files either fail to parse or fail validation with a
+// Status; none crashes the loader (run under ASan in CI).
+TEST(ValidateTest, CorruptedPaddleProgramsNeverCrash) {
+  const std::string models = PAREX_PADDLE_MODELS_DIR;
+  int parsed = 0, rejected = 0;
+  for (const char* file : {"/mnist_mlp/__model__", "/simple_model/model.pdmodel",
+                           "/fit_a_line/__model__"}) {
+    auto bytes = ReadFileBytes(models + file);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    uint32_t x = 2024;
+    for (int round = 0; round < 300; ++round) {
+      std::string mutated = *bytes;
+      for (int flips = 0; flips < 1 + round % 4; ++flips) {
+        x = x * 1664525u + 1013904223u;
+        size_t at = (x >> 8) % mutated.size();
+        x = x * 1664525u + 1013904223u;
+        mutated[at] = static_cast<char>(x >> 24);
+      }
+      auto desc = ParseProgramBinary(mutated, file);
+      if (!desc.ok()) {
+        ++rejected;
+        continue;
+      }
+      ++parsed;
+      Program program(std::move(*desc));
+      Status s = ValidateProgram(program);
+      if (!s.ok()) {
+        ++rejected;
+        EXPECT_FALSE(s.message().empty());
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(rejected, 0);
+}
+
+}  // namespace
+}  // namespace parex

@@ -1,1 +1,288 @@
+// Tests of reshape2, transpose2, concat and split
+// (kernels/cpu/shape_kernels.cc, schemas in graph/ops/shape_ops.cc): values
+// against index arithmetic written here, integer dtypes, gradients against
+// finite differences, shape errors and compile-time shapes.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "graph/op_schema.h"
+#include "tests/kernels/op_tester.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+// 0, 1, ..., numel-1 as T.
+template <typename T>
+Tensor Iota(const Dims& dims) {
+  std::vector<T> v(Numel(dims));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(i);
+  return MakeTensor<T>(dims, v);
+}
+
+// Runs t expecting an error that names `op`; returns the message.
+std::string ExpectError(OpTester& t, const std::string& op) {
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("'" + op + "'"));
+  return s.message();
+}
+
+// ---- reshape2 ---------------------------------------------------------------
+
+TEST(Reshape2KernelTest, CopiesAndInfers) {
+  OpTester t("reshape2");
+  t.Input("X", Iota<double>({2, 3, 4}))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("shape", std::vector<int>{0, -1, 2});
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(t.Out("Out").dims(), (Dims{2, 6, 2}));
+  EXPECT_EQ(ToVector<double>(t.Out("Out")),
+            ToVector<double>(Iota<double>({24})));
+  EXPECT_EQ(t.Out("XShape").dims(), (Dims{0, 2, 3, 4}));
+  EXPECT_EQ(t.Out("XShape").numel(), 0);
+}
+
+TEST(Reshape2KernelTest, IntegerAndBoolDtypes) {
+  OpTester t("reshape2");
+  t.Input("X", Iota<int64_t>({6}))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("shape", std::vector<int>{3, 2});
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<int64_t>(t.Out("Out")),
+            (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  Tensor flags(DType::kBool, {2, 2});
+  const bool values[] = {true, false, false, true};
+  for (int i = 0; i < 4; ++i) flags.data<bool>()[i] = values[i];
+  OpTester b("reshape2");
+  b.Input("X", flags).Output("Out").Attr("shape", std::vector<int>{4});
+  ASSERT_TRUE(b.Run().ok());
+  ASSERT_EQ(b.Out("Out").dims(), (Dims{4}));
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(b.Out("Out").data<bool>()[i], values[i]);
+}
+
+TEST(Reshape2KernelTest, Gradient) {
+  OpTester t("reshape2");
+  t.Input("X", RandomTensor({2, 3, 2}, -1, 1, 1))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("shape", std::vector<int>{-1, 3});
+  EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+}
+
+TEST(Reshape2KernelTest, TwoUnknownExtentsIsAnError) {
+  OpTester t("reshape2");
+  t.Input("X", Iota<double>({2, 3}))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("shape", std::vector<int>{-1, -1});
+  EXPECT_THAT(ExpectError(t, "reshape2"), HasSubstr("more than one -1"));
+}
+
+TEST(Reshape2KernelTest, WrongElementCountIsAnError) {
+  OpTester t("reshape2");
+  t.Input("X", Iota<double>({2, 3}))
+      .Output("Out")
+      .Attr("shape", std::vector<int>{4, 2});
+  ExpectError(t, "reshape2");
+  OpTester u("reshape2");
+  u.Input("X", Iota<double>({2, 3}))
+      .Output("Out")
+      .Attr("shape", std::vector<int>{4, -1});
+  ExpectError(u, "reshape2");
+}
+
+TEST(Reshape2SchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 784});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("out");
+  block.Var("xshape");
+  OpDesc* op = block.AppendOp("reshape2");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"out"});
+  op->SetOutput("XShape", {"xshape"});
+  op->SetAttr("shape", std::vector<int>{-1, 1, 28, 28});
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 1, 28, 28}));
+  EXPECT_EQ(block.FindVar("xshape")->dims(), (Dims{0, -1, 784}));
+  op->SetAttr("shape", std::vector<int>{0, 28, 28});
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 28, 28}));
+}
+
+// ---- transpose2 -------------------------------------------------------------
+
+TEST(Transpose2KernelTest, PermutesByIndex) {
+  // out[a][b][c] = x[b][c][a] for axis {2, 0, 1}, x [2,3,4].
+  OpTester t("transpose2");
+  t.Input("X", Iota<double>({2, 3, 4}))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("axis", std::vector<int>{2, 0, 1});
+  ASSERT_TRUE(t.Run().ok());
+  ASSERT_EQ(t.Out("Out").dims(), (Dims{4, 2, 3}));
+  const double* out = t.Out("Out").data<double>();
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int c = 0; c < 3; ++c)
+        EXPECT_EQ(out[(a * 2 + b) * 3 + c], (b * 3 + c) * 4 + a);
+  EXPECT_EQ(t.Out("XShape").dims(), (Dims{0, 2, 3, 4}));
+}
+
+TEST(Transpose2KernelTest, Int32MatrixAndFourDims) {
+  OpTester t("transpose2");
+  t.Input("X", Iota<int32_t>({2, 3}))
+      .Output("Out")
+      .Attr("axis", std::vector<int>{1, 0});
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Out")),
+            (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
+  // NCHW -> NHWC.
+  OpTester u("transpose2");
+  u.Input("X", Iota<float>({2, 3, 2, 2}))
+      .Output("Out")
+      .Attr("axis", std::vector<int>{0, 2, 3, 1});
+  ASSERT_TRUE(u.Run().ok());
+  const float* out = u.Out("Out").data<float>();
+  for (int n = 0; n < 2; ++n)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 2; ++w)
+        for (int c = 0; c < 3; ++c)
+          EXPECT_EQ(out[((n * 2 + h) * 2 + w) * 3 + c],
+                    ((n * 3 + c) * 2 + h) * 2 + w);
+}
+
+TEST(Transpose2KernelTest, Gradient) {
+  OpTester t("transpose2");
+  t.Input("X", RandomTensor({2, 3, 4}, -1, 1, 2))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("axis", std::vector<int>{1, 2, 0});
+  EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+}
+
+TEST(Transpose2KernelTest, BadAxisIsAnError) {
+  OpTester t("transpose2");
+  t.Input("X", Iota<double>({2, 3}))
+      .Output("Out")
+      .Attr("axis", std::vector<int>{0, 0});
+  EXPECT_THAT(ExpectError(t, "transpose2"), HasSubstr("permutation"));
+}
+
+// ---- concat -----------------------------------------------------------------
+
+TEST(ConcatKernelTest, JoinsAlongAxis) {
+  OpTester t("concat");
+  t.Inputs("X", {MakeTensor<double>({2, 1}, {1, 2}),
+                 MakeTensor<double>({2, 2}, {3, 4, 5, 6}),
+                 MakeTensor<double>({2, 0}, {})})
+      .Output("Out")
+      .Attr("axis", -1);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(
+      CompareTensors(t.Out("Out"),
+                     MakeTensor<double>({2, 3}, {1, 3, 4, 2, 5, 6}), 0, 0),
+      "");
+}
+
+TEST(ConcatKernelTest, Int64AlongFirstAxis) {
+  OpTester t("concat");
+  t.Inputs("X", {Iota<int64_t>({1, 3}), Iota<int64_t>({2, 3})}).Output("Out");
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<int64_t>(t.Out("Out")),
+            (std::vector<int64_t>{0, 1, 2, 0, 1, 2, 3, 4, 5}));
+}
+
+TEST(ConcatKernelTest, Gradient) {
+  OpTester t("concat");
+  t.Inputs("X", {RandomTensor({2, 1, 3}, -1, 1, 3),
+                 RandomTensor({2, 2, 3}, -1, 1, 4),
+                 RandomTensor({2, 3, 3}, -1, 1, 5)})
+      .Output("Out")
+      .Attr("axis", 1);
+  EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+}
+
+TEST(ConcatKernelTest, MismatchedDimsIsAnError) {
+  OpTester t("concat");
+  t.Inputs("X", {Iota<double>({2, 3}), Iota<double>({3, 3})})
+      .Output("Out")
+      .Attr("axis", 1);
+  EXPECT_THAT(ExpectError(t, "concat"), HasSubstr("does not match"));
+}
+
+TEST(ConcatKernelTest, AxisOutOfRangeIsAnError) {
+  OpTester t("concat");
+  t.Inputs("X", {Iota<double>({2, 3}), Iota<double>({2, 3})})
+      .Output("Out")
+      .Attr("axis", 2);
+  ExpectError(t, "concat");
+}
+
+// ---- split ------------------------------------------------------------------
+
+TEST(SplitKernelTest, EqualParts) {
+  OpTester t("split");
+  t.Input("X", Iota<double>({2, 6}))
+      .Output("Out", 3)
+      .Attr("num", 3)
+      .Attr("axis", 1);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(ToVector<double>(t.Out("Out", 0)),
+            (std::vector<double>{0, 1, 6, 7}));
+  EXPECT_EQ(ToVector<double>(t.Out("Out", 1)),
+            (std::vector<double>{2, 3, 8, 9}));
+  EXPECT_EQ(ToVector<double>(t.Out("Out", 2)),
+            (std::vector<double>{4, 5, 10, 11}));
+}
+
+TEST(SplitKernelTest, SectionsWithInferredPartAndNegativeAxis) {
+  OpTester t("split");
+  t.Input("X", Iota<int32_t>({2, 5}))
+      .Output("Out", 3)
+      .Attr("sections", std::vector<int>{1, -1, 2})
+      .Attr("axis", -1);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(t.Out("Out", 1).dims(), (Dims{2, 2}));
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Out", 0)), (std::vector<int32_t>{0, 5}));
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Out", 1)),
+            (std::vector<int32_t>{1, 2, 6, 7}));
+  EXPECT_EQ(ToVector<int32_t>(t.Out("Out", 2)),
+            (std::vector<int32_t>{3, 4, 8, 9}));
+}
+
+TEST(SplitKernelTest, UnevenNumIsAnError) {
+  OpTester t("split");
+  t.Input("X", Iota<double>({2, 5}))
+      .Output("Out", 2)
+      .Attr("num", 2)
+      .Attr("axis", 1);
+  EXPECT_THAT(ExpectError(t, "split"), HasSubstr("equal parts"));
+}
+
+TEST(SplitKernelTest, SectionsNotSummingIsAnError) {
+  OpTester t("split");
+  t.Input("X", Iota<double>({2, 5}))
+      .Output("Out", 2)
+      .Attr("sections", std::vector<int>{2, 2})
+      .Attr("axis", 1);
+  EXPECT_THAT(ExpectError(t, "split"), HasSubstr("sum to"));
+}
+
+TEST(SplitSchemaTest, GradientIsConcatByFluidConvention) {
+  // Fluid's split grad maker emits concat; split declares no gradient op.
+  const OpSchema* split = OpSchemaRegistry::Global().Find("split");
+  ASSERT_NE(split, nullptr);
+  EXPECT_FALSE(split->has_grad());
+  ASSERT_NE(OpSchemaRegistry::Global().Find("concat"), nullptr);
+}
+
+}  // namespace
+}  // namespace parex::testing

@@ -10,14 +10,16 @@
 #include "apps/datasets.h"
 #include "kernels/model_io.h"
 #include "kernels/reference_executor.h"
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
 
-const std::string kModels = PAREX_PADDLE_MODELS_DIR;
+const std::string& kModels = testing::PaddleModelsDir();
 const std::string kData = PAREX_DATA_DIR;
 
 TEST(PaddleModelsTest, FitALineReproducesTestMse) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
   auto model = LoadInferenceModel(kModels + "/fit_a_line", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -42,6 +44,7 @@ TEST(PaddleModelsTest, FitALineReproducesTestMse) {
 }
 
 TEST(PaddleModelsTest, MnistMlpReproducesProbabilities) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
   auto model = LoadInferenceModel(kModels + "/mnist_mlp", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
@@ -86,6 +89,7 @@ TEST(PaddleModelsTest, MnistMlpReproducesProbabilities) {
 }
 
 TEST(PaddleModelsTest, SimpleModelConvBatchNormOnOnes) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
   auto model = LoadInferenceModel(kModels + "/simple_model/model.pdmodel",
                                   kModels + "/simple_model/model.pdiparams", &scope);
@@ -111,6 +115,7 @@ TEST(PaddleModelsTest, SimpleModelConvBatchNormOnOnes) {
 }
 
 TEST(PaddleModelsTest, BrokenModelDirectoriesGiveNamedErrors) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
   auto missing = LoadInferenceModel(kModels + "/no_such_model", &scope);
   ASSERT_FALSE(missing.ok());

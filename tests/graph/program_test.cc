@@ -4,13 +4,15 @@
 
 #include "graph/op_schema.h"
 #include "graph/validate.h"
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
 
-const std::string kModels = PAREX_PADDLE_MODELS_DIR;
+const std::string& kModels = testing::PaddleModelsDir();
 
 TEST(ProgramTest, LoadsPaddleMnistProgram) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   auto program = Program::Load(kModels + "/mnist_mlp/__model__");
   ASSERT_TRUE(program.ok()) << program.status().ToString();
   const Block& block = program->global_block();

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/op_schema.h"
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
@@ -91,7 +92,8 @@ namespace {
 // Corrupted program files either fail to parse or fail validation with a
 // Status; none crashes the loader (run under ASan in CI).
 TEST(ValidateTest, CorruptedPaddleProgramsNeverCrash) {
-  const std::string models = PAREX_PADDLE_MODELS_DIR;
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string& models = testing::PaddleModelsDir();
   int parsed = 0, rejected = 0;
   for (const char* file : {"/mnist_mlp/__model__", "/simple_model/model.pdmodel",
                            "/fit_a_line/__model__"}) {

@@ -5,12 +5,13 @@
 #include <sstream>
 
 #include "proto/program_io.h"
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
 
 const std::string kTmp = PAREX_TEST_TMP_DIR;
-const std::string kModels = PAREX_PADDLE_MODELS_DIR;
+const std::string& kModels = testing::PaddleModelsDir();
 
 TEST(TensorIoTest, FileRoundTripIsByteIdentical) {
   Tensor t = MakeTensor<float>({2, 2}, {1.5f, -2, 3, 4});
@@ -28,6 +29,7 @@ TEST(TensorIoTest, FileRoundTripIsByteIdentical) {
 }
 
 TEST(TensorIoTest, PaddleParameterFilesRoundTrip) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   for (const char* name : {"fc_0.w_0", "fc_0.b_0"}) {
     std::string path = kModels + "/fit_a_line/" + name;
     Tensor t;

@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
 
-const std::string kModels = PAREX_PADDLE_MODELS_DIR;
+const std::string& kModels = testing::PaddleModelsDir();
 const std::string kTmp = PAREX_TEST_TMP_DIR;
 
 proto::ProgramDesc SmallProgram() {
@@ -62,6 +63,7 @@ TEST(ProgramIoTest, BinaryTextBinaryRoundTrip) {
 }
 
 TEST(ProgramIoTest, PaddleFilesReadAndWriteBackByteForByte) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   for (const char* file : {"/fit_a_line/__model__", "/mnist_mlp/__model__",
                            "/simple_model/model.pdmodel"}) {
     std::string path = kModels + file;
@@ -98,6 +100,7 @@ TEST(ProgramIoTest, UnpackedAndPackedDimsBothParse) {
 }
 
 TEST(ProgramIoTest, TruncatedProgramIsAnErrorNamingTheFile) {
+  PAREX_REQUIRE_PADDLE_MODELS();
   std::string path = kModels + "/mnist_mlp/__model__";
   auto bytes = ReadFileBytes(path);
   ASSERT_TRUE(bytes.ok());

@@ -1,11 +1,13 @@
 #include "kernels/model_io.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <sys/stat.h>
 
+#include "graph/prune.h"
 #include "graph/validate.h"
 #include "kernels/tensor_io.h"
 #include "proto/program_io.h"
@@ -57,6 +59,15 @@ StatusOr<const Tensor*> ScopeTensor(const Scope& scope, const std::string& name)
                          v->GetTensor()->place().ToString());
   }
   return v->GetTensor();
+}
+
+Status MakeDirectories(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return IoError("cannot create directory '" + dir + "': " + error.message());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -185,6 +196,35 @@ StatusOr<InferenceModel> LoadInferenceModel(const std::string& model_path,
   PAREX_RETURN_IF_ERROR(
       FeedFetchTargets(result.program, &result.feed_names, &result.fetch_names));
   return result;
+}
+
+Status SaveInferenceModel(const std::string& dir,
+                          const std::vector<std::string>& feeds,
+                          const std::vector<std::string>& fetches,
+                          const Program& main, const Scope& scope,
+                          Program* pruned) {
+  PAREX_ASSIGN_OR_RETURN(Program program, Prune(main, feeds, fetches));
+  PAREX_RETURN_IF_ERROR(MakeDirectories(dir));
+  // Parameters first: a directory with a __model__ is a complete model.
+  PAREX_RETURN_IF_ERROR(SavePersistables(program, dir, scope));
+  PAREX_RETURN_IF_ERROR(program.Save(dir + "/__model__"));
+  if (pruned != nullptr) *pruned = std::move(program);
+  return Status::Ok();
+}
+
+Status SaveCheckpoint(const Program& main, const std::string& dir,
+                      const Scope& scope) {
+  PAREX_RETURN_IF_ERROR(MakeDirectories(dir));
+  Status saved = SavePersistables(main, dir, scope);
+  if (!saved.ok()) return saved.WithContext("checkpoint '" + dir + "'");
+  return Status::Ok();
+}
+
+Status LoadCheckpoint(const Program& main, const std::string& dir,
+                      Scope* scope) {
+  Status loaded = LoadPersistables(main, dir, scope);
+  if (!loaded.ok()) return loaded.WithContext("checkpoint '" + dir + "'");
+  return Status::Ok();
 }
 
 }  // namespace parex

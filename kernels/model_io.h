@@ -44,6 +44,27 @@ StatusOr<InferenceModel> LoadInferenceModel(const std::string& model_path,
                                             const std::string& params_path,
                                             Scope* scope);
 
+// Writes the inference model of a trained program as Fluid's
+// save_inference_model does: `dir`/__model__ holds Prune(main, feeds,
+// fetches) (graph/prune.h) and one tensor file per persistable var that
+// program uses, taken from `scope`. Creates `dir` when missing. What
+// LoadInferenceModel(dir) reads back. `pruned`, when given, receives the
+// saved program.
+Status SaveInferenceModel(const std::string& dir,
+                          const std::vector<std::string>& feeds,
+                          const std::vector<std::string>& fetches,
+                          const Program& main, const Scope& scope,
+                          Program* pruned = nullptr);
+
+// A training checkpoint: every persistable of the main program (parameters,
+// batch-norm statistics, optimizer moments and beta powers, learning rate and
+// step counter), one file per var in `dir` (created when missing). Resuming
+// needs no startup run: LoadCheckpoint restores every persistable.
+Status SaveCheckpoint(const Program& main, const std::string& dir,
+                      const Scope& scope);
+Status LoadCheckpoint(const Program& main, const std::string& dir,
+                      Scope* scope);
+
 // Feed and fetch targets of a program with feed/fetch ops, by column.
 Status FeedFetchTargets(const Program& program, std::vector<std::string>* feeds,
                         std::vector<std::string>* fetches);

@@ -1,8 +1,9 @@
-// elementwise_add/sub/mul/div and their gradients, with Fluid's `axis`
-// broadcasting: Out has X's dims; Y's dims, less trailing 1s, line up with
-// X's dims starting at `axis` (-1: rank(X) - rank(Y)), each equal to X's
-// extent or 1. Broadcasting both operands (numpy style) is not supported.
-// The kernels apply the same rule (kernels/cpu/broadcast.h).
+// elementwise_add/sub/mul/div/max/min/pow and their gradients, and the
+// comparison less_than (Out bool), with Fluid's `axis` broadcasting: Out has
+// X's dims; Y's dims, less trailing 1s, line up with X's dims starting at
+// `axis` (-1: rank(X) - rank(Y)), each equal to X's extent or 1. Broadcasting
+// both operands (numpy style) is not supported. The kernels apply the same rule
+// (kernels/cpu/broadcast.h).
 #include <string>
 
 #include "graph/ops/op_groups.h"
@@ -87,6 +88,14 @@ Status InferElementwiseGrad(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+Status InferCompare(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "X", "Y"));
+  PAREX_RETURN_IF_ERROR(
+      CheckBroadcast(ctx, ctx.InputDims("X"), ctx.InputDims("Y"), "X", "Y"));
+  ctx.SetOutput("Out", ctx.InputDims("X"), DType::kBool);
+  return Status::Ok();
+}
+
 void AddElementwise(OpSchemaRegistry* r, const std::string& type,
                     std::vector<std::string> grad_inputs) {
   r->Add(OpSchema(type)
@@ -98,8 +107,10 @@ void AddElementwise(OpSchemaRegistry* r, const std::string& type,
              .Grad(type + "_grad", grad_inputs, {"X@GRAD", "Y@GRAD"}));
   OpSchema grad(type + "_grad");
   for (const std::string& slot : grad_inputs) {
-    // X only gives the shape of X@GRAD, which Out@GRAD gives as well; Paddle
-    // leaves it out of some grad ops (elementwise_div_grad before 2.0).
+    // For add/sub/div, X only gives the shape of X@GRAD, which Out@GRAD
+    // gives as well; Paddle leaves it out of some grad ops
+    // (elementwise_div_grad before 2.0). The kernels of mul/max/min/pow,
+    // whose gradients read X's values, report a missing X.
     grad.Input(slot, slot == "X" ? kOptional : kRequired);
   }
   grad.Output("X@GRAD", kOptional)
@@ -117,6 +128,17 @@ void RegisterElementwiseOps(OpSchemaRegistry* r) {
   AddElementwise(r, "elementwise_sub", {"X", "Y", "Out@GRAD"});
   AddElementwise(r, "elementwise_mul", {"X", "Y", "Out@GRAD"});
   AddElementwise(r, "elementwise_div", {"X", "Y", "Out", "Out@GRAD"});
+  AddElementwise(r, "elementwise_max", {"X", "Y", "Out@GRAD"});
+  AddElementwise(r, "elementwise_min", {"X", "Y", "Out@GRAD"});
+  AddElementwise(r, "elementwise_pow", {"X", "Y", "Out@GRAD"});
+  // No gradient op: the output is boolean.
+  r->Add(OpSchema("less_than")
+             .Input("X")
+             .Input("Y")
+             .Output("Out")
+             .Attr("axis", -1)
+             .Attr("force_cpu", false)
+             .InferShape(InferCompare));
 }
 
 }  // namespace parex

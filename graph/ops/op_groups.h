@@ -8,7 +8,7 @@ namespace parex {
 
 void RegisterIoOps(OpSchemaRegistry* r);          // feed, fetch
 void RegisterFillOps(OpSchemaRegistry* r);        // fill_constant, *_random, assign, scale, cast
-void RegisterElementwiseOps(OpSchemaRegistry* r); // elementwise_add/sub/mul/div
+void RegisterElementwiseOps(OpSchemaRegistry* r); // elementwise_add/sub/mul/div/max/min/pow, less_than
 void RegisterActivationOps(OpSchemaRegistry* r);  // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpSchemaRegistry* r);     // softmax, cross_entropy, softmax_with_cross_entropy
 void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_mean, sum
@@ -19,5 +19,6 @@ void RegisterConvOps(OpSchemaRegistry* r);        // conv2d, pool2d
 void RegisterNormOps(OpSchemaRegistry* r);        // batch_norm, dropout
 void RegisterShapeOps(OpSchemaRegistry* r);       // reshape2, transpose2, concat, split
 void RegisterLookupTableOps(OpSchemaRegistry* r); // lookup_table, lookup_table_v2
+void RegisterMathOps(OpSchemaRegistry* r);        // sqrt, squared_l2_norm, increment, ... (optimizers, LR schedules)
 
 }  // namespace parex

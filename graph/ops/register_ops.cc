@@ -16,6 +16,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterNormOps(r);
   RegisterShapeOps(r);
   RegisterLookupTableOps(r);
+  RegisterMathOps(r);
 }
 
 }  // namespace parex

@@ -18,6 +18,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterDropoutKernels(r);
   RegisterShapeKernels(r);
   RegisterLookupTableKernels(r);
+  RegisterMathKernels(r);
 }
 
 }  // namespace parex

@@ -21,5 +21,6 @@ void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterLookupTableKernels(KernelRegistry* r);
+void RegisterMathKernels(KernelRegistry* r);
 
 }  // namespace parex

@@ -1,9 +1,11 @@
-// elementwise_add/sub/mul/div and their gradients on CPU, broadcasting Y into
-// X by Fluid's `axis` rule (kernels/cpu/broadcast.h).
+// elementwise_add/sub/mul/div/max/min/pow and their gradients, and
+// less_than, on CPU, broadcasting Y into X by Fluid's `axis` rule
+// (kernels/cpu/broadcast.h).
 //
 // Out may be the same variable as X (in-place "x = x + y"), and X@GRAD the
 // same as Out@GRAD: every element is read before the element at the same
 // index is written.
+#include <cmath>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -50,6 +52,7 @@ struct AddOp {
     return dout;
   }
   static constexpr bool kNeedsX = false;
+  static constexpr bool kDxNeedsX = false;
   static constexpr bool kNeedsOut = false;
 };
 
@@ -67,6 +70,7 @@ struct SubOp {
     return -dout;
   }
   static constexpr bool kNeedsX = false;
+  static constexpr bool kDxNeedsX = false;
   static constexpr bool kNeedsOut = false;
 };
 
@@ -84,6 +88,7 @@ struct MulOp {
     return dout * x;
   }
   static constexpr bool kNeedsX = true;
+  static constexpr bool kDxNeedsX = false;
   static constexpr bool kNeedsOut = false;
 };
 
@@ -102,7 +107,71 @@ struct DivOp {
     return -dout * out / y;
   }
   static constexpr bool kNeedsX = false;
+  static constexpr bool kDxNeedsX = false;
   static constexpr bool kNeedsOut = true;
+};
+
+// Fluid's gradients: X@GRAD where x > y, Y@GRAD where x <= y (ties go to Y).
+struct MaxOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x > y ? x : y;
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T dout) {
+    return x > y ? dout : T(0);
+  }
+  template <typename T>
+  static T DY(T x, T y, T, T dout) {
+    return x <= y ? dout : T(0);
+  }
+  static constexpr bool kNeedsX = true;
+  static constexpr bool kDxNeedsX = true;
+  static constexpr bool kNeedsOut = false;
+};
+
+// Fluid's gradients: X@GRAD where x < y, Y@GRAD where x >= y (ties go to Y).
+struct MinOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    return x < y ? x : y;
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T dout) {
+    return x < y ? dout : T(0);
+  }
+  template <typename T>
+  static T DY(T x, T y, T, T dout) {
+    return x >= y ? dout : T(0);
+  }
+  static constexpr bool kNeedsX = true;
+  static constexpr bool kDxNeedsX = true;
+  static constexpr bool kNeedsOut = false;
+};
+
+// x^y; integer tensors round the double result to the nearest integer, as
+// Fluid does. Gradients: y * x^(y-1) and ln(x) * x^y (NaN for x < 0).
+struct PowOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(std::llrint(
+          std::pow(static_cast<double>(x), static_cast<double>(y))));
+    } else {
+      return std::pow(x, y);
+    }
+  }
+  template <typename T>
+  static T DX(T x, T y, T, T dout) {
+    return dout * y * std::pow(x, y - T(1));
+  }
+  template <typename T>
+  static T DY(T x, T y, T, T dout) {
+    return dout * std::log(x) * std::pow(x, y);
+  }
+  static constexpr bool kNeedsX = true;
+  static constexpr bool kDxNeedsX = true;
+  static constexpr bool kNeedsOut = false;
 };
 
 template <typename T, typename Op>
@@ -139,6 +208,9 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   if (dy != nullptr && Op::kNeedsX && x == nullptr) {
     return ctx.Error("Y@GRAD needs input X");
   }
+  if (dx != nullptr && Op::kDxNeedsX && x == nullptr) {
+    return ctx.Error("X@GRAD needs input X");
+  }
   if (dy != nullptr && Op::kNeedsOut && out == nullptr) {
     return ctx.Error("Y@GRAD needs input Out");
   }
@@ -168,6 +240,21 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// Out[i] = X[i] < Y[j] (bool), Y broadcast into X.
+template <typename T>
+Status LessThanKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* y = ctx.Input("Y");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, x->dims(), y->dims(), &map));
+  const T* xd = x->data<T>();
+  const T* yd = y->data<T>();
+  bool* od = ctx.Output("Out")->data<bool>();
+  map.ForEach([&](int64_t i, int64_t j) { od[i] = xd[i] < yd[j]; });
+  return Status::Ok();
+}
+
 // Registers ElementwiseKernel<T, Op> for each T as `type` and
 // ElementwiseGradKernel<T, Op> for float and double as `type`_grad.
 template <typename Op, typename... Ts>
@@ -191,6 +278,14 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
       r, "elementwise_mul");
   RegisterElementwise<DivOp, float, double, int32_t, int64_t>(
       r, "elementwise_div");
+  RegisterElementwise<MaxOp, float, double, int32_t, int64_t>(
+      r, "elementwise_max");
+  RegisterElementwise<MinOp, float, double, int32_t, int64_t>(
+      r, "elementwise_min");
+  RegisterElementwise<PowOp, float, double, int32_t, int64_t>(
+      r, "elementwise_pow");
+  PAREX_CPU_KERNEL(r, "less_than", LessThanKernel, float, double, int32_t,
+                   int64_t);
 }
 
 }  // namespace parex

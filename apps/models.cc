@@ -1,0 +1,421 @@
+#include "apps/models.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+
+#include "apps/datasets.h"
+#include "graph/layers.h"
+#include "graph/optimizer.h"
+#include "graph/prune.h"
+#include "kernels/model_io.h"
+#include "proto/program_io.h"
+
+namespace parex {
+namespace {
+
+constexpr char kStateFile[] = "trainer_state";
+
+struct Built {
+  VarDesc* input;
+  VarDesc* label;
+  VarDesc* loss;
+  VarDesc* prediction;
+  VarDesc* accuracy;  // nullptr for regression
+};
+
+StatusOr<Built> BuildFitALine(ProgramBuilder& b, DType dtype) {
+  Built m{};
+  PAREX_ASSIGN_OR_RETURN(m.input, layers::Data(b, "x", {13}, dtype));
+  PAREX_ASSIGN_OR_RETURN(m.label, layers::Data(b, "y", {1}, dtype));
+  layers::FcOptions fc;
+  fc.size = 1;
+  PAREX_ASSIGN_OR_RETURN(m.prediction, layers::Fc(b, m.input, fc));
+  PAREX_ASSIGN_OR_RETURN(VarDesc * cost,
+                         layers::SquareErrorCost(b, m.prediction, m.label));
+  PAREX_ASSIGN_OR_RETURN(m.loss, layers::Mean(b, cost));
+  return m;
+}
+
+// logits -> mean(softmax_with_cross_entropy) as the loss; softmax(logits)
+// as the prediction and its accuracy, off the loss path.
+Status AddClassifierHead(ProgramBuilder& b, VarDesc* logits, Built* m) {
+  PAREX_ASSIGN_OR_RETURN(VarDesc * cost,
+                         layers::SoftmaxWithCrossEntropy(b, logits, m->label));
+  PAREX_ASSIGN_OR_RETURN(m->loss, layers::Mean(b, cost));
+  PAREX_ASSIGN_OR_RETURN(m->prediction, layers::Softmax(b, logits));
+  PAREX_ASSIGN_OR_RETURN(m->accuracy,
+                         layers::Accuracy(b, m->prediction, m->label));
+  return Status::Ok();
+}
+
+StatusOr<VarDesc*> FcLayer(ProgramBuilder& b, VarDesc* x, int size,
+                           const std::string& act) {
+  layers::FcOptions fc;
+  fc.size = size;
+  fc.act = act;
+  return layers::Fc(b, x, fc);
+}
+
+StatusOr<Built> BuildMlp(ProgramBuilder& b, DType dtype, const Dims& shape,
+                         const std::vector<int>& hidden,
+                         const std::string& act) {
+  Built m{};
+  PAREX_ASSIGN_OR_RETURN(m.input, layers::Data(b, "image", shape, dtype));
+  PAREX_ASSIGN_OR_RETURN(m.label, layers::Data(b, "label", {1}, DType::kInt64));
+  VarDesc* h = m.input;
+  for (int size : hidden) {
+    PAREX_ASSIGN_OR_RETURN(h, FcLayer(b, h, size, act));
+  }
+  PAREX_ASSIGN_OR_RETURN(VarDesc * logits, FcLayer(b, h, 10, ""));
+  PAREX_RETURN_IF_ERROR(AddClassifierHead(b, logits, &m));
+  return m;
+}
+
+StatusOr<VarDesc*> ConvBnPool(ProgramBuilder& b, VarDesc* x, int filters) {
+  layers::Conv2dOptions conv;
+  conv.num_filters = filters;
+  conv.filter_size = {5, 5};
+  conv.has_bias = false;  // batch_norm's bias takes its place
+  PAREX_ASSIGN_OR_RETURN(VarDesc * c, layers::Conv2d(b, x, conv));
+  layers::BatchNormOptions bn;
+  bn.act = "relu";
+  PAREX_ASSIGN_OR_RETURN(VarDesc * n, layers::BatchNorm(b, c, bn));
+  layers::Pool2dOptions pool;
+  pool.pool_size = {2, 2};
+  pool.stride = {2, 2};
+  pool.pool_type = "max";
+  return layers::Pool2d(b, n, pool);
+}
+
+StatusOr<Built> BuildFashionCnn(ProgramBuilder& b, DType dtype) {
+  Built m{};
+  PAREX_ASSIGN_OR_RETURN(m.input, layers::Data(b, "image", {1, 28, 28}, dtype));
+  PAREX_ASSIGN_OR_RETURN(m.label, layers::Data(b, "label", {1}, DType::kInt64));
+  PAREX_ASSIGN_OR_RETURN(VarDesc * c1, ConvBnPool(b, m.input, 20));
+  PAREX_ASSIGN_OR_RETURN(VarDesc * c2, ConvBnPool(b, c1, 50));
+  PAREX_ASSIGN_OR_RETURN(VarDesc * logits, FcLayer(b, c2, 10, ""));
+  PAREX_RETURN_IF_ERROR(AddClassifierHead(b, logits, &m));
+  return m;
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(ExampleKind kind,
+                                         const ExampleOptions& o) {
+  const OptimizerKind which = o.optimizer.value_or(
+      kind == ExampleKind::kFitALine ? OptimizerKind::kSGD
+                                     : OptimizerKind::kAdam);
+  const LearningRate lr =
+      LearningRate::Constant(o.learning_rate > 0 ? o.learning_rate : 0.001);
+  switch (which) {
+    case OptimizerKind::kSGD:
+      return std::make_unique<SGDOptimizer>(lr);
+    case OptimizerKind::kMomentum:
+      return std::make_unique<MomentumOptimizer>(lr, o.momentum);
+    case OptimizerKind::kAdam:
+      return std::make_unique<AdamOptimizer>(lr);
+  }
+  return nullptr;
+}
+
+double ScalarValue(const Tensor& t) {
+  if (t.dtype() == DType::kFP64) return t.data<double>()[0];
+  return t.data<float>()[0];
+}
+
+double ElementAt(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::kFP64) return t.data<double>()[i];
+  return t.data<float>()[i];
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+const char* ExampleName(ExampleKind kind) {
+  switch (kind) {
+    case ExampleKind::kFitALine:
+      return "fit_a_line";
+    case ExampleKind::kDigitsMlp:
+      return "digits_mlp";
+    case ExampleKind::kFashionMlp:
+      return "fashion_mlp";
+    case ExampleKind::kFashionCnn:
+      return "fashion_cnn";
+  }
+  return "?";
+}
+
+StatusOr<ExampleKind> ParseExampleKind(const std::string& name) {
+  for (ExampleKind k : {ExampleKind::kFitALine, ExampleKind::kDigitsMlp,
+                        ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+    if (name == ExampleName(k)) return k;
+  }
+  return InvalidArgument(
+      "unknown example model '" + name +
+      "' (fit_a_line, digits_mlp, fashion_mlp, fashion_cnn)");
+}
+
+StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::kSGD;
+  if (name == "momentum") return OptimizerKind::kMomentum;
+  if (name == "adam") return OptimizerKind::kAdam;
+  return InvalidArgument("unknown optimizer '" + name +
+                         "' (sgd, momentum, adam)");
+}
+
+StatusOr<ExampleProgram> BuildExample(ExampleKind kind,
+                                      const ExampleOptions& options) {
+  if (options.dtype != DType::kFP32 && options.dtype != DType::kFP64) {
+    return InvalidArgument(std::string(ExampleName(kind)) + ": dtype " +
+                           DTypeName(options.dtype) + " is not fp32 or fp64");
+  }
+  ExampleProgram model{kind, Program(), Program(), "", "", "", "", "", {}};
+  ProgramBuilder b(&model.main, &model.startup);
+  b.set_random_seed(options.random_seed);
+  Built built{};
+  switch (kind) {
+    case ExampleKind::kFitALine: {
+      PAREX_ASSIGN_OR_RETURN(built, BuildFitALine(b, options.dtype));
+      break;
+    }
+    case ExampleKind::kDigitsMlp: {
+      PAREX_ASSIGN_OR_RETURN(built,
+                             BuildMlp(b, options.dtype, {64}, {512}, "tanh"));
+      break;
+    }
+    case ExampleKind::kFashionMlp: {
+      PAREX_ASSIGN_OR_RETURN(
+          built, BuildMlp(b, options.dtype, {1, 28, 28}, {256, 128}, "relu"));
+      break;
+    }
+    case ExampleKind::kFashionCnn: {
+      PAREX_ASSIGN_OR_RETURN(built, BuildFashionCnn(b, options.dtype));
+      break;
+    }
+  }
+  model.input = built.input->name();
+  model.label = built.label->name();
+  model.loss = built.loss->name();
+  model.prediction = built.prediction->name();
+  model.accuracy = built.accuracy ? built.accuracy->name() : "";
+  if (options.minimize) {
+    std::unique_ptr<Optimizer> optimizer = MakeOptimizer(kind, options);
+    auto params = optimizer->Minimize(b, built.loss);
+    if (!params.ok()) {
+      return params.status().WithContext(std::string(ExampleName(kind)) +
+                                         ": minimize");
+    }
+    model.params = std::move(params).value();
+  }
+  return model;
+}
+
+StatusOr<ExampleData> LoadExampleData(ExampleKind kind,
+                                      const std::string& data_dir,
+                                      const std::string& fashion_dir) {
+  switch (kind) {
+    case ExampleKind::kFitALine: {
+      PAREX_ASSIGN_OR_RETURN(
+          HousingData d, LoadUciHousing(data_dir + "/boston_house_prices.csv"));
+      return ExampleData{d.train_x, d.train_y, d.test_x, d.test_y};
+    }
+    case ExampleKind::kDigitsMlp: {
+      PAREX_ASSIGN_OR_RETURN(ClassificationData d,
+                             LoadDigits(data_dir + "/digits.csv.gz"));
+      PAREX_RETURN_IF_ERROR(AddShiftedCopies(&d.train_x, &d.train_y, 8, 8));
+      PAREX_RETURN_IF_ERROR(StandardizeFeatures(&d.train_x, &d.test_x));
+      return ExampleData{d.train_x, d.train_y, d.test_x, d.test_y};
+    }
+    case ExampleKind::kFashionMlp:
+    case ExampleKind::kFashionCnn: {
+      PAREX_ASSIGN_OR_RETURN(ClassificationData d,
+                             LoadFashionMnist(fashion_dir));
+      return ExampleData{d.train_x, d.train_y, d.test_x, d.test_y};
+    }
+  }
+  return Internal("LoadExampleData: unknown example");
+}
+
+Tensor CastFloating(const Tensor& t, DType dtype) {
+  const bool floating = t.dtype() == DType::kFP32 || t.dtype() == DType::kFP64;
+  if (!floating || t.dtype() == dtype) return t;
+  Tensor out(dtype, t.dims());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = ElementAt(t, i);
+    if (dtype == DType::kFP64) {
+      out.data<double>()[i] = v;
+    } else {
+      out.data<float>()[i] = static_cast<float>(v);
+    }
+  }
+  return out;
+}
+
+// ---- Trainer ---------------------------------------------------------------
+
+Status Trainer::RunStartup() {
+  auto ran = executor_.Run(model_->startup, scope_, {}, {});
+  if (!ran.ok()) return ran.status().WithContext("startup program");
+  state_ = TrainerState();
+  return Status::Ok();
+}
+
+StatusOr<std::vector<double>> Trainer::Train(
+    const BatchReader& reader, int64_t epochs, int64_t max_steps,
+    const std::function<void(const EpochSummary&)>& on_epoch) {
+  using Clock = std::chrono::steady_clock;
+  const int64_t batches = reader.num_batches();
+  if (batches == 0) {
+    return InvalidArgument("train: the reader yields no batch (" +
+                           std::to_string(reader.num_rows()) + " rows)");
+  }
+  if (state_.batch >= batches) {
+    return FailedPrecondition("train: the state is at batch " +
+                              std::to_string(state_.batch) +
+                              " of an epoch of " + std::to_string(batches) +
+                              " batches: not the reader it was saved with");
+  }
+  std::vector<std::string> fetches = {model_->loss};
+  if (model_->is_classifier()) fetches.push_back(model_->accuracy);
+
+  std::vector<double> losses;
+  std::optional<BatchReader::Iterator> it;
+  EpochSummary summary;
+  double accuracy_sum = 0;
+  Clock::time_point start;
+  int64_t ran = 0;
+  while (state_.epoch < epochs && (max_steps < 0 || ran < max_steps)) {
+    if (!it) {
+      it.emplace(reader.Begin(state_.epoch, state_.batch));
+      summary = EpochSummary();
+      summary.epoch = state_.epoch;
+      accuracy_sum = 0;
+      start = Clock::now();
+    }
+    FeedMap batch;
+    PAREX_CHECK(it->Next(&batch), "batch iterator ended early");
+    auto out = executor_.Run(model_->main, scope_, batch, fetches);
+    if (!out.ok()) {
+      return out.status().WithContext(
+          "train step " + std::to_string(state_.step) + " (epoch " +
+          std::to_string(state_.epoch) + ", batch " +
+          std::to_string(state_.batch) + ")");
+    }
+    const double loss = ScalarValue((*out)[0]);
+    losses.push_back(loss);
+    summary.mean_loss += loss;
+    if (model_->is_classifier()) accuracy_sum += ScalarValue((*out)[1]);
+    ++summary.steps;
+    ++state_.batch;
+    ++state_.step;
+    ++ran;
+    if (state_.batch == batches) {
+      summary.mean_loss /= summary.steps;
+      summary.mean_accuracy = accuracy_sum / summary.steps;
+      summary.seconds =
+          std::chrono::duration<double>(Clock::now() - start).count();
+      // The state moves on first, so that a checkpoint saved by the
+      // callback resumes with the next epoch.
+      ++state_.epoch;
+      state_.batch = 0;
+      it.reset();
+      if (on_epoch) on_epoch(summary);
+    }
+  }
+  return losses;
+}
+
+StatusOr<const Program*> Trainer::TestProgram() {
+  if (!test_program_) {
+    auto pruned = Prune(model_->main, {model_->input}, {model_->prediction});
+    if (!pruned.ok()) return pruned.status().WithContext("test program");
+    test_program_.emplace(std::move(pruned).value());
+  }
+  return &*test_program_;
+}
+
+StatusOr<Tensor> Trainer::Predict(const Tensor& x) {
+  PAREX_ASSIGN_OR_RETURN(const Program* test, TestProgram());
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<Tensor> out,
+      executor_.Run(*test, scope_, {{model_->input, x}}, {model_->prediction}));
+  return out[0];
+}
+
+StatusOr<Evaluation> Trainer::Evaluate(const Tensor& x, const Tensor& y,
+                                       int64_t batch_size) {
+  if (x.rank() < 1 || y.rank() < 1 || x.dim(0) != y.dim(0) || batch_size < 1) {
+    return InvalidArgument("evaluate: " + x.DebugString() + " rows for " +
+                           y.DebugString() + " labels, batch size " +
+                           std::to_string(batch_size));
+  }
+  Evaluation result;
+  result.rows = x.dim(0);
+  double sum = 0;
+  for (int64_t begin = 0; begin < x.dim(0); begin += batch_size) {
+    const int64_t end = std::min(x.dim(0), begin + batch_size);
+    PAREX_ASSIGN_OR_RETURN(Tensor pred, Predict(x.Slice(begin, end)));
+    const int64_t width = pred.numel() / (end - begin);
+    for (int64_t r = 0; r < end - begin; ++r) {
+      if (model_->is_classifier()) {
+        int64_t best = 0;
+        for (int64_t c = 1; c < width; ++c) {
+          if (ElementAt(pred, r * width + c) >
+              ElementAt(pred, r * width + best)) {
+            best = c;
+          }
+        }
+        sum += best == y.data<int64_t>()[begin + r] ? 1 : 0;
+      } else {
+        const double d = ElementAt(pred, r) - ElementAt(y, begin + r);
+        sum += d * d;
+      }
+    }
+  }
+  (model_->is_classifier() ? result.accuracy : result.mse) =
+      sum / static_cast<double>(result.rows);
+  return result;
+}
+
+Status Trainer::SaveCheckpoint(const std::string& dir) const {
+  PAREX_RETURN_IF_ERROR(parex::SaveCheckpoint(model_->main, dir, *scope_));
+  std::ostringstream state;
+  state << state_.epoch << " " << state_.batch << " " << state_.step << "\n";
+  return WriteFileBytes(dir + "/" + kStateFile, state.str());
+}
+
+Status Trainer::LoadCheckpoint(const std::string& dir) {
+  const std::string path = dir + "/" + kStateFile;
+  if (!FileExists(path)) {
+    return NotFound("no checkpoint in '" + dir + "' (" + kStateFile +
+                    " is missing)");
+  }
+  PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
+  std::istringstream in(text);
+  TrainerState state;
+  if (!(in >> state.epoch >> state.batch >> state.step) || state.epoch < 0 ||
+      state.batch < 0 || state.step < 0) {
+    return DataLoss("checkpoint file '" + path + "' is not 'epoch batch step'");
+  }
+  PAREX_RETURN_IF_ERROR(parex::LoadCheckpoint(model_->main, dir, scope_));
+  state_ = state;
+  return Status::Ok();
+}
+
+Status Trainer::SaveInferenceModel(const std::string& dir) const {
+  return parex::SaveInferenceModel(dir, {model_->input}, {model_->prediction},
+                                   model_->main, *scope_);
+}
+
+bool HasCheckpoint(const std::string& dir) {
+  return FileExists(dir + "/" + kStateFile);
+}
+
+}  // namespace parex

@@ -1,0 +1,169 @@
+// The example models parex trains (Paddle book style, built with the layers
+// API of graph/layers.h into a main and a startup program), and Trainer, the
+// loop that trains and evaluates them with the reference executor.
+//
+//   fit_a_line   UCI housing: fc 13->1, square_error_cost, mean; SGD 0.001
+//                (Paddle book 01.fit_a_line).
+//   digits_mlp   8x8 digits: fc 64->512 tanh, fc ->10,
+//                softmax_with_cross_entropy. (A 64-wide relu layer tops out
+//                near 0.92 on the held-out last 20% of the file, a 512-wide
+//                one near 0.93; with tanh and the shifted, standardised
+//                training images of LoadExampleData it reaches 0.95-0.96.)
+//   fashion_mlp  Fashion-MNIST [1,28,28]: fc 784->256 relu, ->128 relu, ->10.
+//   fashion_cnn  Fashion-MNIST: twice (conv2d 5x5 without bias, batch_norm,
+//                relu, pool2d max 2x2 stride 2) with 20 and 50 filters, then
+//                fc 800->10 (Paddle book 02.recognize_digits' convolutional
+//                net with batch_norm before the pooling).
+// The classifiers train with Adam (learning rate 0.001) unless told
+// otherwise; their prediction is softmax(logits), a branch off the loss path.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "apps/reader.h"
+#include "base/status.h"
+#include "graph/backward.h"
+#include "graph/program.h"
+#include "kernels/reference_executor.h"
+#include "kernels/scope.h"
+
+namespace parex {
+
+enum class ExampleKind { kFitALine, kDigitsMlp, kFashionMlp, kFashionCnn };
+
+// "fit_a_line", "digits_mlp", "fashion_mlp", "fashion_cnn".
+const char* ExampleName(ExampleKind kind);
+StatusOr<ExampleKind> ParseExampleKind(const std::string& name);
+
+enum class OptimizerKind { kSGD, kMomentum, kAdam };
+StatusOr<OptimizerKind> ParseOptimizerKind(const std::string& name);
+
+struct ExampleOptions {
+  // Element type of the data layers and so of every parameter: fp32 for
+  // training, fp64 for gradient checks.
+  DType dtype = DType::kFP32;
+  // Program.random_seed: the seed of every parameter initialiser.
+  int random_seed = 1;
+  // false: forward and loss only (no backward, no optimizer).
+  bool minimize = true;
+  // The example's own choice when unset (see the file comment).
+  std::optional<OptimizerKind> optimizer;
+  double learning_rate = 0;  // 0: the example's own (0.001)
+  double momentum = 0.9;     // kMomentum
+};
+
+// A built example. Programs own their vars; names stay valid while they live.
+struct ExampleProgram {
+  ExampleKind kind;
+  Program main, startup;
+  std::string input;       // features: fp [-1, 13] / [-1, 64] / [-1, 1, 28, 28]
+  std::string label;       // fp [-1, 1] (regression) or int64 [-1, 1]
+  std::string loss;        // scalar [1]
+  std::string prediction;  // [-1, 1] price, or [-1, 10] class probabilities
+  std::string accuracy;    // fp32 [1] batch accuracy; "" for regression
+  std::vector<ParamGrad> params;  // updated parameters (empty unless minimize)
+
+  std::vector<std::string> feed_names() const { return {input, label}; }
+  bool is_classifier() const { return !accuracy.empty(); }
+};
+
+StatusOr<ExampleProgram> BuildExample(ExampleKind kind,
+                                      const ExampleOptions& options = {});
+
+// The rows an example trains and is tested on, ready to feed in fp32:
+//   fit_a_line   LoadUciHousing(data_dir/boston_house_prices.csv): 404 / 102.
+//   digits_mlp   LoadDigits(data_dir/digits.csv.gz), the 1437 training
+//                images with their eight one-pixel shifts (AddShiftedCopies:
+//                12933 rows), every pixel standardised with the statistics
+//                of those rows (StandardizeFeatures); the last 360 test.
+//   fashion_*    LoadFashionMnist(fashion_dir): 60000 / 10000.
+struct ExampleData {
+  Tensor train_x, train_y, test_x, test_y;
+};
+StatusOr<ExampleData> LoadExampleData(ExampleKind kind,
+                                      const std::string& data_dir,
+                                      const std::string& fashion_dir);
+
+struct EpochSummary {
+  int64_t epoch = 0;
+  int64_t steps = 0;         // steps run in this epoch by this call
+  double mean_loss = 0;      // over those steps
+  double mean_accuracy = 0;  // over those steps (classifiers)
+  double seconds = 0;
+};
+
+struct Evaluation {
+  int64_t rows = 0;
+  double mse = 0;       // regression: mean squared error of the prediction
+  double accuracy = 0;  // classifiers: share of rows whose argmax is the label
+};
+
+// Where a training run stands: the next batch to run is batch `batch` of
+// epoch `epoch`; `step` counts the steps run so far.
+struct TrainerState {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  int64_t step = 0;
+};
+
+// Trains an example with a ReferenceExecutor, step by step in the caller's
+// thread. The scope holds the persistables; the model and the scope must
+// outlive the trainer. Not thread-safe.
+class Trainer {
+ public:
+  Trainer(const ExampleProgram* model, Scope* scope)
+      : model_(model), scope_(scope) {}
+
+  // Runs the startup program (initialises the persistables). Once, before
+  // the first Train, unless LoadCheckpoint restored them.
+  Status RunStartup();
+
+  // Trains from the current state until epoch `epochs` is complete, or
+  // after `max_steps` steps when max_steps >= 0. Returns each step's loss.
+  // `on_epoch` runs after each completed epoch, when state() already points
+  // at the next one (a checkpoint saved there resumes with it).
+  // REQUIRES: the reader's columns are the model's input and label; the
+  // same reader (rows, batch size, seed) across a checkpoint and its resume.
+  StatusOr<std::vector<double>> Train(
+      const BatchReader& reader, int64_t epochs, int64_t max_steps = -1,
+      const std::function<void(const EpochSummary&)>& on_epoch = {});
+
+  // Predictions on (x, y) in batches through the pruned inference program
+  // (batch_norm on its running statistics), then MSE or accuracy.
+  StatusOr<Evaluation> Evaluate(const Tensor& x, const Tensor& y,
+                                int64_t batch_size = 500);
+  // The prediction for x (one run).
+  StatusOr<Tensor> Predict(const Tensor& x);
+
+  // The model's persistables plus `trainer_state` (epoch, batch, step),
+  // written last: a directory holding it is a complete checkpoint.
+  Status SaveCheckpoint(const std::string& dir) const;
+  // Restores what SaveCheckpoint wrote (no startup run needed).
+  Status LoadCheckpoint(const std::string& dir);
+  // The inference model: input -> prediction (kernels/model_io.h).
+  Status SaveInferenceModel(const std::string& dir) const;
+
+  const TrainerState& state() const { return state_; }
+
+ private:
+  StatusOr<const Program*> TestProgram();
+
+  const ExampleProgram* model_;
+  Scope* scope_;
+  ReferenceExecutor executor_;
+  TrainerState state_;
+  std::optional<Program> test_program_;
+};
+
+// True when `dir` holds a complete checkpoint (its trainer_state).
+bool HasCheckpoint(const std::string& dir);
+
+// A copy of a fp32 or fp64 CPU tensor as `dtype` (fp32 or fp64); other
+// dtypes are shared unchanged. Feeds fp32 data to fp64 examples.
+Tensor CastFloating(const Tensor& t, DType dtype);
+
+}  // namespace parex

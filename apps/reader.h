@@ -1,0 +1,88 @@
+// BatchReader: mini-batches over named columns of equal row count (features,
+// labels), as FeedMaps for an executor. It plays the part of Fluid's
+// `paddle.batch(paddle.reader.shuffle(reader))`, but with a fixed order:
+// epoch e of a reader with seed s visits the rows in a permutation that
+// depends only on (s, e), so a run repeats exactly and a resumed run can jump
+// to any batch of any epoch.
+//
+// Ownership: the reader shares the column tensors' buffers (never writes
+// them); each batch is a fresh copy of its rows, owned by the caller.
+// Thread-safety: const methods may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/reference_executor.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+struct BatchReaderOptions {
+  int64_t batch_size = 1;
+  bool shuffle = false;  // false: rows in order, every epoch
+  uint64_t seed = 0;
+  bool drop_last = false;  // drop a last batch smaller than batch_size
+};
+
+class BatchReader {
+ public:
+  // Errors: no columns, a column that is undefined, of rank 0 or not on CPU,
+  // row counts that differ, a duplicate name, batch_size < 1.
+  static StatusOr<BatchReader> Create(
+      std::vector<std::pair<std::string, Tensor>> columns,
+      const BatchReaderOptions& options);
+
+  int64_t num_rows() const { return num_rows_; }
+  int64_t batch_size() const { return options_.batch_size; }
+  // Batches per epoch.
+  int64_t num_batches() const;
+
+  // The order in which epoch `epoch` visits the rows.
+  std::vector<int64_t> EpochOrder(int64_t epoch) const;
+  // Batch `index` of epoch `epoch`: every column's rows of that batch.
+  // REQUIRES: 0 <= index < num_batches().
+  FeedMap Batch(int64_t epoch, int64_t index) const;
+
+  // The batches of one epoch from `first_batch` on, computing the epoch's
+  // order once. REQUIRES: the reader outlives the iterator.
+  class Iterator {
+   public:
+    // The next batch, or false after the epoch's last one.
+    bool Next(FeedMap* batch);
+    // Index within the epoch of the batch the next Next() returns.
+    int64_t index() const { return index_; }
+
+   private:
+    friend class BatchReader;
+    Iterator(const BatchReader* reader, std::vector<int64_t> order,
+             int64_t index)
+        : reader_(reader), order_(std::move(order)), index_(index) {}
+    const BatchReader* reader_;
+    std::vector<int64_t> order_;
+    int64_t index_;
+  };
+  Iterator Begin(int64_t epoch, int64_t first_batch = 0) const;
+
+ private:
+  BatchReader(std::vector<std::pair<std::string, Tensor>> columns,
+              const BatchReaderOptions& options, int64_t num_rows)
+      : columns_(std::move(columns)), options_(options), num_rows_(num_rows) {}
+  FeedMap Gather(const std::vector<int64_t>& order, int64_t begin,
+                 int64_t end) const;
+
+  std::vector<std::pair<std::string, Tensor>> columns_;
+  BatchReaderOptions options_;
+  int64_t num_rows_;
+};
+
+// A permutation of 0..n-1 by Fisher-Yates over std::mt19937_64 seeded from
+// (seed, epoch) through std::seed_seq; uniform indices by rejection, not by
+// std::uniform_int_distribution (whose output differs between standard
+// libraries), so the order is the same on every platform.
+std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t seed, int64_t epoch);
+
+}  // namespace parex

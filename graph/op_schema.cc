@@ -4,6 +4,39 @@
 
 namespace parex {
 
+// ---- ShapeContext -----------------------------------------------------------
+
+Status ShapeContext::CheckSameDType(
+    std::initializer_list<const char*> slots) const {
+  if (!IsRuntime()) return Status::Ok();
+  const char* first = nullptr;
+  DType want = DType::kUndefined;
+  for (const char* slot : slots) {
+    const DType got = HasInput(slot) ? InputDType(slot) : DType::kUndefined;
+    if (got == DType::kUndefined) continue;
+    if (first == nullptr) {
+      first = slot;
+      want = got;
+    } else if (got != want) {
+      return Error(std::string(slot) + " is " + DTypeName(got) + ", " + first +
+                   " is " + DTypeName(want));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ShapeContext::CheckGradDims(std::string_view slot,
+                                   const Dims& want) const {
+  Dims got = InputDims(slot);
+  bool ok = got.size() == want.size();
+  for (size_t i = 0; ok && i < got.size(); ++i) {
+    ok = IsRuntime() ? got[i] == want[i] : ExtentsAgree(got[i], want[i]);
+  }
+  if (ok || IsUnknown(got)) return Status::Ok();
+  return Error(std::string(slot) + " has dims " + DimsToString(got) +
+               ", expected " + DimsToString(want));
+}
+
 // ---- OpSchema ---------------------------------------------------------------
 
 OpSchema& OpSchema::Input(std::string name, unsigned flags) {

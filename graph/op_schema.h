@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,15 @@ class ShapeContext {
     PAREX_CHECK(value.ok(), value.status().ToString());
     return *value;
   }
+  // True for the dims of a var declared without a shape (compile time only).
+  bool IsUnknown(const Dims& dims) const { return !IsRuntime() && dims.empty(); }
+  // At run time every bound slot of `slots` holds the dtype of the first bound
+  // one (kernels read them all as the kernel's type).
+  Status CheckSameDType(std::initializer_list<const char*> slots) const;
+  // Input `slot` (a gradient) has dims `want`; unknown extents agree at
+  // compile time.
+  Status CheckGradDims(std::string_view slot, const Dims& want) const;
+
   // An InvalidArgument error that names the op.
   Status Error(const std::string& message) const {
     return InvalidArgument(op().Label() + ": " + message);

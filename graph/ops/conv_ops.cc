@@ -21,44 +21,6 @@
 namespace parex {
 namespace {
 
-bool UnknownShape(const ShapeContext& ctx, const Dims& dims) {
-  return !ctx.IsRuntime() && dims.empty();
-}
-
-// At run time every bound slot of `slots` must hold the dtype of the first
-// bound one: kernels read them all as the kernel's type.
-Status CheckSameDType(const ShapeContext& ctx,
-                      std::initializer_list<const char*> slots) {
-  if (!ctx.IsRuntime()) return Status::Ok();
-  const char* first = nullptr;
-  DType want = DType::kUndefined;
-  for (const char* slot : slots) {
-    const DType got =
-        ctx.HasInput(slot) ? ctx.InputDType(slot) : DType::kUndefined;
-    if (got == DType::kUndefined) continue;
-    if (first == nullptr) {
-      first = slot;
-      want = got;
-    } else if (got != want) {
-      return ctx.Error(std::string(slot) + " is " + DTypeName(got) + ", " +
-                       first + " is " + DTypeName(want));
-    }
-  }
-  return Status::Ok();
-}
-
-Status CheckGradDims(const ShapeContext& ctx, std::string_view slot,
-                     const Dims& want) {
-  Dims got = ctx.InputDims(slot);
-  bool ok = got.size() == want.size();
-  for (size_t i = 0; ok && i < got.size(); ++i) {
-    ok = ctx.IsRuntime() ? got[i] == want[i] : ExtentsAgree(got[i], want[i]);
-  }
-  if (ok || UnknownShape(ctx, got)) return Status::Ok();
-  return ctx.Error(std::string(slot) + " has dims " + DimsToString(got) +
-                   ", expected " + DimsToString(want));
-}
-
 std::string ListToString(const std::vector<int>& v) {
   Dims d(v.begin(), v.end());
   return DimsToString(d);
@@ -179,14 +141,14 @@ StatusOr<Dims> Conv2dOutDims(const ShapeContext& ctx) {
 
 Status InferConv2d(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      CheckSameDType(ctx, {"Input", "Filter", "Bias", "ResidualData"}));
+      ctx.CheckSameDType({"Input", "Filter", "Bias", "ResidualData"}));
   ctx.SetOutputDType("Output", 0, ctx.InputDType("Input"));
-  if (UnknownShape(ctx, ctx.InputDims("Input")) ||
-      UnknownShape(ctx, ctx.InputDims("Filter"))) {
+  if (ctx.IsUnknown(ctx.InputDims("Input")) ||
+      ctx.IsUnknown(ctx.InputDims("Filter"))) {
     return Status::Ok();
   }
   PAREX_ASSIGN_OR_RETURN(Dims out, Conv2dOutDims(ctx));
-  if (ctx.HasInput("Bias") && !UnknownShape(ctx, ctx.InputDims("Bias"))) {
+  if (ctx.HasInput("Bias") && !ctx.IsUnknown(ctx.InputDims("Bias"))) {
     const int64_t n = Numel(ctx.InputDims("Bias"));
     if (!ExtentsAgree(n, out[1])) {
       return ctx.Error("Bias " + DimsToString(ctx.InputDims("Bias")) +
@@ -195,7 +157,7 @@ Status InferConv2d(ShapeContext& ctx) {
     }
   }
   if (ctx.HasInput("ResidualData")) {
-    PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "ResidualData", out));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("ResidualData", out));
   }
   ctx.SetOutputDims("Output", 0, out);
   return Status::Ok();
@@ -203,11 +165,11 @@ Status InferConv2d(ShapeContext& ctx) {
 
 Status InferConv2dGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      CheckSameDType(ctx, {"Input", "Filter", "Output@GRAD"}));
-  if (!UnknownShape(ctx, ctx.InputDims("Input")) &&
-      !UnknownShape(ctx, ctx.InputDims("Filter"))) {
+      ctx.CheckSameDType({"Input", "Filter", "Output@GRAD"}));
+  if (!ctx.IsUnknown(ctx.InputDims("Input")) &&
+      !ctx.IsUnknown(ctx.InputDims("Filter"))) {
     PAREX_ASSIGN_OR_RETURN(Dims out, Conv2dOutDims(ctx));
-    PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Output@GRAD", out));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Output@GRAD", out));
   }
   return InferGradShapesFromForwardInputs(ctx);
 }
@@ -240,18 +202,18 @@ StatusOr<Dims> Pool2dOutDims(const ShapeContext& ctx) {
 
 Status InferPool2d(ShapeContext& ctx) {
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
-  if (UnknownShape(ctx, ctx.InputDims("X"))) return Status::Ok();
+  if (ctx.IsUnknown(ctx.InputDims("X"))) return Status::Ok();
   PAREX_ASSIGN_OR_RETURN(Dims out, Pool2dOutDims(ctx));
   ctx.SetOutputDims("Out", 0, out);
   return Status::Ok();
 }
 
 Status InferPool2dGrad(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, {"X", "Out", "Out@GRAD"}));
-  if (!UnknownShape(ctx, ctx.InputDims("X"))) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Out", "Out@GRAD"}));
+  if (!ctx.IsUnknown(ctx.InputDims("X"))) {
     PAREX_ASSIGN_OR_RETURN(Dims out, Pool2dOutDims(ctx));
-    PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Out", out));
-    PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Out@GRAD", out));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out", out));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
   }
   return InferGradShapesFromForwardInputs(ctx);
 }

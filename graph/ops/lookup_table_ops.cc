@@ -15,32 +15,6 @@
 namespace parex {
 namespace {
 
-bool UnknownShape(const ShapeContext& ctx, const Dims& dims) {
-  return !ctx.IsRuntime() && dims.empty();
-}
-
-// At run time every bound slot of `slots` must hold the dtype of the first
-// bound one: kernels read them all as the kernel's type.
-Status CheckSameDType(const ShapeContext& ctx,
-                      std::initializer_list<const char*> slots) {
-  if (!ctx.IsRuntime()) return Status::Ok();
-  const char* first = nullptr;
-  DType want = DType::kUndefined;
-  for (const char* slot : slots) {
-    const DType got =
-        ctx.HasInput(slot) ? ctx.InputDType(slot) : DType::kUndefined;
-    if (got == DType::kUndefined) continue;
-    if (first == nullptr) {
-      first = slot;
-      want = got;
-    } else if (got != want) {
-      return ctx.Error(std::string(slot) + " is " + DTypeName(got) + ", " +
-                       first + " is " + DTypeName(want));
-    }
-  }
-  return Status::Ok();
-}
-
 StatusOr<Dims> LookupOutDims(const ShapeContext& ctx, bool v2) {
   const Dims w = ctx.InputDims("W");
   const Dims ids = ctx.InputDims("Ids");
@@ -69,8 +43,8 @@ StatusOr<Dims> LookupOutDims(const ShapeContext& ctx, bool v2) {
 InferShapeFn InferLookup(bool v2) {
   return [v2](ShapeContext& ctx) -> Status {
     ctx.SetOutputDType("Out", 0, ctx.InputDType("W"));
-    if (UnknownShape(ctx, ctx.InputDims("W")) ||
-        UnknownShape(ctx, ctx.InputDims("Ids"))) {
+    if (ctx.IsUnknown(ctx.InputDims("W")) ||
+        ctx.IsUnknown(ctx.InputDims("Ids"))) {
       return Status::Ok();
     }
     PAREX_ASSIGN_OR_RETURN(Dims out, LookupOutDims(ctx, v2));
@@ -81,9 +55,9 @@ InferShapeFn InferLookup(bool v2) {
 
 InferShapeFn InferLookupGrad(bool v2) {
   return [v2](ShapeContext& ctx) -> Status {
-    PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, {"W", "Out@GRAD"}));
-    if (!UnknownShape(ctx, ctx.InputDims("W")) &&
-        !UnknownShape(ctx, ctx.InputDims("Ids"))) {
+    PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"W", "Out@GRAD"}));
+    if (!ctx.IsUnknown(ctx.InputDims("W")) &&
+        !ctx.IsUnknown(ctx.InputDims("Ids"))) {
       PAREX_ASSIGN_OR_RETURN(Dims want, LookupOutDims(ctx, v2));
       const Dims got = ctx.InputDims("Out@GRAD");
       bool ok = got.size() == want.size();
@@ -91,7 +65,7 @@ InferShapeFn InferLookupGrad(bool v2) {
         ok =
             ctx.IsRuntime() ? got[i] == want[i] : ExtentsAgree(got[i], want[i]);
       }
-      if (!ok && !UnknownShape(ctx, got)) {
+      if (!ok && !ctx.IsUnknown(got)) {
         return ctx.Error("Out@GRAD has dims " + DimsToString(got) +
                          ", expected " + DimsToString(want));
       }

@@ -28,48 +28,6 @@ int64_t Product(const Dims& dims, int begin, int end) {
   return Numel(Dims(dims.begin() + begin, dims.begin() + end));
 }
 
-// True at compile time when a var's shape is not declared (no dims): shape
-// inference then leaves the outputs' dims alone.
-bool UnknownShape(const ShapeContext& ctx, const Dims& dims) {
-  return !ctx.IsRuntime() && dims.empty();
-}
-
-// At run time every bound slot of `slots` must hold the dtype of the first
-// bound one: kernels read them all as the kernel's type.
-Status CheckSameDType(const ShapeContext& ctx,
-                      std::initializer_list<const char*> slots) {
-  if (!ctx.IsRuntime()) return Status::Ok();
-  const char* first = nullptr;
-  DType want = DType::kUndefined;
-  for (const char* slot : slots) {
-    const DType got =
-        ctx.HasInput(slot) ? ctx.InputDType(slot) : DType::kUndefined;
-    if (got == DType::kUndefined) continue;
-    if (first == nullptr) {
-      first = slot;
-      want = got;
-    } else if (got != want) {
-      return ctx.Error(std::string(slot) + " is " + DTypeName(got) + ", " +
-                       first + " is " + DTypeName(want));
-    }
-  }
-  return Status::Ok();
-}
-
-// The dims a gradient input must have. Run time: exactly `want`; compile
-// time: same rank and agreeing extents.
-Status CheckGradDims(const ShapeContext& ctx, std::string_view slot,
-                     const Dims& want) {
-  Dims got = ctx.InputDims(slot);
-  bool ok = got.size() == want.size();
-  for (size_t i = 0; ok && i < got.size(); ++i) {
-    ok = ctx.IsRuntime() ? got[i] == want[i] : ExtentsAgree(got[i], want[i]);
-  }
-  if (ok || UnknownShape(ctx, got)) return Status::Ok();
-  return ctx.Error(std::string(slot) + " has dims " + DimsToString(got) +
-                   ", the forward output has " + DimsToString(want));
-}
-
 // ---- mul --------------------------------------------------------------------
 
 StatusOr<Dims> MulOutDims(const ShapeContext& ctx) {
@@ -102,10 +60,10 @@ StatusOr<Dims> MulOutDims(const ShapeContext& ctx) {
 }
 
 Status InferMul(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, {"X", "Y"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Y"}));
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
-  if (UnknownShape(ctx, ctx.InputDims("X")) ||
-      UnknownShape(ctx, ctx.InputDims("Y"))) {
+  if (ctx.IsUnknown(ctx.InputDims("X")) ||
+      ctx.IsUnknown(ctx.InputDims("Y"))) {
     return Status::Ok();
   }
   PAREX_ASSIGN_OR_RETURN(Dims out, MulOutDims(ctx));
@@ -190,10 +148,10 @@ StatusOr<Dims> MatmulOutDims(const ShapeContext& ctx, bool v2) {
 
 InferShapeFn InferMatmul(bool v2) {
   return [v2](ShapeContext& ctx) -> Status {
-    PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, {"X", "Y"}));
+    PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Y"}));
     ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
-    if (UnknownShape(ctx, ctx.InputDims("X")) ||
-        UnknownShape(ctx, ctx.InputDims("Y"))) {
+    if (ctx.IsUnknown(ctx.InputDims("X")) ||
+        ctx.IsUnknown(ctx.InputDims("Y"))) {
       return Status::Ok();
     }
     PAREX_ASSIGN_OR_RETURN(Dims out, MatmulOutDims(ctx, v2));
@@ -206,11 +164,11 @@ InferShapeFn InferMatmul(bool v2) {
 // Out@GRAD has the forward output's dims (so kernels may index by them).
 InferShapeFn InferGrad(std::function<StatusOr<Dims>(const ShapeContext&)> out) {
   return [out](ShapeContext& ctx) -> Status {
-    PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, {"X", "Y", "Out@GRAD"}));
-    if (!UnknownShape(ctx, ctx.InputDims("X")) &&
-        !UnknownShape(ctx, ctx.InputDims("Y"))) {
+    PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Y", "Out@GRAD"}));
+    if (!ctx.IsUnknown(ctx.InputDims("X")) &&
+        !ctx.IsUnknown(ctx.InputDims("Y"))) {
       PAREX_ASSIGN_OR_RETURN(Dims want, out(ctx));
-      PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Out@GRAD", want));
+      PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", want));
     }
     return InferGradShapesFromForwardInputs(ctx);
   };

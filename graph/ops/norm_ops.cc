@@ -23,32 +23,6 @@
 namespace parex {
 namespace {
 
-bool UnknownShape(const ShapeContext& ctx, const Dims& dims) {
-  return !ctx.IsRuntime() && dims.empty();
-}
-
-// At run time every bound slot of `slots` must hold the dtype of the first
-// bound one: kernels read them all as the kernel's type.
-Status CheckSameDType(const ShapeContext& ctx,
-                      std::initializer_list<const char*> slots) {
-  if (!ctx.IsRuntime()) return Status::Ok();
-  const char* first = nullptr;
-  DType want = DType::kUndefined;
-  for (const char* slot : slots) {
-    const DType got =
-        ctx.HasInput(slot) ? ctx.InputDType(slot) : DType::kUndefined;
-    if (got == DType::kUndefined) continue;
-    if (first == nullptr) {
-      first = slot;
-      want = got;
-    } else if (got != want) {
-      return ctx.Error(std::string(slot) + " is " + DTypeName(got) + ", " +
-                       first + " is " + DTypeName(want));
-    }
-  }
-  return Status::Ok();
-}
-
 bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
   if (got.size() != want.size()) return false;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -78,7 +52,7 @@ Status CheckChannelVectors(const ShapeContext& ctx, int64_t c,
   for (const char* slot : slots) {
     if (!ctx.HasInput(slot)) continue;
     const Dims d = ctx.InputDims(slot);
-    if (UnknownShape(ctx, d)) continue;
+    if (ctx.IsUnknown(d)) continue;
     if (d.size() != 1 || !ExtentsAgree(d[0], c)) {
       return ctx.Error(std::string(slot) + " has dims " + DimsToString(d) +
                        ", expected [" + std::to_string(c) +
@@ -90,14 +64,14 @@ Status CheckChannelVectors(const ShapeContext& ctx, int64_t c,
 
 Status InferBatchNorm(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      CheckSameDType(ctx, {"X", "Scale", "Bias", "Mean", "Variance"}));
+      ctx.CheckSameDType({"X", "Scale", "Bias", "Mean", "Variance"}));
   const Dims x = ctx.InputDims("X");
   const DType dtype = ctx.InputDType("X");
   for (const char* out : {"Y", "MeanOut", "VarianceOut", "SavedMean",
                           "SavedVariance", "ReserveSpace"}) {
     ctx.SetOutputDType(out, 0, dtype);
   }
-  if (UnknownShape(ctx, x)) return Status::Ok();
+  if (ctx.IsUnknown(x)) return Status::Ok();
   PAREX_ASSIGN_OR_RETURN(int64_t c, BatchNormChannels(ctx, x));
   PAREX_RETURN_IF_ERROR(
       CheckChannelVectors(ctx, c, {"Scale", "Bias", "Mean", "Variance"}));
@@ -116,16 +90,16 @@ Status InferBatchNorm(ShapeContext& ctx) {
 
 Status InferBatchNormGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      CheckSameDType(ctx, {"X", "Scale", "Bias", "SavedMean", "SavedVariance",
+      ctx.CheckSameDType({"X", "Scale", "Bias", "SavedMean", "SavedVariance",
                            "Mean", "Variance", "Y@GRAD"}));
   const Dims x = ctx.InputDims("X");
-  if (!UnknownShape(ctx, x)) {
+  if (!ctx.IsUnknown(x)) {
     PAREX_ASSIGN_OR_RETURN(int64_t c, BatchNormChannels(ctx, x));
     PAREX_RETURN_IF_ERROR(CheckChannelVectors(
         ctx, c,
         {"Scale", "Bias", "SavedMean", "SavedVariance", "Mean", "Variance"}));
     const Dims dy = ctx.InputDims("Y@GRAD");
-    if (!UnknownShape(ctx, dy) && !SameDims(ctx, dy, x)) {
+    if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, x)) {
       return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " +
                        DimsToString(x));
     }
@@ -185,7 +159,7 @@ Status InferDropoutGrad(ShapeContext& ctx) {
       return ctx.Error("the training-mode gradient needs Mask");
     }
     const Dims mask = ctx.InputDims("Mask");
-    if (!UnknownShape(ctx, mask) && !UnknownShape(ctx, dout) &&
+    if (!ctx.IsUnknown(mask) && !ctx.IsUnknown(dout) &&
         !SameDims(ctx, mask, dout)) {
       return ctx.Error("Mask has dims " + DimsToString(mask) +
                        ", Out@GRAD has " + DimsToString(dout));
@@ -195,7 +169,7 @@ Status InferDropoutGrad(ShapeContext& ctx) {
     }
   }
   ctx.SetOutputDType("X@GRAD", 0, ctx.InputDType("Out@GRAD"));
-  if (!UnknownShape(ctx, dout)) ctx.SetOutputDims("X@GRAD", 0, dout);
+  if (!ctx.IsUnknown(dout)) ctx.SetOutputDims("X@GRAD", 0, dout);
   return Status::Ok();
 }
 

@@ -23,10 +23,6 @@ namespace {
 
 int Rank(const Dims& d) { return static_cast<int>(d.size()); }
 
-bool UnknownShape(const ShapeContext& ctx, const Dims& dims) {
-  return !ctx.IsRuntime() && dims.empty();
-}
-
 bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
   if (got.size() != want.size()) return false;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -35,14 +31,6 @@ bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
     }
   }
   return true;
-}
-
-Status CheckGradDims(const ShapeContext& ctx, std::string_view slot,
-                     const Dims& want) {
-  const Dims got = ctx.InputDims(slot);
-  if (UnknownShape(ctx, got) || SameDims(ctx, got, want)) return Status::Ok();
-  return ctx.Error(std::string(slot) + " has dims " + DimsToString(got) +
-                   ", expected " + DimsToString(want));
 }
 
 Status RejectTensorAttrs(const ShapeContext& ctx,
@@ -132,7 +120,7 @@ Status InferReshape2(ShapeContext& ctx) {
   const Dims x = ctx.InputDims("X");
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
   ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
-  if (UnknownShape(ctx, x)) return Status::Ok();
+  if (ctx.IsUnknown(x)) return Status::Ok();
   PAREX_ASSIGN_OR_RETURN(Dims out, ReshapeOutDims(ctx, x));
   ctx.SetOutputDims("Out", 0, out);
   ctx.SetOutputDims("XShape", 0, XShapeOf(x));
@@ -143,7 +131,7 @@ Status InferReshape2Grad(ShapeContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(Dims x, DimsFromXShape(ctx));
   const Dims dout = ctx.InputDims("Out@GRAD");
   const int64_t a = Numel(x), b = Numel(dout);
-  if (!UnknownShape(ctx, dout) && a >= 0 && b >= 0 && a != b) {
+  if (!ctx.IsUnknown(dout) && a >= 0 && b >= 0 && a != b) {
     return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not hold the " +
                      std::to_string(a) + " elements of X " + DimsToString(x));
   }
@@ -175,7 +163,7 @@ Status InferTranspose2(ShapeContext& ctx) {
   const Dims x = ctx.InputDims("X");
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
   ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
-  if (UnknownShape(ctx, x)) return Status::Ok();
+  if (ctx.IsUnknown(x)) return Status::Ok();
   PAREX_ASSIGN_OR_RETURN(Dims out, TransposeOutDims(ctx, x));
   ctx.SetOutputDims("Out", 0, out);
   ctx.SetOutputDims("XShape", 0, XShapeOf(x));
@@ -185,7 +173,7 @@ Status InferTranspose2(ShapeContext& ctx) {
 Status InferTranspose2Grad(ShapeContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(Dims x, DimsFromXShape(ctx));
   PAREX_ASSIGN_OR_RETURN(Dims out, TransposeOutDims(ctx, x));
-  PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Out@GRAD", out));
+  PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
   ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
   return Status::Ok();
 }
@@ -223,7 +211,7 @@ StatusOr<Dims> ConcatOutDims(const ShapeContext& ctx) {
 
 bool AnyUnknownInput(const ShapeContext& ctx, const char* slot) {
   for (int i = 0; i < ctx.InputCount(slot); ++i) {
-    if (UnknownShape(ctx, ctx.InputDims(slot, i))) return true;
+    if (ctx.IsUnknown(ctx.InputDims(slot, i))) return true;
   }
   return false;
 }
@@ -241,7 +229,7 @@ Status InferConcatGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {"AxisTensor"}));
   if (!AnyUnknownInput(ctx, "X")) {
     PAREX_ASSIGN_OR_RETURN(Dims out, ConcatOutDims(ctx));
-    PAREX_RETURN_IF_ERROR(CheckGradDims(ctx, "Out@GRAD", out));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
   }
   return InferGradShapesFromForwardInputs(ctx);
 }
@@ -256,7 +244,7 @@ Status InferSplit(ShapeContext& ctx) {
   for (int i = 0; i < outs; ++i) {
     ctx.SetOutputDType("Out", i, ctx.InputDType("X"));
   }
-  if (UnknownShape(ctx, x)) return Status::Ok();
+  if (ctx.IsUnknown(x)) return Status::Ok();
   PAREX_ASSIGN_OR_RETURN(int axis,
                          NormalizeAxis(ctx, ctx.Attr<int>("axis"), Rank(x)));
   const int num = ctx.Attr<int>("num");

@@ -6,6 +6,7 @@
 //       [--epochs N] [--batch-size B] [--seed S] [--optimizer
 //       sgd|momentum|adam]
 //       [--lr R] [--train-limit N] [--save-inference DIR] [--checkpoint DIR]
+//       [--save-programs DIR]
 //
 // --checkpoint DIR saves a checkpoint after every epoch and, when DIR
 // already holds one, resumes from it (same model, seed and batch size).
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
                  "train on the first N rows only (0: all)");
   app.add_option("--save-inference", save_inference,
                  "write the inference model (input -> prediction) here");
+  std::string save_programs;
+  app.add_option("--save-programs", save_programs,
+                 "write the training programs here (main.pdmodel, "
+                 "startup.pdmodel: Paddle's format) before training");
   app.add_option("--checkpoint", checkpoint,
                  "checkpoint directory: resume from it, save every epoch");
   app.add_option("--data-dir", data_dir,
@@ -98,6 +103,11 @@ int main(int argc, char** argv) {
   }
   auto model = parex::BuildExample(*kind, options);
   if (!model.ok()) return Fail(model.status());
+  if (!save_programs.empty()) {
+    parex::Status saved = model->main.Save(save_programs + "/main.pdmodel");
+    if (saved.ok()) saved = model->startup.Save(save_programs + "/startup.pdmodel");
+    if (!saved.ok()) return Fail(saved);
+  }
 
   auto data = parex::LoadExampleData(*kind, data_dir, fashion_dir);
   if (!data.ok()) return Fail(data.status());

@@ -240,6 +240,7 @@ Status Materialize(Block* block, const std::vector<proto::OpDesc>& ops,
   for (const proto::OpDesc& desc : ops) {
     OpDesc* op = block->AppendOp(desc.type());
     *op->mutable_proto() = desc;
+    PAREX_RETURN_IF_ERROR(FillDefaultAttrs(op));
     if (validate) PAREX_RETURN_IF_ERROR(ValidateOp(*op, *block));
   }
   return Status::Ok();

@@ -294,7 +294,23 @@ StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
   saved_mean->SetStopGradient(true);
   VarDesc* saved_variance = b.CreateTemporary(name, dtype);
   saved_variance->SetStopGradient(true);
+  // Training mode declares ReserveSpace before Y, as Paddle 2.x does (its
+  // batch_norm kernel requires the output; parex leaves it empty on CPU).
+  VarDesc* reserve_space = nullptr;
+  if (!o.is_test) {
+    reserve_space = b.CreateTemporary(name, input->dtype());
+    reserve_space->SetStopGradient(true);
+  }
   VarDesc* y = b.CreateTemporary(name, input->dtype());
+  std::map<std::string, std::vector<std::string>> bn_outputs = {
+      {"Y", {y->name()}},
+      {"MeanOut", {mean->name()}},
+      {"VarianceOut", {variance->name()}},
+      {"SavedMean", {saved_mean->name()}},
+      {"SavedVariance", {saved_variance->name()}}};
+  if (reserve_space != nullptr) {
+    bn_outputs["ReserveSpace"] = {reserve_space->name()};
+  }
   PAREX_RETURN_IF_ERROR(
       b.AppendOp("batch_norm",
                  {{"X", {input->name()}},
@@ -302,11 +318,7 @@ StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
                   {"Bias", {bias->name()}},
                   {"Mean", {mean->name()}},
                   {"Variance", {variance->name()}}},
-                 {{"Y", {y->name()}},
-                  {"MeanOut", {mean->name()}},
-                  {"VarianceOut", {variance->name()}},
-                  {"SavedMean", {saved_mean->name()}},
-                  {"SavedVariance", {saved_variance->name()}}},
+                 bn_outputs,
                  [&o](OpDesc& op) {
                    op.SetAttr<float>("momentum", o.momentum);
                    op.SetAttr<float>("epsilon", o.epsilon);

@@ -266,6 +266,16 @@ Status InferShapeAtCompileTime(OpDesc& op, Block& block, bool write_back) {
   return schema->infer_shape()(ctx);
 }
 
+Status FillDefaultAttrs(OpDesc* op) {
+  PAREX_ASSIGN_OR_RETURN(const OpSchema* schema,
+                         OpSchemaRegistry::Global().Get(op->type()));
+  for (const AttrSpec& spec : schema->attrs()) {
+    if (spec.required || op->HasAttr(spec.name)) continue;
+    *op->mutable_proto()->add_attrs() = spec.default_value;
+  }
+  return Status::Ok();
+}
+
 std::string GradVarName(std::string_view name) {
   return std::string(name) + std::string(kGradSuffix);
 }

@@ -174,6 +174,11 @@ class OpSchemaRegistry {
 // Appends every schema of graph/ops/ (defined there).
 void RegisterAllOpSchemas(OpSchemaRegistry* registry);
 
+// Writes every attribute of the op's schema that the op lacks, with its
+// default, as Fluid's op makers do: PaddlePaddle expects every attribute
+// present in the programs it runs. Required attributes are left alone.
+Status FillDefaultAttrs(OpDesc* op);
+
 // Runs the schema's shape inference at compile time over the VarDescs of
 // `block`, writing inferred dims and dtypes into the output VarDescs when
 // `write_back`; errors name the op.

@@ -173,6 +173,7 @@ Status AppendInitializer(Block& startup, const VarDesc& var,
   op->SetAttr<std::vector<int64_t>>("shape", ShapeAttr(dims));
   op->SetAttr<int>("dtype", dtype);
   op->SetAttr<int>("op_role", 0);
+  PAREX_RETURN_IF_ERROR(FillDefaultAttrs(op));
   PAREX_RETURN_IF_ERROR(ValidateOp(*op, startup));
   return InferShapeAtCompileTime(*op, startup, /*write_back=*/true);
 }
@@ -301,6 +302,7 @@ StatusOr<OpDesc*> ProgramBuilder::AppendOp(const std::string& type,
   }
   if (set_attrs) set_attrs(*op);
   op->SetAttr<int>("op_role", op_role);
+  PAREX_RETURN_IF_ERROR(FillDefaultAttrs(op));
   // Slots and attribute types first: shape inference assumes them.
   PAREX_RETURN_IF_ERROR(ValidateOp(*op, b));
   PAREX_RETURN_IF_ERROR(InferShapeAtCompileTime(*op, b, /*write_back=*/true));

@@ -308,7 +308,7 @@ TEST_F(LayersTest, BatchNormParametersAndStatistics) {
   o.act = "relu";
   auto y = BatchNorm(b_, img, o);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
-  EXPECT_EQ((*y)->name(), "batch_norm_0.tmp_3");
+  EXPECT_EQ((*y)->name(), "batch_norm_0.tmp_4");  // relu after Y
   const Block& m = main_block();
   struct Param {
     const char* name;
@@ -333,10 +333,13 @@ TEST_F(LayersTest, BatchNormParametersAndStatistics) {
   EXPECT_EQ(bn.type(), "batch_norm");
   EXPECT_EQ(bn.FirstOutput("MeanOut"), "batch_norm_0.w_1");
   EXPECT_EQ(bn.FirstOutput("VarianceOut"), "batch_norm_0.w_2");
-  EXPECT_EQ(bn.FirstOutput("Y"), "batch_norm_0.tmp_2");
+  // Paddle 2.x order: SavedMean tmp_0, SavedVariance tmp_1, ReserveSpace
+  // tmp_2 (training only), Y tmp_3.
+  EXPECT_EQ(bn.FirstOutput("ReserveSpace"), "batch_norm_0.tmp_2");
+  EXPECT_EQ(bn.FirstOutput("Y"), "batch_norm_0.tmp_3");
   EXPECT_TRUE(m.FindLocalVar(bn.FirstOutput("SavedMean"))->stop_gradient());
   EXPECT_FLOAT_EQ(Attr<float>(bn, "momentum"), 0.9f);
-  EXPECT_EQ(m.FindLocalVar("batch_norm_0.tmp_2")->dims(), (Dims{-1, 3, 4, 4}));
+  EXPECT_EQ(m.FindLocalVar("batch_norm_0.tmp_3")->dims(), (Dims{-1, 3, 4, 4}));
   ExpectValid();
 }
 

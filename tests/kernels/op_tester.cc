@@ -1,5 +1,7 @@
 #include "tests/kernels/op_tester.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -7,6 +9,7 @@
 
 #include "graph/op_schema.h"
 #include "graph/validate.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/op_runner.h"
 
 namespace parex::testing {
@@ -261,6 +264,46 @@ Tensor RandomIntTensor(const Dims& dims, int64_t lo, int64_t hi, uint32_t seed,
     }
   }
   return t;
+}
+
+namespace {
+
+int64_t NaiveYIndex(const Dims& x, const Dims& y, int axis, int64_t i) {
+  if (axis == -1) {
+    axis = static_cast<int>(x.size()) - static_cast<int>(y.size());
+  }
+  std::vector<int64_t> index(x.size());
+  for (int d = static_cast<int>(x.size()) - 1; d >= 0; --d) {
+    index[d] = i % x[d];
+    i /= x[d];
+  }
+  int64_t j = 0;
+  for (size_t k = 0; k < y.size(); ++k) {
+    const size_t d = axis + k;
+    const int64_t c = (y[k] != 1 && d < x.size()) ? index[d] : 0;
+    j = j * y[k] + c;
+  }
+  return j;
+}
+
+}  // namespace
+
+Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
+                        const std::function<double(double, double)>& f) {
+  Tensor out(DType::kFP64, x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    out.data<double>()[i] =
+        f(x.data<double>()[i],
+          y.data<double>()[NaiveYIndex(x.dims(), y.dims(), axis, i)]);
+  }
+  return out;
+}
+
+void ExpectCpuKernels(const std::string& type, const std::vector<DType>& dtypes) {
+  for (DType dtype : dtypes) {
+    EXPECT_TRUE(KernelRegistry::Global().Has({type, Place::Kind::kCPU, dtype}))
+        << type << " " << DTypeName(dtype);
+  }
 }
 
 std::string CompareTensors(const Tensor& actual, const Tensor& expected,

@@ -11,6 +11,7 @@
 // is compared element by element with (L(x+eps) - L(x-eps)) / 2eps.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -87,6 +88,15 @@ Tensor DistinctRandomTensor(const Dims& dims, double lo, double hi,
                             uint32_t seed);
 Tensor RandomIntTensor(const Dims& dims, int64_t lo, int64_t hi, uint32_t seed,
                        DType dtype = DType::kInt64);
+
+// out[i] = f(x[i], y[j]) with j found under Fluid's axis broadcasting rule by
+// decomposing i into X's multi-index: a reference written independently of
+// kernels/cpu/broadcast.h. fp64 tensors.
+Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
+                        const std::function<double(double, double)>& f);
+
+// Expects a CPU kernel of `type` for each of `dtypes` in the global registry.
+void ExpectCpuKernels(const std::string& type, const std::vector<DType>& dtypes);
 
 // Element-wise comparison; returns "" or a message naming the first mismatch.
 std::string CompareTensors(const Tensor& actual, const Tensor& expected,

@@ -1,0 +1,26 @@
+// memory_optimize: a liveness-based buffer-reuse plan over an SsaGraph.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "graph/ssa_graph.h"
+
+namespace parex {
+
+// Fills graph->memory_plan. A storage is a (var name, place) pair; the plan
+// covers temporaries only: never persistables, feeds (version 0 without a
+// generator), fetch targets (any var a fetch op reads), or control vars.
+// Two storages may share a buffer only when the graph orders every access
+// of one before every access of the other, whatever order the ops run in
+// (judged with SsaReachability, not a single schedule). Bytes: numel with
+// -1 extents replaced by `batch_per_place`, times the element size.
+Status PlanMemory(SsaGraph* graph, int64_t batch_per_place);
+
+// Proves graph.memory_plan safe: every pair of storages sharing a buffer is
+// ordered as above, each buffer is at least as large as every storage in
+// it, and no excluded var is planned. FailedPrecondition naming the buffer,
+// both vars, the place and an unordered pair of ops otherwise.
+Status CheckMemoryPlan(const SsaGraph& graph);
+
+}  // namespace parex

@@ -47,4 +47,8 @@ StatusOr<SsaGraph> BuildMultiDeviceGraph(
     const std::string& loss_name, const BuildStrategy& strategy,
     const std::vector<std::string>& fetch_names = {});
 
+// Reduce mode: the parameter elements each place owns (its optimizer work);
+// max/min of it is the ownership balance. All zeros in AllReduce mode.
+std::vector<int64_t> OwnedElements(const SsaGraph& graph);
+
 }  // namespace parex

@@ -40,6 +40,7 @@ const char* ControlReasonName(ControlReason reason) {
     case ControlReason::kNone: return "data";
     case ControlReason::kWriteAfterRead: return "write-after-read";
     case ControlReason::kWriteAfterWrite: return "write-after-write";
+    case ControlReason::kReadAfterWrite: return "read-after-write";
     case ControlReason::kNoOutput: return "no-output";
     case ControlReason::kSequential: return "sequential";
   }
@@ -191,6 +192,19 @@ int SsaGraph::AddControlEdge(int from, int to, ControlReason reason) {
   removed_.push_back(false);
   ops_[from].outputs.push_back(vars_.back().id);
   ops_[to].inputs.push_back(vars_.back().id);
+  return vars_.back().id;
+}
+
+int SsaGraph::AddDummyOutput(int op) {
+  SsaVar var;
+  var.id = static_cast<int>(vars_.size());
+  var.name = "@CONTROL@" + std::to_string(var.id);
+  var.place = std::max(ops_[op].place, 0);
+  var.control = ControlReason::kNoOutput;
+  var.generator = op;
+  vars_.push_back(std::move(var));
+  removed_.push_back(false);
+  ops_[op].outputs.push_back(vars_.back().id);
   return vars_.back().id;
 }
 

@@ -48,6 +48,8 @@ enum class ControlReason {
   kNone,             // a data var
   kWriteAfterRead,   // reader of version k  ->  writer of version k+1
   kWriteAfterWrite,  // writer of version k  ->  writer of version k+1
+  kReadAfterWrite,   // shared storage: its writer on one place -> a
+                     // later reader on another place
   kNoOutput,         // the dummy output of an op that writes nothing
   kSequential,       // enable_sequential_execution: program order per place
 };
@@ -200,6 +202,9 @@ class SsaGraph {
   // A control var from `from` to `to` (placed on `to`'s place, or `from`'s
   // when `to` spans places); returns its id.
   int AddControlEdge(int from, int to, ControlReason reason);
+  // A control var written by `op` and read by nobody: the output of an op
+  // that writes nothing else (fetch), so its completion is observable.
+  int AddDummyOutput(int op);
   // Removes a control var (tests remove hazard edges one at a time). The var
   // keeps its id with no generator and no readers and is skipped by
   // validation, ordering and dumps.

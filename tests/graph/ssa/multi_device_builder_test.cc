@@ -10,14 +10,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "graph/backward.h"
 #include "graph/layers.h"
 #include "graph/optimizer.h"
 #include "graph/program_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
+#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
@@ -441,6 +445,60 @@ TEST(MultiDeviceFetchTest, FetchReadsTheNewestVersionOnEveryPlace) {
       ex.main, CpuPlaces(3), ex.loss, BuildStrategy{}, {"no_such_var"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("no_such_var"));
+}
+
+TEST(MultiDeviceDebugTest, DebugGraphvizPathWritesTheBuiltGraph) {
+  ExampleProgram ex = TrainingProgram(ExampleKind::kFitALine);
+  BuildStrategy strategy;
+  strategy.debug_graphviz_path =
+      std::string(PAREX_TEST_TMP_DIR) + "/multi_device_debug.dot";
+  std::remove(strategy.debug_graphviz_path.c_str());
+  StatusOr<SsaGraph> g =
+      BuildMultiDeviceGraph(ex.main, CpuPlaces(2), ex.loss, strategy);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  std::ifstream in(strategy.debug_graphviz_path);
+  ASSERT_TRUE(in.good()) << strategy.debug_graphviz_path;
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("digraph"));
+  EXPECT_THAT(text.str(), HasSubstr("all_reduce"));
+  // An unwritable path fails the build with the path named.
+  strategy.debug_graphviz_path = "/nonexistent_dir/x.dot";
+  g = BuildMultiDeviceGraph(ex.main, CpuPlaces(2), ex.loss, strategy);
+  ASSERT_FALSE(g.ok());
+  EXPECT_THAT(g.status().message(), HasSubstr("/nonexistent_dir/x.dot"));
+}
+
+// Paddle's saved inference programs (feed and fetch ops included) build on
+// two places: feed ops vanish (their outputs are graph inputs), fetch ops
+// become fetch handles, everything else is replicated.
+TEST(MultiDevicePaddleModelsTest, InferenceProgramsBuildOnTwoPlaces) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = testing::PaddleModelsDir();
+  for (const std::string file :
+       {dir + "/fit_a_line/__model__", dir + "/mnist_mlp/__model__",
+        dir + "/simple_model/model.pdmodel"}) {
+    SCOPED_TRACE(file);
+    StatusOr<Program> program = Program::Load(file);
+    ASSERT_TRUE(program.ok()) << program.status().ToString();
+    int feeds = 0, fetches = 0, others = 0;
+    const Block& block = program->global_block();
+    for (int i = 0; i < block.num_ops(); ++i) {
+      const std::string& type = block.op(i).type();
+      feeds += type == "feed";
+      fetches += type == "fetch";
+      others += type != "feed" && type != "fetch";
+    }
+    StatusOr<SsaGraph> g =
+        BuildMultiDeviceGraph(*program, CpuPlaces(2), "", BuildStrategy{});
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    EXPECT_EQ(CountOps(*g, SsaOpKind::kComputation), 2 * others);
+    EXPECT_EQ(CountOps(*g, SsaOpKind::kFetch), fetches);
+    EXPECT_EQ(CountComputation(*g, "feed"), 0);
+    EXPECT_TRUE(g->grads.empty());
+    Status races = CheckRaces(*g);
+    EXPECT_TRUE(races.ok()) << races.ToString();
+  }
 }
 
 // Acceptance 7: bad programs give clear errors.

@@ -10,7 +10,11 @@ namespace parex {
 
 // Fills graph->memory_plan. A storage is a (var name, place) pair; the plan
 // covers temporaries only: never persistables, feeds (version 0 without a
-// generator), fetch targets (any var a fetch op reads), or control vars.
+// generator), fetch targets (any var a fetch op reads), control vars,
+// storages shared by every place, vars that are not LOD_TENSORs, or vars
+// of unknown dtype or of unknown size (a 0 extent: only the kernel sizes
+// them, as batch_norm's ReserveSpace). InvalidArgument when
+// batch_per_place <= 0.
 // Two storages may share a buffer only when the graph orders every access
 // of one before every access of the other, whatever order the ops run in
 // (judged with SsaReachability, not a single schedule). Bytes: numel with

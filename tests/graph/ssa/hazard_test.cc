@@ -192,10 +192,12 @@ TEST(HazardTest, TrainingGraphsAreRaceFreeAndEveryHazardEdgeIsNecessary) {
           Status races = CheckRaces(*g);
           EXPECT_TRUE(races.ok()) << races.ToString();
           const int tried = ExpectEveryHazardEdgeNecessary(*g);
-          if (prog == &late) EXPECT_GE(tried, n);  // at least the input's
+          if (prog == &late) {
+            EXPECT_GE(tried, n);  // at least the input's, on every place
+          }
           if (variant == 1 && n > 1 && prog == &late) {
-            // Shared parameters fetched on every place: read-after-write
-            // edges from the owner's optimizer.
+            // A shared parameter read on every place after its update:
+            // read-after-write edges from the owner's optimizer.
             EXPECT_FALSE(
                 ControlVars(*g, ControlReason::kReadAfterWrite).empty());
           }

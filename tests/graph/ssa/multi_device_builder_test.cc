@@ -34,13 +34,8 @@ using testing::CudaPlaces;
 using testing::TrainingProgram;
 using Mode = BuildStrategy::ReduceStrategy;
 
-int Role(const OpDesc& op) {
-  StatusOr<int> r = op.GetAttr<int>("op_role");
-  return r.ok() ? *r : 0;
-}
-
 bool IsOptimizerWithParam(const OpDesc& op) {
-  return (Role(op) & kOpRoleOptimize) != 0 && op.HasAttr("op_role_var");
+  return (testing::OpRoleOf(op) & kOpRoleOptimize) != 0 && op.HasAttr("op_role_var");
 }
 
 // The computation op replicating program op `index` on `place`, or -1.
@@ -82,7 +77,7 @@ void ExpectGradientsMerged(const SsaGraph& g) {
     }
     for (const SsaOp& op : g.ops()) {
       if (op.kind != SsaOpKind::kComputation) continue;
-      if ((Role(block.op(op.program_op)) & kOpRoleOptimize) == 0) continue;
+      if ((testing::OpRoleOf(block.op(op.program_op)) & kOpRoleOptimize) == 0) continue;
       for (int v : op.inputs) {
         if (g.var(v).name != info.grad) continue;
         EXPECT_TRUE(reach->Reaches(c, op.id)) << g.OpLabel(op.id);
@@ -119,7 +114,7 @@ TEST_P(TrainingGraphTest, CountsCollectivesVersionsAndRaces) {
   int replicated = 0, owner_only = 0;
   for (int i = 0; i < block.num_ops(); ++i) {
     const OpDesc& op = block.op(i);
-    if (Role(op) == (kOpRoleBackward | kOpRoleLoss)) continue;
+    if (testing::OpRoleOf(op) == (kOpRoleBackward | kOpRoleLoss)) continue;
     if (c.mode == Mode::kReduce && IsOptimizerWithParam(op)) {
       ++owner_only;
     } else {
@@ -499,114 +494,6 @@ TEST(MultiDevicePaddleModelsTest, InferenceProgramsBuildOnTwoPlaces) {
     Status races = CheckRaces(*g);
     EXPECT_TRUE(races.ok()) << races.ToString();
   }
-}
-
-// Acceptance 7: bad programs give clear errors.
-TEST(MultiDeviceErrorsTest, MissingLossUnknownParameterAndDoubleWriter) {
-  ExampleProgram ex = TrainingProgram(ExampleKind::kDigitsMlp);
-  Block& block = ex.main.global_block();
-
-  {  // No places.
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(ex.main, {}, ex.loss, BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("no places"));
-  }
-  {  // A loss name that is no var.
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(ex.main, CpuPlaces(2), "nope", BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("loss 'nope'"));
-  }
-  {  // No loss name for a training program.
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(ex.main, CpuPlaces(2), "", BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("missing loss"));
-  }
-  {  // The loss-gradient fill lost its role: gradients without a loss.
-    Program p = ex.main;
-    for (int i = 0; i < p.global_block().num_ops(); ++i) {
-      OpDesc& op = p.global_block().op(i);
-      if (Role(op) == (kOpRoleBackward | kOpRoleLoss)) {
-        op.SetAttr<int>("op_role", kOpRoleBackward);
-      }
-    }
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(p, CpuPlaces(2), ex.loss, BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("missing loss"));
-    EXPECT_THAT(g.status().message(), HasSubstr("Backward|Loss"));
-  }
-  {  // op_role_var naming an unknown parameter.
-    Program p = ex.main;
-    for (int i = 0; i < p.global_block().num_ops(); ++i) {
-      OpDesc& op = p.global_block().op(i);
-      if (op.type() == "mul_grad" && op.HasAttr("op_role_var")) {
-        std::vector<std::string> rv =
-            *op.GetAttr<std::vector<std::string>>("op_role_var");
-        rv[0] = "ghost_param";
-        op.SetAttr<std::vector<std::string>>("op_role_var", rv);
-        break;
-      }
-    }
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(p, CpuPlaces(2), ex.loss, BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("ghost_param"));
-    EXPECT_THAT(g.status().message(), HasSubstr("mul_grad"));
-  }
-  {  // One op writing one var in two output slots: two unordered writers.
-    Program p = ex.main;
-    for (int i = 0; i < p.global_block().num_ops(); ++i) {
-      OpDesc& op = p.global_block().op(i);
-      if (op.type() == "mul_grad") {
-        op.SetOutput("Y@GRAD", op.Output("X@GRAD"));
-        break;
-      }
-    }
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(p, CpuPlaces(2), ex.loss, BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("two unordered writers"));
-    EXPECT_THAT(g.status().message(), HasSubstr("mul_grad"));
-  }
-  {  // An op reading an undeclared var.
-    Program p = ex.main;
-    p.global_block().op(0).SetInput("X", {"undeclared_x"});
-    StatusOr<SsaGraph> g =
-        BuildMultiDeviceGraph(p, CpuPlaces(2), ex.loss, BuildStrategy{});
-    ASSERT_FALSE(g.ok());
-    EXPECT_THAT(g.status().message(), HasSubstr("undeclared_x"));
-  }
-  (void)block;
-}
-
-TEST(MultiDeviceErrorsTest, ReduceModeRejectsGlobalNormClipping) {
-  Program main, startup;
-  ProgramBuilder b(&main, &startup);
-  VarDesc* x = *layers::Data(b, "x", {8});
-  VarDesc* y = *layers::Data(b, "y", {1});
-  layers::FcOptions fc;
-  fc.size = 1;
-  VarDesc* pred = *layers::Fc(b, x, fc);
-  VarDesc* avg = *layers::Mean(b, *layers::SquareErrorCost(b, pred, y));
-  OptimizerOptions options;
-  options.clip_global_norm = 1.0;
-  SGDOptimizer sgd(LearningRate::Constant(0.1), options);
-  ASSERT_TRUE(sgd.Minimize(b, avg).ok());
-  BuildStrategy strategy;
-  strategy.reduce = Mode::kReduce;
-  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(main, CpuPlaces(2), avg->name(),
-                                               strategy);
-  ASSERT_FALSE(g.ok());
-  EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(g.status().message(), HasSubstr("AllReduce mode"));
-  EXPECT_THAT(g.status().message(), HasSubstr("Reduce mode computes on"));
-  // AllReduce mode runs the clipping on every place.
-  g = BuildMultiDeviceGraph(main, CpuPlaces(2), avg->name(), BuildStrategy{});
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  EXPECT_TRUE(CheckRaces(*g).ok());
 }
 
 }  // namespace

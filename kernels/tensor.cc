@@ -21,16 +21,20 @@ void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
                             DimsToString(dims));
   }
   size_t need = static_cast<size_t>(Numel(dims)) * SizeOf(dtype);
-  bool keep = buffer_ != nullptr && place_ == place &&
+  // Every CPU place is host memory: a buffer of cpu:0 serves cpu:1 (an
+  // in-place op of place 1 on a tensor copied from place 0 keeps its data).
+  const bool same_memory =
+      place_ == place || (place_.is_cpu() && place.is_cpu());
+  bool keep = buffer_ != nullptr && same_memory &&
               buffer_->size() >= offset_ + need;
   if (!keep) {
     buffer_ = need > 0 ? std::make_shared<Buffer>(GetAllocator(place), need)
                        : nullptr;
     offset_ = 0;
+    place_ = place;
   }
   dtype_ = dtype;
   dims_ = dims;
-  place_ = place;
 }
 
 void Tensor::Reshape(const Dims& dims) {

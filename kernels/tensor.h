@@ -2,7 +2,8 @@
 //
 // A Tensor shares its Buffer with copies of it (shallow, like Paddle's
 // LoDTensor); `Clone` makes a deep copy. `Allocate` keeps the current buffer
-// when it is large enough, so ops that write the same variable step after
+// when it is large enough and in the same memory (every CPU place is host
+// memory, so a tensor keeps its buffer across CPU place ids), so ops that write the same variable step after
 // step reuse their memory (and in-place ops, whose output is their input,
 // keep their data).
 // Thread-safety: a Tensor object is not synchronised; distinct Tensors may be

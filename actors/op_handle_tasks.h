@@ -1,0 +1,60 @@
+// OpHandleTasks: what each op handle of an SsaGraph does when the actor
+// runtime fires it, on the per-place execution scopes of a ParallelExecutor:
+// computation ops run their kernel (RunOp) with a device context of their
+// own (seeded from PAREX_SEED, the place and the op, so random ops draw the
+// same numbers whatever the schedule); scale_loss_grad fills loss@GRAD;
+// collectives merge gradients over the places in place order (bit for bit
+// repeatable); fetch copies each place's value out.
+//
+// Thread-safety: Run may be called concurrently for distinct ops whose
+// accesses the graph orders (the runtime guarantees it); BeginStep and
+// TakeFetched only between steps.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/ssa_graph.h"
+#include "kernels/device_context.h"
+#include "kernels/scope.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+class OpHandleTasks {
+ public:
+  // `exec_scopes` (one per place) is read at every Run: the executor may
+  // replace the scopes between steps.
+  OpHandleTasks(const SsaGraph* graph, const std::vector<Scope*>* exec_scopes,
+                bool dry_run);
+  ~OpHandleTasks();
+
+  void BeginStep();
+  // Runs op handle `op`; errors name the op and the place.
+  Status Run(int op);
+  // result[i][p]: the i-th fetch handle's value on place p.
+  std::vector<std::vector<Tensor>> TakeFetched();
+
+ private:
+  Status RunComputation(const SsaOp& op);
+  Status RunScaleLossGrad(const SsaOp& op);
+  Status RunCollective(const SsaOp& op);
+  Status RunFetch(const SsaOp& op);
+  // The tensor of `name` in place p's execution scope.
+  StatusOr<Tensor*> PlaceTensor(const SsaOp& op, const std::string& name,
+                                int place) const;
+
+  const SsaGraph* graph_;
+  const std::vector<Scope*>* exec_scopes_;
+  bool dry_run_;
+  std::vector<std::unique_ptr<CpuDeviceContext>> contexts_;  // per op
+  std::vector<int> fetch_slot_;                             // per op, or -1
+  std::vector<std::vector<Tensor>> fetched_;
+};
+
+// The tensors concatenated along dim 0 (rank-0 tensors count as [1]).
+// InvalidArgument when dtypes or trailing extents differ.
+StatusOr<Tensor> ConcatAlongDim0(const std::vector<Tensor>& parts);
+
+}  // namespace parex

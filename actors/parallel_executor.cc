@@ -1,0 +1,304 @@
+#include "actors/parallel_executor.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "actors/actor_runner.h"
+#include "actors/op_handle_tasks.h"
+#include "actors/task_graph.h"
+#include "base/config.h"
+#include "base/logging.h"
+#include "graph/multi_device_builder.h"
+
+namespace parex {
+namespace {
+
+// The task graph of an SsaGraph: one node per op handle, an edge to every
+// reader of every var it writes (data or control).
+std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
+  auto tasks = std::make_shared<TaskGraph>();
+  tasks->nodes.resize(g.ops().size());
+  for (const SsaOp& op : g.ops()) {
+    TaskNode& node = tasks->nodes[op.id];
+    node.label = g.OpLabel(op.id);
+    node.place = op.place;
+    node.stream = op.kind == SsaOpKind::kFetch ? TaskStream::kFetch
+                  : IsCollective(op.kind)      ? TaskStream::kCommunication
+                                               : TaskStream::kCompute;
+    std::set<int> succ;
+    for (int v : op.outputs) {
+      for (int r : g.var(v).readers) succ.insert(r);
+    }
+    node.successors.assign(succ.begin(), succ.end());
+  }
+  return tasks;
+}
+
+}  // namespace
+
+// One compiled fetch list: its graph, the op handles' state and the actors.
+struct CompiledStep {
+  std::unique_ptr<SsaGraph> graph;
+  std::unique_ptr<OpHandleTasks> ops;
+  std::unique_ptr<ActorRunner> runner;
+};
+
+struct ParallelExecutor::Impl {
+  std::vector<Place> places;
+  Program program;
+  std::string loss_name;
+  Scope* scope = nullptr;
+  BuildStrategy build;
+  ExecutionStrategy exec;
+  int num_threads = 1;
+  std::vector<Scope*> local;  // per place: persistables
+  // Per place, under `local`: the parent of the execution scope, so that
+  // dropping temporaries leaves other kids of `local` (a test executor's
+  // scopes) alone.
+  std::vector<Scope*> holder;
+  std::vector<Scope*> exec_scopes;  // per place, dropped every k steps
+  std::map<std::vector<std::string>, std::unique_ptr<CompiledStep>> compiled;
+  const CompiledStep* last = nullptr;
+  int64_t steps = 0;
+  int64_t steps_since_drop = 0;
+
+  int n() const { return static_cast<int>(places.size()); }
+
+  StatusOr<CompiledStep*> Compile(const std::vector<std::string>& fetches);
+  Status ResetExecutionScopes(const SsaGraph& graph);
+  Status FeedPlace(int p, const FeedMap& feed);
+  StatusOr<std::vector<std::vector<Tensor>>> Step(
+      const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch);
+};
+
+StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
+    const std::vector<std::string>& fetches) {
+  auto it = compiled.find(fetches);
+  if (it != compiled.end()) return it->second.get();
+  PAREX_ASSIGN_OR_RETURN(
+      SsaGraph graph,
+      BuildMultiDeviceGraph(program, places, loss_name, build, fetches));
+  auto step = std::make_unique<CompiledStep>();
+  step->graph = std::make_unique<SsaGraph>(std::move(graph));
+  step->ops = std::make_unique<OpHandleTasks>(step->graph.get(), &exec_scopes,
+                                              exec.dry_run);
+  std::shared_ptr<TaskGraph> tasks = TaskGraphOf(*step->graph);
+  OpHandleTasks* ops = step->ops.get();
+  tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
+  PAREX_RETURN_IF_ERROR(tasks->Finalize());
+  ActorRunnerOptions options;
+  options.num_threads = num_threads;
+  options.sharing_policy = exec.sharing_policy;
+  PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));
+  CompiledStep* raw = step.get();
+  compiled[fetches] = std::move(step);
+  return raw;
+}
+
+Status ParallelExecutor::Impl::ResetExecutionScopes(const SsaGraph& graph) {
+  // Every var the graph touches that no ancestor scope holds is created
+  // here, before the step: kernels then only look variables up, which is
+  // safe from many workers at once.
+  for (int p = 0; p < n(); ++p) {
+    holder[p]->DropKids();
+    exec_scopes[p] = holder[p]->NewScope();
+    for (const std::string& name : graph.VarNames()) {
+      if (exec_scopes[p]->FindVar(name) == nullptr) exec_scopes[p]->Var(name);
+    }
+  }
+  steps_since_drop = 0;
+  return Status::Ok();
+}
+
+Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
+  const Block& block = program.global_block();
+  for (const auto& [name, value] : feed) {
+    const VarDesc* var = block.FindVar(name);
+    if (var == nullptr) {
+      return NotFound("feed '" + name + "' is not a variable of the program");
+    }
+    PAREX_RETURN_IF_ERROR(CheckFeed(*var, value).WithContext(
+        "feed '" + name + "' to " + places[p].ToString()));
+    Variable* v = exec_scopes[p]->FindVar(name);
+    if (v == nullptr) v = exec_scopes[p]->Var(name);
+    *v->GetMutableTensor() = value;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
+    const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch) {
+  const Block& block = program.global_block();
+  for (const std::string& name : fetch) {
+    if (block.FindVar(name) == nullptr) {
+      return NotFound("fetch target '" + name +
+                      "' is not a variable of the program");
+    }
+  }
+  PAREX_ASSIGN_OR_RETURN(CompiledStep * step, Compile(fetch));
+  if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
+      exec_scopes[0] == nullptr) {
+    PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
+  }
+  last = step;
+  for (int p = 0; p < n(); ++p) PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+  step->ops->BeginStep();
+  Status s = step->runner->Run(steps);
+  ++steps;
+  ++steps_since_drop;
+  if (!s.ok()) {
+    // A failed step may leave temporaries half written: start afresh.
+    exec_scopes[0] = nullptr;
+    return s;
+  }
+  return step->ops->TakeFetched();
+}
+
+ParallelExecutor::ParallelExecutor(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+ParallelExecutor::~ParallelExecutor() {
+  impl_->compiled.clear();  // actors first: they use the scopes
+  // The local scopes stay kids of the caller's scope (a Scope cannot drop
+  // one kid); what they hold is released here.
+  for (Scope* s : impl_->local) s->DropKids();
+}
+
+StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
+    std::vector<Place> places, const Program& main_program,
+    const std::string& loss_name, Scope* scope,
+    const BuildStrategy& build_strategy,
+    const ExecutionStrategy& exec_strategy,
+    const ParallelExecutor* share_vars_from) {
+  if (scope == nullptr) return InvalidArgument("ParallelExecutor: no scope");
+  if (places.empty()) {
+    long cpu_num = GetConfigInt("CPU_NUM");
+    if (cpu_num <= 0) {
+      LogWarn(Subsystem::kActor, "CPU_NUM is not a positive number; using 1");
+      cpu_num = 1;
+    }
+    for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
+  }
+  for (const Place& p : places) {
+    if (!p.is_cpu()) {
+      return Unimplemented("ParallelExecutor: place " + p.ToString() +
+                           ": the actor runtime runs CPU places only so far");
+    }
+  }
+  if (share_vars_from != nullptr &&
+      share_vars_from->places() != places) {
+    return InvalidArgument(
+        "ParallelExecutor: share_vars_from runs on other places");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->places = places;
+  impl->program = main_program;
+  impl->loss_name = loss_name;
+  impl->scope = scope;
+  impl->build = build_strategy;
+  impl->exec = exec_strategy;
+  impl->num_threads = exec_strategy.num_threads > 0
+                          ? exec_strategy.num_threads
+                          : 2 * static_cast<int>(places.size());
+  const int n = static_cast<int>(places.size());
+  // Local scopes: place 0 uses the caller's persistables; the others get
+  // copies (sorted names), or share them (Reduce mode's shared parameters,
+  // or a test executor reading its trainer's).
+  const bool share_params =
+      build_strategy.reduce == BuildStrategy::ReduceStrategy::kReduce &&
+      build_strategy.share_cpu_parameters;
+  std::set<std::string> params;
+  std::vector<std::string> persistables;
+  const Block& block = main_program.global_block();
+  for (const auto& var : block.vars()) {
+    if (!var->persistable() || !var->is_tensor()) continue;
+    persistables.push_back(var->name());
+    if (var->is_parameter()) params.insert(var->name());
+  }
+  std::sort(persistables.begin(), persistables.end());
+  impl->local.resize(n);
+  impl->holder.resize(n);
+  impl->exec_scopes.assign(n, nullptr);
+  for (int p = 0; p < n; ++p) {
+    Scope* parent = share_vars_from != nullptr
+                        ? share_vars_from->local_scope(p)
+                        : scope;
+    impl->local[p] = parent->NewScope();
+    impl->holder[p] = impl->local[p]->NewScope();
+    if (p == 0 || share_vars_from != nullptr) continue;
+    for (const std::string& name : persistables) {
+      const Variable* src = scope->FindVar(name);
+      if (src == nullptr || src->GetTensor() == nullptr) {
+        continue;  // not initialised: the program's ops must write it first
+      }
+      if (share_params && params.count(name) != 0) continue;
+      *impl->local[p]->Var(name)->GetMutableTensor() = src->GetTensor()->Clone();
+    }
+  }
+  auto executor =
+      std::unique_ptr<ParallelExecutor>(new ParallelExecutor(std::move(impl)));
+  // Build (and validate) the graph without fetches now, so a bad program
+  // fails here rather than at the first Run.
+  PAREX_ASSIGN_OR_RETURN(CompiledStep * first, executor->impl_->Compile({}));
+  (void)first;
+  return executor;
+}
+
+StatusOr<std::vector<Tensor>> ParallelExecutor::Run(
+    const FeedMap& feed, const std::vector<std::string>& fetch_list) {
+  const int n = impl_->n();
+  std::vector<FeedMap> feeds(n);
+  for (const auto& [name, value] : feed) {
+    const int64_t batch = value.rank() == 0 ? 0 : value.dim(0);
+    if (batch < n) {
+      return InvalidArgument("feed '" + name + "' has " +
+                             std::to_string(batch) + " samples, fewer than the " +
+                             std::to_string(n) + " places");
+    }
+    const int64_t chunk = batch / n;
+    for (int p = 0; p < n; ++p) {
+      const int64_t begin = p * chunk;
+      const int64_t end = p == n - 1 ? batch : begin + chunk;
+      feeds[p][name] = value.Slice(begin, end);
+    }
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> per_place,
+                         impl_->Step(feeds, fetch_list));
+  std::vector<Tensor> merged;
+  for (size_t i = 0; i < per_place.size(); ++i) {
+    PAREX_ASSIGN_OR_RETURN(Tensor t, ConcatAlongDim0(per_place[i]));
+    merged.push_back(std::move(t));
+  }
+  return merged;
+}
+
+StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::RunPerPlace(
+    const std::vector<FeedMap>& feeds,
+    const std::vector<std::string>& fetch_list) {
+  if (static_cast<int>(feeds.size()) != impl_->n()) {
+    return InvalidArgument("RunPerPlace: " + std::to_string(feeds.size()) +
+                           " feed dicts for " + std::to_string(impl_->n()) +
+                           " places");
+  }
+  return impl_->Step(feeds, fetch_list);
+}
+
+const std::vector<Place>& ParallelExecutor::places() const {
+  return impl_->places;
+}
+
+const SsaGraph& ParallelExecutor::graph() const {
+  const CompiledStep* s =
+      impl_->last != nullptr ? impl_->last : impl_->compiled.begin()->second.get();
+  return *s->graph;
+}
+
+Scope* ParallelExecutor::local_scope(int place) const {
+  return impl_->local[place];
+}
+
+int64_t ParallelExecutor::steps_run() const { return impl_->steps; }
+
+}  // namespace parex

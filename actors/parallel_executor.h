@@ -1,0 +1,93 @@
+// ParallelExecutor: a program run data-parallel over N places by the actor
+// runtime (seeds 000 and 001; DESIGN.md §3; PADDLE_FORMATS.md, Fluid's
+// data-parallel contract).
+//
+// Construction builds the SsaGraph of the main program (BuildStrategy),
+// compiles it once into a task graph whose nodes are the op handles, and
+// spawns the actors. Each place has a local scope for persistables and an
+// execution scope for temporaries:
+//  - place 0's local scope sits on the caller's `scope`, whose persistables
+//    (initialised by running the startup program there) place 0 uses and
+//    updates in place; every other place gets a copy of each persistable
+//    (Fluid's broadcast from place 0, in sorted-name order), except that in
+//    Reduce mode on CPU places the places share parameters (no copy);
+//  - the execution scopes are dropped every `num_iteration_per_drop_scope`
+//    steps.
+// Run splits each fed tensor along dim 0 (batch / N per place, the last
+// place taking the remainder), runs one step, and returns each fetch target
+// concatenated along dim 0 over the places (or per place).
+//
+// Thread-safety: one Run at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/place.h"
+#include "base/status.h"
+#include "graph/program.h"
+#include "graph/ssa_graph.h"
+#include "kernels/reference_executor.h"
+#include "kernels/scope.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+struct ExecutionStrategy {
+  // CAF scheduler workers; 0: 2 x places (Fluid's CPU default).
+  int num_threads = 0;
+  // Temporaries are dropped every this many steps (Fluid's default 100).
+  int num_iteration_per_drop_scope = 100;
+  // Schedule and exchange messages as usual but run no kernels.
+  bool dry_run = false;
+  // CAF's `sharing` scheduler policy (see actors/actor_runner.h).
+  bool sharing_policy = true;
+};
+
+class ParallelExecutor {
+ public:
+  // `places` empty: CPU_NUM CPU places (1, with a warning, when unset).
+  // `scope` holds the initialised persistables and must outlive the
+  // executor. `share_vars_from`: a test executor reads the parameters of
+  // that (training) executor's places instead of copies of its own; it must
+  // have the same places and outlive this one.
+  // Errors: the graph builder's, a persistable of the program missing from
+  // `scope`, a CUDA place (not supported by this runtime yet).
+  static StatusOr<std::unique_ptr<ParallelExecutor>> Create(
+      std::vector<Place> places, const Program& main_program,
+      const std::string& loss_name, Scope* scope,
+      const BuildStrategy& build_strategy = {},
+      const ExecutionStrategy& exec_strategy = {},
+      const ParallelExecutor* share_vars_from = nullptr);
+  ~ParallelExecutor();
+
+  // One step. `feed`: one dict, every tensor split along dim 0 over the
+  // places. Returns the fetch targets merged along dim 0 (a scalar loss from
+  // 4 places comes back with shape [4]).
+  // Errors: fewer samples than places, an unknown fetch name or feed name,
+  // a feed of the wrong dtype or shape, a kernel failing on some place
+  // (naming op and place); the executor stays usable after any of them.
+  StatusOr<std::vector<Tensor>> Run(const FeedMap& feed,
+                                    const std::vector<std::string>& fetch_list);
+  // One step with one feed dict per place; the fetched values per place:
+  // result[i][p] is fetch_list[i] on place p.
+  StatusOr<std::vector<std::vector<Tensor>>> RunPerPlace(
+      const std::vector<FeedMap>& feeds,
+      const std::vector<std::string>& fetch_list);
+
+  const std::vector<Place>& places() const;
+  // The graph of the last fetch list run (or of none, before any Run).
+  const SsaGraph& graph() const;
+  // Place p's local scope (persistables of place p).
+  Scope* local_scope(int place) const;
+  int64_t steps_run() const;
+
+  struct Impl;
+
+ private:
+  explicit ParallelExecutor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace parex

@@ -1,0 +1,59 @@
+// TaskGraph: the immutable shape of one step of work, as the runtime sees it
+// (DESIGN.md §3.3): nodes, their successors and initial pending counts, and
+// one task function that runs a node. Built once per executor (from an
+// SsaGraph by the execution plan, or synthetically by the benchmarks) and
+// shared, read-only, by every runner; a step copies the pending counts.
+//
+// Thread-safety: immutable after construction; `task` is called
+// concurrently for different nodes (never twice at once for one node).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace parex {
+
+// The stream a node's work is ordered on (DESIGN.md §3.4).
+enum class TaskStream : int { kCompute = 0, kCommunication = 1, kFetch = 2 };
+const char* TaskStreamName(TaskStream stream);
+
+struct TaskNode {
+  std::string label;         // "op #3 mul@cpu:0": errors and traces
+  int place = -1;            // -1: spans places (collectives, fetch)
+  TaskStream stream = TaskStream::kCompute;
+  std::vector<int> successors;  // node ids, no duplicates
+  int num_predecessors = 0;     // the pending count a step starts from
+};
+
+// Runs node `node` of step `step`. An error fails the step: the runner
+// skips the tasks not yet started (their successors still become ready, so
+// the step ends) and returns the first error.
+using TaskFunction = std::function<Status(int node, int64_t step)>;
+
+struct TaskGraph {
+  std::vector<TaskNode> nodes;
+  TaskFunction task;
+
+  int size() const { return static_cast<int>(nodes.size()); }
+  // Fills num_predecessors from the successor lists and checks the graph is
+  // acyclic with successors in range and without duplicates (Internal error
+  // naming the node otherwise).
+  Status Finalize();
+};
+
+// Runs every node of a TaskGraph once per step, each after all its
+// predecessors. Implementations: ActorRunner (CAF actors, the product) and
+// the benchmarks' peers (a thread pool with atomic counters, TBB).
+// Thread-safety: one Run at a time.
+class TaskRunner {
+ public:
+  virtual ~TaskRunner() = default;
+  // Runs step `step`: OK, or the first error a task returned.
+  virtual Status Run(int64_t step) = 0;
+};
+
+}  // namespace parex

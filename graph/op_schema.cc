@@ -174,6 +174,11 @@ const OpSchemaRegistry& OpSchemaRegistry::Global() {
   return *registry;
 }
 
+void OpSchemaRegistry::AddToGlobalForTesting(OpSchema schema) {
+  // Global() is built as a non-const object; only its accessor is const.
+  const_cast<OpSchemaRegistry&>(Global()).Add(std::move(schema));
+}
+
 void OpSchemaRegistry::Add(OpSchema schema) {
   std::string type = schema.type();
   auto [it, inserted] = schemas_.emplace(type, std::move(schema));

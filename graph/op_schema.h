@@ -155,6 +155,9 @@ class OpSchemaRegistry {
   static const OpSchemaRegistry& Global();
 
   void Add(OpSchema schema);
+  // Tests only: adds a schema to Global() (an op that fails on demand, say).
+  // REQUIRES: the type is new; nothing reads the registry concurrently.
+  static void AddToGlobalForTesting(OpSchema schema);
   // nullptr for an unknown type.
   const OpSchema* Find(std::string_view type) const;
   // NotFound "unknown op type 'foo'" for an unknown type.

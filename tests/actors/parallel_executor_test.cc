@@ -10,10 +10,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <atomic>
+#include <chrono>
 #include <random>
 
 #include "apps/models.h"
+#include "graph/op_schema.h"
 #include "graph/parallel_do.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {
@@ -288,6 +292,73 @@ TEST_F(ParallelErrorsTest, PerPlaceFeedsAndFetches) {
   auto bad = pe_->RunPerPlace({feeds[0]}, {ex_.loss});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("2 places"));
+}
+
+// A test-only op: Out = X, except on the place `FailOnDemand::place` names,
+// where its kernel fails.
+struct FailOnDemand {
+  static std::atomic<int> place;
+  static Status Kernel(KernelContext& ctx) {
+    if (ctx.place().id == place.load()) {
+      return Internal("injected failure");
+    }
+    const Tensor* x = ctx.Input("X");
+    Tensor* out = ctx.Output("Out");
+    std::memcpy(out->raw_data(), x->raw_data(), x->bytes());
+    return Status::Ok();
+  }
+  static void Register() {
+    static const bool once = [] {
+      OpSchemaRegistry::AddToGlobalForTesting(
+          OpSchema("test_fail_on_demand")
+              .Input("X")
+              .Output("Out")
+              .InferShape([](ShapeContext& ctx) {
+                ctx.ShareDimsAndDType("X", "Out");
+                return Status::Ok();
+              }));
+      KernelRegistry::Global().Register(
+          {"test_fail_on_demand", Place::Kind::kCPU, DType::kFP32}, &Kernel);
+      return true;
+    }();
+    (void)once;
+  }
+};
+std::atomic<int> FailOnDemand::place{-1};
+
+TEST(ParallelFailureTest, AKernelFailingOnOnePlaceFailsTheStepThenRecovers) {
+  FailOnDemand::Register();
+  StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
+  ASSERT_TRUE(ex.ok());
+  // The op reads the first hidden layer on every place, mid-forward.
+  Block& block = ex->main.global_block();
+  const std::string hidden = block.op(0).OutputArgumentNames()[0];
+  block.Var("checked_hidden")->SetDType(DType::kFP32);
+  OpDesc* op = block.AppendOp("test_fail_on_demand");
+  op->SetInput("X", {hidden});
+  op->SetOutput("Out", {"checked_hidden"});
+  Scope scope;
+  StartupInto(*ex, &scope);
+  auto pe = ParallelExecutor::Create({Place::CPU(0), Place::CPU(1), Place::CPU(2)},
+                                     ex->main, ex->loss, &scope);
+  ASSERT_TRUE(pe.ok()) << pe.status().ToString();
+  const std::vector<FeedMap> data = RandomBatches(*ex, 3, 9);
+  ASSERT_TRUE((*pe)->Run(data[0], {ex->loss}).ok());
+  FailOnDemand::place = 1;
+  const auto start = std::chrono::steady_clock::now();
+  auto failed = (*pe)->Run(data[1], {ex->loss});
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+  FailOnDemand::place = -1;
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(), HasSubstr("injected failure"));
+  EXPECT_THAT(failed.status().message(), HasSubstr("test_fail_on_demand"));
+  EXPECT_THAT(failed.status().message(), HasSubstr("cpu:1"));
+  EXPECT_LT(seconds, 1.0);  // the step is abandoned, not waited out
+  auto next = (*pe)->Run(data[2], {ex->loss});
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_EQ((*next)[0].numel(), 3);
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
       contexts_[op.id] = std::move(ctx);
     } else if (op.kind == SsaOpKind::kFetch) {
       fetch_slot_[op.id] = fetches++;
+      fetch_names_.push_back(op.var_names[0]);
     }
   }
   fetched_.resize(fetches);

@@ -35,6 +35,8 @@ class OpHandleTasks {
   Status Run(int op);
   // result[i][p]: the i-th fetch handle's value on place p.
   std::vector<std::vector<Tensor>> TakeFetched();
+  // The var each fetch handle reads, in the order of TakeFetched.
+  const std::vector<std::string>& fetch_names() const { return fetch_names_; }
 
  private:
   Status RunComputation(const SsaOp& op);
@@ -51,6 +53,7 @@ class OpHandleTasks {
   std::vector<std::unique_ptr<CpuDeviceContext>> contexts_;  // per op
   std::vector<int> fetch_slot_;                             // per op, or -1
   std::vector<std::vector<Tensor>> fetched_;
+  std::vector<std::string> fetch_names_;
 };
 
 // The tensors concatenated along dim 0 (rank-0 tensors count as [1]).

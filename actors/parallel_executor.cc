@@ -153,7 +153,16 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     exec_scopes[0] = nullptr;
     return s;
   }
-  return step->ops->TakeFetched();
+  // The graph fetches the program's own fetch targets too: answer the
+  // fetch list, in its order.
+  std::vector<std::vector<Tensor>> fetched = step->ops->TakeFetched();
+  const std::vector<std::string>& names = step->ops->fetch_names();
+  std::vector<std::vector<Tensor>> result;
+  for (const std::string& name : fetch) {
+    const size_t slot = std::find(names.begin(), names.end(), name) - names.begin();
+    result.push_back(fetched.at(slot));  // shallow: a name may repeat
+  }
+  return result;
 }
 
 ParallelExecutor::ParallelExecutor(std::unique_ptr<Impl> impl)

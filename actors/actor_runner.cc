@@ -27,6 +27,7 @@ using done_atom = caf::atom_constant<caf::atom("px_done")>;
 struct ActorRunner::Impl {
   std::shared_ptr<const TaskGraph> graph;
   std::vector<int> roots;
+  TraceRecorder* trace = nullptr;
 
   // Declared in destruction order's reverse: actors and the scoped actor
   // go before the system, the system before its config.
@@ -52,15 +53,41 @@ struct ActorRunner::Impl {
     failed.store(true, std::memory_order_release);
   }
 
-  void RunNode(int id, int64_t step) {
-    if (!failed.load(std::memory_order_acquire)) {
-      Status s = graph->task(id, step);
-      if (!s.ok()) RecordError(std::move(s));
+  // Sends node `to` its run message (`from` -1: the coordinator).
+  void SendRun(int from, int to, int64_t step) {
+    const uint64_t flow = tracing() ? trace->RecordSend(step, from, to) : 0;
+    caf::anon_send(node_actors[to], run_atom::value, step, flow);
+  }
+
+  bool tracing() const { return trace != nullptr && trace->enabled(); }
+
+  void RunNode(int id, int64_t step, uint64_t flow) {
+    const bool traced = tracing();
+    TraceSpan span;
+    if (traced) {
+      span.begin_ns = trace->Now();
+      if (flow != 0) trace->RecordReceive(flow, id, span.begin_ns);
     }
+    span.ok = !failed.load(std::memory_order_acquire);
+    if (span.ok) {
+      Status s = graph->task(id, step);
+      if (!s.ok()) {
+        span.ok = false;
+        RecordError(std::move(s));
+      }
+    }
+    if (traced) span.task_end_ns = trace->Now();
     for (int succ : graph->nodes[id].successors) {
       if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        caf::anon_send(node_actors[succ], run_atom::value, step);
+        SendRun(id, succ, step);
       }
+    }
+    if (traced) {
+      span.step = step;
+      span.node = id;
+      span.bytes = graph->nodes[id].bytes;
+      span.end_ns = trace->Now();
+      trace->RecordSpan(span);
     }
     if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       caf::anon_send(coordinator, done_atom::value, step);
@@ -72,7 +99,9 @@ namespace {
 
 // The id comes first: CAF takes a leading pointer argument for `self`.
 caf::behavior NodeActor(int id, ActorRunner::Impl* impl) {
-  return {[impl, id](run_atom, int64_t step) { impl->RunNode(id, step); }};
+  return {[impl, id](run_atom, int64_t step, uint64_t flow) {
+    impl->RunNode(id, step, flow);
+  }};
 }
 
 caf::behavior CoordinatorActor(caf::event_based_actor* self,
@@ -81,9 +110,7 @@ caf::behavior CoordinatorActor(caf::event_based_actor* self,
       [self, impl](start_atom, int64_t step) -> caf::result<caf::ok_atom> {
         if (impl->roots.empty()) return caf::ok_atom::value;
         impl->promise = self->make_response_promise<caf::ok_atom>();
-        for (int r : impl->roots) {
-          caf::anon_send(impl->node_actors[r], run_atom::value, step);
-        }
+        for (int r : impl->roots) impl->SendRun(-1, r, step);
         return impl->promise;
       },
       [impl](done_atom, int64_t) { impl->promise.deliver(caf::ok_atom::value); },
@@ -97,6 +124,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   if (graph == nullptr) return InvalidArgument("ActorRunner: no task graph");
   auto impl = std::make_unique<Impl>();
   impl->graph = std::move(graph);
+  impl->trace = options.trace;
   const TaskGraph& g = *impl->graph;
   for (int i = 0; i < g.size(); ++i) {
     if (g.nodes[i].num_predecessors == 0) impl->roots.push_back(i);

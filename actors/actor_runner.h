@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "actors/task_graph.h"
+#include "actors/trace_recorder.h"
 #include "base/status.h"
 
 namespace parex {
@@ -27,6 +28,9 @@ struct ActorRunnerOptions {
   // CAF's `sharing` scheduler policy (one shared queue) instead of
   // `stealing`, whose idle workers poll and sleep in 50 µs steps.
   bool sharing_policy = true;
+  // When set and enabled: a span per task and a record per message.
+  // Must outlive the runner.
+  TraceRecorder* trace = nullptr;
 };
 
 class ActorRunner : public TaskRunner {

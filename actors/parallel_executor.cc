@@ -27,11 +27,22 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
     node.stream = op.kind == SsaOpKind::kFetch ? TaskStream::kFetch
                   : IsCollective(op.kind)      ? TaskStream::kCommunication
                                                : TaskStream::kCompute;
-    std::set<int> succ;
+    std::map<int, std::string> succ;  // reader -> the vars it waits for
     for (int v : op.outputs) {
-      for (int r : g.var(v).readers) succ.insert(r);
+      for (int r : g.var(v).readers) {
+        std::string& label = succ[r];
+        label += (label.empty() ? "" : ", ") + g.VarLabel(v);
+      }
     }
-    node.successors.assign(succ.begin(), succ.end());
+    for (const auto& [reader, label] : succ) {
+      node.successors.push_back(reader);
+      node.edge_labels.push_back(label);
+    }
+    for (const std::string& name : op.var_names) {
+      for (const GradInfo& info : g.grads) {
+        if (IsCollective(op.kind) && info.grad == name) node.bytes += info.bytes;
+      }
+    }
   }
   return tasks;
 }
@@ -42,6 +53,7 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
 struct CompiledStep {
   std::unique_ptr<SsaGraph> graph;
   std::unique_ptr<OpHandleTasks> ops;
+  std::shared_ptr<TaskGraph> tasks;
   std::unique_ptr<ActorRunner> runner;
 };
 
@@ -91,6 +103,8 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   ActorRunnerOptions options;
   options.num_threads = num_threads;
   options.sharing_policy = exec.sharing_policy;
+  options.trace = exec.trace;
+  step->tasks = tasks;
   PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));
   CompiledStep* raw = step.get();
   compiled[fetches] = std::move(step);
@@ -302,6 +316,15 @@ const SsaGraph& ParallelExecutor::graph() const {
   const CompiledStep* s =
       impl_->last != nullptr ? impl_->last : impl_->compiled.begin()->second.get();
   return *s->graph;
+}
+
+std::string ParallelExecutor::TraceJson() const {
+  if (impl_->exec.trace == nullptr) return "{}";
+  const CompiledStep* s =
+      impl_->last != nullptr ? impl_->last : impl_->compiled.begin()->second.get();
+  std::vector<std::string> names;
+  for (const Place& p : impl_->places) names.push_back(p.ToString());
+  return impl_->exec.trace->ToChromeJson(*s->tasks, names);
 }
 
 Scope* ParallelExecutor::local_scope(int place) const {

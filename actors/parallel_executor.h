@@ -26,6 +26,7 @@
 
 #include "base/place.h"
 #include "base/status.h"
+#include "actors/trace_recorder.h"
 #include "graph/program.h"
 #include "graph/ssa_graph.h"
 #include "kernels/reference_executor.h"
@@ -43,6 +44,10 @@ struct ExecutionStrategy {
   bool dry_run = false;
   // CAF's `sharing` scheduler policy (see actors/actor_runner.h).
   bool sharing_policy = true;
+  // Records every op handle's span and every actor message when set (and
+  // enabled); must outlive the executor. Node ids are op handle ids of
+  // graph(); TraceJson() exports it.
+  TraceRecorder* trace = nullptr;
 };
 
 class ParallelExecutor {
@@ -79,6 +84,9 @@ class ParallelExecutor {
   const std::vector<Place>& places() const;
   // The graph of the last fetch list run (or of none, before any Run).
   const SsaGraph& graph() const;
+  // The trace of ExecutionStrategy::trace as Chrome trace JSON, labelled
+  // with the op handles of the last fetch list run.
+  std::string TraceJson() const;
   // Place p's local scope (persistables of place p).
   Scope* local_scope(int place) const;
   int64_t steps_run() const;

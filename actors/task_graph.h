@@ -26,7 +26,11 @@ struct TaskNode {
   int place = -1;            // -1: spans places (collectives, fetch)
   TaskStream stream = TaskStream::kCompute;
   std::vector<int> successors;  // node ids, no duplicates
+  // Per successor: what its readiness message stands for
+  // ("fc_0.w_0@GRAD@1@cpu:0, ..."); may be empty.
+  std::vector<std::string> edge_labels;
   int num_predecessors = 0;     // the pending count a step starts from
+  int64_t bytes = 0;            // collectives: bytes moved per place
 };
 
 // Runs node `node` of step `step`. An error fails the step: the runner

@@ -48,7 +48,8 @@
 //   - Errors are Status values that name the collective, the variable (the
 //     `name` argument), the place and the mismatch, e.g.
 //     "all_reduce 'fc_0.w_0@GRAD' place cpu:1: shape [784,100] != [784,10]
-//     of cpu:0"; on error no tensor has been written.
+//     of cpu:0"; on error no tensor's data has been written (all-gather
+//     may have resized its outputs).
 #pragma once
 
 #include <cstddef>
@@ -65,10 +66,14 @@ enum class Collective : int { kAllReduce, kReduce, kBroadcast, kAllGather };
 // "all_reduce", "reduce", "broadcast", "all_gather" (the op handle names).
 inline const char* CollectiveName(Collective c) {
   switch (c) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kReduce: return "reduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kAllGather: return "all_gather";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kAllGather:
+      return "all_gather";
   }
   return "?";
 }

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace parex {
@@ -12,64 +13,134 @@ namespace {
 // The reduction loops are written by hand: no library reduces N buffers of
 // one process into each other (BLAS axpy is one pair at a time and would walk
 // every buffer N - 1 times; MPI/Gloo/NCCL reduce across ranks, not between
-// the places of one process; Eigen would add nothing over these loops). The
-// loops are plain contiguous loops over `__restrict` pointers with a
-// compile-time trip count, which GCC vectorises at -O2 (its "very cheap"
-// cost model only takes loops that need no epilogue and no alias check).
+// the places of one process; Eigen would add nothing over these loops). They
+// are plain contiguous loops over `__restrict` pointers, run kBlock elements
+// at a time so the trip count is a compile-time constant: GCC vectorises
+// them at -O2, whose "very cheap" cost model only takes loops that need no
+// epilogue and no run-time alias check. A block's remainder runs scalar.
 //
-// Sums are formed kBlock elements at a time in a stack buffer that stays in
-// L1: acc = x_0 + x_1, acc += x_2, ..., then acc is stored to the
-// destinations. Each place's memory is read once and written once, and every
-// element is ((x_0 + x_1) + x_2) + ... whatever the chunking.
+// Every element is ((x_0 + x_1) + x_2) + ... in place order, whatever the
+// chunking, and each place's memory is read once and written once:
+//   - all-reduce over 2-4 places with distinct buffers (the common case):
+//     one pass computes each sum in registers and stores it to every place
+//     (FusedN);
+//   - otherwise the sums of a block go to a stack buffer that stays in L1
+//     (SumN, then AddN for places past the fourth) and are copied from there
+//     to the destinations. Identical buffers on two places (CPU Reduce mode
+//     shares parameters) take this path, as `__restrict` destinations must
+//     be distinct.
+// Integers are summed as their unsigned twins (A = uint32_t for int32 data),
+// so overflow wraps instead of being undefined.
 constexpr int64_t kBlock = 256;
+using FullBlock = std::integral_constant<int64_t, kBlock>;
 
-template <typename T>
-inline void AddPair(T* __restrict acc, const T* __restrict a,
-                    const T* __restrict b, int64_t len) {
+// Calls f(at, len) for the blocks of [0, count); full blocks get `len` as a
+// FullBlock constant, which is what lets their loops vectorise.
+template <typename F>
+inline void ForBlocks(int64_t count, F&& f) {
+  int64_t at = 0;
+  for (; at + kBlock <= count; at += kBlock) f(at, FullBlock());
+  if (at < count) f(at, count - at);
+}
+
+template <typename A>
+inline void Sum2(A* __restrict acc, const A* __restrict a,
+                 const A* __restrict b, int64_t len) {
   for (int64_t k = 0; k < len; ++k) acc[k] = a[k] + b[k];
 }
-
-template <typename T>
-inline void AddInto(T* __restrict acc, const T* __restrict x, int64_t len) {
-  for (int64_t k = 0; k < len; ++k) acc[k] += x[k];
-}
-
-// Sums `len` elements at element `at` of places[0..n) into acc.
-// REQUIRES: n >= 2, len <= kBlock.
 template <typename A>
-inline void SumBlock(A* acc, char* const* places, int n, int64_t at,
-                     int64_t len) {
-  auto src = [&](int p) { return reinterpret_cast<const A*>(places[p]) + at; };
-  if (len == kBlock) {  // the constant trip count is what vectorises
-    AddPair(acc, src(0), src(1), kBlock);
-    for (int p = 2; p < n; ++p) AddInto(acc, src(p), kBlock);
-  } else {
-    AddPair(acc, src(0), src(1), len);
-    for (int p = 2; p < n; ++p) AddInto(acc, src(p), len);
+inline void Sum3(A* __restrict acc, const A* __restrict a,
+                 const A* __restrict b, const A* __restrict c, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) acc[k] = (a[k] + b[k]) + c[k];
+}
+template <typename A>
+inline void Sum4(A* __restrict acc, const A* __restrict a,
+                 const A* __restrict b, const A* __restrict c,
+                 const A* __restrict d, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) acc[k] = ((a[k] + b[k]) + c[k]) + d[k];
+}
+template <typename A>
+inline void Add1(A* __restrict acc, const A* __restrict a, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) acc[k] = acc[k] + a[k];
+}
+template <typename A>
+inline void Add2(A* __restrict acc, const A* __restrict a,
+                 const A* __restrict b, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) acc[k] = (acc[k] + a[k]) + b[k];
+}
+template <typename A>
+inline void Add3(A* __restrict acc, const A* __restrict a,
+                 const A* __restrict b, const A* __restrict c, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) acc[k] = ((acc[k] + a[k]) + b[k]) + c[k];
+}
+template <typename A>
+inline void Fused2(A* __restrict a, A* __restrict b, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) {
+    const A s = a[k] + b[k];
+    a[k] = s;
+    b[k] = s;
+  }
+}
+template <typename A>
+inline void Fused3(A* __restrict a, A* __restrict b, A* __restrict c,
+                   int64_t len) {
+  for (int64_t k = 0; k < len; ++k) {
+    const A s = (a[k] + b[k]) + c[k];
+    a[k] = s;
+    b[k] = s;
+    c[k] = s;
+  }
+}
+template <typename A>
+inline void Fused4(A* __restrict a, A* __restrict b, A* __restrict c,
+                   A* __restrict d, int64_t len) {
+  for (int64_t k = 0; k < len; ++k) {
+    const A s = ((a[k] + b[k]) + c[k]) + d[k];
+    a[k] = s;
+    b[k] = s;
+    c[k] = s;
+    d[k] = s;
   }
 }
 
-// Sums elements [offset, offset + count) over places[0..n) in place order
-// and stores the sum on every place (root < 0) or on place `root`. Integers
-// are summed as their unsigned twins (A = uint32_t for int32 data), so
-// overflow wraps instead of being undefined.
+// Sums elements [offset, offset + count) over places[0..n) and stores the
+// sum on every place (root < 0) or on place `root`.
+// REQUIRES: n >= 2; distinct: the n buffers are pairwise distinct (else
+// disjoint or identical).
 template <typename A>
-void ReduceRange(char* const* places, int n, int root, int64_t offset,
-                 int64_t count) {
+void ReduceRange(char* const* places, int n, int root, bool distinct,
+                 int64_t offset, int64_t count) {
+  auto x = [&](int p) { return reinterpret_cast<A*>(places[p]) + offset; };
+  if (root < 0 && distinct && n <= 4) {
+    A* x0 = x(0);
+    A* x1 = x(1);
+    A* x2 = n > 2 ? x(2) : nullptr;
+    A* x3 = n > 3 ? x(3) : nullptr;
+    ForBlocks(count, [&](int64_t at, auto len) {
+      if (n == 2) Fused2(x0 + at, x1 + at, len);
+      if (n == 3) Fused3(x0 + at, x1 + at, x2 + at, len);
+      if (n == 4) Fused4(x0 + at, x1 + at, x2 + at, x3 + at, len);
+    });
+    return;
+  }
   alignas(64) A acc[kBlock];
-  for (int64_t done = 0; done < count; done += kBlock) {
-    const int64_t len = std::min(kBlock, count - done);
-    const int64_t at = offset + done;
-    SumBlock(acc, places, n, at, len);
+  ForBlocks(count, [&](int64_t at, auto len) {
+    auto s = [&](int p) -> const A* { return x(p) + at; };
+    if (n == 2) Sum2(acc, s(0), s(1), len);
+    if (n == 3) Sum3(acc, s(0), s(1), s(2), len);
+    if (n >= 4) Sum4(acc, s(0), s(1), s(2), s(3), len);
+    for (int p = 4; p < n; p += 3) {
+      if (n - p == 1) Add1(acc, s(p), len);
+      if (n - p == 2) Add2(acc, s(p), s(p + 1), len);
+      if (n - p >= 3) Add3(acc, s(p), s(p + 1), s(p + 2), len);
+    }
     const size_t bytes = static_cast<size_t>(len) * sizeof(A);
     if (root >= 0) {
-      std::memcpy(reinterpret_cast<A*>(places[root]) + at, acc, bytes);
+      std::memcpy(x(root) + at, acc, bytes);
     } else {
-      for (int p = 0; p < n; ++p) {
-        std::memcpy(reinterpret_cast<A*>(places[p]) + at, acc, bytes);
-      }
+      for (int p = 0; p < n; ++p) std::memcpy(x(p) + at, acc, bytes);
     }
-  }
+  });
 }
 
 bool IsReducible(DType dtype) {
@@ -96,8 +167,7 @@ Status CheckTensor(const Tensor* t, const Where& where) {
   if (t == nullptr) return InvalidArgument(where() + ": no tensor");
   if (!t->defined()) return InvalidArgument(where() + ": tensor has no dtype");
   if (!t->place().is_cpu()) {
-    return InvalidArgument(where() + ": tensor is on " +
-                           t->place().ToString() +
+    return InvalidArgument(where() + ": tensor is on " + t->place().ToString() +
                            "; the in-process communicator needs CPU memory");
   }
   if (!t->initialized()) {
@@ -139,11 +209,20 @@ void InProcessPlan::RunSegment(size_t segment, int64_t begin,
       char* const* places = &data_[segment * n];
       const int root = collective_ == Collective::kReduce ? root_ : -1;
       switch (dtype_) {
-        case DType::kFP32: ReduceRange<float>(places, n, root, begin, count); break;
-        case DType::kFP64: ReduceRange<double>(places, n, root, begin, count); break;
-        case DType::kInt32: ReduceRange<uint32_t>(places, n, root, begin, count); break;
-        case DType::kInt64: ReduceRange<uint64_t>(places, n, root, begin, count); break;
-        default: PAREX_CHECK(false, "dtype not reducible (Prepare checks it)");
+        case DType::kFP32:
+          ReduceRange<float>(places, n, root, distinct_, begin, count);
+          break;
+        case DType::kFP64:
+          ReduceRange<double>(places, n, root, distinct_, begin, count);
+          break;
+        case DType::kInt32:
+          ReduceRange<uint32_t>(places, n, root, distinct_, begin, count);
+          break;
+        case DType::kInt64:
+          ReduceRange<uint64_t>(places, n, root, distinct_, begin, count);
+          break;
+        default:
+          PAREX_CHECK(false, "dtype not reducible (Prepare checks it)");
       }
       return;
     }
@@ -234,12 +313,13 @@ Status InProcessCommunicator::PrepareInPlace(Collective collective,
   plan->segment_begin_.push_back(0);
   DType dtype = DType::kUndefined;
   int64_t total = 0;
+  bool distinct = true;  // no two places of a group share a data pointer
   for (size_t g = 0; g < groups.size(); ++g) {
     const PlaceTensors& tensors = groups[g];
     if (static_cast<int>(tensors.size()) != n) {
       return InvalidArgument(Label(collective, name, groups.size(), g) + ": " +
-                             std::to_string(tensors.size()) +
-                             " tensors for " + std::to_string(n) + " places");
+                             std::to_string(tensors.size()) + " tensors for " +
+                             std::to_string(n) + " places");
     }
     for (int p = 0; p < n; ++p) {
       const Tensor* t = tensors[p];
@@ -277,18 +357,24 @@ Status InProcessCommunicator::PrepareInPlace(Collective collective,
                      : static_cast<int64_t>(tensors[0]->bytes());
     plan->segment_begin_.push_back(total);
     for (int p = 0; p < n; ++p) {
-      plan->data_.push_back(static_cast<char*>(tensors[p]->raw_data()));
+      char* data = static_cast<char*>(tensors[p]->raw_data());
+      if (tensors[0]->numel() > 0) {
+        for (int q = 0; q < p; ++q) {
+          if (plan->data_[g * n + q] == data) distinct = false;
+        }
+      }
+      plan->data_.push_back(data);
     }
   }
   plan->collective_ = collective;
   plan->dtype_ = dtype;
   plan->num_places_ = n;
   plan->root_ = collective == Collective::kAllReduce ? 0 : root;
+  plan->distinct_ = distinct;
   plan->unit_bytes_ = reduces ? static_cast<int64_t>(SizeOf(dtype)) : 1;
   plan->total_units_ = total;
   plan->chunk_units_ = options_.chunk_bytes / plan->unit_bytes_;
-  const int64_t chunks =
-      (total + plan->chunk_units_ - 1) / plan->chunk_units_;
+  const int64_t chunks = (total + plan->chunk_units_ - 1) / plan->chunk_units_;
   if (chunks > INT_MAX) {
     return OutOfRange(Label(collective, name, 1, 0) + ": " +
                       std::to_string(chunks) + " chunks; raise chunk_bytes");
@@ -398,8 +484,8 @@ Status InProcessCommunicator::AllReduce(std::string_view name,
   return Status::Ok();
 }
 
-Status InProcessCommunicator::Reduce(std::string_view name,
-                                     TensorGroups groups, int root) {
+Status InProcessCommunicator::Reduce(std::string_view name, TensorGroups groups,
+                                     int root) {
   PAREX_RETURN_IF_ERROR(
       Prepare(Collective::kReduce, name, groups, root, nullptr, &plan_));
   RunPlan();

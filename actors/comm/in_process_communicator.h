@@ -18,6 +18,10 @@
 // Reductions support fp32, fp64, int32 and int64 (integers wrap on
 // overflow, as two's complement); broadcast and all-gather copy bytes of any
 // dtype. Zero-element tensors are fine (zero chunks).
+//
+// Memory: the tensors of distinct places either share no bytes or are the
+// same bytes (CPU Reduce mode may give places one parameter buffer); partial
+// overlaps are not allowed.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +61,9 @@ class InProcessPlan {
   DType dtype_ = DType::kUndefined;
   int num_places_ = 0;
   int root_ = 0;
+  // No two places of a segment share a data pointer (the fused all-reduce
+  // kernels need distinct destinations).
+  bool distinct_ = true;
   int num_chunks_ = 0;
   // The range is counted in units: elements for reductions, bytes for
   // copies. unit_bytes_ is the size of a unit.
@@ -80,8 +87,7 @@ struct InProcessCommunicatorOptions {
   int64_t chunk_bytes = int64_t{64} << 10;
   // Runs body(0) ... body(n - 1), each exactly once, possibly concurrently,
   // and returns after all returned. Empty: serially on the calling thread.
-  std::function<void(int n, const std::function<void(int)>& body)>
-      parallel_for;
+  std::function<void(int n, const std::function<void(int)>& body)> parallel_for;
 };
 
 class InProcessCommunicator final : public Communicator {
@@ -98,9 +104,7 @@ class InProcessCommunicator final : public Communicator {
   InProcessCommunicator& operator=(const InProcessCommunicator&) = delete;
 
   const char* backend() const override { return "in_process"; }
-  int world_size() const override {
-    return static_cast<int>(places_.size());
-  }
+  int world_size() const override { return static_cast<int>(places_.size()); }
   int local_size() const override { return world_size(); }
   int first_local_rank() const override { return 0; }
   Place place(int rank) const override { return places_[rank]; }
@@ -109,8 +113,7 @@ class InProcessCommunicator final : public Communicator {
   // Prepare + every chunk through options.parallel_for, on a plan this
   // instance keeps (so these calls allocate nothing in steady state).
   Status AllReduce(std::string_view name, TensorGroups groups) override;
-  Status Reduce(std::string_view name, TensorGroups groups,
-                int root) override;
+  Status Reduce(std::string_view name, TensorGroups groups, int root) override;
   Status Broadcast(std::string_view name, TensorGroups groups,
                    int root) override;
   Status AllGather(std::string_view name, const PlaceTensors& inputs,

@@ -9,33 +9,6 @@
 namespace parex {
 namespace {
 
-// dst = dst + src, elementwise, for the dtypes gradients have.
-template <typename T>
-void AddInto(Tensor* dst, const Tensor& src) {
-  T* d = dst->data<T>();
-  const T* s = src.data<T>();
-  const int64_t n = dst->numel();
-  for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-}
-
-Status AddTensorInto(Tensor* dst, const Tensor& src) {
-  switch (dst->dtype()) {
-    case DType::kFP32: AddInto<float>(dst, src); return Status::Ok();
-    case DType::kFP64: AddInto<double>(dst, src); return Status::Ok();
-    case DType::kInt32: AddInto<int32_t>(dst, src); return Status::Ok();
-    case DType::kInt64: AddInto<int64_t>(dst, src); return Status::Ok();
-    default:
-      return Unimplemented(std::string("collectives over ") +
-                           DTypeName(dst->dtype()) + " tensors");
-  }
-}
-
-void CopyInto(Tensor* dst, const Tensor& src) {
-  if (dst->SharesBufferWith(src)) return;
-  dst->Allocate(src.dtype(), src.dims(), src.place());
-  if (src.bytes() > 0) std::memcpy(dst->raw_data(), src.raw_data(), src.bytes());
-}
-
 }  // namespace
 
 OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
@@ -44,6 +17,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
     : graph_(graph), exec_scopes_(exec_scopes), dry_run_(dry_run) {
   const uint64_t seed = static_cast<uint64_t>(GetConfigInt("PAREX_SEED"));
   contexts_.resize(graph->ops().size());
+  comms_.resize(graph->ops().size());
   fetch_slot_.assign(graph->ops().size(), -1);
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
@@ -53,6 +27,8 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
       ctx->SetSeed(seed * 1000003u + static_cast<uint64_t>(op.place) * 7919u +
                    static_cast<uint64_t>(op.program_op));
       contexts_[op.id] = std::move(ctx);
+    } else if (IsCollective(op.kind)) {
+      comms_[op.id] = std::make_unique<InProcessCommunicator>(graph->places());
     } else if (op.kind == SsaOpKind::kFetch) {
       fetch_slot_[op.id] = fetches++;
       fetch_names_.push_back(op.var_names[0]);
@@ -125,55 +101,42 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
 
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
   const int n = graph_->num_places();
-  for (const std::string& name : op.var_names) {
-    std::vector<Tensor*> t(n);
+  const int root = op.root >= 0 ? op.root : 0;
+  // One group of per-place tensors per var (a fused bucket: several).
+  std::vector<PlaceTensors> groups(op.var_names.size(), PlaceTensors(n));
+  for (size_t i = 0; i < op.var_names.size(); ++i) {
     for (int p = 0; p < n; ++p) {
-      PAREX_ASSIGN_OR_RETURN(t[p], PlaceTensor(op, name, p));
+      PAREX_ASSIGN_OR_RETURN(groups[i][p], PlaceTensor(op, op.var_names[i], p));
     }
-    const int root = op.root >= 0 ? op.root : 0;
-    for (int p = 0; p < n; ++p) {
-      if (op.kind == SsaOpKind::kBroadcast && p != root) continue;
-      if (t[p]->dtype() != t[root]->dtype() ||
-          t[p]->dims() != t[root]->dims()) {
-        return InvalidArgument(
-            std::string(SsaOpKindName(op.kind)) + " '" + name + "' place " +
-            graph_->places()[p].ToString() + ": " + t[p]->DebugString() +
-            " != " + t[root]->DebugString() + " on " +
-            graph_->places()[root].ToString());
-      }
-    }
-    switch (op.kind) {
-      case SsaOpKind::kAllReduce:
-      case SsaOpKind::kFusedAllReduce:
-      case SsaOpKind::kAllGather: {
-        // Sum in place order on place 0, then copy: (p0 + p1) + p2 ...
-        // The gradients parex produces are dense, so the rows of a sparse
-        // gradient are merged by this sum too.
-        for (int p = 1; p < n; ++p) {
-          PAREX_RETURN_IF_ERROR(AddTensorInto(t[0], *t[p]));
+    if (op.kind == SsaOpKind::kBroadcast) {
+      // The receivers take the root's shape.
+      const Tensor& src = *groups[i][root];
+      for (int p = 0; p < n; ++p) {
+        Tensor* dst = groups[i][p];
+        if (p != root && (dst->dims() != src.dims() || dst->dtype() != src.dtype())) {
+          dst->Allocate(src.dtype(), src.dims(), graph_->places()[p]);
         }
-        for (int p = 1; p < n; ++p) CopyInto(t[p], *t[0]);
-        break;
       }
-      case SsaOpKind::kReduce: {
-        // Sum in place order into the root.
-        Tensor sum = t[0]->Clone();
-        for (int p = 1; p < n; ++p) {
-          PAREX_RETURN_IF_ERROR(AddTensorInto(&sum, *t[p]));
-        }
-        CopyInto(t[root], sum);
-        break;
-      }
-      case SsaOpKind::kBroadcast:
-        for (int p = 0; p < n; ++p) {
-          if (p != root) CopyInto(t[p], *t[root]);
-        }
-        break;
-      default:
-        return Internal(graph_->OpLabel(op.id) + ": not a collective");
     }
   }
-  return Status::Ok();
+  InProcessCommunicator& comm = *comms_[op.id];
+  const std::string& name = op.var_names.size() == 1
+                                ? op.var_names[0]
+                                : graph_->OpLabel(op.id);
+  switch (op.kind) {
+    case SsaOpKind::kAllReduce:
+    case SsaOpKind::kFusedAllReduce:
+    // The gradients parex produces are dense (lookup_table's included), so
+    // the rows of a "sparse" gradient merge by this sum too.
+    case SsaOpKind::kAllGather:
+      return comm.AllReduce(name, groups);
+    case SsaOpKind::kReduce:
+      return comm.Reduce(name, groups, root);
+    case SsaOpKind::kBroadcast:
+      return comm.Broadcast(name, groups, root);
+    default:
+      return Internal(graph_->OpLabel(op.id) + ": not a collective");
+  }
 }
 
 Status OpHandleTasks::RunFetch(const SsaOp& op) {

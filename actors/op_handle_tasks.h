@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "actors/comm/in_process_communicator.h"
 #include "base/status.h"
 #include "graph/ssa_graph.h"
 #include "kernels/device_context.h"
@@ -51,6 +52,9 @@ class OpHandleTasks {
   const std::vector<Scope*>* exec_scopes_;
   bool dry_run_;
   std::vector<std::unique_ptr<CpuDeviceContext>> contexts_;  // per op
+  // Per collective op: its own communicator (one call at a time each, and an
+  // op handle never runs twice at once).
+  std::vector<std::unique_ptr<InProcessCommunicator>> comms_;
   std::vector<int> fetch_slot_;                             // per op, or -1
   std::vector<std::vector<Tensor>> fetched_;
   std::vector<std::string> fetch_names_;

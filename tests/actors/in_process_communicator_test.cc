@@ -76,7 +76,8 @@ std::vector<T> NaiveSum(const std::vector<std::vector<T>>& xs) {
     for (size_t i = 0; i < sum.size(); ++i) {
       if constexpr (std::is_integral_v<T>) {
         using U = std::make_unsigned_t<T>;
-        sum[i] = static_cast<T>(static_cast<U>(sum[i]) + static_cast<U>(xs[p][i]));
+        sum[i] =
+            static_cast<T>(static_cast<U>(sum[i]) + static_cast<U>(xs[p][i]));
       } else {
         sum[i] = sum[i] + xs[p][i];
       }
@@ -95,7 +96,8 @@ std::vector<std::vector<T>> Snapshot(const PlaceTensors& ts) {
 template <typename T>
 bool BitEqual(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // Runs the chunks on fresh std::threads taking indices from a counter, in
@@ -155,7 +157,8 @@ class InProcessCommunicatorSweep
       ASSERT_TRUE(comm.Reduce("x", v.ptrs, root).ok());
       const std::vector<T> want = NaiveSum(before);
       for (int p = 0; p < world(); ++p) {
-        ASSERT_TRUE(BitEqual(ToVector<T>(*v.ptrs[p]), p == root ? want : before[p]))
+        ASSERT_TRUE(
+            BitEqual(ToVector<T>(*v.ptrs[p]), p == root ? want : before[p]))
             << DTypeName(DTypeOf<T>()) << " place " << p;
       }
     }
@@ -184,7 +187,8 @@ TEST_P(InProcessCommunicatorSweep, Broadcast) {
     const std::vector<double> want = ToVector<double>(*v.ptrs[root]);
     ASSERT_TRUE(comm.Broadcast("x", v.ptrs, root).ok());
     for (int p = 0; p < world(); ++p) {
-      ASSERT_TRUE(BitEqual(ToVector<double>(*v.ptrs[p]), want)) << "place " << p;
+      ASSERT_TRUE(BitEqual(ToVector<double>(*v.ptrs[p]), want))
+          << "place " << p;
     }
   }
 }
@@ -210,9 +214,11 @@ TEST_P(InProcessCommunicatorSweep, AllGather) {
     }
     ASSERT_TRUE(comm.AllGather("rows", inputs, outputs).ok());
     for (int p = 0; p < world(); ++p) {
-      EXPECT_EQ(outputs[p]->dims(), (Dims{static_cast<int64_t>(want.size() / 2), 2}));
+      EXPECT_EQ(outputs[p]->dims(),
+                (Dims{static_cast<int64_t>(want.size() / 2), 2}));
       EXPECT_EQ(outputs[p]->place(), Place::CPU(p));
-      ASSERT_TRUE(BitEqual(ToVector<float>(*outputs[p]), want)) << "place " << p;
+      ASSERT_TRUE(BitEqual(ToVector<float>(*outputs[p]), want))
+          << "place " << p;
     }
   }
 }
@@ -277,7 +283,8 @@ TEST(InProcessCommunicatorTest, FusedBucketIsOneRange) {
       const std::vector<float> want = NaiveSum(before[g]);
       for (int p = 0; p < n; ++p) {
         ASSERT_TRUE(BitEqual(ToVector<float>(*vars[g].ptrs[p]), want))
-            << "group " << g << " place " << p << " chunk_bytes " << chunk_bytes;
+            << "group " << g << " place " << p << " chunk_bytes "
+            << chunk_bytes;
       }
     }
     // Reduce then broadcast of the bucket equals the all-reduce.
@@ -291,8 +298,42 @@ TEST(InProcessCommunicatorTest, FusedBucketIsOneRange) {
     ASSERT_TRUE(comm.Broadcast("bucket_0", bucket, 1).ok());
     for (size_t g = 0; g < vars.size(); ++g) {
       for (int p = 0; p < n; ++p) {
-        ASSERT_TRUE(BitEqual(ToVector<float>(*vars[g].ptrs[p]), NaiveSum(before[g])));
+        ASSERT_TRUE(
+            BitEqual(ToVector<float>(*vars[g].ptrs[p]), NaiveSum(before[g])));
       }
+    }
+  }
+}
+
+TEST(InProcessCommunicatorTest, AllReduceOverFiveToSevenPlaces) {
+  // Past four places the sums continue in groups of up to three (all-reduce
+  // and reduce share that path); the sweep covers 8.
+  for (int n : {5, 6, 7}) {
+    for (const auto& options : ChunkSettings()) {
+      InProcessCommunicator comm(n, options);
+      Var v = MakeVar<float>(n, {1001}, 40 + n);
+      const std::vector<float> want = NaiveSum(Snapshot<float>(v.ptrs));
+      ASSERT_TRUE(comm.AllReduce("x", v.ptrs).ok());
+      for (int p = 0; p < n; ++p) {
+        ASSERT_TRUE(BitEqual(ToVector<float>(*v.ptrs[p]), want))
+            << n << " places, place " << p;
+      }
+    }
+  }
+}
+
+TEST(InProcessCommunicatorTest, AllReduceOverSharedBufferSumsEachPlace) {
+  // Places 0 and 2 hold one buffer (CPU Reduce mode shares parameters): the
+  // sum counts it twice, as two places holding equal values would.
+  for (const auto& options : ChunkSettings()) {
+    InProcessCommunicator comm(3, options);
+    Var v = MakeVar<double>(3, {kLarge}, 50);
+    v.ptrs[2]->ShareDataWith(*v.ptrs[0]);
+    const std::vector<double> want = NaiveSum(Snapshot<double>(v.ptrs));
+    ASSERT_TRUE(comm.AllReduce("x", v.ptrs).ok());
+    for (int p = 0; p < 3; ++p) {
+      ASSERT_TRUE(BitEqual(ToVector<double>(*v.ptrs[p]), want))
+          << "place " << p;
     }
   }
 }
@@ -305,7 +346,9 @@ TEST(InProcessCommunicatorTest, PlanChunksRunFromSeveralThreads) {
   Var v = MakeVar<double>(n, {kLarge}, 30);
   const std::vector<double> want = NaiveSum(Snapshot<double>(v.ptrs));
   InProcessPlan plan;
-  ASSERT_TRUE(comm.Prepare(Collective::kAllReduce, "x", v.ptrs, 0, nullptr, &plan).ok());
+  ASSERT_TRUE(
+      comm.Prepare(Collective::kAllReduce, "x", v.ptrs, 0, nullptr, &plan)
+          .ok());
   EXPECT_EQ(plan.collective(), Collective::kAllReduce);
   EXPECT_EQ(plan.bytes_per_place(), kLarge * 8);
   EXPECT_EQ(plan.num_chunks(), (kLarge * 8 + 4095) / 4096);
@@ -326,14 +369,17 @@ TEST(InProcessCommunicatorTest, ZeroElementsPlanNoChunks) {
   InProcessCommunicator comm(3);
   Var v = MakeVar<float>(3, {0, 5}, 0);
   InProcessPlan plan;
-  ASSERT_TRUE(comm.Prepare(Collective::kAllReduce, "x", v.ptrs, 0, nullptr, &plan).ok());
+  ASSERT_TRUE(
+      comm.Prepare(Collective::kAllReduce, "x", v.ptrs, 0, nullptr, &plan)
+          .ok());
   EXPECT_EQ(plan.num_chunks(), 0);
   EXPECT_TRUE(comm.AllReduce("x", v.ptrs).ok());
 }
 
 TEST(InProcessCommunicatorTest, IntegerSumsWrap) {
   InProcessCommunicator comm(2);
-  Tensor a = MakeTensor<int32_t>({2}, {std::numeric_limits<int32_t>::max(), -5});
+  Tensor a =
+      MakeTensor<int32_t>({2}, {std::numeric_limits<int32_t>::max(), -5});
   Tensor b = MakeTensor<int32_t>({2}, {1, 3});
   ASSERT_TRUE(comm.AllReduce("i", PlaceTensors{&a, &b}).ok());
   EXPECT_EQ(ToVector<int32_t>(b),
@@ -430,12 +476,12 @@ TEST(InProcessCommunicatorErrors, BucketGroupsNamedAndShareOneDtype) {
   Tensor c(DType::kFP64, {4}, Place::CPU(0));
   Tensor d(DType::kFP64, {4}, Place::CPU(1));
   Tensor e(DType::kFP32, {5}, Place::CPU(1));
-  EXPECT_EQ(ErrorOf(comm.AllReduce("bucket_1", std::vector<PlaceTensors>{
-                                                   {&a, &b}, {&c, &d}})),
+  EXPECT_EQ(ErrorOf(comm.AllReduce(
+                "bucket_1", std::vector<PlaceTensors>{{&a, &b}, {&c, &d}})),
             "all_reduce 'bucket_1' group 1: dtype fp64 != fp32 of group 0 "
             "(a bucket has one dtype)");
-  EXPECT_EQ(ErrorOf(comm.AllReduce("bucket_1", std::vector<PlaceTensors>{
-                                                   {&a, &b}, {&a, &e}})),
+  EXPECT_EQ(ErrorOf(comm.AllReduce(
+                "bucket_1", std::vector<PlaceTensors>{{&a, &b}, {&a, &e}})),
             "all_reduce 'bucket_1' group 1 place cpu:1: shape [5] != [4] of "
             "cpu:0");
 }

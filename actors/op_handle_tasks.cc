@@ -155,7 +155,7 @@ Status OpHandleTasks::RunFetch(const SsaOp& op) {
 }
 
 StatusOr<Tensor> ConcatAlongDim0(const std::vector<Tensor>& parts) {
-  if (parts.empty()) return Tensor();
+  if (parts.empty() || !parts[0].defined()) return Tensor();  // dry run
   Dims dims = parts[0].dims();
   if (dims.empty()) dims = {1};
   int64_t rows = 0;

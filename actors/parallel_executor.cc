@@ -66,6 +66,7 @@ struct ParallelExecutor::Impl {
   ExecutionStrategy exec;
   int num_threads = 1;
   std::vector<Scope*> local;  // per place: persistables
+  std::vector<Scope*> parents;  // per place: the scope `local` is a kid of
   // Per place, under `local`: the parent of the execution scope, so that
   // dropping temporaries leaves other kids of `local` (a test executor's
   // scopes) alone.
@@ -120,6 +121,23 @@ Status ParallelExecutor::Impl::ResetExecutionScopes(const SsaGraph& graph) {
     exec_scopes[p] = holder[p]->NewScope();
     for (const std::string& name : graph.VarNames()) {
       if (exec_scopes[p]->FindVar(name) == nullptr) exec_scopes[p]->Var(name);
+    }
+  }
+  // memory_optimize: the temporaries of one planned buffer start out
+  // sharing one allocation; Tensor::Allocate keeps it while it is large
+  // enough (a larger batch than planned gets its own memory, safely).
+  const MemoryPlan& plan = graph.memory_plan;
+  if (!plan.empty()) {
+    std::vector<Tensor> buffers;
+    for (size_t b = 0; b < plan.buffer_bytes.size(); ++b) {
+      buffers.emplace_back(DType::kUInt8, Dims{plan.buffer_bytes[b]},
+                           places[plan.buffer_place[b]]);
+    }
+    for (int p = 0; p < n(); ++p) {
+      for (const auto& [name, b] : plan.buffer_of[p]) {
+        Variable* v = exec_scopes[p]->FindLocalVar(name);
+        if (v != nullptr) *v->GetMutableTensor() = buffers[b];
+      }
     }
   }
   steps_since_drop = 0;
@@ -184,9 +202,9 @@ ParallelExecutor::ParallelExecutor(std::unique_ptr<Impl> impl)
 
 ParallelExecutor::~ParallelExecutor() {
   impl_->compiled.clear();  // actors first: they use the scopes
-  // The local scopes stay kids of the caller's scope (a Scope cannot drop
-  // one kid); what they hold is released here.
-  for (Scope* s : impl_->local) s->DropKids();
+  for (size_t p = 0; p < impl_->local.size(); ++p) {
+    impl_->parents[p]->DeleteScope(impl_->local[p]);
+  }
 }
 
 StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
@@ -248,6 +266,7 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     Scope* parent = share_vars_from != nullptr
                         ? share_vars_from->local_scope(p)
                         : scope;
+    impl->parents.push_back(parent);
     impl->local[p] = parent->NewScope();
     impl->holder[p] = impl->local[p]->NewScope();
     if (p == 0 || share_vars_from != nullptr) continue;

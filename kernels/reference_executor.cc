@@ -36,11 +36,13 @@ StatusOr<std::vector<Tensor>> ReferenceExecutor::Run(
   PAREX_RETURN_IF_ERROR(ValidateProgram(program));
   const Block& block = program.global_block();
   Scope* local = scope->NewScope();
-  // Temporaries go with the local scope whatever happens below.
-  struct DropKids {
+  // Temporaries go with the local scope whatever happens below (and only
+  // it: other kids of `scope`, such as a ParallelExecutor's, stay).
+  struct DeleteLocal {
     Scope* scope;
-    ~DropKids() { scope->DropKids(); }
-  } drop{scope};
+    Scope* local;
+    ~DeleteLocal() { scope->DeleteScope(local); }
+  } drop{scope, local};
 
   for (const auto& var : block.vars()) {
     if (var->persistable() && var->type() != proto::VarType::FEED_MINIBATCH &&

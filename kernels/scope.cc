@@ -40,6 +40,14 @@ Scope* Scope::NewScope() {
 
 void Scope::DropKids() { kids_.clear(); }
 
+void Scope::DeleteScope(Scope* kid) {
+  kids_.erase(std::remove_if(kids_.begin(), kids_.end(),
+                             [kid](const std::unique_ptr<Scope>& s) {
+                               return s.get() == kid;
+                             }),
+              kids_.end());
+}
+
 std::vector<std::string> Scope::LocalVarNames() const {
   std::vector<std::string> names;
   for (const auto& [name, var] : vars_) names.push_back(name);

@@ -50,6 +50,9 @@ class Scope {
   // A child scope, owned by this scope until DropKids.
   Scope* NewScope();
   void DropKids();
+  // Destroys one kid (and its kids); other kids are untouched. No-op when
+  // `kid` is not a kid of this scope.
+  void DeleteScope(Scope* kid);
   const Scope* parent() const { return parent_; }
   std::vector<std::string> LocalVarNames() const;
 

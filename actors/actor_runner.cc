@@ -24,15 +24,42 @@ using done_atom = caf::atom_constant<caf::atom("px_done")>;
 
 }  // namespace
 
+struct ActorSystem::Impl {
+  // The config outlives the system.
+  std::unique_ptr<caf::actor_system_config> config;
+  std::unique_ptr<caf::actor_system> system;
+};
+
+ActorSystem::ActorSystem(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ActorSystem::~ActorSystem() {
+  impl_->system.reset();  // waits for every actor of the system
+}
+
+std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
+                                                 bool sharing_policy) {
+  if (num_threads <= 0) {
+    num_threads =
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->config = std::make_unique<caf::actor_system_config>();
+  impl->config->set("scheduler.max-threads", static_cast<size_t>(num_threads));
+  impl->config->set("scheduler.policy", sharing_policy ? caf::atom("sharing")
+                                                       : caf::atom("stealing"));
+  impl->system = std::make_unique<caf::actor_system>(*impl->config);
+  return std::shared_ptr<ActorSystem>(new ActorSystem(std::move(impl)));
+}
+
 struct ActorRunner::Impl {
   std::shared_ptr<const TaskGraph> graph;
   std::vector<int> roots;
   TraceRecorder* trace = nullptr;
 
   // Declared in destruction order's reverse: actors and the scoped actor
-  // go before the system, the system before its config.
-  std::unique_ptr<caf::actor_system_config> config;
-  std::unique_ptr<caf::actor_system> system;
+  // go before the system.
+  std::shared_ptr<ActorSystem> owner;
+  caf::actor_system* system = nullptr;
   std::unique_ptr<caf::scoped_actor> caller;
   std::vector<caf::actor> node_actors;
   caf::actor coordinator;
@@ -132,16 +159,11 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   if (g.size() > 0 && impl->roots.empty()) {
     return InvalidArgument("ActorRunner: the task graph has no root node");
   }
-  int threads = options.num_threads;
-  if (threads <= 0) {
-    threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  impl->config = std::make_unique<caf::actor_system_config>();
-  impl->config->set("scheduler.max-threads", static_cast<size_t>(threads));
-  impl->config->set("scheduler.policy", options.sharing_policy
-                                            ? caf::atom("sharing")
-                                            : caf::atom("stealing"));
-  impl->system = std::make_unique<caf::actor_system>(*impl->config);
+  impl->owner = options.system != nullptr
+                    ? options.system
+                    : ActorSystem::Create(options.num_threads,
+                                          options.sharing_policy);
+  impl->system = impl->owner->impl()->system.get();
   impl->pending = std::make_unique<std::atomic<int>[]>(g.size());
   impl->node_actors.reserve(g.size());
   // Every spawned function takes at least one argument (ARCHITECTURE.md:
@@ -157,14 +179,19 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
 ActorRunner::ActorRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 ActorRunner::~ActorRunner() {
-  for (const caf::actor& a : impl_->node_actors) {
+  // The actors point at this runner's state: stop them and wait until they
+  // are gone (the system may be shared and live on).
+  std::vector<caf::actor> all = impl_->node_actors;
+  all.push_back(impl_->coordinator);
+  for (const caf::actor& a : all) {
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
-  caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
+  (*impl_->caller)->wait_for(all);
+  all.clear();
   impl_->node_actors.clear();
   impl_->coordinator = nullptr;
   impl_->caller.reset();
-  impl_->system.reset();  // waits for every actor to finish
+  impl_->owner.reset();  // the last reference to the system stops it
 }
 
 Status ActorRunner::Run(int64_t step) {

@@ -23,11 +23,31 @@
 
 namespace parex {
 
+// A CAF actor system (its scheduler is the worker pool) that several
+// runners can share, so an executor with several compiled steps keeps one
+// pool of threads. Opaque outside actors/actor_runner.cc.
+class ActorSystem {
+ public:
+  // `num_threads` workers (0: hardware concurrency); CAF's `sharing`
+  // scheduler policy (one shared queue) or `stealing` (idle workers poll and
+  // sleep in 50 µs steps).
+  static std::shared_ptr<ActorSystem> Create(int num_threads,
+                                             bool sharing_policy = true);
+  ~ActorSystem();
+  struct Impl;
+  Impl* impl() const { return impl_.get(); }
+
+ private:
+  explicit ActorSystem(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 struct ActorRunnerOptions {
-  int num_threads = 0;  // CAF scheduler workers; 0: hardware concurrency
-  // CAF's `sharing` scheduler policy (one shared queue) instead of
-  // `stealing`, whose idle workers poll and sleep in 50 µs steps.
+  // Used when `system` is null: the runner makes a system of its own.
+  int num_threads = 0;
   bool sharing_policy = true;
+  // A shared system; it outlives the runner (the runner holds a reference).
+  std::shared_ptr<ActorSystem> system;
   // When set and enabled: a span per task and a record per message.
   // Must outlive the runner.
   TraceRecorder* trace = nullptr;

@@ -72,6 +72,9 @@ struct ParallelExecutor::Impl {
   // scopes) alone.
   std::vector<Scope*> holder;
   std::vector<Scope*> exec_scopes;  // per place, dropped every k steps
+  // One worker pool for every compiled step; declared before `compiled` so
+  // the runners go first.
+  std::shared_ptr<ActorSystem> system;
   std::map<std::vector<std::string>, std::unique_ptr<CompiledStep>> compiled;
   const CompiledStep* last = nullptr;
   int64_t steps = 0;
@@ -102,8 +105,8 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
   PAREX_RETURN_IF_ERROR(tasks->Finalize());
   ActorRunnerOptions options;
-  options.num_threads = num_threads;
-  options.sharing_policy = exec.sharing_policy;
+  if (system == nullptr) system = ActorSystem::Create(num_threads, exec.sharing_policy);
+  options.system = system;
   options.trace = exec.trace;
   step->tasks = tasks;
   PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));

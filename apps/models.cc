@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "apps/datasets.h"
@@ -416,6 +417,28 @@ Status Trainer::SaveInferenceModel(const std::string& dir) const {
 
 bool HasCheckpoint(const std::string& dir) {
   return FileExists(dir + "/" + kStateFile);
+}
+
+FeedMap RandomExampleFeed(const ExampleProgram& example, int64_t rows,
+                          uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  FeedMap feed;
+  for (const std::string& name : example.feed_names()) {
+    const VarDesc* var = example.main.global_block().FindVar(name);
+    Dims dims = var->dims();
+    dims[0] = rows;
+    Tensor t(var->dtype(), dims);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (var->dtype() == DType::kInt64) {
+        t.data<int64_t>()[i] = static_cast<int64_t>(rng() % 10);
+      } else {
+        t.data<float>()[i] = normal(rng);
+      }
+    }
+    feed[name] = std::move(t);
+  }
+  return feed;
 }
 
 }  // namespace parex

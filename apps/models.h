@@ -166,4 +166,11 @@ bool HasCheckpoint(const std::string& dir);
 // dtypes are shared unchanged. Feeds fp32 data to fp64 examples.
 Tensor CastFloating(const Tensor& t, DType dtype);
 
+// A synthetic batch of `rows` rows shaped like the example's feeds:
+// standard-normal features (and regression labels), class labels uniform in
+// [0, 10). Seeded: the same seed gives the same batch. For benchmarks and
+// equivalence tests, where the values need not mean anything.
+FeedMap RandomExampleFeed(const ExampleProgram& example, int64_t rows,
+                          uint32_t seed);
+
 }  // namespace parex

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -21,26 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-FeedMap RandomBatch(const ExampleProgram& ex, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  FeedMap feed;
-  for (const std::string& name : ex.feed_names()) {
-    const VarDesc* var = ex.main.global_block().FindVar(name);
-    Dims dims = var->dims();
-    dims[0] = rows;
-    Tensor t(var->dtype(), dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (var->dtype() == DType::kInt64) {
-        t.data<int64_t>()[i] = rng() % 10;
-      } else {
-        t.data<float>()[i] = normal(rng);
-      }
-    }
-    feed[name] = t;
-  }
-  return feed;
-}
 
 // Median seconds per step over `rounds` rounds of `steps` steps.
 template <typename Step>
@@ -73,7 +52,7 @@ int Run(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", ex.status().ToString().c_str());
       return 1;
     }
-    const FeedMap feed = RandomBatch(*ex, batch, 7);
+    const FeedMap feed = RandomExampleFeed(*ex, batch, 7);
     ReferenceExecutor startup;
     Scope ref_scope;
     if (!startup.Run(ex->startup, &ref_scope, {}, {}).ok()) return 1;

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "actors/parallel_executor.h"
 #include "apps/models.h"
@@ -16,26 +15,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-FeedMap RandomFeed(const ExampleProgram& ex, int64_t rows, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  FeedMap feed;
-  for (const std::string& name : ex.feed_names()) {
-    const VarDesc* var = ex.main.global_block().FindVar(name);
-    Dims dims = var->dims();
-    dims[0] = rows;
-    Tensor t(var->dtype(), dims);
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (var->dtype() == DType::kInt64) {
-        t.data<int64_t>()[i] = rng() % 10;
-      } else {
-        t.data<float>()[i] = normal(rng);
-      }
-    }
-    feed[name] = t;
-  }
-  return feed;
-}
 
 void Startup(const ExampleProgram& ex, Scope* scope) {
   ReferenceExecutor startup;
@@ -57,7 +36,7 @@ TEST(ParallelOptionsTest, TestExecutorSharesTheTrainersParameters) {
   auto tester = ParallelExecutor::Create(kTwo, test->main, "", &scope, {}, {},
                                          trainer->get());
   ASSERT_TRUE(tester.ok()) << tester.status().ToString();
-  const FeedMap batch = RandomFeed(*train, 16, 1);
+  const FeedMap batch = RandomExampleFeed(*train, 16, 1);
   for (int step = 0; step < 3; ++step) {
     ASSERT_TRUE((*trainer)->Run(batch, {train->loss}).ok());
     // The tester sees this step's parameters: its prediction equals the
@@ -90,7 +69,7 @@ TEST(ParallelOptionsTest, DryRunSchedulesWithoutKernels) {
   exec.dry_run = true;
   auto pe = ParallelExecutor::Create(kTwo, ex->main, ex->loss, &scope, {}, exec);
   ASSERT_TRUE(pe.ok());
-  auto r = (*pe)->Run(RandomFeed(*ex, 8, 2), {ex->loss});
+  auto r = (*pe)->Run(RandomExampleFeed(*ex, 8, 2), {ex->loss});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE((*r)[0].defined());  // nothing computed
   const Tensor& after = *scope.FindVar(ex->params[0].param)->GetTensor();
@@ -107,7 +86,7 @@ TEST(ParallelOptionsTest, PlacesFromCpuNum) {
   unsetenv("CPU_NUM");
   ASSERT_TRUE(three.ok());
   EXPECT_EQ((*three)->places().size(), 3u);
-  auto r = (*three)->Run(RandomFeed(*ex, 9, 3), {ex->loss});
+  auto r = (*three)->Run(RandomExampleFeed(*ex, 9, 3), {ex->loss});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].numel(), 3);
   auto one = ParallelExecutor::Create({}, ex->main, ex->loss, &scope);
@@ -122,7 +101,7 @@ TEST(ParallelOptionsTest, MemoryOptimizeGivesTheSameBits) {
   StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kFashionCnn);
   ASSERT_TRUE(ex.ok());
   std::vector<FeedMap> batches;
-  for (int s = 0; s < 4; ++s) batches.push_back(RandomFeed(*ex, 8, 10 + s));
+  for (int s = 0; s < 4; ++s) batches.push_back(RandomExampleFeed(*ex, 8, 10 + s));
   auto train = [&](bool optimize, std::vector<float>* losses,
                    std::vector<Tensor>* params, int64_t* planned) {
     Scope scope;

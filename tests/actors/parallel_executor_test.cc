@@ -32,25 +32,9 @@ constexpr int64_t kBatch = 24;  // divisible by 1, 2, 3 and 4 places
 // Seeded random batches shaped like the model's input and label.
 std::vector<FeedMap> RandomBatches(const ExampleProgram& ex, int count,
                                    uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  const Block& block = ex.main.global_block();
   std::vector<FeedMap> batches;
   for (int b = 0; b < count; ++b) {
-    FeedMap feed;
-    for (const std::string& name : ex.feed_names()) {
-      const VarDesc* var = block.FindVar(name);
-      Dims dims = var->dims();
-      dims[0] = kBatch;
-      Tensor t(var->dtype(), dims);
-      if (var->dtype() == DType::kInt64) {
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = rng() % 10;
-      } else {
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-      }
-      feed[name] = t;
-    }
-    batches.push_back(std::move(feed));
+    batches.push_back(RandomExampleFeed(ex, kBatch, seed + b));
   }
   return batches;
 }

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace parex::testing {
 
@@ -18,6 +21,23 @@ inline const std::string& PaddleModelsDir() {
 inline bool HavePaddleModels() {
   struct stat st;
   return stat((PaddleModelsDir() + "/fit_a_line/__model__").c_str(), &st) == 0;
+}
+
+// The rows of 10 values of a golden probabilities.csv (mnist_mlp), lines of
+// another width (a header) skipped; empty when the file cannot be read.
+inline std::vector<std::vector<double>> ReadGoldenProbabilities(
+    const std::string& path) {
+  std::vector<std::vector<double>> rows;
+  std::ifstream csv(path);
+  std::string line;
+  while (std::getline(csv, line)) {
+    std::stringstream fields(line);
+    std::string field;
+    std::vector<double> values;
+    while (std::getline(fields, field, ',')) values.push_back(std::stod(field));
+    if (values.size() == 10) rows.push_back(std::move(values));
+  }
+  return rows;
 }
 
 }  // namespace parex::testing

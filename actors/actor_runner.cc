@@ -53,7 +53,12 @@ std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
 
 struct ActorRunner::Impl {
   std::shared_ptr<const TaskGraph> graph;
-  std::vector<int> roots;
+  // Chains: maximal paths u -> v where u's only successor is v, v's only
+  // predecessor is u, and both run on one place. A chain is one actor that
+  // runs its nodes in order; only chain heads wait on pending counters.
+  std::vector<std::vector<int>> chains;
+  std::vector<int> chain_of;  // node -> its chain
+  std::vector<int> roots;     // heads without predecessors
   TraceRecorder* trace = nullptr;
 
   // Declared in destruction order's reverse: actors and the scoped actor
@@ -61,7 +66,7 @@ struct ActorRunner::Impl {
   std::shared_ptr<ActorSystem> owner;
   caf::actor_system* system = nullptr;
   std::unique_ptr<caf::scoped_actor> caller;
-  std::vector<caf::actor> node_actors;
+  std::vector<caf::actor> node_actors;  // one per chain
   caf::actor coordinator;
 
   // Per-step state, reset by Run before the step's first message (message
@@ -80,43 +85,52 @@ struct ActorRunner::Impl {
     failed.store(true, std::memory_order_release);
   }
 
-  // Sends node `to` its run message (`from` -1: the coordinator).
+  // Sends the chain headed by node `to` its run message (`from` -1: the
+  // coordinator).
   void SendRun(int from, int to, int64_t step) {
     const uint64_t flow = tracing() ? trace->RecordSend(step, from, to) : 0;
-    caf::anon_send(node_actors[to], run_atom::value, step, flow);
+    caf::anon_send(node_actors[chain_of[to]], run_atom::value, step, flow);
   }
 
   bool tracing() const { return trace != nullptr && trace->enabled(); }
 
-  void RunNode(int id, int64_t step, uint64_t flow) {
+  void RunChain(int chain, int64_t step, uint64_t flow) {
+    const std::vector<int>& nodes = chains[chain];
     const bool traced = tracing();
-    TraceSpan span;
-    if (traced) {
-      span.begin_ns = trace->Now();
-      if (flow != 0) trace->RecordReceive(flow, id, span.begin_ns);
-    }
-    span.ok = !failed.load(std::memory_order_acquire);
-    if (span.ok) {
-      Status s = graph->task(id, step);
-      if (!s.ok()) {
-        span.ok = false;
-        RecordError(std::move(s));
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const int id = nodes[k];
+      const bool tail = k + 1 == nodes.size();
+      TraceSpan span;
+      if (traced) {
+        span.begin_ns = trace->Now();
+        if (k == 0 && flow != 0) trace->RecordReceive(flow, id, span.begin_ns);
+      }
+      span.ok = !failed.load(std::memory_order_acquire);
+      if (span.ok) {
+        Status s = graph->task(id, step);
+        if (!s.ok()) {
+          span.ok = false;
+          RecordError(std::move(s));
+        }
+      }
+      if (traced) span.task_end_ns = trace->Now();
+      if (tail) {
+        for (int succ : graph->nodes[id].successors) {
+          if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            SendRun(id, succ, step);
+          }
+        }
+      }
+      if (traced) {
+        span.step = step;
+        span.node = id;
+        span.bytes = graph->nodes[id].bytes;
+        span.end_ns = trace->Now();
+        trace->RecordSpan(span);
       }
     }
-    if (traced) span.task_end_ns = trace->Now();
-    for (int succ : graph->nodes[id].successors) {
-      if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        SendRun(id, succ, step);
-      }
-    }
-    if (traced) {
-      span.step = step;
-      span.node = id;
-      span.bytes = graph->nodes[id].bytes;
-      span.end_ns = trace->Now();
-      trace->RecordSpan(span);
-    }
-    if (remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    const int n = static_cast<int>(nodes.size());
+    if (remaining.fetch_sub(n, std::memory_order_acq_rel) == n) {
       caf::anon_send(coordinator, done_atom::value, step);
     }
   }
@@ -125,10 +139,39 @@ struct ActorRunner::Impl {
 namespace {
 
 // The id comes first: CAF takes a leading pointer argument for `self`.
-caf::behavior NodeActor(int id, ActorRunner::Impl* impl) {
-  return {[impl, id](run_atom, int64_t step, uint64_t flow) {
-    impl->RunNode(id, step, flow);
+caf::behavior ChainActor(int chain, ActorRunner::Impl* impl) {
+  return {[impl, chain](run_atom, int64_t step, uint64_t flow) {
+    impl->RunChain(chain, step, flow);
   }};
+}
+
+// The chains of `g` (see Impl::chains); every node its own chain when
+// `fuse` is off.
+void BuildChains(const TaskGraph& g, bool fuse, ActorRunner::Impl* impl) {
+  const int n = g.size();
+  std::vector<int> next(n, -1);
+  std::vector<bool> has_prev(n, false);
+  for (int u = 0; fuse && u < n; ++u) {
+    const TaskNode& node = g.nodes[u];
+    if (node.successors.size() != 1 || node.place < 0) continue;
+    const int v = node.successors[0];
+    if (g.nodes[v].num_predecessors != 1 || g.nodes[v].place != node.place) {
+      continue;
+    }
+    next[u] = v;
+    has_prev[v] = true;
+  }
+  impl->chain_of.assign(n, -1);
+  for (int head = 0; head < n; ++head) {
+    if (has_prev[head]) continue;
+    const int chain = static_cast<int>(impl->chains.size());
+    impl->chains.emplace_back();
+    for (int u = head; u >= 0; u = next[u]) {
+      impl->chains.back().push_back(u);
+      impl->chain_of[u] = chain;
+    }
+    if (g.nodes[head].num_predecessors == 0) impl->roots.push_back(head);
+  }
 }
 
 caf::behavior CoordinatorActor(caf::event_based_actor* self,
@@ -153,9 +196,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   impl->graph = std::move(graph);
   impl->trace = options.trace;
   const TaskGraph& g = *impl->graph;
-  for (int i = 0; i < g.size(); ++i) {
-    if (g.nodes[i].num_predecessors == 0) impl->roots.push_back(i);
-  }
+  BuildChains(g, options.fuse_chains, impl.get());
   if (g.size() > 0 && impl->roots.empty()) {
     return InvalidArgument("ActorRunner: the task graph has no root node");
   }
@@ -165,11 +206,12 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
                                           options.sharing_policy);
   impl->system = impl->owner->impl()->system.get();
   impl->pending = std::make_unique<std::atomic<int>[]>(g.size());
-  impl->node_actors.reserve(g.size());
+  impl->node_actors.reserve(impl->chains.size());
   // Every spawned function takes at least one argument (ARCHITECTURE.md:
   // CAF 0.17's init_fun_factory trap).
-  for (int i = 0; i < g.size(); ++i) {
-    impl->node_actors.push_back(impl->system->spawn(NodeActor, i, impl.get()));
+  for (size_t c = 0; c < impl->chains.size(); ++c) {
+    impl->node_actors.push_back(
+        impl->system->spawn(ChainActor, static_cast<int>(c), impl.get()));
   }
   impl->coordinator = impl->system->spawn(CoordinatorActor, impl.get());
   impl->caller = std::make_unique<caf::scoped_actor>(*impl->system);

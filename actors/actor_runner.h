@@ -1,7 +1,8 @@
 // ActorRunner: runs a TaskGraph on CAF 0.17 actors (DESIGN.md §3.4).
 //
-// One op actor per node, spawned once; a coordinator actor starts a step by
-// sending one message to every node without predecessors. A finishing node
+// One actor per node (or per linear chain of nodes on one place, see
+// ActorRunnerOptions::fuse_chains), spawned once; a coordinator actor starts
+// a step by sending one message to every node without predecessors. A finishing node
 // decrements each successor's pending counter (per-step state copied from
 // the graph's initial counts) and the producer that brings a counter to zero
 // sends that successor its single "run" message. The node that finishes last
@@ -48,6 +49,10 @@ struct ActorRunnerOptions {
   bool sharing_policy = true;
   // A shared system; it outlives the runner (the runner holds a reference).
   std::shared_ptr<ActorSystem> system;
+  // Linear chains of nodes on one place (each the only successor of the
+  // one before and its only predecessor) run as one actor, in order: one
+  // message per chain instead of per node. Every node still gets a span.
+  bool fuse_chains = true;
   // When set and enabled: a span per task and a record per message.
   // Must outlive the runner.
   TraceRecorder* trace = nullptr;

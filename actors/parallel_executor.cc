@@ -107,6 +107,7 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   ActorRunnerOptions options;
   if (system == nullptr) system = ActorSystem::Create(num_threads, exec.sharing_policy);
   options.system = system;
+  options.fuse_chains = exec.fuse_chains;
   options.trace = exec.trace;
   step->tasks = tasks;
   PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));

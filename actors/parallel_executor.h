@@ -44,6 +44,8 @@ struct ExecutionStrategy {
   bool dry_run = false;
   // CAF's `sharing` scheduler policy (see actors/actor_runner.h).
   bool sharing_policy = true;
+  // Linear chains of op handles on one place run as one actor.
+  bool fuse_chains = true;
   // Records every op handle's span and every actor message when set (and
   // enabled); must outlive the executor. Node ids are op handle ids of
   // graph(); TraceJson() exports it.

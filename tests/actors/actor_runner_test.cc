@@ -46,8 +46,15 @@ void ExpectOrdered(const TaskGraph& g, const Recorder& r, int steps) {
 
 TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
   for (int threads : {1, 2, 4}) {
-    for (bool sharing : {true, false}) {
-      std::shared_ptr<TaskGraph> g = RandomDag(300, 3, 7 + threads);
+    for (int variant = 0; variant < 3; ++variant) {
+      // 0: stealing policy; 1: sharing; 2: sharing with nodes on places,
+      // whose linear chains run fused, and sparse fan-out so chains exist.
+      const bool sharing = variant > 0;
+      std::shared_ptr<TaskGraph> g =
+          RandomDag(300, variant == 2 ? 1 : 3, 7 + threads);
+      if (variant == 2) {
+        for (int i = 0; i < g->size(); ++i) g->nodes[i].place = (i / 50) % 2;
+      }
       auto rec = std::make_shared<Recorder>(g->size());
       std::atomic<int> order_violations{0};
       const TaskGraph* graph = g.get();
@@ -64,8 +71,12 @@ TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
         return Status::Ok();
       };
       ASSERT_TRUE(g->Finalize().ok());
+      ActorRunnerOptions options;
+      options.num_threads = threads;
+      options.sharing_policy = sharing;
+      options.fuse_chains = variant == 2;
       StatusOr<std::unique_ptr<ActorRunner>> runner =
-          ActorRunner::Create(g, {threads, sharing});
+          ActorRunner::Create(g, options);
       ASSERT_TRUE(runner.ok()) << runner.status().ToString();
       const int steps = 50;
       for (int step = 0; step < steps; ++step) {
@@ -74,7 +85,7 @@ TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
       }
       ExpectOrdered(*graph, *rec, steps);
       EXPECT_EQ(order_violations.load(), 0)
-          << threads << " threads, sharing " << sharing;
+          << threads << " threads, variant " << variant;
     }
   }
 }

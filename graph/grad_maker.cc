@@ -30,8 +30,7 @@ OpInfo DescribeOp(const OpDesc& op) {
       "uniform_random", "gaussian_random", "accuracy"};
   OpInfo info;
   info.schema = OpSchemaRegistry::Global().Find(op.type());
-  StatusOr<int> role = op.GetAttr<int>("op_role");
-  const int r = role.ok() ? *role : 0;
+  const int r = OpRole(op);
   // Ops of an earlier backward or optimizer pass are not differentiated.
   if ((r & (kOpRoleBackward | kOpRoleOptimize)) != 0 ||
       kNoGradient.count(op.type()) > 0) {

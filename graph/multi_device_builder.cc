@@ -18,19 +18,6 @@ namespace {
 using ReduceStrategy = BuildStrategy::ReduceStrategy;
 using GradientScale = BuildStrategy::GradientScale;
 
-int OpRole(const OpDesc& op) {
-  if (!op.HasAttr("op_role")) return kOpRoleForward;
-  StatusOr<int> role = op.GetAttr<int>("op_role");
-  return role.ok() ? *role : kOpRoleForward;
-}
-
-std::vector<std::string> OpRoleVar(const OpDesc& op) {
-  if (!op.HasAttr("op_role_var")) return {};
-  StatusOr<std::vector<std::string>> v =
-      op.GetAttr<std::vector<std::string>>("op_role_var");
-  return v.ok() ? *v : std::vector<std::string>{};
-}
-
 bool IsLossGradOp(const OpDesc& op) {
   return OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
 }

@@ -16,13 +16,6 @@ constexpr char kParallelDo[] = "parallel_do";
 constexpr char kParallelDoGrad[] = "parallel_do_grad";
 constexpr char kThreadInfix[] = "@THREAD@";
 
-// The op's op_role; Forward when it carries none (as in Fluid).
-int OpRole(const OpDesc& op) {
-  const proto::OpDesc::Attr* attr = op.FindAttr("op_role");
-  StatusOr<int> role = attr ? ReadAttr<int>(*attr) : kOpRoleForward;
-  return role.ok() ? *role : kOpRoleForward;
-}
-
 bool WritesVar(const OpDesc& op, const std::string& name) {
   const std::vector<std::string> outs = op.OutputArgumentNames();
   return std::find(outs.begin(), outs.end(), name) != outs.end();
@@ -82,13 +75,6 @@ Status CheckDeclared(const Program& program, const OpDesc& op,
   return Status::Ok();
 }
 
-std::vector<std::string> RoleVar(const OpDesc& op) {
-  const proto::OpDesc::Attr* attr = op.FindAttr("op_role_var");
-  if (attr == nullptr) return {};
-  auto value = ReadAttr<std::vector<std::string>>(*attr);
-  return value.ok() ? *value : std::vector<std::string>{};
-}
-
 // Like AppendBackward, for each parameter in turn: the last op of a
 // backward region writing `param`@GRAD gets op_role Backward and [param,
 // grad] put in front of its op_role_var (pairs naming these parameters that
@@ -97,7 +83,7 @@ void MarkGradProducers(Block& block, const std::vector<int>& region_ops,
                        const std::vector<std::string>& params) {
   const std::set<std::string> named(params.begin(), params.end());
   for (int i : region_ops) {
-    const std::vector<std::string> old = RoleVar(block.op(i));
+    const std::vector<std::string> old = OpRoleVar(block.op(i));
     std::vector<std::string> kept;
     for (size_t k = 0; k + 1 < old.size(); k += 2) {
       if (!named.count(old[k])) kept.insert(kept.end(), {old[k], old[k + 1]});
@@ -115,7 +101,7 @@ void MarkGradProducers(Block& block, const std::vector<int>& region_ops,
     if (last < 0) continue;  // a parameter the backward block does not train
     OpDesc& producer = block.op(last);
     std::vector<std::string> value = {param, grad};
-    for (std::string& v : RoleVar(producer)) value.push_back(std::move(v));
+    for (std::string& v : OpRoleVar(producer)) value.push_back(std::move(v));
     producer.SetAttr<int>("op_role", kOpRoleBackward);
     producer.SetAttr("op_role_var", value);
   }
@@ -226,7 +212,7 @@ Status FindMerged(const Block& block, const std::string& loss,
     if (!plan->replicated[i]) continue;
     loss_ok |= !IsBackward(op) && WritesVar(op, loss);
     const auto pairs =
-        IsBackward(op) ? RoleVar(op) : std::vector<std::string>{};
+        IsBackward(op) ? OpRoleVar(op) : std::vector<std::string>{};
     for (size_t k = 0; k + 1 < pairs.size(); k += 2) {
       const std::string& grad = pairs[k + 1];
       // Written by a replicated op: per-thread unless persistable.

@@ -31,11 +31,9 @@ FeedMap Batch(const ExampleProgram& ex, int64_t rows) {
 bool IsOptimizer(const SsaGraph& g, const SsaOp& op, const std::string& param) {
   if (op.kind != SsaOpKind::kComputation) return false;
   const OpDesc& desc = g.program().global_block().op(op.program_op);
-  StatusOr<int> role = desc.GetAttr<int>("op_role");
-  if (!role.ok() || (*role & kOpRoleOptimize) == 0) return false;
-  StatusOr<std::vector<std::string>> rv =
-      desc.GetAttr<std::vector<std::string>>("op_role_var");
-  return rv.ok() && !rv->empty() && (*rv)[0] == param;
+  const std::vector<std::string> role_var = OpRoleVar(desc);
+  return (OpRole(desc) & kOpRoleOptimize) != 0 && !role_var.empty() &&
+         role_var[0] == param;
 }
 
 void CheckFlows(Mode mode, bool fuse_chains) {

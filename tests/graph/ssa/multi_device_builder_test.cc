@@ -35,7 +35,7 @@ using testing::TrainingProgram;
 using Mode = BuildStrategy::ReduceStrategy;
 
 bool IsOptimizerWithParam(const OpDesc& op) {
-  return (testing::OpRoleOf(op) & kOpRoleOptimize) != 0 && op.HasAttr("op_role_var");
+  return (OpRole(op) & kOpRoleOptimize) != 0 && !OpRoleVar(op).empty();
 }
 
 // The computation op replicating program op `index` on `place`, or -1.
@@ -77,7 +77,7 @@ void ExpectGradientsMerged(const SsaGraph& g) {
     }
     for (const SsaOp& op : g.ops()) {
       if (op.kind != SsaOpKind::kComputation) continue;
-      if ((testing::OpRoleOf(block.op(op.program_op)) & kOpRoleOptimize) == 0) continue;
+      if ((OpRole(block.op(op.program_op)) & kOpRoleOptimize) == 0) continue;
       for (int v : op.inputs) {
         if (g.var(v).name != info.grad) continue;
         EXPECT_TRUE(reach->Reaches(c, op.id)) << g.OpLabel(op.id);
@@ -114,7 +114,7 @@ TEST_P(TrainingGraphTest, CountsCollectivesVersionsAndRaces) {
   int replicated = 0, owner_only = 0;
   for (int i = 0; i < block.num_ops(); ++i) {
     const OpDesc& op = block.op(i);
-    if (testing::OpRoleOf(op) == (kOpRoleBackward | kOpRoleLoss)) continue;
+    if (OpRole(op) == (kOpRoleBackward | kOpRoleLoss)) continue;
     if (c.mode == Mode::kReduce && IsOptimizerWithParam(op)) {
       ++owner_only;
     } else {
@@ -227,10 +227,9 @@ TEST(MultiDeviceReduceTest, OwnersBalanceAndBroadcastsFollowOptimizers) {
           for (const SsaOp& op : g.ops()) {
             if (op.kind == SsaOpKind::kComputation &&
                 IsOptimizerWithParam(block.op(op.program_op))) {
-              StatusOr<std::vector<std::string>> rv =
-                  block.op(op.program_op)
-                      .GetAttr<std::vector<std::string>>("op_role_var");
-              if (rv.ok() && (*rv)[0] == info.param) optimizers.push_back(op.id);
+              if (OpRoleVar(block.op(op.program_op))[0] == info.param) {
+                optimizers.push_back(op.id);
+              }
             }
           }
           ASSERT_EQ(optimizers.size(), 1u);
@@ -410,7 +409,9 @@ TEST(MultiDeviceSequentialTest, EachPlaceRunsItsOpsInProgramOrder) {
     int last = -1;
     for (const SsaOp& op : g->ops()) {
       if (op.place != p) continue;
-      if (last >= 0) EXPECT_TRUE(reach->Reaches(last, op.id)) << g->OpLabel(op.id);
+      if (last >= 0) {
+        EXPECT_TRUE(reach->Reaches(last, op.id)) << g->OpLabel(op.id);
+      }
       last = op.id;
     }
   }

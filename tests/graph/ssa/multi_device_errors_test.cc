@@ -47,7 +47,7 @@ TEST(MultiDeviceErrorsTest, MissingLossUnknownParameterAndDoubleWriter) {
     Program p = ex.main;
     for (int i = 0; i < p.global_block().num_ops(); ++i) {
       OpDesc& op = p.global_block().op(i);
-      if (testing::OpRoleOf(op) == (kOpRoleBackward | kOpRoleLoss)) {
+      if (OpRole(op) == (kOpRoleBackward | kOpRoleLoss)) {
         op.SetAttr<int>("op_role", kOpRoleBackward);
       }
     }

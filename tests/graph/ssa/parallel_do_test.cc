@@ -35,20 +35,14 @@ using testing::CpuPlaces;
 using ::testing::HasSubstr;
 using testing::TrainingProgram;
 
-std::vector<std::string> RoleVar(const OpDesc& op) {
-  const proto::OpDesc::Attr* attr = op.FindAttr("op_role_var");
-  if (attr == nullptr) return {};
-  return ReadAttr<std::vector<std::string>>(*attr).value();
-}
-
 // A Backward op whose op_role_var lists the pair (param, grad).
 bool ProducesGrad(const OpDesc& op, const ParamGrad& pg) {
-  const std::vector<std::string> rv = RoleVar(op);
+  const std::vector<std::string> rv = OpRoleVar(op);
   bool listed = false;
   for (size_t k = 0; k + 1 < rv.size(); k += 2) {
     listed |= rv[k] == pg.param && rv[k + 1] == pg.grad;
   }
-  return testing::OpRoleOf(op) == kOpRoleBackward && listed;
+  return OpRole(op) == kOpRoleBackward && listed;
 }
 
 // ---- the parallel_do form of a plain training program -------------------
@@ -81,7 +75,7 @@ Program MakeParallelDoProgram(const ExampleProgram& model,
   int first_fwd = -1, first_bwd = -1, last_stage = 0;
   for (int i = 0; i < src.num_ops(); ++i) {
     const OpDesc& op = src.op(i);
-    const int role = testing::OpRoleOf(op);
+    const int role = OpRole(op);
     Part p = kTop;
     if ((role & (kOpRoleOptimize | kOpRoleLRSched)) == 0) {
       p = (role & kOpRoleBackward) ? kBackward : kForward;
@@ -168,10 +162,10 @@ Program MakeParallelDoProgram(const ExampleProgram& model,
       *copy.mutable_proto() = op.proto();
       copy.RemoveAttr("op_role_var");
       if (options.strip_loss_role &&
-          testing::OpRoleOf(copy) == (kOpRoleBackward | kOpRoleLoss)) {
+          OpRole(copy) == (kOpRoleBackward | kOpRoleLoss)) {
         copy.SetAttr<int>("op_role", kOpRoleBackward);
       }
-      const std::vector<std::string> rv = RoleVar(op);
+      const std::vector<std::string> rv = OpRoleVar(op);
       if (options.with_allreduce && rv.size() == 2) {
         OpDesc ar(b2->add_ops(), 2, b2->ops_size() - 1);
         ar.mutable_proto()->set_type("allreduce");
@@ -227,7 +221,7 @@ TEST_P(ParallelDoFlattenTest, RecoversThePlainProgram) {
   Program pd = MakeParallelDoProgram(model, options);
   ASSERT_EQ(pd.num_blocks(), 3);
   for (const auto& op : pd.block(2).ops()) {
-    EXPECT_TRUE(RoleVar(*op).empty()) << op->Label();
+    EXPECT_TRUE(OpRoleVar(*op).empty()) << op->Label();
   }
   StatusOr<Program> flat = FlattenParallelDo(pd);
   ASSERT_TRUE(flat.ok()) << flat.status().ToString();
@@ -484,7 +478,7 @@ TEST_P(MultiThreadTest, ProgramStructure) {
   // Replicated ops N times; the fill of loss@GRAD and the optimizer once.
   std::map<std::string, int> want, after;
   for (const auto& op : model.main.global_block().ops()) {
-    const int role = testing::OpRoleOf(*op);
+    const int role = OpRole(*op);
     const bool once = role == (kOpRoleBackward | kOpRoleLoss) ||
                       (role & ~(kOpRoleBackward | kOpRoleLoss)) != 0;
     want[op->type()] += once ? 1 : n;
@@ -502,7 +496,7 @@ TEST_P(MultiThreadTest, ProgramStructure) {
     for (const auto& op : out.ops()) {
       if (!ProducesGrad(*op, pg)) continue;
       EXPECT_EQ(op->type(), "scale");
-      EXPECT_EQ(RoleVar(*op).size(), 2u);
+      EXPECT_EQ(OpRoleVar(*op).size(), 2u);
       ++merges;
     }
     EXPECT_EQ(merges, 1) << pg.param;
@@ -533,7 +527,7 @@ TEST_P(MultiThreadTest, OnePlaceGraphHasReplicas) {
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
   std::map<std::string, int> forward;
   for (const auto& op : model.main.global_block().ops()) {
-    if ((testing::OpRoleOf(*op) & ~kOpRoleLoss) == kOpRoleForward) ++forward[op->type()];
+    if ((OpRole(*op) & ~kOpRoleLoss) == kOpRoleForward) ++forward[op->type()];
   }
   for (const auto& [type, count] : forward) {
     EXPECT_EQ(CountComputation(*graph, type), n * count) << type;

@@ -25,11 +25,6 @@ ExampleProgram TrainingProgram(ExampleKind kind,
   return std::move(built).value();
 }
 
-int OpRoleOf(const OpDesc& op) {
-  StatusOr<int> r = op.GetAttr<int>("op_role");
-  return r.ok() ? *r : 0;
-}
-
 int CountOps(const SsaGraph& graph, SsaOpKind kind) {
   int n = 0;
   for (const SsaOp& op : graph.ops()) n += op.kind == kind;

@@ -21,9 +21,6 @@ std::vector<Place> CudaPlaces(int n);
 ExampleProgram TrainingProgram(ExampleKind kind,
                                std::optional<OptimizerKind> optimizer = {});
 
-// The op_role attribute of a program op (Forward when absent).
-int OpRoleOf(const OpDesc& op);
-
 // Ops of a kind; computation ops of a program op type.
 int CountOps(const SsaGraph& graph, SsaOpKind kind);
 int CountComputation(const SsaGraph& graph, const std::string& type);

@@ -18,6 +18,8 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   const uint64_t seed = static_cast<uint64_t>(GetConfigInt("PAREX_SEED"));
   contexts_.resize(graph->ops().size());
   comms_.resize(graph->ops().size());
+  groups_.resize(graph->ops().size());
+  bound_.assign(graph->ops().size(), 0);
   fetch_slot_.assign(graph->ops().size(), -1);
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
@@ -38,6 +40,10 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
 }
 
 OpHandleTasks::~OpHandleTasks() = default;
+
+void OpHandleTasks::ScopesChanged() {
+  std::fill(bound_.begin(), bound_.end(), 0);
+}
 
 void OpHandleTasks::BeginStep() {
   for (auto& slot : fetched_) slot.assign(graph_->num_places(), Tensor());
@@ -99,20 +105,30 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
   return Status::Ok();
 }
 
-Status OpHandleTasks::RunCollective(const SsaOp& op) {
+Status OpHandleTasks::BindCollective(const SsaOp& op) {
   const int n = graph_->num_places();
-  const int root = op.root >= 0 ? op.root : 0;
-  // One group of per-place tensors per var (a fused bucket: several).
-  std::vector<PlaceTensors> groups(op.var_names.size(), PlaceTensors(n));
+  std::vector<PlaceTensors>& groups = groups_[op.id];
+  groups.assign(op.var_names.size(), PlaceTensors(n));
   for (size_t i = 0; i < op.var_names.size(); ++i) {
     for (int p = 0; p < n; ++p) {
       PAREX_ASSIGN_OR_RETURN(groups[i][p], PlaceTensor(op, op.var_names[i], p));
     }
-    if (op.kind == SsaOpKind::kBroadcast) {
-      // The receivers take the root's shape.
-      const Tensor& src = *groups[i][root];
+  }
+  bound_[op.id] = 1;
+  return Status::Ok();
+}
+
+Status OpHandleTasks::RunCollective(const SsaOp& op) {
+  if (!bound_[op.id]) PAREX_RETURN_IF_ERROR(BindCollective(op));
+  const std::vector<PlaceTensors>& groups = groups_[op.id];
+  const int n = graph_->num_places();
+  const int root = op.root >= 0 ? op.root : 0;
+  if (op.kind == SsaOpKind::kBroadcast) {
+    // The receivers take the root's shape.
+    for (const PlaceTensors& group : groups) {
+      const Tensor& src = *group[root];
       for (int p = 0; p < n; ++p) {
-        Tensor* dst = groups[i][p];
+        Tensor* dst = group[p];
         if (p != root && (dst->dims() != src.dims() || dst->dtype() != src.dtype())) {
           dst->Allocate(src.dtype(), src.dims(), graph_->places()[p]);
         }

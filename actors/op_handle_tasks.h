@@ -31,6 +31,9 @@ class OpHandleTasks {
                 bool dry_run);
   ~OpHandleTasks();
 
+  // The executor replaced the execution scopes: tensors bound from the old
+  // ones are forgotten. REQUIRES: between steps.
+  void ScopesChanged();
   void BeginStep();
   // Runs op handle `op`; errors name the op and the place.
   Status Run(int op);
@@ -43,6 +46,7 @@ class OpHandleTasks {
   Status RunComputation(const SsaOp& op);
   Status RunScaleLossGrad(const SsaOp& op);
   Status RunCollective(const SsaOp& op);
+  Status BindCollective(const SsaOp& op);
   Status RunFetch(const SsaOp& op);
   // The tensor of `name` in place p's execution scope.
   StatusOr<Tensor*> PlaceTensor(const SsaOp& op, const std::string& name,
@@ -55,6 +59,11 @@ class OpHandleTasks {
   // Per collective op: its own communicator (one call at a time each, and an
   // op handle never runs twice at once).
   std::vector<std::unique_ptr<InProcessCommunicator>> comms_;
+  // Per collective op: its tensors (one group of per-place tensors per
+  // var), bound on its first run after the scopes changed, so a steady
+  // step looks nothing up and allocates nothing.
+  std::vector<std::vector<PlaceTensors>> groups_;
+  std::vector<char> bound_;
   std::vector<int> fetch_slot_;                             // per op, or -1
   std::vector<std::vector<Tensor>> fetched_;
   std::vector<std::string> fetch_names_;

@@ -177,6 +177,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
       exec_scopes[0] == nullptr) {
     PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
+    step->ops->ScopesChanged();
   }
   last = step;
   for (int p = 0; p < n(); ++p) PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));

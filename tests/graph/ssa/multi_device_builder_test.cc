@@ -471,7 +471,7 @@ TEST(MultiDeviceDebugTest, DebugGraphvizPathWritesTheBuiltGraph) {
 TEST(MultiDevicePaddleModelsTest, InferenceProgramsBuildOnTwoPlaces) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = testing::PaddleModelsDir();
-  for (const std::string file :
+  for (const std::string& file :
        {dir + "/fit_a_line/__model__", dir + "/mnist_mlp/__model__",
         dir + "/simple_model/model.pdmodel"}) {
     SCOPED_TRACE(file);

@@ -1,6 +1,7 @@
 #include "actors/actor_runner.h"
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -13,7 +14,6 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
-#include <caf/typed_response_promise.hpp>
 
 namespace parex {
 namespace {
@@ -37,7 +37,8 @@ ActorSystem::~ActorSystem() {
 }
 
 std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
-                                                 bool sharing_policy) {
+                                                 SchedulerPolicy policy,
+                                                 int spin_us) {
   if (num_threads <= 0) {
     num_threads =
         static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -45,17 +46,20 @@ std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
   auto impl = std::make_unique<Impl>();
   impl->config = std::make_unique<caf::actor_system_config>();
   impl->config->set("scheduler.max-threads", static_cast<size_t>(num_threads));
-  impl->config->set("scheduler.policy", sharing_policy ? caf::atom("sharing")
-                                                       : caf::atom("stealing"));
+  UseSchedulerPolicy(*impl->config, policy, spin_us);
   impl->system = std::make_unique<caf::actor_system>(*impl->config);
   return std::shared_ptr<ActorSystem>(new ActorSystem(std::move(impl)));
 }
 
 struct ActorRunner::Impl {
   std::shared_ptr<const TaskGraph> graph;
-  // Chains: maximal paths u -> v where u's only successor is v, v's only
-  // predecessor is u, and both run on one place. A chain is one actor that
-  // runs its nodes in order; only chain heads wait on pending counters.
+  // Chains: maximal paths u -> v = ChainNext(graph)[u] (task_graph.h): v
+  // runs on u's place and is ready the moment u finishes. A chain is one
+  // actor that runs its nodes in order: after u it sends u's other
+  // successors their messages, then runs v at once, as a thread pool runs
+  // the first successor it made ready. Only chain heads are sent messages;
+  // v's other predecessors (all before u) decrement its counter, which u
+  // never brings to zero.
   std::vector<std::vector<int>> chains;
   std::vector<int> chain_of;  // node -> its chain
   std::vector<int> roots;     // heads without predecessors
@@ -76,8 +80,20 @@ struct ActorRunner::Impl {
   std::atomic<bool> failed{false};
   std::mutex error_mu;
   Status error;
-  // Touched by the coordinator actor only.
-  caf::typed_response_promise<caf::ok_atom> promise;
+  // The coordinator's answer to Run: set when a step's last node finished.
+  // (A condition variable, not a CAF response to a scoped actor: waking a
+  // thread this way costs the caller about a third of a request/receive.)
+  std::mutex step_mu;
+  std::condition_variable step_cv;
+  bool step_done = false;  // guarded by step_mu
+
+  void FinishStep() {
+    {
+      std::lock_guard<std::mutex> lock(step_mu);
+      step_done = true;
+    }
+    step_cv.notify_one();
+  }
 
   void RecordError(Status s) {
     std::lock_guard<std::mutex> lock(error_mu);
@@ -85,16 +101,18 @@ struct ActorRunner::Impl {
     failed.store(true, std::memory_order_release);
   }
 
-  // Sends the chain headed by node `to` its run message (`from` -1: the
-  // coordinator).
-  void SendRun(int from, int to, int64_t step) {
+  // `self` sends the chain headed by node `to` its run message (`from` -1:
+  // the coordinator). Sent from an actor, the message carries the worker it
+  // runs on, so the scheduler can run the receiver there next.
+  void SendRun(caf::event_based_actor* self, int from, int to, int64_t step) {
     const uint64_t flow = tracing() ? trace->RecordSend(step, from, to) : 0;
-    caf::anon_send(node_actors[chain_of[to]], run_atom::value, step, flow);
+    self->send(node_actors[chain_of[to]], run_atom::value, step, flow);
   }
 
   bool tracing() const { return trace != nullptr && trace->enabled(); }
 
-  void RunChain(int chain, int64_t step, uint64_t flow) {
+  void RunChain(caf::event_based_actor* self, int chain, int64_t step,
+                uint64_t flow) {
     const std::vector<int>& nodes = chains[chain];
     const bool traced = tracing();
     for (size_t k = 0; k < nodes.size(); ++k) {
@@ -114,11 +132,11 @@ struct ActorRunner::Impl {
         }
       }
       if (traced) span.task_end_ns = trace->Now();
-      if (tail) {
-        for (int succ : graph->nodes[id].successors) {
-          if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            SendRun(id, succ, step);
-          }
+      const int next = tail ? -1 : nodes[k + 1];
+      for (int succ : graph->nodes[id].successors) {
+        if (succ == next) continue;
+        if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          SendRun(self, id, succ, step);
         }
       }
       if (traced) {
@@ -131,17 +149,17 @@ struct ActorRunner::Impl {
     }
     const int n = static_cast<int>(nodes.size());
     if (remaining.fetch_sub(n, std::memory_order_acq_rel) == n) {
-      caf::anon_send(coordinator, done_atom::value, step);
+      self->send(coordinator, done_atom::value, step);
     }
   }
 };
 
 namespace {
 
-// The id comes first: CAF takes a leading pointer argument for `self`.
-caf::behavior ChainActor(int chain, ActorRunner::Impl* impl) {
-  return {[impl, chain](run_atom, int64_t step, uint64_t flow) {
-    impl->RunChain(chain, step, flow);
+caf::behavior ChainActor(caf::event_based_actor* self, int chain,
+                         ActorRunner::Impl* impl) {
+  return {[self, impl, chain](run_atom, int64_t step, uint64_t flow) {
+    impl->RunChain(self, chain, step, flow);
   }};
 }
 
@@ -149,17 +167,10 @@ caf::behavior ChainActor(int chain, ActorRunner::Impl* impl) {
 // `fuse` is off.
 void BuildChains(const TaskGraph& g, bool fuse, ActorRunner::Impl* impl) {
   const int n = g.size();
-  std::vector<int> next(n, -1);
+  const std::vector<int> next = fuse ? ChainNext(g) : std::vector<int>(n, -1);
   std::vector<bool> has_prev(n, false);
-  for (int u = 0; fuse && u < n; ++u) {
-    const TaskNode& node = g.nodes[u];
-    if (node.successors.size() != 1 || node.place < 0) continue;
-    const int v = node.successors[0];
-    if (g.nodes[v].num_predecessors != 1 || g.nodes[v].place != node.place) {
-      continue;
-    }
-    next[u] = v;
-    has_prev[v] = true;
+  for (int u = 0; u < n; ++u) {
+    if (next[u] >= 0) has_prev[next[u]] = true;
   }
   impl->chain_of.assign(n, -1);
   for (int head = 0; head < n; ++head) {
@@ -177,13 +188,10 @@ void BuildChains(const TaskGraph& g, bool fuse, ActorRunner::Impl* impl) {
 caf::behavior CoordinatorActor(caf::event_based_actor* self,
                                ActorRunner::Impl* impl) {
   return {
-      [self, impl](start_atom, int64_t step) -> caf::result<caf::ok_atom> {
-        if (impl->roots.empty()) return caf::ok_atom::value;
-        impl->promise = self->make_response_promise<caf::ok_atom>();
-        for (int r : impl->roots) impl->SendRun(-1, r, step);
-        return impl->promise;
+      [self, impl](start_atom, int64_t step) {
+        for (int r : impl->roots) impl->SendRun(self, -1, r, step);
       },
-      [impl](done_atom, int64_t) { impl->promise.deliver(caf::ok_atom::value); },
+      [impl](done_atom, int64_t) { impl->FinishStep(); },
   };
 }
 
@@ -203,7 +211,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   impl->owner = options.system != nullptr
                     ? options.system
                     : ActorSystem::Create(options.num_threads,
-                                          options.sharing_policy);
+                                          options.scheduler);
   impl->system = impl->owner->impl()->system.get();
   impl->pending = std::make_unique<std::atomic<int>[]>(g.size());
   impl->node_actors.reserve(impl->chains.size());
@@ -236,6 +244,10 @@ ActorRunner::~ActorRunner() {
   impl_->owner.reset();  // the last reference to the system stops it
 }
 
+int ActorRunner::num_actors() const {
+  return static_cast<int>(impl_->node_actors.size());
+}
+
 Status ActorRunner::Run(int64_t step) {
   Impl& impl = *impl_;
   const TaskGraph& g = *impl.graph;
@@ -248,15 +260,13 @@ Status ActorRunner::Run(int64_t step) {
     std::lock_guard<std::mutex> lock(impl.error_mu);
     impl.error = Status::Ok();
   }
-  Status result;
-  (*impl.caller)
-      ->request(impl.coordinator, caf::infinite, start_atom::value, step)
-      .receive([](caf::ok_atom) {},
-               [&](caf::error& e) {
-                 result = Internal("actor runtime: step " + std::to_string(step) +
-                                   " failed in CAF: " + caf::to_string(e));
-               });
-  if (!result.ok()) return result;
+  if (g.size() == 0) return Status::Ok();
+  impl.step_done = false;  // no actor touches it between steps
+  caf::anon_send(impl.coordinator, start_atom::value, step);
+  {
+    std::unique_lock<std::mutex> lock(impl.step_mu);
+    impl.step_cv.wait(lock, [&impl] { return impl.step_done; });
+  }
   std::lock_guard<std::mutex> lock(impl.error_mu);
   return impl.error;
 }

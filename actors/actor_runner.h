@@ -1,6 +1,6 @@
 // ActorRunner: runs a TaskGraph on CAF 0.17 actors (DESIGN.md §3.4).
 //
-// One actor per node (or per linear chain of nodes on one place, see
+// One actor per node (or per chain of nodes on one place, see
 // ActorRunnerOptions::fuse_chains), spawned once; a coordinator actor starts
 // a step by sending one message to every node without predecessors. A finishing node
 // decrements each successor's pending counter (per-step state copied from
@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "actors/scheduler_policy.h"
 #include "actors/task_graph.h"
 #include "actors/trace_recorder.h"
 #include "base/status.h"
@@ -29,11 +30,12 @@ namespace parex {
 // pool of threads. Opaque outside actors/actor_runner.cc.
 class ActorSystem {
  public:
-  // `num_threads` workers (0: hardware concurrency); CAF's `sharing`
-  // scheduler policy (one shared queue) or `stealing` (idle workers poll and
-  // sleep in 50 µs steps).
-  static std::shared_ptr<ActorSystem> Create(int num_threads,
-                                             bool sharing_policy = true);
+  // `num_threads` workers (0: hardware concurrency) scheduled by `policy`
+  // (scheduler_policy.h); `spin_us`: how long kResumeHere's idle workers
+  // poll before they block.
+  static std::shared_ptr<ActorSystem> Create(
+      int num_threads, SchedulerPolicy policy = SchedulerPolicy::kResumeHere,
+      int spin_us = 50);
   ~ActorSystem();
   struct Impl;
   Impl* impl() const { return impl_.get(); }
@@ -46,11 +48,11 @@ class ActorSystem {
 struct ActorRunnerOptions {
   // Used when `system` is null: the runner makes a system of its own.
   int num_threads = 0;
-  bool sharing_policy = true;
+  SchedulerPolicy scheduler = SchedulerPolicy::kResumeHere;
   // A shared system; it outlives the runner (the runner holds a reference).
   std::shared_ptr<ActorSystem> system;
-  // Linear chains of nodes on one place (each the only successor of the
-  // one before and its only predecessor) run as one actor, in order: one
+  // Chains of nodes on one place, each ready the moment the one before
+  // finishes (ChainNext, task_graph.h), run as one actor, in order: one
   // message per chain instead of per node. Every node still gets a span.
   bool fuse_chains = true;
   // When set and enabled: a span per task and a record per message.
@@ -66,6 +68,9 @@ class ActorRunner : public TaskRunner {
   ~ActorRunner() override;
 
   Status Run(int64_t step) override;
+
+  // Op actors (one per chain): each gets one run message per step.
+  int num_actors() const;
 
   struct Impl;  // the actors and the per-step state (actor_runner.cc)
 

@@ -105,7 +105,7 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
   PAREX_RETURN_IF_ERROR(tasks->Finalize());
   ActorRunnerOptions options;
-  if (system == nullptr) system = ActorSystem::Create(num_threads, exec.sharing_policy);
+  if (system == nullptr) system = ActorSystem::Create(num_threads, exec.scheduler);
   options.system = system;
   options.fuse_chains = exec.fuse_chains;
   options.trace = exec.trace;

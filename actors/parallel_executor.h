@@ -26,6 +26,7 @@
 
 #include "base/place.h"
 #include "base/status.h"
+#include "actors/scheduler_policy.h"
 #include "actors/trace_recorder.h"
 #include "graph/program.h"
 #include "graph/ssa_graph.h"
@@ -42,8 +43,8 @@ struct ExecutionStrategy {
   int num_iteration_per_drop_scope = 100;
   // Schedule and exchange messages as usual but run no kernels.
   bool dry_run = false;
-  // CAF's `sharing` scheduler policy (see actors/actor_runner.h).
-  bool sharing_policy = true;
+  // How CAF's workers pick the next actor (actors/scheduler_policy.h).
+  SchedulerPolicy scheduler = SchedulerPolicy::kResumeHere;
   // Linear chains of op handles on one place run as one actor.
   bool fuse_chains = true;
   // Records every op handle's span and every actor message when set (and

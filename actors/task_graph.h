@@ -49,6 +49,16 @@ struct TaskGraph {
   Status Finalize();
 };
 
+// Chains for a runner that runs several nodes in one actor (DESIGN.md §3.4):
+// next[u] is the node that runs right after u in u's actor, or -1. v =
+// next[u] is a successor of u on u's place (places >= 0 only) that is ready
+// the moment u finishes: u is v's only predecessor, or (graphs of at most
+// `max_join_nodes` nodes, where the check is a reachability closure) every
+// other predecessor of v is an ancestor of u. Each u continues with such a
+// successor on a longest path to a sink; each v continues at most one u.
+// REQUIRES: g.Finalize() succeeded.
+std::vector<int> ChainNext(const TaskGraph& g, int max_join_nodes = 8192);
+
 // Runs every node of a TaskGraph once per step, each after all its
 // predecessors. Implementations: ActorRunner (CAF actors, the product) and
 // the benchmarks' peers (a thread pool with atomic counters, TBB).

@@ -86,11 +86,12 @@ struct Row {
   double work_us = 0;  // sum of the node costs / kThreads: a lower bound
   double median_us[kNumRunners] = {0, 0, 0};
   double target = 0;
+  int actors = 0;  // the actor runner's op actors (run messages per step)
 };
 
 StatusOr<std::unique_ptr<TaskRunner>> MakeRunner(
     int which, std::shared_ptr<const TaskGraph> graph,
-    const RunOptions& options) {
+    const RunOptions& options, int* actors) {
   switch (which) {
     case kPool:
       return std::unique_ptr<TaskRunner>(std::make_unique<ThreadPoolRunner>(
@@ -103,6 +104,7 @@ StatusOr<std::unique_ptr<TaskRunner>> MakeRunner(
       options.num_threads = kThreads;
       PAREX_ASSIGN_OR_RETURN(std::unique_ptr<ActorRunner> runner,
                              ActorRunner::Create(std::move(graph), options));
+      *actors = runner->num_actors();
       return std::unique_ptr<TaskRunner>(std::move(runner));
     }
   }
@@ -151,7 +153,8 @@ Status Measure(const Shape& shape, const Cost& cost, const RunOptions& options,
 
   std::unique_ptr<TaskRunner> runners[kNumRunners];
   for (int r = 0; r < kNumRunners; ++r) {
-    PAREX_ASSIGN_OR_RETURN(runners[r], MakeRunner(r, shared, options));
+    PAREX_ASSIGN_OR_RETURN(runners[r],
+                           MakeRunner(r, shared, options, &row->actors));
   }
   const std::string config = shape.name + " " + cost.name;
   // Step numbers grow across runners, so the checker tells the steps of
@@ -213,8 +216,8 @@ std::string Ratio(double num, double den) {
 }
 
 void PrintTable(const std::vector<Row>& rows) {
-  std::printf("\n%-12s %-6s %6s %6s %10s %10s %10s %10s %10s %9s  %s\n",
-              "graph", "cost", "nodes", "edges", "work/2 us", "pool us",
+  std::printf("\n%-12s %-6s %6s %6s %6s %10s %10s %10s %10s %10s %9s  %s\n",
+              "graph", "cost", "nodes", "edges", "actors", "work/2 us", "pool us",
               "actor us", "tbb us", "actor/pool", "tbb/pool",
               "target (actor/pool)");
   for (const Row& row : rows) {
@@ -226,17 +229,18 @@ void PrintTable(const std::vector<Row>& rows) {
                     ratio <= row.target ? "met" : "MISSED");
       target = buf;
     }
-    std::printf("%-12s %-6s %6d %6d %10.1f %10.1f %10.1f %10.1f %10s %9s  %s\n",
+    std::printf("%-12s %-6s %6d %6d %6d %10.1f %10.1f %10.1f %10.1f %10s %9s  %s\n",
                 row.graph.c_str(), row.cost.c_str(), row.nodes, row.edges,
-                row.work_us, row.median_us[kPool], row.median_us[kActor],
+                row.actors, row.work_us, row.median_us[kPool], row.median_us[kActor],
                 row.median_us[kTbb],
                 Ratio(row.median_us[kActor], row.median_us[kPool]).c_str(),
                 Ratio(row.median_us[kTbb], row.median_us[kPool]).c_str(),
                 target.c_str());
   }
   std::printf(
-      "\nwork/2: the sum of the node costs over %d threads, a lower bound. "
-      "Times: median wall time of one step (us).\n",
+      "\nactors: the actor runner's op actors (linear chains fused), each "
+      "sent one message per step.\nwork/2: the sum of the node costs over "
+      "%d threads, a lower bound. Times: median wall time of one step (us).\n",
       kThreads);
   for (const Row& row : rows) {
     if (row.cost != "0us") continue;

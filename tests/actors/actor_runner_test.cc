@@ -46,13 +46,17 @@ void ExpectOrdered(const TaskGraph& g, const Recorder& r, int steps) {
 
 TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
   for (int threads : {1, 2, 4}) {
-    for (int variant = 0; variant < 3; ++variant) {
-      // 0: stealing policy; 1: sharing; 2: sharing with nodes on places,
-      // whose linear chains run fused, and sparse fan-out so chains exist.
-      const bool sharing = variant > 0;
+    for (int variant = 0; variant < 4; ++variant) {
+      // 0: CAF's stealing policy; 1: CAF's sharing; 2: resume-here; 3:
+      // resume-here with nodes on places, whose linear chains run fused, and
+      // sparse fan-out so chains exist.
+      const SchedulerPolicy policy =
+          variant == 0   ? SchedulerPolicy::kStealing
+          : variant == 1 ? SchedulerPolicy::kSharing
+                         : SchedulerPolicy::kResumeHere;
       std::shared_ptr<TaskGraph> g =
-          RandomDag(300, variant == 2 ? 1 : 3, 7 + threads);
-      if (variant == 2) {
+          RandomDag(300, variant == 3 ? 1 : 3, 7 + threads);
+      if (variant == 3) {
         for (int i = 0; i < g->size(); ++i) g->nodes[i].place = (i / 50) % 2;
       }
       auto rec = std::make_shared<Recorder>(g->size());
@@ -73,8 +77,8 @@ TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
       ASSERT_TRUE(g->Finalize().ok());
       ActorRunnerOptions options;
       options.num_threads = threads;
-      options.sharing_policy = sharing;
-      options.fuse_chains = variant == 2;
+      options.scheduler = policy;
+      options.fuse_chains = variant == 3;
       StatusOr<std::unique_ptr<ActorRunner>> runner =
           ActorRunner::Create(g, options);
       ASSERT_TRUE(runner.ok()) << runner.status().ToString();
@@ -102,7 +106,7 @@ TEST(ActorRunnerTest, FirstErrorFailsTheStepAndTheNextStepRuns) {
     return Status::Ok();
   };
   ASSERT_TRUE(g->Finalize().ok());
-  auto runner = ActorRunner::Create(g, {2, true});
+  auto runner = ActorRunner::Create(g, {2, SchedulerPolicy::kResumeHere});
   ASSERT_TRUE(runner.ok());
   ASSERT_TRUE((*runner)->Run(0).ok());
   fail_step = 1;
@@ -121,7 +125,7 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
   auto empty = std::make_shared<TaskGraph>();
   empty->task = [](int, int64_t) { return Status::Ok(); };
   ASSERT_TRUE(empty->Finalize().ok());
-  auto r0 = ActorRunner::Create(empty, {1, true});
+  auto r0 = ActorRunner::Create(empty, {1, SchedulerPolicy::kResumeHere});
   ASSERT_TRUE(r0.ok());
   EXPECT_TRUE((*r0)->Run(0).ok());
 
@@ -133,7 +137,7 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
     return Status::Ok();
   };
   ASSERT_TRUE(one->Finalize().ok());
-  auto r1 = ActorRunner::Create(one, {2, false});
+  auto r1 = ActorRunner::Create(one, {2, SchedulerPolicy::kStealing});
   ASSERT_TRUE(r1.ok());
   for (int i = 0; i < 100; ++i) ASSERT_TRUE((*r1)->Run(i).ok());
   EXPECT_EQ(count.load(), 100);
@@ -189,6 +193,92 @@ TEST(TaskGraphTest, FinalizeRejectsCyclesAndDuplicateSuccessors) {
   range.nodes[0].successors = {5};
   range.task = cycle.task;
   EXPECT_FALSE(range.Finalize().ok());
+}
+
+// A finalized graph from successor lists, every node on `place`.
+TaskGraph Graph(std::vector<std::vector<int>> succ, int place = 0) {
+  TaskGraph g;
+  g.nodes.resize(succ.size());
+  for (size_t i = 0; i < succ.size(); ++i) {
+    g.nodes[i].successors = succ[i];
+    g.nodes[i].place = place;
+  }
+  g.task = [](int, int64_t) { return Status::Ok(); };
+  EXPECT_TRUE(g.Finalize().ok());
+  return g;
+}
+
+TEST(ChainNextTest, HandBuiltShapes) {
+  // A chain: each node continues the one before.
+  EXPECT_EQ(ChainNext(Graph({{1}, {2}, {}})), (std::vector<int>{1, 2, -1}));
+  // A diamond 0 -> {1, 2} -> 3: 0 continues with one branch; 3 waits for
+  // two unordered predecessors, so no one continues with it.
+  EXPECT_EQ(ChainNext(Graph({{1, 2}, {3}, {3}, {}})),
+            (std::vector<int>{1, -1, -1, -1}));
+  // The longer branch is the one continued: 0 -> 1, 0 -> 2 -> 3.
+  EXPECT_EQ(ChainNext(Graph({{1, 2}, {}, {3}, {}})),
+            (std::vector<int>{2, -1, 3, -1}));
+  // A join whose other input comes from an ancestor: 0 -> 1 -> 2, 0 -> 2.
+  // 2 is ready when 1 finishes, so 1 continues with it.
+  TaskGraph join = Graph({{1, 2}, {2}, {}});
+  EXPECT_EQ(ChainNext(join), (std::vector<int>{1, 2, -1}));
+  // ... unless joins are off (graphs above the size limit).
+  EXPECT_EQ(ChainNext(join, 0), (std::vector<int>{1, -1, -1}));
+  // Nodes on other places, or on none, are never chained.
+  TaskGraph places = Graph({{1}, {2}, {}});
+  places.nodes[1].place = 1;
+  EXPECT_EQ(ChainNext(places), (std::vector<int>{-1, -1, -1}));
+  EXPECT_EQ(ChainNext(Graph({{1}, {}}, -1)), (std::vector<int>{-1, -1}));
+}
+
+// Everything ChainNext promises, on random DAGs over two places: next[u] is
+// a successor of u on its place, every other predecessor of it is an
+// ancestor of u (checked by a search here, not by the closure it uses), and
+// no node continues two others.
+TEST(ChainNextTest, RandomDagsKeepTheirOrder) {
+  int joins = 0;  // over all seeds: nodes with several inputs continued
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    std::shared_ptr<TaskGraph> g = RandomDag(120, 1 + seed % 3, seed);
+    for (int i = 0; i < g->size(); ++i) g->nodes[i].place = (i / 7) % 2;
+    g->task = [](int, int64_t) { return Status::Ok(); };
+    ASSERT_TRUE(g->Finalize().ok());
+    const std::vector<int> next = ChainNext(*g);
+    ASSERT_EQ(static_cast<int>(next.size()), g->size());
+    std::vector<std::vector<int>> preds(g->size());
+    for (int u = 0; u < g->size(); ++u) {
+      for (int v : g->nodes[u].successors) preds[v].push_back(u);
+    }
+    auto reaches = [&](int from, int to) {
+      std::vector<int> stack = {from};
+      std::vector<bool> seen(g->size(), false);
+      while (!stack.empty()) {
+        const int x = stack.back();
+        stack.pop_back();
+        if (x == to) return true;
+        for (int s : g->nodes[x].successors) {
+          if (!seen[s]) stack.push_back(s), seen[s] = true;
+        }
+      }
+      return false;
+    };
+    std::vector<int> continued(g->size(), 0);
+    int chained = 0;
+    for (int u = 0; u < g->size(); ++u) {
+      const int v = next[u];
+      if (v < 0) continue;
+      ++chained;
+      const auto& succ = g->nodes[u].successors;
+      EXPECT_NE(std::find(succ.begin(), succ.end(), v), succ.end());
+      EXPECT_EQ(g->nodes[v].place, g->nodes[u].place);
+      EXPECT_EQ(++continued[v], 1) << "node " << v;
+      for (int p : preds[v]) {
+        if (p != u) EXPECT_TRUE(reaches(p, u)) << p << " -> " << u;
+      }
+      if (preds[v].size() > 1) ++joins;
+    }
+    EXPECT_GT(chained, 0) << "seed " << seed;
+  }
+  EXPECT_GT(joins, 0);
 }
 
 }  // namespace

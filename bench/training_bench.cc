@@ -2,13 +2,18 @@
 // (samples/s) with the ParallelExecutor on 1 and 2 CPU places against the
 // reference executor, measured in the same run. Printed, never asserted.
 // Targets: executor overhead on 1 place <= 5% of the reference's step time;
-// 2 places >= 1.8x one place.
+// 2 places >= 1.8x one place. Two places are measured in AllReduce mode
+// (every place runs the whole optimizer) and in Reduce mode (each
+// parameter's optimizer runs on one place; CPU places share parameters).
+// The four runners take turns in rounds; medians over rounds are printed.
 //
 //   build/bench/training_bench [--steps N] [--batch B] [--quick]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,31 +26,48 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
-// Median seconds per step over `rounds` rounds of `steps` steps.
-template <typename Step>
-double SecondsPerStep(Step step, int steps, int rounds) {
-  for (int i = 0; i < 3; ++i) step();  // warm up
+// One way to run a training step, and its step times (seconds per step,
+// one entry per round).
+struct Runner {
+  std::string name;
+  std::function<bool()> step;
   std::vector<double> per_round;
-  for (int r = 0; r < rounds; ++r) {
-    const auto start = Clock::now();
-    for (int i = 0; i < steps; ++i) step();
-    per_round.push_back(
-        std::chrono::duration<double>(Clock::now() - start).count() / steps);
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Runners take turns, `steps` steps each per round, so drift in machine
+// load spreads over all of them.
+void Measure(std::vector<Runner>& runners, int steps, int rounds, bool* ok) {
+  for (Runner& r : runners) {
+    for (int i = 0; i < 3; ++i) *ok = r.step() && *ok;  // warm up
   }
-  std::sort(per_round.begin(), per_round.end());
-  return per_round[per_round.size() / 2];
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < runners.size(); ++k) {
+      Runner& r = runners[(round + k) % runners.size()];
+      const auto start = Clock::now();
+      for (int i = 0; i < steps; ++i) *ok = r.step() && *ok;
+      r.per_round.push_back(
+          std::chrono::duration<double>(Clock::now() - start).count() / steps);
+    }
+  }
 }
 
 int Run(int argc, char** argv) {
-  int steps = 20, rounds = 5;
+  int steps = 10, rounds = 9;
   int64_t batch = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) steps = 2, rounds = 1;
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
   }
-  std::printf("| model | reference samples/s | 1 place | overhead | 2 places | 2 vs 1 |\n");
-  std::printf("|---|---|---|---|---|---|\n");
+  std::printf(
+      "| model | reference samples/s | 1 place | overhead | 2 places "
+      "(AllReduce) | 2 vs 1 | 2 places (Reduce) | 2 vs 1 |\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (ExampleKind kind : {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     StatusOr<ExampleProgram> ex = BuildExample(kind);
     if (!ex.ok()) {
@@ -54,37 +76,54 @@ int Run(int argc, char** argv) {
     }
     const FeedMap feed = RandomExampleFeed(*ex, batch, 7);
     ReferenceExecutor startup;
-    Scope ref_scope;
-    if (!startup.Run(ex->startup, &ref_scope, {}, {}).ok()) return 1;
+    // One scope per runner, each initialised by the startup program.
+    std::vector<std::unique_ptr<Scope>> scopes;
+    for (int i = 0; i < 4; ++i) {
+      scopes.push_back(std::make_unique<Scope>());
+      if (!startup.Run(ex->startup, scopes.back().get(), {}, {}).ok()) return 1;
+    }
     ReferenceExecutor ref;
-    bool ok = true;
-    const double t_ref = SecondsPerStep(
-        [&] { ok = ok && ref.Run(ex->main, &ref_scope, feed, {ex->loss}).ok(); },
-        steps, rounds);
-    double t_pe[3] = {0, 0, 0};
-    for (int n : {1, 2}) {
-      Scope scope;
-      if (!startup.Run(ex->startup, &scope, {}, {}).ok()) return 1;
+    std::vector<Runner> runners;
+    runners.push_back({"reference", [&] {
+                         return ref.Run(ex->main, scopes[0].get(), feed, {ex->loss}).ok();
+                       }, {}});
+    std::vector<std::unique_ptr<ParallelExecutor>> executors;
+    const BuildStrategy::ReduceStrategy modes[3] = {
+        BuildStrategy::ReduceStrategy::kAllReduce,
+        BuildStrategy::ReduceStrategy::kAllReduce,
+        BuildStrategy::ReduceStrategy::kReduce};
+    for (int k = 0; k < 3; ++k) {
+      const int n = k == 0 ? 1 : 2;
       std::vector<Place> places;
       for (int p = 0; p < n; ++p) places.push_back(Place::CPU(p));
+      BuildStrategy build;
+      build.reduce = modes[k];
       ExecutionStrategy exec;
       exec.num_threads = n;  // one worker per place: the 2-core budget
-      auto pe = ParallelExecutor::Create(places, ex->main, ex->loss, &scope, {}, exec);
+      auto pe = ParallelExecutor::Create(places, ex->main, ex->loss,
+                                         scopes[k + 1].get(), build, exec);
       if (!pe.ok()) {
         std::fprintf(stderr, "%s\n", pe.status().ToString().c_str());
         return 1;
       }
-      t_pe[n] = SecondsPerStep(
-          [&] { ok = ok && (*pe)->Run(feed, {ex->loss}).ok(); }, steps, rounds);
+      ParallelExecutor* raw = pe->get();
+      executors.push_back(std::move(*pe));
+      runners.push_back({std::to_string(n) + " places", [&, raw] {
+                           return raw->Run(feed, {ex->loss}).ok();
+                         }, {}});
     }
+    bool ok = true;
+    Measure(runners, steps, rounds, &ok);
     if (!ok) {
       std::fprintf(stderr, "a step failed\n");
       return 1;
     }
-    std::printf("| %s (batch %lld) | %.0f | %.0f | %+.1f%% | %.0f | %.2fx |\n",
-                ExampleName(kind), static_cast<long long>(batch), batch / t_ref,
-                batch / t_pe[1], (t_pe[1] / t_ref - 1) * 100, batch / t_pe[2],
-                t_pe[1] / t_pe[2]);
+    double t[4];
+    for (int i = 0; i < 4; ++i) t[i] = Median(runners[i].per_round);
+    std::printf("| %s (batch %lld) | %.0f | %.0f | %+.1f%% | %.0f | %.2fx | %.0f | %.2fx |\n",
+                ExampleName(kind), static_cast<long long>(batch), batch / t[0],
+                batch / t[1], (t[1] / t[0] - 1) * 100, batch / t[2], t[1] / t[2],
+                batch / t[3], t[1] / t[3]);
   }
   return 0;
 }

@@ -68,7 +68,8 @@ Status UnaryKernel(KernelContext& ctx) {
   Tensor* out = ctx.Output("Out");
   const T* xd = x->data<T>();
   T* od = out->data<T>();
-  for (int64_t i = 0; i < x->numel(); ++i) od[i] = F::Forward(xd[i]);
+#pragma GCC ivdep  // in place or disjoint: element i touches index i only
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) od[i] = F::Forward(xd[i]);
   return Status::Ok();
 }
 
@@ -88,7 +89,8 @@ Status UnaryGradKernel(KernelContext& ctx) {
   const T* ad = a->data<T>();
   const T* gd = dout->data<T>();
   T* dxd = dx->data<T>();
-  for (int64_t i = 0; i < a->numel(); ++i) dxd[i] = F::Backward(ad[i], gd[i]);
+#pragma GCC ivdep  // in place or disjoint: element i touches index i only
+  for (int64_t i = 0, i_end = a->numel(); i < i_end; ++i) dxd[i] = F::Backward(ad[i], gd[i]);
   return Status::Ok();
 }
 

@@ -114,7 +114,7 @@ Status Conv2dKernel(KernelContext& ctx) {
   }
   if (const Tensor* residual = ctx.Input("ResidualData")) {
     const T* r = residual->data<T>();
-    for (int64_t i = 0; i < output->numel(); ++i) out[i] += r[i];
+    for (int64_t i = 0, i_end = output->numel(); i < i_end; ++i) out[i] += r[i];
   }
   return Status::Ok();
 }

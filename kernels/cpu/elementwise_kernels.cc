@@ -184,7 +184,7 @@ Status ElementwiseKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(BuildYMap(ctx, x->dims(), y->dims(), &map));
   const T* yd = y->data<T>();
   if constexpr (std::is_integral_v<T> && std::is_same_v<Op, DivOp>) {
-    for (int64_t j = 0; j < y->numel(); ++j) {
+    for (int64_t j = 0, j_end = y->numel(); j < j_end; ++j) {
       if (yd[j] == 0) return ctx.Error("integer division by zero in Y");
     }
   }
@@ -228,7 +228,7 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   T* dxd = dx != nullptr ? dx->data<T>() : nullptr;
   T* dyd = dy != nullptr ? dy->data<T>() : nullptr;
   if (dyd != nullptr) {
-    for (int64_t j = 0; j < dy->numel(); ++j) dyd[j] = T(0);
+    for (int64_t j = 0, j_end = dy->numel(); j < j_end; ++j) dyd[j] = T(0);
   }
   map.ForEach([&](int64_t i, int64_t j) {
     const T g = doutd[i];

@@ -67,7 +67,7 @@ Status FillConstantKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(FillValue(ctx, &value));
   Tensor* out = ctx.Output("Out");
   T* od = out->data<T>();
-  for (int64_t i = 0; i < out->numel(); ++i) od[i] = value;
+  for (int64_t i = 0, i_end = out->numel(); i < i_end; ++i) od[i] = value;
   return Status::Ok();
 }
 
@@ -84,7 +84,7 @@ Status UniformRandomKernel(KernelContext& ctx) {
   Tensor* out = ctx.Output("Out");
   T* od = out->data<T>();
   std::mt19937_64 gen(ctx.device_context()->NextSeed(ctx.Attr<int>("seed")));
-  for (int64_t i = 0; i < out->numel(); ++i) {
+  for (int64_t i = 0, i_end = out->numel(); i < i_end; ++i) {
     od[i] = static_cast<T>(lo + (hi - lo) * UnitInterval(gen));
   }
   const int64_t diag_num = ctx.Attr<int>("diag_num");
@@ -166,7 +166,7 @@ Status ScaleKernel(KernelContext& ctx) {
   // truncated factors).
   const T s = static_cast<T>(scale);
   const T b = static_cast<T>(bias);
-  for (int64_t i = 0; i < x->numel(); ++i) {
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) {
     od[i] = after ? s * xd[i] + b : s * (xd[i] + b);
   }
   return Status::Ok();

@@ -33,7 +33,7 @@ Status LookupTableKernel(KernelContext& ctx) {
   const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
   const T* table = w.data<T>();
   T* out = ctx.Output("Out")->data<T>();
-  for (int64_t i = 0; i < ids.numel(); ++i) {
+  for (int64_t i = 0, i_end = ids.numel(); i < i_end; ++i) {
     const int64_t id = IdAt(ids, i);
     T* row = out + i * width;
     if (padding_idx != -1 && id == padding_idx) {
@@ -57,7 +57,7 @@ Status LookupTableGradKernel(KernelContext& ctx) {
   const T* dout = ctx.Input("Out@GRAD")->data<T>();
   T* dw = dw_t->data<T>();
   std::fill_n(dw, dw_t->numel(), T(0));
-  for (int64_t i = 0; i < ids.numel(); ++i) {
+  for (int64_t i = 0, i_end = ids.numel(); i < i_end; ++i) {
     const int64_t id = IdAt(ids, i);
     if (padding_idx != -1 && id == padding_idx) continue;
     if (id < 0 || id >= rows) return OutOfRange(ctx, id, i, rows);

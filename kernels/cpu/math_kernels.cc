@@ -51,7 +51,7 @@ Status UnaryKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
   T* od = ctx.Output("Out")->data<T>();
-  for (int64_t i = 0; i < x->numel(); ++i) od[i] = F::Forward(xd[i]);
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) od[i] = F::Forward(xd[i]);
   return Status::Ok();
 }
 
@@ -67,7 +67,7 @@ Status SqrtGradKernel(KernelContext& ctx) {
   const T* od = out->data<T>();
   const T* gd = dout->data<T>();
   T* dx = ctx.Output("X@GRAD")->data<T>();
-  for (int64_t i = 0; i < out->numel(); ++i)
+  for (int64_t i = 0, i_end = out->numel(); i < i_end; ++i)
     dx[i] = Sqrt::Backward(od[i], gd[i]);
   return Status::Ok();
 }
@@ -78,7 +78,7 @@ Status FloorGradKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
   Tensor* dx = ctx.Output("X@GRAD");
   T* dxd = dx->data<T>();
-  for (int64_t i = 0; i < dx->numel(); ++i) dxd[i] = T(0);
+  for (int64_t i = 0, i_end = dx->numel(); i < i_end; ++i) dxd[i] = T(0);
   return Status::Ok();
 }
 
@@ -89,7 +89,7 @@ Status SquaredL2NormKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
   double sum = 0;
-  for (int64_t i = 0; i < x->numel(); ++i) {
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) {
     const double v = xd[i];
     sum += v * v;
   }
@@ -110,7 +110,7 @@ Status SquaredL2NormGradKernel(KernelContext& ctx) {
   const T scale = T(2) * dout->data<T>()[0];
   const T* xd = x->data<T>();
   T* dx = ctx.Output("X@GRAD")->data<T>();
-  for (int64_t i = 0; i < x->numel(); ++i) dx[i] = scale * xd[i];
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) dx[i] = scale * xd[i];
   return Status::Ok();
 }
 

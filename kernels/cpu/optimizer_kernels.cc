@@ -67,7 +67,8 @@ Status SgdKernel(KernelContext& ctx) {
   const T* p = param->data<T>();
   const T* g = ctx.Input("Grad")->data<T>();
   T* out = ctx.Output("ParamOut")->data<T>();
-  for (int64_t i = 0; i < param->numel(); ++i) out[i] = p[i] - lr * g[i];
+#pragma GCC ivdep  // in place or disjoint: element i touches index i only
+  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i) out[i] = p[i] - lr * g[i];
   return Status::Ok();
 }
 
@@ -98,7 +99,8 @@ Status MomentumKernel(KernelContext& ctx) {
   const T* v = ctx.Input("Velocity")->data<T>();
   T* p_out = ctx.Output("ParamOut")->data<T>();
   T* v_out = ctx.Output("VelocityOut")->data<T>();
-  for (int64_t i = 0; i < param->numel(); ++i) {
+#pragma GCC ivdep  // in place or disjoint: element i touches index i only
+  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i) {
     const T pi = p[i];
     const T g = rescale * grad[i] + l2 * pi;
     const T vi = mu * v[i] + g;
@@ -152,7 +154,8 @@ Status AdamKernel(KernelContext& ctx) {
   T* p_out = ctx.Output("ParamOut")->data<T>();
   T* m1_out = ctx.Output("Moment1Out")->data<T>();
   T* m2_out = ctx.Output("Moment2Out")->data<T>();
-  for (int64_t i = 0; i < param->numel(); ++i) {
+#pragma GCC ivdep  // in place or disjoint: element i touches index i only
+  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i) {
     const T g = grad[i];
     const T a = b1 * m1[i] + (T(1) - b1) * g;
     const T b = b2 * m2[i] + (T(1) - b2) * g * g;

@@ -46,7 +46,7 @@ Status MeanKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
   double sum = 0;
-  for (int64_t i = 0; i < x->numel(); ++i) sum += xd[i];
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) sum += xd[i];
   // An empty X gives NaN, as in Paddle.
   ctx.Output("Out")->data<T>()[0] = static_cast<T>(sum / x->numel());
   return Status::Ok();
@@ -74,7 +74,7 @@ Status Reduce(const KernelContext& ctx, const BroadcastMap& map, const T* x,
   if (std::is_integral_v<U> && count == 0) {
     return ctx.Error("mean over an empty dim");
   }
-  for (int64_t j = 0; j < map.small_numel(); ++j)
+  for (int64_t j = 0, j_end = map.small_numel(); j < j_end; ++j)
     od[j] /= static_cast<U>(count);
   return Status::Ok();
 }

@@ -65,7 +65,7 @@ Status CheckHardLabels(const KernelContext& ctx, const Tensor* label, int64_t n,
     return ctx.Error(std::string("hard Label must be int64 or int32, got ") +
                      DTypeName(label->dtype()));
   }
-  for (int64_t i = 0; i < label->numel(); ++i) {
+  for (int64_t i = 0, i_end = label->numel(); i < i_end; ++i) {
     const int64_t l = labels[i];
     if (l != ignore_index && (l < 0 || l >= n)) {
       return ctx.Error("Label " + std::to_string(l) + " at " +
@@ -211,7 +211,7 @@ Status CrossEntropyGradKernel(KernelContext& ctx) {
   T* g = dx->data<T>();
   if (soft) {
     const T* ld = label->data<T>();
-    for (int64_t e = 0; e < x->numel(); ++e) {
+    for (int64_t e = 0, e_end = x->numel(); e < e_end; ++e) {
       g[e] = -dyd[e / v.n] * ld[e] / xd[e];
     }
     return Status::Ok();

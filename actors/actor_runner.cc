@@ -87,6 +87,20 @@ struct ActorRunner::Impl {
   std::condition_variable step_cv;
   bool step_done = false;  // guarded by step_mu
 
+  // Set by Run before the start message (which orders it before every
+  // read); read by the coordinator actor only.
+  const StepHooks* hooks = nullptr;
+
+  // The coordinator's part once a step's nodes are done (`ran`) or were
+  // never started: the end hook, then the answer to Run.
+  void EndStep(bool ran) {
+    if (hooks != nullptr && hooks->end) {
+      Status s = hooks->end(ran, !failed.load(std::memory_order_acquire));
+      if (!s.ok()) RecordError(std::move(s));
+    }
+    FinishStep();
+  }
+
   void FinishStep() {
     {
       std::lock_guard<std::mutex> lock(step_mu);
@@ -189,9 +203,21 @@ caf::behavior CoordinatorActor(caf::event_based_actor* self,
                                ActorRunner::Impl* impl) {
   return {
       [self, impl](start_atom, int64_t step) {
+        if (impl->hooks != nullptr && impl->hooks->begin) {
+          Status s = impl->hooks->begin();
+          if (!s.ok()) {
+            impl->RecordError(std::move(s));
+            impl->EndStep(false);
+            return;
+          }
+        }
+        if (impl->roots.empty()) {
+          impl->EndStep(true);
+          return;
+        }
         for (int r : impl->roots) impl->SendRun(self, -1, r, step);
       },
-      [impl](done_atom, int64_t) { impl->FinishStep(); },
+      [impl](done_atom, int64_t) { impl->EndStep(true); },
   };
 }
 
@@ -248,7 +274,7 @@ int ActorRunner::num_actors() const {
   return static_cast<int>(impl_->node_actors.size());
 }
 
-Status ActorRunner::Run(int64_t step) {
+Status ActorRunner::Run(int64_t step, const StepHooks* hooks) {
   Impl& impl = *impl_;
   const TaskGraph& g = *impl.graph;
   for (int i = 0; i < g.size(); ++i) {
@@ -260,7 +286,8 @@ Status ActorRunner::Run(int64_t step) {
     std::lock_guard<std::mutex> lock(impl.error_mu);
     impl.error = Status::Ok();
   }
-  if (g.size() == 0) return Status::Ok();
+  if (g.size() == 0 && hooks == nullptr) return Status::Ok();
+  impl.hooks = hooks;
   impl.step_done = false;  // no actor touches it between steps
   caf::anon_send(impl.coordinator, start_atom::value, step);
   {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "actors/scheduler_policy.h"
@@ -60,6 +61,16 @@ struct ActorRunnerOptions {
   TraceRecorder* trace = nullptr;
 };
 
+// Work of a step outside its nodes, done by the coordinator actor: `begin`
+// before the first node is sent its message (feeding, scope bookkeeping); a
+// `begin` error fails the step and no node runs. `end` after the last node
+// finished, or after `begin` failed (`ran` false); `ok` is false when the
+// step failed; an `end` error fails the step too.
+struct StepHooks {
+  std::function<Status()> begin;
+  std::function<Status(bool ran, bool ok)> end;
+};
+
 class ActorRunner : public TaskRunner {
  public:
   // REQUIRES: graph->Finalize() succeeded.
@@ -67,7 +78,9 @@ class ActorRunner : public TaskRunner {
       std::shared_ptr<const TaskGraph> graph, ActorRunnerOptions options = {});
   ~ActorRunner() override;
 
-  Status Run(int64_t step) override;
+  Status Run(int64_t step) override { return Run(step, nullptr); }
+  // `hooks` (may be null) must live until Run returns.
+  Status Run(int64_t step, const StepHooks* hooks);
 
   // Op actors (one per chain): each gets one run message per step.
   int num_actors() const;

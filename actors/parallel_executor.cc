@@ -44,6 +44,24 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
       }
     }
   }
+  // The places' collectives share one communicator, and a communicator's
+  // collectives are issued in one fixed order (DESIGN.md §3.4): the order
+  // the builder inserted them, which is the order of the program's
+  // gradients and the same on every rank. An edge from each to the next
+  // enforces it; op ids are a topological order, so no cycle can form.
+  int previous = -1;
+  for (const SsaOp& op : g.ops()) {
+    if (!IsCollective(op.kind)) continue;
+    if (previous >= 0) {
+      TaskNode& node = tasks->nodes[previous];
+      if (std::find(node.successors.begin(), node.successors.end(), op.id) ==
+          node.successors.end()) {
+        node.successors.push_back(op.id);
+        node.edge_labels.push_back("collective issue order");
+      }
+    }
+    previous = op.id;
+  }
   return tasks;
 }
 
@@ -174,25 +192,33 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     }
   }
   PAREX_ASSIGN_OR_RETURN(CompiledStep * step, Compile(fetch));
-  if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
-      exec_scopes[0] == nullptr) {
-    PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
-    step->ops->ScopesChanged();
-  }
-  last = step;
-  for (int p = 0; p < n(); ++p) PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
-  step->ops->BeginStep();
-  Status s = step->runner->Run(steps);
-  ++steps;
-  ++steps_since_drop;
-  if (!s.ok()) {
+  // The coordinator actor feeds the places, keeps the drop-scope count and
+  // gathers the fetches (DESIGN.md §3.4); this thread waits.
+  std::vector<std::vector<Tensor>> fetched;
+  StepHooks hooks;
+  hooks.begin = [&]() -> Status {
+    if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
+        exec_scopes[0] == nullptr) {
+      PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
+      step->ops->ScopesChanged();
+    }
+    last = step;
+    for (int p = 0; p < n(); ++p) PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+    step->ops->BeginStep();
+    return Status::Ok();
+  };
+  hooks.end = [&](bool ran, bool ok) -> Status {
+    if (!ran) return Status::Ok();  // a bad feed: nothing ran
+    ++steps;
+    ++steps_since_drop;
     // A failed step may leave temporaries half written: start afresh.
-    exec_scopes[0] = nullptr;
-    return s;
-  }
+    if (!ok) exec_scopes[0] = nullptr;
+    if (ok) fetched = step->ops->TakeFetched();
+    return Status::Ok();
+  };
+  PAREX_RETURN_IF_ERROR(step->runner->Run(steps, &hooks));
   // The graph fetches the program's own fetch targets too: answer the
   // fetch list, in its order.
-  std::vector<std::vector<Tensor>> fetched = step->ops->TakeFetched();
   const std::vector<std::string>& names = step->ops->fetch_names();
   std::vector<std::vector<Tensor>> result;
   for (const std::string& name : fetch) {

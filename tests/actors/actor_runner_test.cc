@@ -281,5 +281,54 @@ TEST(ChainNextTest, RandomDagsKeepTheirOrder) {
   EXPECT_GT(joins, 0);
 }
 
+// The coordinator runs `begin` before any node and `end` after every node;
+// a failing `begin` runs no node, and a failing `end` fails the step.
+TEST(ActorRunnerTest, StepHooksRunAroundTheNodes) {
+  std::shared_ptr<TaskGraph> g = RandomDag(60, 2, 11);
+  auto ran = std::make_shared<std::atomic<int>>(0);
+  g->task = [ran](int, int64_t) {
+    ran->fetch_add(1);
+    return Status::Ok();
+  };
+  ASSERT_TRUE(g->Finalize().ok());
+  auto runner = ActorRunner::Create(g, {2, SchedulerPolicy::kResumeHere});
+  ASSERT_TRUE(runner.ok());
+  int at_begin = -1, at_end = -1;
+  bool end_ran = false, end_ok = false;
+  bool fail_begin = false, fail_end = false;
+  StepHooks hooks;
+  hooks.begin = [&]() -> Status {
+    at_begin = ran->load();
+    return fail_begin ? InvalidArgument("feed 'x' is bad") : Status::Ok();
+  };
+  hooks.end = [&](bool nodes_ran, bool ok) -> Status {
+    at_end = ran->load();
+    end_ran = nodes_ran;
+    end_ok = ok;
+    return fail_end ? Internal("fetch failed") : Status::Ok();
+  };
+  ASSERT_TRUE((*runner)->Run(0, &hooks).ok());
+  EXPECT_EQ(at_begin, 0);
+  EXPECT_EQ(at_end, 60);
+  EXPECT_TRUE(end_ran);
+  EXPECT_TRUE(end_ok);
+
+  fail_begin = true;
+  Status s = (*runner)->Run(1, &hooks);
+  EXPECT_THAT(s.message(), HasSubstr("feed 'x' is bad"));
+  EXPECT_EQ(ran->load(), 60);  // no node ran
+  EXPECT_FALSE(end_ran);
+
+  fail_begin = false;
+  fail_end = true;
+  s = (*runner)->Run(2, &hooks);
+  EXPECT_THAT(s.message(), HasSubstr("fetch failed"));
+  EXPECT_EQ(ran->load(), 120);
+
+  fail_end = false;
+  EXPECT_TRUE((*runner)->Run(3, &hooks).ok());
+  EXPECT_EQ(ran->load(), 180);
+}
+
 }  // namespace
 }  // namespace parex

@@ -2,8 +2,8 @@
 // all-reduce of a gradient starts after every place produced it and ends
 // before any optimizer op reads it; in Reduce mode the broadcast of a
 // parameter follows its owner's optimizer op; no op of step k+1 reads a
-// parameter before step k updated it; every message is received; the
-// Chrome trace parses.
+// parameter before step k updated it; collectives run in one fixed order;
+// every message is received; the Chrome trace parses.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -64,6 +64,19 @@ void CheckFlows(Mode mode, bool fuse_chains) {
       ASSERT_TRUE(trace.FindSpan(step, op.id).has_value())
           << g.OpLabel(op.id) << " step " << step;
     }
+    // The collectives of the places' communicator run one after another,
+    // in the order the builder inserted them (the same on every rank).
+    int previous = -1, collectives = 0;
+    for (const SsaOp& op : g.ops()) {
+      if (!IsCollective(op.kind)) continue;
+      ++collectives;
+      if (previous >= 0) {
+        EXPECT_TRUE(trace.EndsBefore(step, previous, op.id))
+            << g.OpLabel(previous) << " then " << g.OpLabel(op.id);
+      }
+      previous = op.id;
+    }
+    EXPECT_GE(collectives, 2);
     for (const GradInfo& info : g.grads) {
       SCOPED_TRACE(info.grad + " step " + std::to_string(step));
       const int c = info.collective;

@@ -12,7 +12,7 @@
 namespace parex {
 namespace {
 
-spdlog::logger& Logger(Subsystem subsystem) {
+std::array<std::shared_ptr<spdlog::logger>, 6>& Loggers() {
   static std::once_flag once;
   static std::array<std::shared_ptr<spdlog::logger>, 6> loggers;
   std::call_once(once, [] {
@@ -24,7 +24,11 @@ spdlog::logger& Logger(Subsystem subsystem) {
       loggers[i]->set_level(level);
     }
   });
-  return *loggers[static_cast<size_t>(subsystem)];
+  return loggers;
+}
+
+spdlog::logger& Logger(Subsystem subsystem) {
+  return *Loggers()[static_cast<size_t>(subsystem)];
 }
 
 }  // namespace
@@ -33,5 +37,9 @@ void LogDebug(Subsystem s, const std::string& m) { Logger(s).debug(m); }
 void LogInfo(Subsystem s, const std::string& m) { Logger(s).info(m); }
 void LogWarn(Subsystem s, const std::string& m) { Logger(s).warn(m); }
 void LogError(Subsystem s, const std::string& m) { Logger(s).error(m); }
+
+void SetLogLevel(const std::string& level) {
+  for (auto& logger : Loggers()) logger->set_level(spdlog::level::from_str(level));
+}
 
 }  // namespace parex

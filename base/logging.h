@@ -13,4 +13,7 @@ void LogInfo(Subsystem subsystem, const std::string& message);
 void LogWarn(Subsystem subsystem, const std::string& message);
 void LogError(Subsystem subsystem, const std::string& message);
 
+// Overrides PAREX_LOG_LEVEL: trace, debug, info, warn, error or off.
+void SetLogLevel(const std::string& level);
+
 }  // namespace parex

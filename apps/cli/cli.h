@@ -1,0 +1,80 @@
+// The `parex` command line (issue 6): one function per subcommand, called
+// by apps/parex_main.cc once CLI11 has parsed the arguments. Each returns
+// the process exit code and prints its own errors, one line each:
+//   0 success, 1 a runtime error ("parex <command>: error: ..."),
+//   2 a usage error (bad argument values that CLI11 cannot check).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/place.h"
+#include "base/status.h"
+#include "kernels/model_io.h"
+#include "kernels/scope.h"
+
+namespace parex::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+// Prints "parex <command>: error: <message>" to stderr; returns `code`.
+int Fail(const std::string& command, const Status& status,
+         int code = kExitRuntime);
+
+// "cpu:N" (N CPU places), "cpu" (one) or "cpu:0,1,3"; InvalidArgument
+// otherwise (CUDA places are not run by the CLI yet).
+StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec);
+
+// A program named on the command line, with its parameters when `scope` is
+// given:
+//   DIR   a Paddle inference model: __model__ plus a file per parameter (or
+//         __params__), or one *.pdmodel with its *.pdiparams beside it;
+//   FILE  a program file (binary or text protobuf); `params` a combined
+//         parameter file (*.pdiparams), or, when empty, one beside FILE
+//         with the same stem, or none (a program without parameters).
+// Errors name the path.
+StatusOr<InferenceModel> LoadModel(const std::string& path,
+                                   const std::string& params, Scope* scope);
+
+struct TrainOptions {
+  std::string model = "digits_mlp";
+  std::string places = "cpu:2";
+  int epochs = 0;          // 0: the model's default
+  int64_t batch = 0;       // 0: the model's default; split over the places
+  double lr = 0;           // 0: the model's default
+  std::string mode = "allreduce";
+  int seed = 1;
+  std::string trace;       // Chrome trace JSON of the first trace_steps steps
+  int trace_steps = 20;
+  std::string save;        // "": parex-<model> in the working directory
+  std::string data_dir;    // UCI housing and digits CSVs
+  std::string fashion_dir;
+  bool progress = true;    // a live line when stdout is a terminal
+};
+int RunTrain(const TrainOptions& options);
+
+struct InferOptions {
+  std::string model;
+  std::string params;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  std::string output;               // "": print only
+  std::string places = "cpu:1";
+  std::string trace;
+};
+int RunInfer(const InferOptions& options);
+
+int RunInspect(const std::string& path, const std::string& params);
+
+struct GraphOptions {
+  std::string file;   // a program (FILE or DIR), or
+  std::string model;  // an example's training program
+  std::string places = "cpu:2";
+  std::string mode = "allreduce";
+  std::string format;  // dot or json; "": from the output's extension
+  std::string output;
+};
+int RunGraph(const GraphOptions& options);
+
+}  // namespace parex::cli

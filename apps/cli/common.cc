@@ -1,0 +1,110 @@
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "apps/cli/cli.h"
+
+namespace parex::cli {
+namespace fs = std::filesystem;
+
+int Fail(const std::string& command, const Status& status, int code) {
+  std::fprintf(stderr, "parex %s: error: %s\n", command.c_str(),
+               status.message().c_str());
+  return code;
+}
+
+StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
+  const std::string bad = "bad --places '" + spec +
+                          "': expected cpu:N (N CPU places) or cpu:0,1,...";
+  if (spec == "cpu") return std::vector<Place>{Place::CPU(0)};
+  if (spec.rfind("cuda", 0) == 0) {
+    return InvalidArgument("--places '" + spec +
+                           "': the command line runs CPU places only so far");
+  }
+  if (spec.rfind("cpu:", 0) != 0 || spec.size() == 4) return InvalidArgument(bad);
+  const std::string rest = spec.substr(4);
+  std::vector<long> ids;
+  size_t at = 0;
+  while (at <= rest.size()) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    const std::string item = rest.substr(at, comma - at);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > 1024) {
+      return InvalidArgument(bad);
+    }
+    ids.push_back(v);
+    at = comma + 1;
+  }
+  std::vector<Place> places;
+  if (ids.size() == 1 && rest.find(',') == std::string::npos) {
+    if (ids[0] < 1) return InvalidArgument(bad + " (N must be at least 1)");
+    for (long i = 0; i < ids[0]; ++i) places.push_back(Place::CPU(static_cast<int>(i)));
+    return places;
+  }
+  for (long id : ids) {
+    for (const Place& p : places) {
+      if (p.id == id) return InvalidArgument(bad + " (place " + std::to_string(id) + " twice)");
+    }
+    places.push_back(Place::CPU(static_cast<int>(id)));
+  }
+  return places;
+}
+
+namespace {
+
+// The *.pdmodel file of a directory, when it holds exactly one.
+StatusOr<std::string> OnlyPdmodel(const fs::path& dir) {
+  std::string found;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".pdmodel") continue;
+    if (!found.empty()) {
+      return InvalidArgument("'" + dir.string() +
+                             "' holds several *.pdmodel files; name one");
+    }
+    found = entry.path().string();
+  }
+  if (found.empty()) {
+    return NotFound("'" + dir.string() +
+                    "' holds no __model__ and no *.pdmodel file");
+  }
+  return found;
+}
+
+StatusOr<InferenceModel> ProgramOnly(const std::string& file) {
+  PAREX_ASSIGN_OR_RETURN(Program program, Program::Load(file));
+  InferenceModel model;
+  model.program = std::move(program);
+  // A program without feed/fetch ops (a training program) has no targets.
+  (void)FeedFetchTargets(model.program, &model.feed_names, &model.fetch_names);
+  return model;
+}
+
+}  // namespace
+
+StatusOr<InferenceModel> LoadModel(const std::string& path,
+                                   const std::string& params, Scope* scope) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return NotFound("'" + path + "' does not exist");
+  std::string file = path;
+  std::string params_file = params;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "__model__", ec)) {
+      if (scope == nullptr) {
+        return ProgramOnly((fs::path(path) / "__model__").string());
+      }
+      return LoadInferenceModel(path, scope);
+    }
+    PAREX_ASSIGN_OR_RETURN(file, OnlyPdmodel(path));
+  }
+  if (params_file.empty()) {
+    fs::path beside = fs::path(file).replace_extension(".pdiparams");
+    if (fs::exists(beside, ec)) params_file = beside.string();
+  } else if (!fs::exists(params_file, ec)) {
+    return NotFound("parameter file '" + params_file + "' does not exist");
+  }
+  if (scope == nullptr || params_file.empty()) return ProgramOnly(file);
+  return LoadInferenceModel(file, params_file, scope);
+}
+
+}  // namespace parex::cli

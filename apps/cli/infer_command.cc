@@ -1,0 +1,148 @@
+// parex infer: runs a saved inference program on .npy inputs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+#include "actors/parallel_executor.h"
+#include "actors/trace_summary.h"
+#include "apps/cli/cli.h"
+#include "apps/cli/npy.h"
+
+namespace parex::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ShapeString(const Dims& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+// "min -0.12, max 3.4, mean 0.5" for floating tensors; "" otherwise.
+std::string Stats(const Tensor& t) {
+  if (t.numel() == 0) return "empty";
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v;
+    switch (t.dtype()) {
+      case DType::kFP32: v = t.data<float>()[i]; break;
+      case DType::kFP64: v = t.data<double>()[i]; break;
+      case DType::kInt64: v = static_cast<double>(t.data<int64_t>()[i]); break;
+      case DType::kInt32: v = t.data<int32_t>()[i]; break;
+      default: return "";
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "min %.6g, max %.6g, mean %.6g", lo, hi,
+                sum / t.numel());
+  return buf;
+}
+
+// A var name as a file name: path separators and odd characters become '_'.
+std::string FileStem(const std::string& name) {
+  std::string s = name;
+  for (char& c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+  }
+  return s;
+}
+
+}  // namespace
+
+int RunInfer(const InferOptions& o) {
+  const std::string cmd = "infer";
+  StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
+  if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
+  FeedMap feed;
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const std::string& spec : o.inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return Fail(cmd, InvalidArgument("--input '" + spec + "': expected NAME=FILE.npy"),
+                  kExitUsage);
+    }
+    named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  }
+  Scope scope;
+  StatusOr<InferenceModel> model = LoadModel(o.model, o.params, &scope);
+  if (!model.ok()) return Fail(cmd, model.status());
+  if (model->feed_names.empty() || model->fetch_names.empty()) {
+    return Fail(cmd, InvalidArgument("'" + o.model + "' has no feed or no fetch "
+                                     "targets: is it an inference program?"));
+  }
+  std::string feeds_list;
+  for (const std::string& f : model->feed_names) feeds_list += (feeds_list.empty() ? "" : ", ") + f;
+  for (const auto& [name, path] : named) {
+    if (std::find(model->feed_names.begin(), model->feed_names.end(), name) ==
+        model->feed_names.end()) {
+      return Fail(cmd, InvalidArgument("--input " + name + ": the model has no feed '" +
+                                       name + "' (its feeds: " + feeds_list + ")"),
+                  kExitUsage);
+    }
+    StatusOr<Tensor> t = ReadNpy(path);
+    if (!t.ok()) return Fail(cmd, t.status().WithContext("input '" + name + "'"));
+    feed[name] = std::move(*t);
+  }
+  for (const std::string& f : model->feed_names) {
+    if (feed.count(f) == 0) {
+      return Fail(cmd, InvalidArgument("missing --input " + f + "=FILE.npy (the model's feeds: " +
+                                       feeds_list + ")"), kExitUsage);
+    }
+  }
+  TraceRecorder trace(/*enabled=*/!o.trace.empty());
+  ExecutionStrategy exec;
+  exec.trace = o.trace.empty() ? nullptr : &trace;
+  StatusOr<std::unique_ptr<ParallelExecutor>> pe =
+      ParallelExecutor::Create(*places, model->program, "", &scope, {}, exec);
+  if (!pe.ok()) return Fail(cmd, pe.status());
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, model->fetch_names);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!out.ok()) return Fail(cmd, out.status());
+  if (!o.output.empty()) {
+    std::error_code ec;
+    fs::create_directories(o.output, ec);
+    if (ec) return Fail(cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
+  }
+  std::printf("parex infer: %s on %zu CPU place%s, %.1f ms\n", o.model.c_str(),
+              places->size(), places->size() == 1 ? "" : "s", ms);
+  std::set<std::string> written;
+  for (size_t i = 0; i < out->size(); ++i) {
+    const Tensor& t = (*out)[i];
+    const std::string& name = model->fetch_names[i];
+    std::printf("  %s: %s %s  %s\n", name.c_str(), DTypeName(t.dtype()),
+                ShapeString(t.dims()).c_str(), Stats(t).c_str());
+    if (!o.output.empty()) {
+      std::string stem = FileStem(name);
+      while (!written.insert(stem).second) stem += "_";
+      const std::string path = (fs::path(o.output) / (stem + ".npy")).string();
+      if (Status s = WriteNpy(path, t); !s.ok()) return Fail(cmd, s);
+      std::printf("    written to %s\n", path.c_str());
+    }
+  }
+  if (!o.trace.empty()) {
+    std::ofstream f(o.trace, std::ios::trunc);
+    f << (*pe)->TraceJson();
+    if (!f) return Fail(cmd, Internal("cannot write the trace to '" + o.trace + "'"));
+    std::vector<bool> collective;
+    for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
+    std::printf("trace %s: %s\n", o.trace.c_str(),
+                SummarizeTrace(trace.Spans(), collective,
+                               2 * static_cast<int>(places->size())).ToString().c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace parex::cli

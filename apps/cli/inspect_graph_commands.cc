@@ -1,0 +1,177 @@
+// parex inspect (what a program holds) and parex graph (its SSA graph).
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "apps/cli/cli.h"
+#include "apps/models.h"
+#include "graph/multi_device_builder.h"
+#include "graph/op_schema.h"
+#include "graph/ssa_dump.h"
+#include "kernels/kernel_registry.h"
+
+namespace parex::cli {
+namespace {
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "(none)" : s;
+}
+
+std::string HumanBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return buf;
+}
+
+// Why parex cannot run ops of `type` on CPU places, or "" when it can.
+std::string CannotRun(const std::string& type, const std::set<std::string>& with_kernels) {
+  if (OpSchemaRegistry::Global().Find(type) == nullptr) return "unknown op type";
+  if (type == "feed" || type == "fetch") return "";  // the executors' own
+  if (with_kernels.count(type) == 0) return "no CPU kernel";
+  return "";
+}
+
+}  // namespace
+
+int RunInspect(const std::string& path, const std::string& params) {
+  const std::string cmd = "inspect";
+  StatusOr<InferenceModel> model = LoadModel(path, params, nullptr);
+  if (!model.ok()) return Fail(cmd, model.status());
+  const Program& program = model->program;
+  const proto::ProgramDesc& desc = program.proto();
+  std::printf("%s\n", path.c_str());
+  if (desc.has_version()) {
+    const int64_t v = desc.version().version();
+    std::printf("  program version  %lld (Paddle %lld.%lld.%lld)\n",
+                static_cast<long long>(v), static_cast<long long>(v / 1000000),
+                static_cast<long long>(v / 1000 % 1000), static_cast<long long>(v % 1000));
+  } else {
+    std::printf("  program version  none (saved by Paddle before 1.6, or by parex)\n");
+  }
+  std::printf("  blocks           %d\n", program.num_blocks());
+  std::printf("  feeds            %s\n", Join(model->feed_names).c_str());
+  std::printf("  fetches          %s\n", Join(model->fetch_names).c_str());
+
+  std::map<std::string, int> counts;
+  int total_ops = 0;
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    const Block& block = program.block(b);
+    for (int i = 0; i < block.num_ops(); ++i) {
+      ++counts[block.op(i).type()];
+      ++total_ops;
+    }
+  }
+  std::vector<std::pair<std::string, int>> by_count(counts.begin(), counts.end());
+  std::stable_sort(by_count.begin(), by_count.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::printf("  ops              %d\n", total_ops);
+  for (const auto& [type, count] : by_count) {
+    std::printf("    %-32s %d\n", type.c_str(), count);
+  }
+
+  int64_t params_count = 0;
+  double bytes = 0;
+  int unknown_size = 0;
+  for (const auto& var : program.global_block().vars()) {
+    if (!var->persistable() || !var->is_tensor()) continue;
+    if (var->name() == "feed" || var->name() == "fetch") continue;
+    // Inference programs mark no var as a parameter: persistables count.
+    ++params_count;
+    int64_t numel = 1;
+    for (int64_t d : var->dims()) numel = d < 0 ? -1 : numel * d;
+    if (numel < 0) {
+      ++unknown_size;
+      continue;
+    }
+    bytes += static_cast<double>(numel) * SizeOf(var->dtype());
+  }
+  std::printf("  parameters       %lld persistable tensors, %s%s\n",
+              static_cast<long long>(params_count), HumanBytes(bytes).c_str(),
+              unknown_size ? (" (+" + std::to_string(unknown_size) +
+                              " of unknown size)").c_str() : "");
+
+  std::set<std::string> with_kernels;
+  for (const KernelKey& k : KernelRegistry::Global().Keys()) {
+    if (k.place_kind == Place::Kind::kCPU) with_kernels.insert(k.op_type);
+  }
+  std::vector<std::string> cannot;
+  for (const auto& [type, count] : counts) {
+    const std::string why = CannotRun(type, with_kernels);
+    if (!why.empty()) cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
+  }
+  if (cannot.empty()) {
+    std::printf("  parex runs every op of this program\n");
+  } else {
+    std::printf("  ops parex cannot run: %zu\n", cannot.size());
+    for (const std::string& c : cannot) std::printf("    %s\n", c.c_str());
+  }
+  return kExitOk;
+}
+
+int RunGraph(const GraphOptions& o) {
+  const std::string cmd = "graph";
+  if (o.file.empty() == o.model.empty()) {
+    return Fail(cmd, InvalidArgument("name a program FILE or --model, not both or neither"),
+                kExitUsage);
+  }
+  std::string format = o.format;
+  if (format.empty()) {
+    const std::string ext = std::filesystem::path(o.output).extension().string();
+    format = ext == ".json" ? "json" : ext == ".dot" || ext == ".gv" ? "dot" : "";
+    if (format.empty()) {
+      return Fail(cmd, InvalidArgument("give --format dot|json (the output '" + o.output +
+                                       "' ends neither in .dot nor .json)"), kExitUsage);
+    }
+  }
+  if (format != "dot" && format != "json") {
+    return Fail(cmd, InvalidArgument("--format must be dot or json, not '" + format + "'"),
+                kExitUsage);
+  }
+  StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
+  if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
+  BuildStrategy build;
+  if (o.mode == "reduce") {
+    build.reduce = BuildStrategy::ReduceStrategy::kReduce;
+  } else if (o.mode != "allreduce") {
+    return Fail(cmd, InvalidArgument("--mode must be allreduce or reduce, not '" + o.mode + "'"),
+                kExitUsage);
+  }
+  Program program;
+  std::string loss, what;
+  if (!o.model.empty()) {
+    StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
+    if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
+    StatusOr<ExampleProgram> ex = BuildExample(*kind);
+    if (!ex.ok()) return Fail(cmd, ex.status());
+    program = ex->main;
+    loss = ex->loss;
+    what = std::string(ExampleName(*kind)) + " (training program)";
+  } else {
+    StatusOr<InferenceModel> model = LoadModel(o.file, "", nullptr);
+    if (!model.ok()) return Fail(cmd, model.status());
+    program = std::move(model->program);
+    what = o.file;
+  }
+  StatusOr<SsaGraph> graph = BuildMultiDeviceGraph(program, *places, loss, build);
+  if (!graph.ok()) return Fail(cmd, graph.status());
+  Status written = format == "dot" ? WriteSsaGraphDot(*graph, o.output)
+                                   : WriteSsaGraphJson(*graph, o.output);
+  if (!written.ok()) return Fail(cmd, written);
+  std::map<std::string, int> kinds;
+  for (const SsaOp& op : graph->ops()) ++kinds[SsaOpKindName(op.kind)];
+  std::string summary;
+  for (const auto& [k, c] : kinds) summary += (summary.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+  std::printf("%s on %zu places (%s): %zu op handles (%s), %zu vars -> %s\n",
+              what.c_str(), places->size(), o.mode.c_str(), graph->ops().size(),
+              summary.c_str(), graph->vars().size(), o.output.c_str());
+  return kExitOk;
+}
+
+}  // namespace parex::cli

@@ -1,0 +1,178 @@
+#include "apps/cli/npy.h"
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace parex {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+struct DescrName {
+  DType dtype;
+  const char* descr;  // little-endian (or byte-order-free) descr
+};
+constexpr DescrName kDescrs[] = {
+    {DType::kBool, "|b1"},  {DType::kInt8, "|i1"},  {DType::kUInt8, "|u1"},
+    {DType::kInt16, "<i2"}, {DType::kInt32, "<i4"}, {DType::kInt64, "<i8"},
+    {DType::kFP16, "<f2"},  {DType::kFP32, "<f4"},  {DType::kFP64, "<f8"},
+};
+
+// The value of `key` in the header's Python dict literal, as written by
+// numpy ('descr': '<f4', 'fortran_order': False, 'shape': (2, 3), ).
+StatusOr<std::string> DictValue(const std::string& header,
+                                const std::string& key,
+                                const std::string& what) {
+  const std::string quoted = "'" + key + "'";
+  size_t at = header.find(quoted);
+  if (at == std::string::npos) {
+    return InvalidArgument(what + ": the .npy header has no '" + key + "'");
+  }
+  at = header.find(':', at + quoted.size());
+  if (at == std::string::npos) {
+    return InvalidArgument(what + ": malformed .npy header");
+  }
+  ++at;
+  while (at < header.size() && header[at] == ' ') ++at;
+  if (at >= header.size()) return InvalidArgument(what + ": malformed .npy header");
+  size_t end;
+  if (header[at] == '\'') {
+    end = header.find('\'', at + 1);
+    if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+    return header.substr(at + 1, end - at - 1);
+  }
+  if (header[at] == '(') {
+    end = header.find(')', at);
+    if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+    return header.substr(at + 1, end - at - 1);
+  }
+  end = header.find_first_of(",}", at);
+  if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+  return header.substr(at, end - at);
+}
+
+uint32_t ReadLittleEndian(const std::string& bytes, size_t at, int width) {
+  uint32_t v = 0;
+  for (int i = width - 1; i >= 0; --i) {
+    v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  }
+  return v;
+}
+
+}  // namespace
+
+StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
+    return InvalidArgument(what + ": not a NumPy .npy file (bad magic)");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  if (major < 1 || major > 3) {
+    return InvalidArgument(what + ": unsupported .npy format version " +
+                           std::to_string(major));
+  }
+  const int len_width = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + static_cast<size_t>(len_width)) {
+    return InvalidArgument(what + ": truncated .npy header");
+  }
+  const size_t header_len = ReadLittleEndian(bytes, 8, len_width);
+  const size_t data_at = 8 + len_width + header_len;
+  if (bytes.size() < data_at) {
+    return InvalidArgument(what + ": truncated .npy header");
+  }
+  const std::string header = bytes.substr(8 + len_width, header_len);
+  PAREX_ASSIGN_OR_RETURN(std::string descr, DictValue(header, "descr", what));
+  PAREX_ASSIGN_OR_RETURN(std::string fortran,
+                         DictValue(header, "fortran_order", what));
+  PAREX_ASSIGN_OR_RETURN(std::string shape_text, DictValue(header, "shape", what));
+  if (fortran.find("True") != std::string::npos) {
+    return Unimplemented(what + ": Fortran-order arrays are not supported; "
+                         "save with numpy.ascontiguousarray");
+  }
+  // '<' little-endian, '=' native (little-endian here), '|' no byte order.
+  DType dtype = DType::kUndefined;
+  if (descr.size() >= 2 && std::strchr("<=|", descr[0]) != nullptr) {
+    for (const DescrName& d : kDescrs) {
+      if (descr.compare(1, std::string::npos, d.descr + 1) == 0) dtype = d.dtype;
+    }
+  }
+  if (dtype == DType::kUndefined) {
+    return Unimplemented(what + ": unsupported .npy dtype '" + descr +
+                         "' (little-endian bool, int, uint8 or float only)");
+  }
+  Dims dims;
+  std::stringstream shape_in(shape_text);
+  std::string item;
+  while (std::getline(shape_in, item, ',')) {
+    size_t b = item.find_first_not_of(' ');
+    if (b == std::string::npos) continue;  // the trailing comma of (n,)
+    char* end = nullptr;
+    const long long d = std::strtoll(item.c_str() + b, &end, 10);
+    if (end == item.c_str() + b || d < 0) {
+      return InvalidArgument(what + ": bad .npy shape (" + shape_text + ")");
+    }
+    dims.push_back(d);
+  }
+  Tensor t(dtype, dims);
+  if (bytes.size() - data_at != t.bytes()) {
+    return InvalidArgument(what + ": .npy data has " +
+                           std::to_string(bytes.size() - data_at) +
+                           " bytes, shape (" + shape_text + ") of " +
+                           DTypeName(dtype) + " needs " + std::to_string(t.bytes()));
+  }
+  if (t.bytes() > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, t.bytes());
+  return t;
+}
+
+StatusOr<Tensor> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open '" + path + "'");
+  std::ostringstream content;
+  content << in.rdbuf();
+  return ParseNpy(content.str(), "'" + path + "'");
+}
+
+std::string SerializeNpy(const Tensor& tensor) {
+  const char* descr = "|u1";
+  for (const DescrName& d : kDescrs) {
+    if (d.dtype == tensor.dtype()) descr = d.descr;
+  }
+  std::string shape;
+  for (size_t i = 0; i < tensor.dims().size(); ++i) {
+    shape += std::to_string(tensor.dims()[i]) + ", ";
+  }
+  if (tensor.dims().size() > 1) shape.resize(shape.size() - 2);
+  if (tensor.dims().size() == 1) shape.resize(shape.size() - 1);
+  std::string header = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  // Data starts on a 64-byte boundary; the header ends with '\n'.
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  std::string out(kMagic, 6);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>((header.size() >> 8) & 0xff);
+  out += header;
+  if (tensor.bytes() > 0) {
+    out.append(static_cast<const char*>(tensor.raw_data()), tensor.bytes());
+  }
+  return out;
+}
+
+Status WriteNpy(const std::string& path, const Tensor& tensor) {
+  if (!tensor.place().is_cpu()) {
+    return InvalidArgument("'" + path + "': only CPU tensors can be written");
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return NotFound("cannot write '" + path + "'");
+  const std::string bytes = SerializeNpy(tensor);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) return Internal("writing '" + path + "' failed");
+  return Status::Ok();
+}
+
+}  // namespace parex

@@ -1,0 +1,229 @@
+// `parex infer`, `parex inspect` and `parex graph` as a user runs them:
+// normal use, bad arguments, missing and corrupt files (issue 6, acceptance
+// 2); infer reproduces mnist_mlp's golden probabilities (acceptance 4).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "apps/cli/npy.h"
+#include "apps/datasets.h"
+#include "graph/program.h"
+#include "kernels/model_io.h"
+#include "tests/apps/cli/cli_test_util.h"
+#include "tests/paddle_models.h"
+
+namespace parex::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Model(const std::string& name) { return PaddleModelsDir() + "/" + name; }
+
+// The golden images as the model's input, written as image.npy into `dir`:
+// pixels x/255*2-1, shaped [64, 1, 28, 28].
+void WriteGoldenImages(const std::string& dir) {
+  StatusOr<Tensor> raw = ReadIdxImages(Model("mnist_mlp/golden/images-64-idx3-ubyte"));
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  Tensor x(DType::kFP32, {raw->dim(0), 1, raw->dim(1), raw->dim(2)});
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double pixel = raw->dtype() == DType::kUInt8 ? raw->data<uint8_t>()[i]
+                                                       : raw->data<float>()[i];
+    x.data<float>()[i] = static_cast<float>(pixel / 255.0 * 2 - 1);
+  }
+  ASSERT_TRUE(WriteNpy(dir + "/image.npy", x).ok());
+}
+
+TEST(CliInferTest, MnistMlpReproducesTheGoldenProbabilities) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer");
+  WriteGoldenImages(dir);
+  CliRun run = RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
+                         "image=image.npy", "--output", "out", "--places", "cpu:2"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  const std::string out = dir + "/out/save_infer_model_scale_0.tmp_4.npy";
+  EXPECT_THAT(run.out, HasSubstr("written to out/save_infer_model_scale_0.tmp_4.npy"));
+  StatusOr<Tensor> probs = ReadNpy(out);
+  ASSERT_TRUE(probs.ok()) << probs.status().ToString();
+  const auto golden = ReadGoldenProbabilities(Model("mnist_mlp/golden/probabilities.csv"));
+  ASSERT_EQ(golden.size(), 64u);
+  ASSERT_EQ(probs->dims(), (Dims{64, 10}));
+  double worst = 0;
+  for (int r = 0; r < 64; ++r) {
+    for (int c = 0; c < 10; ++c) {
+      worst = std::max(worst, std::abs(probs->data<float>()[r * 10 + c] - golden[r][c]));
+    }
+  }
+  EXPECT_LT(worst, 1e-4);
+}
+
+TEST(CliInferTest, SimpleModelFromACombinedParameterFileWithATrace) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer_simple");
+  Tensor ones(DType::kFP32, {1, 3, 224, 224});
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1;
+  ASSERT_TRUE(WriteNpy(dir + "/ones.npy", ones).ok());
+  CliRun run = RunParex({"infer", "--model", Model("simple_model/model.pdmodel"),
+                         "--params", Model("simple_model/model.pdiparams"),
+                         "--input", "image=ones.npy", "--trace", "t.json"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The README's reference: mean 0.446896, max 1.757295.
+  EXPECT_THAT(run.out, HasSubstr("fp32 [1, 32, 112, 112]  min "));
+  EXPECT_THAT(run.out, HasSubstr("max 1.7573, mean 0.446896"));
+  EXPECT_THAT(run.out, HasSubstr("trace t.json: 1 traced steps"));
+  EXPECT_NO_THROW((void)nlohmann::json::parse(ReadFile(dir + "/t.json")));
+}
+
+TEST(CliInferTest, BadInputsAndModels) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer_bad");
+  WriteGoldenImages(dir);
+  { std::ofstream(dir + "/corrupt.npy") << "not an array"; }
+  fs::create_directories(dir + "/broken");
+  { std::ofstream(dir + "/broken/__model__") << "junk"; }
+  const std::string mlp = Model("mnist_mlp");
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"infer", "--model", mlp}, 2, "--input is required"},
+      {{"infer", "--model", mlp, "--input", "image"}, 2, "expected NAME=FILE.npy"},
+      {{"infer", "--model", mlp, "--input", "pixels=image.npy"}, 2,
+       "the model has no feed 'pixels' (its feeds: image)"},
+      {{"infer", "--model", mlp, "--input", "image=missing.npy"}, 1,
+       "cannot open 'missing.npy'"},
+      {{"infer", "--model", mlp, "--input", "image=corrupt.npy"}, 1,
+       "'corrupt.npy': not a NumPy .npy file"},
+      {{"infer", "--model", "nowhere", "--input", "image=image.npy"}, 1,
+       "'nowhere' does not exist"},
+      {{"infer", "--model", "broken", "--input", "image=image.npy"}, 1, "broken/__model__"},
+      {{"infer", "--model", mlp, "--input", "image=image.npy", "--places", "cpu:100"}, 1,
+       "fewer than the 100 places"},
+  };
+  for (const Case& c : cases) {
+    std::string what;
+    for (const auto& a : c.args) what += a + " ";
+    CliRun run = RunParex(c.args, dir);
+    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
+    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
+  }
+  // A wrong shape names the feed.
+  Tensor flat(DType::kFP32, {4, 784});
+  ASSERT_TRUE(WriteNpy(dir + "/flat.npy", flat).ok());
+  CliRun run = RunParex({"infer", "--model", mlp, "--input", "image=flat.npy"}, dir);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("image"));
+}
+
+TEST(CliInspectTest, PaddleModelsAndAnUnknownOp) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  CliRun run = RunParex({"inspect", Model("mnist_mlp")}, ScratchDir("inspect"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("program version  2001000 (Paddle 2.1.0)"));
+  EXPECT_THAT(run.out, HasSubstr("feeds            image"));
+  EXPECT_THAT(run.out, HasSubstr("fetches          save_infer_model/scale_0.tmp_4"));
+  EXPECT_TRUE(std::regex_search(run.out, std::regex("\\n +mul +3\\n"))) << run.out;
+  // The bytes of the parameters as loaded, not as declared.
+  Scope scope;
+  StatusOr<InferenceModel> loaded = LoadInferenceModel(Model("mnist_mlp"), &scope);
+  ASSERT_TRUE(loaded.ok());
+  double bytes = 0;
+  for (const std::string& name : PersistableTensorNames(loaded->program)) {
+    bytes += scope.FindVar(name)->GetTensor()->bytes();
+  }
+  char expected[64];
+  std::snprintf(expected, sizeof(expected), "6 persistable tensors, %.1f KiB", bytes / 1024);
+  EXPECT_THAT(run.out, HasSubstr(expected));
+  EXPECT_THAT(run.out, HasSubstr("parex runs every op"));
+
+  CliRun old = RunParex({"inspect", Model("fit_a_line")}, ScratchDir("inspect"));
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  EXPECT_THAT(old.out, HasSubstr("program version  none"));
+
+  // A program with an op parex does not know: listed, not fatal.
+  const std::string dir = ScratchDir("inspect_unknown");
+  Program p;
+  p.global_block().AppendOp("my_custom_op");
+  p.global_block().AppendOp("my_custom_op");
+  ASSERT_TRUE(p.Save(dir + "/custom.pdmodel").ok());
+  CliRun custom = RunParex({"inspect", "custom.pdmodel"}, dir);
+  ASSERT_EQ(custom.exit_code, 0) << custom.err;
+  EXPECT_THAT(custom.out, HasSubstr("ops parex cannot run: 1"));
+  EXPECT_THAT(custom.out, HasSubstr("my_custom_op (unknown op type, 2x)"));
+
+  { std::ofstream(dir + "/junk.pdmodel") << "\x08\x96\x01 junk"; }
+  CliRun junk = RunParex({"inspect", "junk.pdmodel"}, dir);
+  EXPECT_EQ(junk.exit_code, 1);
+  EXPECT_THAT(junk.err, HasSubstr("junk.pdmodel"));
+  CliRun none = RunParex({"inspect"}, dir);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("path is required"));
+  CliRun empty_dir = RunParex({"inspect", "."}, ScratchDir("inspect_empty"));
+  EXPECT_EQ(empty_dir.exit_code, 1);
+  EXPECT_THAT(empty_dir.err, HasSubstr("holds no __model__ and no *.pdmodel"));
+}
+
+TEST(CliGraphTest, DotAndJsonOfTrainingAndInferencePrograms) {
+  const std::string dir = ScratchDir("graph");
+  CliRun dot = RunParex({"graph", "--model", "fashion_cnn", "--places", "cpu:2",
+                         "--mode", "reduce", "-o", "cnn.dot"},
+                        dir);
+  ASSERT_EQ(dot.exit_code, 0) << dot.err;
+  EXPECT_THAT(dot.out, HasSubstr("fashion_cnn (training program) on 2 places (reduce)"));
+  EXPECT_THAT(dot.out, HasSubstr(" reduce"));
+  EXPECT_EQ(ReadFile(dir + "/cnn.dot").rfind("digraph", 0), 0u);
+
+  CliRun json = RunParex({"graph", "--model", "digits_mlp", "--format", "json", "-o",
+                          "mlp.out"},
+                         dir);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("48 op handles (4 all_reduce, 42 computation, 2 scale_loss_grad)"));
+  nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/mlp.out"));
+  EXPECT_EQ(doc["ops"].size(), 48u);
+
+  if (HavePaddleModels()) {
+    CliRun inference = RunParex({"graph", Model("mnist_mlp"), "-o", "mnist.json"}, dir);
+    ASSERT_EQ(inference.exit_code, 0) << inference.err;
+    EXPECT_THAT(inference.out, HasSubstr("on 2 places"));
+  }
+
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"graph", "--model", "digits_mlp"}, 2, "--output is required"},
+      {{"graph", "-o", "x.dot"}, 2, "name a program FILE or --model"},
+      {{"graph", "a.pdmodel", "--model", "digits_mlp", "-o", "x.dot"}, 2,
+       "not both or neither"},
+      {{"graph", "--model", "digits_mlp", "-o", "x.txt"}, 2, "give --format dot|json"},
+      {{"graph", "--model", "digits_mlp", "--format", "svg", "-o", "x.svg"}, 2,
+       "--format must be dot or json"},
+      {{"graph", "--model", "digits_mlp", "--mode", "tree", "-o", "x.dot"}, 2,
+       "--mode must be allreduce or reduce"},
+      {{"graph", "missing.pdmodel", "-o", "x.dot"}, 1, "'missing.pdmodel' does not exist"},
+      {{"graph", "--model", "digits_mlp", "-o", "/nonexistent/dir/x.dot"}, 1,
+       "/nonexistent/dir/x.dot"},
+  };
+  for (const Case& c : cases) {
+    std::string what;
+    for (const auto& a : c.args) what += a + " ";
+    CliRun run = RunParex(c.args, dir);
+    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
+    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
+  }
+}
+
+}  // namespace
+}  // namespace parex::testing

@@ -1,0 +1,53 @@
+#include "tests/apps/cli/cli_test_util.h"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace parex::testing {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Single-quoted for sh.
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+}  // namespace
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string ScratchDir(const std::string& name) {
+  const fs::path dir = fs::path(PAREX_TEST_TMP_DIR) / ("cli_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd) {
+  fs::create_directories(cwd);
+  const std::string out = (fs::path(cwd) / ".stdout").string();
+  const std::string err = (fs::path(cwd) / ".stderr").string();
+  std::string cmd = "cd " + Quote(cwd) + " && timeout 240 " + Quote(PAREX_CLI);
+  for (const std::string& a : args) cmd += " " + Quote(a);
+  cmd += " </dev/null >" + Quote(out) + " 2>" + Quote(err);
+  const int status = std::system(cmd.c_str());
+  CliRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = ReadFile(out);
+  run.err = ReadFile(err);
+  return run;
+}
+
+}  // namespace parex::testing

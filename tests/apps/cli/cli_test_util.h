@@ -1,0 +1,25 @@
+// Runs the `parex` binary as a user would (a subprocess in a scratch
+// directory) and captures what it printed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace parex::testing {
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs `parex args...` with the working directory `cwd` (created when
+// missing), stdin from /dev/null, under a 240 s timeout(1).
+CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd);
+
+// A fresh scratch directory under the tests' tmp dir.
+std::string ScratchDir(const std::string& name);
+
+std::string ReadFile(const std::string& path);
+
+}  // namespace parex::testing

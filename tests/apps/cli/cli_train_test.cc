@@ -1,0 +1,154 @@
+// `parex train` as a user runs it: normal use, a traced 2-place run
+// (issue 6, acceptance 3), and bad arguments or data with their messages
+// and exit codes (acceptance 2).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "tests/apps/cli/cli_test_util.h"
+
+namespace parex::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kData = std::string("--data-dir=") + PAREX_DATA_DIR;
+
+TEST(CliTrainTest, TrainsTheDigitsMlpAndSavesIt) {
+  const std::string dir = ScratchDir("train");
+  CliRun run = RunParex({"train", "--epochs", "3", "--save", "model", kData}, dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("digits_mlp on 2 CPU places (allreduce)"));
+  EXPECT_THAT(run.out, HasSubstr("epoch 3/3: loss "));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test accuracy +([0-9.]+) on 360 rows")))
+      << run.out;
+  EXPECT_GT(std::stod(m[1]), 0.85);  // 0.95 after the default 20 epochs
+  EXPECT_THAT(run.out, HasSubstr("throughput"));
+  EXPECT_THAT(run.out, HasSubstr("model saved to  model"));
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "model" / "__model__"));
+  // Not a terminal: plain lines, no carriage returns.
+  EXPECT_THAT(run.out, Not(HasSubstr("\r")));
+  EXPECT_EQ(run.err, "");
+
+  // The saved model is an inference program the other subcommands read.
+  CliRun inspect = RunParex({"inspect", "model"}, dir);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("feeds            image"));
+  EXPECT_THAT(inspect.out, HasSubstr("parex runs every op of this program"));
+}
+
+TEST(CliTrainTest, ReduceModeOnThreePlaces) {
+  CliRun run = RunParex({"train", "--model", "fit_a_line", "--places", "cpu:3",
+                         "--mode", "reduce", "--epochs", "30", kData},
+                        ScratchDir("train_reduce"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("fit_a_line on 3 CPU places (reduce)"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test MSE +([0-9.]+)"))) << run.out;
+  EXPECT_LT(std::stod(m[1]), 40.0);  // the label variance is ~80
+  EXPECT_TRUE(fs::exists(fs::path(PAREX_TEST_TMP_DIR) / "cli_train_reduce" /
+                         "parex-fit_a_line" / "__model__"));
+}
+
+// Every op handle of every traced step has a complete span; every message's
+// send is paired with its receipt; the summary gives the overlap figure.
+TEST(CliTrainTest, TracedTwoPlaceRun) {
+  const std::string dir = ScratchDir("trace");
+  CliRun run = RunParex({"train", "--epochs", "1", "--trace", "trace.json",
+                         "--trace-steps", "6", kData},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("trace           trace.json"));
+  EXPECT_TRUE(std::regex_search(
+      run.out, std::regex("trace summary   6 traced steps, [0-9.]+ ms: compute [0-9.]+ ms, "
+                          "collectives [0-9.]+ ms \\([0-9]+% hidden behind compute\\), "
+                          "scheduler idle [0-9]+%")))
+      << run.out;
+  nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/trace.json"));
+  std::map<int64_t, std::set<int64_t>> nodes_by_step;
+  std::set<int64_t> all_nodes;
+  std::map<uint64_t, int> sends, receipts;
+  std::set<std::string> tracks;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ASSERT_TRUE(e.contains("dur"));
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      const int64_t node = e["args"]["node"];
+      EXPECT_TRUE(nodes_by_step[e["args"]["step"]].insert(node).second)
+          << "two spans of node " << node;
+      all_nodes.insert(node);
+    } else if (e["ph"] == "s") {
+      ++sends[e["id"]];
+    } else if (e["ph"] == "f") {
+      ++receipts[e["id"]];
+    } else if (e["ph"] == "M" && e["name"] == "thread_name") {
+      tracks.insert(e["args"]["name"]);
+    }
+  }
+  ASSERT_EQ(nodes_by_step.size(), 6u);
+  // The digits MLP on 2 places: 48 op handles, plus the 2 fetches.
+  EXPECT_EQ(all_nodes.size(), 50u);
+  for (const auto& [step, nodes] : nodes_by_step) {
+    EXPECT_EQ(nodes, all_nodes) << "step " << step;
+  }
+  EXPECT_FALSE(sends.empty());
+  EXPECT_EQ(sends, receipts);
+  for (const auto& [id, n] : sends) EXPECT_EQ(n, 1) << "flow " << id;
+  EXPECT_GE(tracks.size(), 3u);  // compute per place, communication
+}
+
+struct BadTrain {
+  std::vector<std::string> args;
+  int exit_code;
+  std::string message;
+};
+
+TEST(CliTrainTest, BadArgumentsAndData) {
+  const std::vector<BadTrain> cases = {
+      {{"train", "--model", "resnet"}, 2, "unknown example model 'resnet'"},
+      {{"train", "--places", "cpu:0"}, 2, "N must be at least 1"},
+      {{"train", "--places", "tpu:2"}, 2, "bad --places 'tpu:2'"},
+      {{"train", "--mode", "ring"}, 2, "--mode must be allreduce or reduce"},
+      {{"train", "--places", "cpu:4", "--batch", "3"}, 2,
+       "--batch 3 is smaller than the 4 places"},
+      {{"train", "--epochs", "many"}, 2, "--epochs"},
+      {{"train", "--no-such-flag"}, 2, "--no-such-flag"},
+      {{"train", "--data-dir", "/nonexistent/data"}, 1, "/nonexistent/data"},
+      {{"train", "--model", "fashion_mlp", "--fashion-dir", "/nonexistent/f"}, 1,
+       "/nonexistent/f"},
+      {{"train", "--model", "fit_a_line", "--lr", "1e9", "--epochs", "3", kData}, 1,
+       "training diverged"},
+      {{}, 2, "Subcommands:"},
+      {{"fly"}, 2, "unknown command 'fly'"},
+  };
+  for (const BadTrain& c : cases) {
+    std::string what;
+    for (const auto& a : c.args) what += a + " ";
+    CliRun run = RunParex(c.args, ScratchDir("bad_train"));
+    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
+    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
+  }
+}
+
+TEST(CliTrainTest, HelpListsTheSubcommands) {
+  CliRun run = RunParex({"--help"}, ScratchDir("help"));
+  EXPECT_EQ(run.exit_code, 0);
+  for (const char* sub : {"train", "infer", "inspect", "graph"}) {
+    EXPECT_THAT(run.out, HasSubstr(sub));
+  }
+  CliRun train_help = RunParex({"train", "--help"}, ScratchDir("help"));
+  EXPECT_EQ(train_help.exit_code, 0);
+  EXPECT_THAT(train_help.out, HasSubstr("--places"));
+  EXPECT_THAT(train_help.out, HasSubstr("--trace"));
+}
+
+}  // namespace
+}  // namespace parex::testing

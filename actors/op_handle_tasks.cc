@@ -20,6 +20,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   comms_.resize(graph->ops().size());
   groups_.resize(graph->ops().size());
   bound_.assign(graph->ops().size(), 0);
+  prepared_.resize(graph->ops().size());
   fetch_slot_.assign(graph->ops().size(), -1);
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
@@ -43,6 +44,7 @@ OpHandleTasks::~OpHandleTasks() = default;
 
 void OpHandleTasks::ScopesChanged() {
   std::fill(bound_.begin(), bound_.end(), 0);
+  for (auto& p : prepared_) p.reset();
 }
 
 void OpHandleTasks::BeginStep() {
@@ -78,8 +80,19 @@ Status OpHandleTasks::Run(int id) {
 }
 
 Status OpHandleTasks::RunComputation(const SsaOp& op) {
-  const OpDesc& desc = graph_->program().global_block().op(op.program_op);
-  Status s = RunOp(desc, (*exec_scopes_)[op.place], contexts_[op.id].get());
+  std::unique_ptr<PreparedOp>& prepared = prepared_[op.id];
+  Status s;
+  if (prepared == nullptr) {
+    const OpDesc& desc = graph_->program().global_block().op(op.program_op);
+    StatusOr<std::unique_ptr<PreparedOp>> p = PreparedOp::Prepare(
+        desc, (*exec_scopes_)[op.place], contexts_[op.id].get());
+    if (p.ok()) {
+      prepared = std::move(*p);
+    } else {
+      s = p.status();
+    }
+  }
+  if (prepared != nullptr) s = prepared->Run();
   if (s.ok()) return s;
   return Status(s.code(), "place " + graph_->places()[op.place].ToString() +
                               ": " + s.message());

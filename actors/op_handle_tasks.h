@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "graph/ssa_graph.h"
 #include "kernels/device_context.h"
+#include "kernels/op_runner.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
 
@@ -56,6 +57,9 @@ class OpHandleTasks {
   const std::vector<Scope*>* exec_scopes_;
   bool dry_run_;
   std::vector<std::unique_ptr<CpuDeviceContext>> contexts_;  // per op
+  // Per computation op: bound to the current execution scope on its first
+  // run after the scopes changed (kernels/op_runner.h).
+  std::vector<std::unique_ptr<PreparedOp>> prepared_;
   // Per collective op: its own communicator (one call at a time each, and an
   // op handle never runs twice at once).
   std::vector<std::unique_ptr<InProcessCommunicator>> comms_;

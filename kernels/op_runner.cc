@@ -1,6 +1,7 @@
 #include "kernels/op_runner.h"
 
 #include <map>
+#include <tuple>
 
 namespace parex {
 namespace {
@@ -53,7 +54,13 @@ class RuntimeShapeContext : public ShapeContext {
 
 }  // namespace
 
-Status BindVariables(const OpDesc& op, Scope* scope, KernelContext* ctx) {
+namespace {
+
+// BindVariables; `inputs`, when given, receives every input argument the
+// scope has, whose values are then checked at run time, not now.
+Status Bind(const OpDesc& op, Scope* scope, KernelContext* ctx,
+            std::vector<std::tuple<const std::string*, const std::string*,
+                                   Variable*>>* inputs) {
   for (const auto& slot : op.proto().inputs()) {
     std::vector<Variable*> vars;
     for (const std::string& name : slot.arguments()) {
@@ -62,7 +69,9 @@ Status BindVariables(const OpDesc& op, Scope* scope, KernelContext* ctx) {
         continue;
       }
       Variable* v = scope->FindVar(name);
-      if (v == nullptr || v->IsEmpty()) {
+      if (inputs != nullptr && v != nullptr) {
+        inputs->emplace_back(&slot.parameter(), &name, v);
+      } else if (v == nullptr || v->IsEmpty()) {
         return NotFound(op.Label() + ": input '" + slot.parameter() +
                         "' reads variable '" + name +
                         "', which holds no value (not fed, loaded or "
@@ -85,6 +94,12 @@ Status BindVariables(const OpDesc& op, Scope* scope, KernelContext* ctx) {
     ctx->BindOutput(slot.parameter(), std::move(vars));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status BindVariables(const OpDesc& op, Scope* scope, KernelContext* ctx) {
+  return Bind(op, scope, ctx, nullptr);
 }
 
 StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
@@ -151,6 +166,45 @@ Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context) {
   Status status = (*kernel)(ctx);
   if (!status.ok() && status.message().rfind(op.Label(), 0) != 0) {
     return status.WithContext(op.Label());
+  }
+  return status;
+}
+
+StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
+    const OpDesc& op, Scope* scope, DeviceContext* device_context) {
+  StatusOr<const OpSchema*> schema = OpSchemaRegistry::Global().Get(op.type());
+  if (!schema.ok()) return schema.status().WithContext(op.Label());
+  std::unique_ptr<PreparedOp> prepared(
+      new PreparedOp(op, *schema, device_context));
+  std::vector<std::tuple<const std::string*, const std::string*, Variable*>> inputs;
+  PAREX_RETURN_IF_ERROR(Bind(op, scope, &prepared->ctx_, &inputs));
+  for (const auto& [slot, name, var] : inputs) {
+    prepared->inputs_.push_back({slot, name, var});
+  }
+  return prepared;
+}
+
+Status PreparedOp::Run() {
+  for (const Input& in : inputs_) {
+    if (in.var->IsEmpty()) {
+      return NotFound(op_.Label() + ": input '" + *in.slot +
+                      "' reads variable '" + *in.name +
+                      "', which holds no value (not fed, loaded or "
+                      "computed before)");
+    }
+  }
+  PAREX_ASSIGN_OR_RETURN(DType dtype, KernelDType(*schema_, ctx_));
+  if (kernel_ == nullptr || dtype != kernel_dtype_) {
+    StatusOr<KernelFn> kernel = KernelRegistry::Global().Find(
+        {op_.type(), ctx_.place().kind, dtype});
+    if (!kernel.ok()) return kernel.status().WithContext(op_.Label());
+    kernel_ = *kernel;
+    kernel_dtype_ = dtype;
+  }
+  PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
+  Status status = kernel_(ctx_);
+  if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {
+    return status.WithContext(op_.Label());
   }
   return status;
 }

@@ -5,6 +5,10 @@
 // its pieces.
 #pragma once
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "base/status.h"
 #include "graph/op_schema.h"
 #include "graph/program.h"
@@ -30,5 +34,36 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
 
 // All of the above; errors are prefixed with the op's label.
 Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context);
+
+// An op bound once to the variables of a scope, for an executor that runs
+// it step after step (the actor runtime's plan, DESIGN.md §3.3): the schema
+// and the variables are looked up once and the kernel once per kernel dtype;
+// Run checks the inputs hold values, infers the output shapes from the
+// actual inputs, allocates and runs the kernel, as RunOp does, with the
+// same errors. The op, the scope's variables and the device context must
+// outlive it. Not thread-safe; distinct PreparedOps may run concurrently.
+class PreparedOp {
+ public:
+  static StatusOr<std::unique_ptr<PreparedOp>> Prepare(
+      const OpDesc& op, Scope* scope, DeviceContext* device_context);
+  Status Run();
+
+ private:
+  struct Input {
+    const std::string* slot;
+    const std::string* name;
+    const Variable* var;
+  };
+  PreparedOp(const OpDesc& op, const OpSchema* schema,
+             DeviceContext* device_context)
+      : op_(op), schema_(schema), ctx_(op, device_context) {}
+
+  const OpDesc& op_;
+  const OpSchema* schema_;
+  KernelContext ctx_;
+  std::vector<Input> inputs_;
+  DType kernel_dtype_ = DType::kUndefined;
+  KernelFn kernel_ = nullptr;  // for kernel_dtype_, once looked up
+};
 
 }  // namespace parex

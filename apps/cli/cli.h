@@ -10,6 +10,7 @@
 
 #include "base/place.h"
 #include "base/status.h"
+#include "graph/ssa_graph.h"
 #include "kernels/model_io.h"
 #include "kernels/scope.h"
 
@@ -26,6 +27,15 @@ int Fail(const std::string& command, const Status& status,
 // "cpu:N" (N CPU places), "cpu" (one) or "cpu:0,1,3"; InvalidArgument
 // otherwise (CUDA places are not run by the CLI yet).
 StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec);
+
+// --places and --mode ("allreduce" or "reduce") together: the places and a
+// BuildStrategy in that mode; InvalidArgument naming the bad one.
+struct Parallelism {
+  std::vector<Place> places;
+  BuildStrategy build;
+};
+StatusOr<Parallelism> ParseParallelism(const std::string& places,
+                                       const std::string& mode);
 
 // A program named on the command line, with its parameters when `scope` is
 // given:

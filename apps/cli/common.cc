@@ -51,6 +51,18 @@ StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
   return places;
 }
 
+StatusOr<Parallelism> ParseParallelism(const std::string& places,
+                                       const std::string& mode) {
+  Parallelism p;
+  PAREX_ASSIGN_OR_RETURN(p.places, ParsePlaces(places));
+  if (mode == "reduce") {
+    p.build.reduce = BuildStrategy::ReduceStrategy::kReduce;
+  } else if (mode != "allreduce") {
+    return InvalidArgument("--mode must be allreduce or reduce, not '" + mode + "'");
+  }
+  return p;
+}
+
 namespace {
 
 // The *.pdmodel file of a directory, when it holds exactly one.

@@ -134,15 +134,10 @@ int RunGraph(const GraphOptions& o) {
     return Fail(cmd, InvalidArgument("--format must be dot or json, not '" + format + "'"),
                 kExitUsage);
   }
-  StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
-  if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
-  BuildStrategy build;
-  if (o.mode == "reduce") {
-    build.reduce = BuildStrategy::ReduceStrategy::kReduce;
-  } else if (o.mode != "allreduce") {
-    return Fail(cmd, InvalidArgument("--mode must be allreduce or reduce, not '" + o.mode + "'"),
-                kExitUsage);
-  }
+  StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
+  if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
+  const std::vector<Place>* places = &parallel->places;
+  const BuildStrategy& build = parallel->build;
   Program program;
   std::string loss, what;
   if (!o.model.empty()) {

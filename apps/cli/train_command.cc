@@ -70,15 +70,10 @@ int RunTrain(const TrainOptions& o) {
   const auto wall_start = Clock::now();
   StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
   if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
-  StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
-  if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
-  BuildStrategy build;
-  if (o.mode == "reduce") {
-    build.reduce = BuildStrategy::ReduceStrategy::kReduce;
-  } else if (o.mode != "allreduce") {
-    return Fail(cmd, InvalidArgument("--mode must be allreduce or reduce, not '" +
-                                     o.mode + "'"), kExitUsage);
-  }
+  StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
+  if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
+  const std::vector<Place>* places = &parallel->places;
+  const BuildStrategy& build = parallel->build;
   const Defaults defaults = DefaultsOf(*kind);
   const int epochs = o.epochs > 0 ? o.epochs : defaults.epochs;
   const int64_t batch = o.batch > 0 ? o.batch : defaults.batch;

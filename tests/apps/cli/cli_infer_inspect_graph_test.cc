@@ -90,12 +90,7 @@ TEST(CliInferTest, BadInputsAndModels) {
   fs::create_directories(dir + "/broken");
   { std::ofstream(dir + "/broken/__model__") << "junk"; }
   const std::string mlp = Model("mnist_mlp");
-  struct Case {
-    std::vector<std::string> args;
-    int exit_code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  ExpectFailures({
       {{"infer", "--model", mlp}, 2, "--input is required"},
       {{"infer", "--model", mlp, "--input", "image"}, 2, "expected NAME=FILE.npy"},
       {{"infer", "--model", mlp, "--input", "pixels=image.npy"}, 2,
@@ -109,14 +104,7 @@ TEST(CliInferTest, BadInputsAndModels) {
       {{"infer", "--model", "broken", "--input", "image=image.npy"}, 1, "broken/__model__"},
       {{"infer", "--model", mlp, "--input", "image=image.npy", "--places", "cpu:100"}, 1,
        "fewer than the 100 places"},
-  };
-  for (const Case& c : cases) {
-    std::string what;
-    for (const auto& a : c.args) what += a + " ";
-    CliRun run = RunParex(c.args, dir);
-    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
-    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
-  }
+  }, dir);
   // A wrong shape names the feed.
   Tensor flat(DType::kFP32, {4, 784});
   ASSERT_TRUE(WriteNpy(dir + "/flat.npy", flat).ok());
@@ -197,12 +185,7 @@ TEST(CliGraphTest, DotAndJsonOfTrainingAndInferencePrograms) {
     EXPECT_THAT(inference.out, HasSubstr("on 2 places"));
   }
 
-  struct Case {
-    std::vector<std::string> args;
-    int exit_code;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  ExpectFailures({
       {{"graph", "--model", "digits_mlp"}, 2, "--output is required"},
       {{"graph", "-o", "x.dot"}, 2, "name a program FILE or --model"},
       {{"graph", "a.pdmodel", "--model", "digits_mlp", "-o", "x.dot"}, 2,
@@ -215,14 +198,7 @@ TEST(CliGraphTest, DotAndJsonOfTrainingAndInferencePrograms) {
       {{"graph", "missing.pdmodel", "-o", "x.dot"}, 1, "'missing.pdmodel' does not exist"},
       {{"graph", "--model", "digits_mlp", "-o", "/nonexistent/dir/x.dot"}, 1,
        "/nonexistent/dir/x.dot"},
-  };
-  for (const Case& c : cases) {
-    std::string what;
-    for (const auto& a : c.args) what += a + " ";
-    CliRun run = RunParex(c.args, dir);
-    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
-    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
-  }
+  }, dir);
 }
 
 }  // namespace

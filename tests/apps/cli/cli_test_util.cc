@@ -2,6 +2,9 @@
 
 #include <sys/wait.h>
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,6 +51,16 @@ CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd) {
   run.out = ReadFile(out);
   run.err = ReadFile(err);
   return run;
+}
+
+void ExpectFailures(const std::vector<BadRun>& cases, const std::string& cwd) {
+  for (const BadRun& c : cases) {
+    std::string what = "parex";
+    for (const std::string& a : c.args) what += " " + a;
+    CliRun run = RunParex(c.args, cwd);
+    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
+    EXPECT_THAT(run.err, ::testing::HasSubstr(c.message)) << what;
+  }
 }
 
 }  // namespace parex::testing

@@ -17,6 +17,15 @@ struct CliRun {
 // missing), stdin from /dev/null, under a 240 s timeout(1).
 CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd);
 
+// A command that must fail: its exit code and a piece of its stderr.
+struct BadRun {
+  std::vector<std::string> args;
+  int exit_code;
+  std::string message;
+};
+// Runs each in `cwd`, expecting (gtest) its exit code and message.
+void ExpectFailures(const std::vector<BadRun>& cases, const std::string& cwd);
+
 // A fresh scratch directory under the tests' tmp dir.
 std::string ScratchDir(const std::string& name);
 

@@ -105,14 +105,8 @@ TEST(CliTrainTest, TracedTwoPlaceRun) {
   EXPECT_GE(tracks.size(), 3u);  // compute per place, communication
 }
 
-struct BadTrain {
-  std::vector<std::string> args;
-  int exit_code;
-  std::string message;
-};
-
 TEST(CliTrainTest, BadArgumentsAndData) {
-  const std::vector<BadTrain> cases = {
+  ExpectFailures({
       {{"train", "--model", "resnet"}, 2, "unknown example model 'resnet'"},
       {{"train", "--places", "cpu:0"}, 2, "N must be at least 1"},
       {{"train", "--places", "tpu:2"}, 2, "bad --places 'tpu:2'"},
@@ -128,14 +122,7 @@ TEST(CliTrainTest, BadArgumentsAndData) {
        "training diverged"},
       {{}, 2, "Subcommands:"},
       {{"fly"}, 2, "unknown command 'fly'"},
-  };
-  for (const BadTrain& c : cases) {
-    std::string what;
-    for (const auto& a : c.args) what += a + " ";
-    CliRun run = RunParex(c.args, ScratchDir("bad_train"));
-    EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
-    EXPECT_THAT(run.err, HasSubstr(c.message)) << what;
-  }
+  }, ScratchDir("bad_train"));
 }
 
 TEST(CliTrainTest, HelpListsTheSubcommands) {

@@ -129,6 +129,15 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   options.trace = exec.trace;
   step->tasks = tasks;
   PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));
+  std::string fetch_list;
+  for (const std::string& f : fetches) fetch_list += (fetch_list.empty() ? "" : ", ") + f;
+  LogInfo(Subsystem::kActor,
+          "compiled the step fetching [" + fetch_list + "]: " +
+              std::to_string(tasks->size()) + " op handles on " +
+              std::to_string(n()) + " places, " +
+              std::to_string(step->runner->num_actors()) + " op actors, " +
+              std::to_string(num_threads) + " workers (" +
+              SchedulerPolicyName(exec.scheduler) + ")");
   CompiledStep* raw = step.get();
   compiled[fetches] = std::move(step);
   return raw;

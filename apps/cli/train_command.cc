@@ -14,6 +14,7 @@
 #include "apps/datasets.h"
 #include "apps/models.h"
 #include "apps/reader.h"
+#include "base/logging.h"
 
 namespace parex::cli {
 namespace {
@@ -89,8 +90,12 @@ int RunTrain(const TrainOptions& o) {
   options.learning_rate = o.lr;
   StatusOr<ExampleProgram> model = BuildExample(*kind, options);
   if (!model.ok()) return Fail(cmd, model.status());
+  const auto load_start = Clock::now();
   StatusOr<ExampleData> data = LoadExampleData(*kind, o.data_dir, o.fashion_dir);
   if (!data.ok()) return Fail(cmd, data.status());
+  LogInfo(Subsystem::kApp, "loaded " + std::to_string(data->train_x.dim(0)) +
+                               " train and " + std::to_string(data->test_x.dim(0)) +
+                               " test rows in " + std::to_string(Seconds(load_start)) + " s");
   StatusOr<BatchReader> reader = BatchReader::Create(
       {{model->input, data->train_x}, {model->label, data->train_y}},
       {batch, /*shuffle=*/true, static_cast<uint64_t>(o.seed),

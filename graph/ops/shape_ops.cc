@@ -23,16 +23,6 @@ namespace {
 
 int Rank(const Dims& d) { return static_cast<int>(d.size()); }
 
-bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
-  if (got.size() != want.size()) return false;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (ctx.IsRuntime() ? got[i] != want[i] : !ExtentsAgree(got[i], want[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 Status RejectTensorAttrs(const ShapeContext& ctx,
                          std::initializer_list<const char*> slots) {
   for (const char* slot : slots) {

@@ -32,6 +32,13 @@ std::shared_ptr<TaskGraph> RandomDag(int n, int max_fanout, uint32_t seed) {
   return g;
 }
 
+ActorRunnerOptions Options(int threads, SchedulerPolicy policy) {
+  ActorRunnerOptions options;
+  options.num_threads = threads;
+  options.scheduler = policy;
+  return options;
+}
+
 // How often each node ran.
 struct Recorder {
   explicit Recorder(int n) : runs(n) {}
@@ -106,7 +113,7 @@ TEST(ActorRunnerTest, FirstErrorFailsTheStepAndTheNextStepRuns) {
     return Status::Ok();
   };
   ASSERT_TRUE(g->Finalize().ok());
-  auto runner = ActorRunner::Create(g, {2, SchedulerPolicy::kResumeHere});
+  auto runner = ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(runner.ok());
   ASSERT_TRUE((*runner)->Run(0).ok());
   fail_step = 1;
@@ -125,7 +132,7 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
   auto empty = std::make_shared<TaskGraph>();
   empty->task = [](int, int64_t) { return Status::Ok(); };
   ASSERT_TRUE(empty->Finalize().ok());
-  auto r0 = ActorRunner::Create(empty, {1, SchedulerPolicy::kResumeHere});
+  auto r0 = ActorRunner::Create(empty, Options(1, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(r0.ok());
   EXPECT_TRUE((*r0)->Run(0).ok());
 
@@ -137,7 +144,7 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
     return Status::Ok();
   };
   ASSERT_TRUE(one->Finalize().ok());
-  auto r1 = ActorRunner::Create(one, {2, SchedulerPolicy::kStealing});
+  auto r1 = ActorRunner::Create(one, Options(2, SchedulerPolicy::kStealing));
   ASSERT_TRUE(r1.ok());
   for (int i = 0; i < 100; ++i) ASSERT_TRUE((*r1)->Run(i).ok());
   EXPECT_EQ(count.load(), 100);
@@ -256,7 +263,10 @@ TEST(ChainNextTest, RandomDagsKeepTheirOrder) {
         stack.pop_back();
         if (x == to) return true;
         for (int s : g->nodes[x].successors) {
-          if (!seen[s]) stack.push_back(s), seen[s] = true;
+          if (!seen[s]) {
+            stack.push_back(s);
+            seen[s] = true;
+          }
         }
       }
       return false;
@@ -272,7 +282,9 @@ TEST(ChainNextTest, RandomDagsKeepTheirOrder) {
       EXPECT_EQ(g->nodes[v].place, g->nodes[u].place);
       EXPECT_EQ(++continued[v], 1) << "node " << v;
       for (int p : preds[v]) {
-        if (p != u) EXPECT_TRUE(reaches(p, u)) << p << " -> " << u;
+        if (p != u) {
+          EXPECT_TRUE(reaches(p, u)) << p << " -> " << u;
+        }
       }
       if (preds[v].size() > 1) ++joins;
     }
@@ -291,7 +303,7 @@ TEST(ActorRunnerTest, StepHooksRunAroundTheNodes) {
     return Status::Ok();
   };
   ASSERT_TRUE(g->Finalize().ok());
-  auto runner = ActorRunner::Create(g, {2, SchedulerPolicy::kResumeHere});
+  auto runner = ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(runner.ok());
   int at_begin = -1, at_end = -1;
   bool end_ran = false, end_ok = false;

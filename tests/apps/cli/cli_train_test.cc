@@ -45,11 +45,14 @@ TEST(CliTrainTest, TrainsTheDigitsMlpAndSavesIt) {
   EXPECT_THAT(inspect.out, HasSubstr("parex runs every op of this program"));
 }
 
-TEST(CliTrainTest, ReduceModeOnThreePlaces) {
+TEST(CliTrainTest, ReduceModeOnThreePlacesVerbose) {
   CliRun run = RunParex({"train", "--model", "fit_a_line", "--places", "cpu:3",
-                         "--mode", "reduce", "--epochs", "30", kData},
+                         "--mode", "reduce", "--epochs", "30", "-v", kData},
                         ScratchDir("train_reduce"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  // -v logs what the executor compiled.
+  EXPECT_THAT(run.err, HasSubstr("on 3 places"));
+  EXPECT_THAT(run.err, HasSubstr("op actors"));
   EXPECT_THAT(run.out, HasSubstr("fit_a_line on 3 CPU places (reduce)"));
   std::smatch m;
   ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test MSE +([0-9.]+)"))) << run.out;

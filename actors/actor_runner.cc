@@ -46,6 +46,11 @@ std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
   auto impl = std::make_unique<Impl>();
   impl->config = std::make_unique<caf::actor_system_config>();
   impl->config->set("scheduler.max-threads", static_cast<size_t>(num_threads));
+  // Idle workers poll only when each can have a core: with more workers
+  // than cores a polling worker takes time from a working one.
+  if (static_cast<unsigned>(num_threads) > std::thread::hardware_concurrency()) {
+    spin_us = 0;
+  }
   UseSchedulerPolicy(*impl->config, policy, spin_us);
   impl->system = std::make_unique<caf::actor_system>(*impl->config);
   return std::shared_ptr<ActorSystem>(new ActorSystem(std::move(impl)));

@@ -33,7 +33,7 @@ class ActorSystem {
  public:
   // `num_threads` workers (0: hardware concurrency) scheduled by `policy`
   // (scheduler_policy.h); `spin_us`: how long kResumeHere's idle workers
-  // poll before they block.
+  // poll before they block (0 when there are more workers than cores).
   static std::shared_ptr<ActorSystem> Create(
       int num_threads, SchedulerPolicy policy = SchedulerPolicy::kResumeHere,
       int spin_us = 50);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "actors/actor_runner.h"
@@ -280,9 +281,13 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   impl->scope = scope;
   impl->build = build_strategy;
   impl->exec = exec_strategy;
-  impl->num_threads = exec_strategy.num_threads > 0
-                          ? exec_strategy.num_threads
-                          : 2 * static_cast<int>(places.size());
+  // Fluid's CPU default is 2 x places because its op threads may block;
+  // parex's kernels never block a worker (blocking work goes to detached
+  // actors), so more workers than cores only adds switching.
+  impl->num_threads =
+      exec_strategy.num_threads > 0
+          ? exec_strategy.num_threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = static_cast<int>(places.size());
   // Local scopes: place 0 uses the caller's persistables; the others get
   // copies (sorted names), or share them (Reduce mode's shared parameters,
@@ -391,5 +396,7 @@ Scope* ParallelExecutor::local_scope(int place) const {
 }
 
 int64_t ParallelExecutor::steps_run() const { return impl_->steps; }
+
+int ParallelExecutor::num_threads() const { return impl_->num_threads; }
 
 }  // namespace parex

@@ -37,7 +37,8 @@
 namespace parex {
 
 struct ExecutionStrategy {
-  // CAF scheduler workers; 0: 2 x places (Fluid's CPU default).
+  // CAF scheduler workers; 0: the hardware's cores (Fluid's CPU default,
+  // 2 x places, assumes op threads that block; parex's never do).
   int num_threads = 0;
   // Temporaries are dropped every this many steps (Fluid's default 100).
   int num_iteration_per_drop_scope = 100;
@@ -92,6 +93,8 @@ class ParallelExecutor {
   std::string TraceJson() const;
   // Place p's local scope (persistables of place p).
   Scope* local_scope(int place) const;
+  // CAF scheduler workers this executor runs on.
+  int num_threads() const;
   int64_t steps_run() const;
 
   struct Impl;

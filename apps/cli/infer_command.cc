@@ -139,8 +139,9 @@ int RunInfer(const InferOptions& o) {
     std::vector<bool> collective;
     for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
     std::printf("trace %s: %s\n", o.trace.c_str(),
-                SummarizeTrace(trace.Spans(), collective,
-                               2 * static_cast<int>(places->size())).ToString().c_str());
+                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
+                    .ToString()
+                    .c_str());
   }
   return kExitOk;
 }

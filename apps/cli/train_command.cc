@@ -210,10 +210,11 @@ int RunTrain(const TrainOptions& o) {
   if (!o.trace.empty()) {
     std::vector<bool> collective;
     for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
-    const int workers = exec.num_threads > 0 ? exec.num_threads : 2 * n;
     std::printf("trace           %s\n", o.trace.c_str());
     std::printf("trace summary   %s\n",
-                SummarizeTrace(trace.Spans(), collective, workers).ToString().c_str());
+                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
+                    .ToString()
+                    .c_str());
   }
   return kExitOk;
 }

@@ -184,7 +184,7 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
       return NotFound("feed '" + name + "' is not a variable of the program");
     }
     PAREX_RETURN_IF_ERROR(CheckFeed(*var, value).WithContext(
-        "feed '" + name + "' to " + places[p].ToString()));
+        "place " + places[p].ToString()));
     Variable* v = exec_scopes[p]->FindVar(name);
     if (v == nullptr) v = exec_scopes[p]->Var(name);
     *v->GetMutableTensor() = value;

@@ -1,5 +1,6 @@
 // parex infer: runs a saved inference program on .npy inputs.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>

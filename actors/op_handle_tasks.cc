@@ -103,7 +103,11 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
   PAREX_ASSIGN_OR_RETURN(Tensor * loss,
                          PlaceTensor(op, graph_->loss_name, op.place));
   PAREX_ASSIGN_OR_RETURN(Tensor * out, PlaceTensor(op, grad, op.place));
-  out->Allocate(loss->dtype(), loss->dims(), loss->place());
+  if (Status s = out->TryAllocate(loss->dtype(), loss->dims(), loss->place());
+      !s.ok()) {
+    return Status(s.code(), graph_->OpLabel(op.id) + ": var '" + grad + "': " +
+                                s.message());
+  }
   const int64_t n = out->numel();
   if (out->dtype() == DType::kFP32) {
     std::fill(out->data<float>(), out->data<float>() + n,
@@ -143,7 +147,12 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
       for (int p = 0; p < n; ++p) {
         Tensor* dst = group[p];
         if (p != root && (dst->dims() != src.dims() || dst->dtype() != src.dtype())) {
-          dst->Allocate(src.dtype(), src.dims(), graph_->places()[p]);
+          Status s = dst->TryAllocate(src.dtype(), src.dims(), graph_->places()[p]);
+          if (!s.ok()) {
+            return Status(s.code(), graph_->OpLabel(op.id) + ": var '" +
+                                        op.var_names[&group - groups.data()] +
+                                        "': " + s.message());
+          }
         }
       }
     }

@@ -13,6 +13,9 @@ const std::vector<ConfigVar>& ConfigVars() {
       {"CUDA_VISIBLE_DEVICES", "", "CUDA devices parex may use"},
       {"PAREX_SEED", "0",
        "seed of the generator that random ops with seed=0 draw from"},
+      {"PAREX_MAX_MEMORY_BYTES", "0",
+       "most bytes one place's allocator hands out at once (0: the "
+       "machine's physical memory); larger requests fail the step"},
       {"PAREX_LOG_LEVEL", "warn",
        "spdlog level: trace, debug, info, warn, error, off"},
   };

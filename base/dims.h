@@ -2,6 +2,7 @@
 // batch dimension of a program variable); runtime tensors have none.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,14 +11,21 @@ namespace parex {
 
 using Dims = std::vector<int64_t>;
 
-// Product of the extents; -1 if any extent is unknown.
+// Product of the extents; -1 if any extent is unknown. A product that would
+// overflow saturates at INT64_MAX (kNumelOverflow), which no allocation
+// accepts: sizes from files and attributes are checked with CheckedNumel
+// (base/checked_math.h) where they enter, this is the backstop.
+inline constexpr int64_t kNumelOverflow = INT64_MAX;
 inline int64_t Numel(const Dims& dims) {
   int64_t n = 1;
+  bool overflow = false, zero = false;
   for (int64_t d : dims) {
     if (d < 0) return -1;
-    n *= d;
+    zero = zero || d == 0;
+    if (__builtin_mul_overflow(n, d, &n)) overflow = true;
   }
-  return n;
+  if (zero) return 0;
+  return overflow ? kNumelOverflow : n;
 }
 
 // "[64,784]"

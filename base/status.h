@@ -24,6 +24,7 @@ enum class StatusCode {
   kFailedPrecondition,
   kDataLoss,          // a file is truncated or corrupt
   kIoError,           // the OS refused: open, read, write
+  kResourceExhausted, // an allocation failed or would exceed a limit
   kInternal,
 };
 
@@ -71,6 +72,9 @@ inline Status DataLoss(std::string m) {
 }
 inline Status IoError(std::string m) {
   return Status(StatusCode::kIoError, std::move(m));
+}
+inline Status ResourceExhausted(std::string m) {
+  return Status(StatusCode::kResourceExhausted, std::move(m));
 }
 inline Status Internal(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));

@@ -117,6 +117,11 @@ OpSchema& OpSchema::Grad(std::string grad_type, std::vector<std::string> inputs,
   return *this;
 }
 
+OpSchema& OpSchema::Inplace(std::string in, std::string out) {
+  inplace_.emplace_back(std::move(in), std::move(out));
+  return *this;
+}
+
 const std::string& OpSchema::kernel_dtype_source() const {
   static const std::string kEmpty;
   if (!kernel_dtype_source_.empty()) return kernel_dtype_source_;

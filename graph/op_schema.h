@@ -119,6 +119,11 @@ class OpSchema {
   // gradient slots it writes ("X@GRAD").
   OpSchema& Grad(std::string grad_type, std::vector<std::string> inputs,
                  std::vector<std::string> outputs);
+  // Output slot `out` may be the same variable as input slot `in` (Paddle's
+  // in-place pairs: DECLARE_INPLACE_OP_INFERER, optimizers' ParamOut/Param,
+  // batch_norm's MeanOut/Mean). Validation rejects any other output that
+  // names a persistable input of the op.
+  OpSchema& Inplace(std::string in, std::string out);
 
   const std::string& type() const { return type_; }
   const std::vector<SlotSpec>& inputs() const { return inputs_; }
@@ -135,6 +140,9 @@ class OpSchema {
   const std::string& grad_type() const { return grad_type_; }
   const std::vector<std::string>& grad_inputs() const { return grad_inputs_; }
   const std::vector<std::string>& grad_outputs() const { return grad_outputs_; }
+  const std::vector<std::pair<std::string, std::string>>& inplace() const {
+    return inplace_;
+  }
 
  private:
   std::string type_;
@@ -147,6 +155,7 @@ class OpSchema {
   std::string grad_type_;
   std::vector<std::string> grad_inputs_;
   std::vector<std::string> grad_outputs_;
+  std::vector<std::pair<std::string, std::string>> inplace_;
 };
 
 class OpSchemaRegistry {

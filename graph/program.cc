@@ -252,7 +252,10 @@ VarDesc* Block::FindLocalVar(const std::string& name) const {
 }
 
 VarDesc* Block::FindVar(const std::string& name) const {
-  for (const Block* b = this; b != nullptr;) {
+  // At most one visit per block: a crafted program whose parent links form a
+  // cycle (ValidateProgram rejects it) must not make a lookup loop forever.
+  int hops = program_->num_blocks();
+  for (const Block* b = this; b != nullptr && hops-- > 0;) {
     if (VarDesc* v = b->FindLocalVar(name)) return v;
     int parent = b->parent_idx();
     b = parent >= 0 && parent < program_->num_blocks() && parent != b->idx()

@@ -1,5 +1,8 @@
 #include "kernels/allocator.h"
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -7,19 +10,32 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/config.h"
 
 namespace parex {
 namespace {
 
 // Rounds a request up to a size class: multiples of 64 bytes up to 4 KiB,
 // then multiples of 1/8 of the next power of two. Bounds waste at 12.5% and
-// lets blocks of similar sizes be reused across steps.
+// lets blocks of similar sizes be reused across steps. 0 for a size above
+// 2^62, which no allocator serves (its class would not fit in size_t).
+constexpr size_t kLargestRequest = size_t{1} << 62;
 size_t SizeClass(size_t size) {
+  if (size > kLargestRequest) return 0;
   if (size <= 4096) return (size + 63) & ~size_t{63};
-  size_t pow2 = 1;
-  while (pow2 < size) pow2 <<= 1;
-  size_t step = pow2 / 8;
+  const int bits = 64 - __builtin_clzll(static_cast<unsigned long long>(size - 1));
+  const size_t pow2 = size_t{1} << bits;  // the power of two >= size
+  const size_t step = pow2 / 8;
   return (size + step - 1) / step * step;
+}
+
+std::atomic<size_t> g_limit_override{0};
+
+size_t PhysicalMemory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return kLargestRequest;
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
 }
 
 class CachingAllocator : public Allocator {
@@ -35,7 +51,9 @@ class CachingAllocator : public Allocator {
 
   void* Allocate(size_t size) override {
     if (size == 0) return nullptr;
-    size_t cls = SizeClass(size);
+    const size_t cls = SizeClass(size);
+    const size_t limit = AllocationLimit();
+    if (cls == 0 || cls > limit) return nullptr;
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.num_allocs;
     void* ptr = nullptr;
@@ -45,15 +63,17 @@ class CachingAllocator : public Allocator {
       it->second.pop_back();
       stats_.bytes_cached -= cls;
     } else {
+      if (stats_.bytes_in_use + stats_.bytes_cached + cls > limit) {
+        ReleaseCacheLocked();
+      }
+      if (stats_.bytes_in_use + cls > limit) return nullptr;
       ptr = system_alloc_(cls);
-      if (ptr == nullptr) {
+      if (ptr == nullptr && stats_.bytes_cached > 0) {
         // Out of memory: give the cached blocks back and try once more.
         ReleaseCacheLocked();
         ptr = system_alloc_(cls);
       }
-      PAREX_CHECK(ptr != nullptr, "out of memory on " + place_.ToString() +
-                                      " allocating " + std::to_string(cls) +
-                                      " bytes");
+      if (ptr == nullptr) return nullptr;
       ++stats_.num_system_allocs;
     }
     stats_.bytes_in_use += cls;
@@ -125,6 +145,18 @@ std::unique_ptr<Allocator> MakeCachingAllocator(
   return std::make_unique<CachingAllocator>(place, std::move(system_alloc),
                                             std::move(system_free));
 }
+
+size_t AllocationLimit() {
+  if (size_t o = g_limit_override.load(); o != 0) return o;
+  static const size_t limit = [] {
+    const long configured = GetConfigInt("PAREX_MAX_MEMORY_BYTES");
+    if (configured > 0) return static_cast<size_t>(configured);
+    return PhysicalMemory();
+  }();
+  return limit;
+}
+
+void SetAllocationLimitForTesting(size_t bytes) { g_limit_override = bytes; }
 
 void RegisterAllocatorFactory(Place::Kind kind, AllocatorFactory factory) {
   auto& table = Table();

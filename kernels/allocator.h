@@ -24,8 +24,11 @@ class Allocator {
  public:
   virtual ~Allocator() = default;
   virtual Place place() const = 0;
-  // Never returns nullptr for size > 0 (aborts on out-of-memory with the
-  // place and size); Allocate(0) returns nullptr.
+  // A block of `size` bytes, or nullptr when it cannot be had: the system
+  // refused it (after the cache was given back), or it would take the bytes
+  // in use past the allocator's limit (AllocationLimit). Allocate(0) returns
+  // nullptr too. Callers turn nullptr into a ResourceExhausted Status
+  // (Tensor::TryAllocate) or, for sizes they own, a PAREX_CHECK.
   virtual void* Allocate(size_t size) = 0;
   // REQUIRES: `ptr` came from Allocate(size) of this allocator.
   virtual void Free(void* ptr, size_t size) = 0;
@@ -36,6 +39,14 @@ class Allocator {
 };
 
 inline constexpr size_t kAllocAlignment = 64;
+
+// The most bytes one allocator hands out at once: PAREX_MAX_MEMORY_BYTES, or
+// when unset or 0 the machine's physical memory. A request above it fails
+// without asking the system (Linux overcommits: a crafted size would
+// otherwise "succeed" and kill the process when touched).
+size_t AllocationLimit();
+// Overrides the limit for allocators created afterwards (fuzzers, tests).
+void SetAllocationLimitForTesting(size_t bytes);
 
 // The allocator of a place, created on first use and alive until exit.
 // CPU places are built in; other kinds need RegisterAllocatorFactory first.

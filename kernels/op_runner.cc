@@ -147,8 +147,16 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
     if (dtype == DType::kUndefined) {
       return ctx.Error("output '" + key.first + "' has no dtype");
     }
-    ctx.Output(key.first, key.second)->Allocate(dtype, pending.dims,
-                                                ctx.place());
+    Status allocated = ctx.Output(key.first, key.second)
+                           ->TryAllocate(dtype, pending.dims, ctx.place());
+    if (!allocated.ok()) {
+      const auto names = ctx.op().Output(key.first);
+      const std::string var =
+          key.second < static_cast<int>(names.size()) ? names[key.second] : "";
+      return Status(allocated.code(),
+                    ctx.op().Label() + ": output '" + key.first + "' (var '" +
+                        var + "'): " + allocated.message());
+    }
   }
   return Status::Ok();
 }

@@ -1,11 +1,18 @@
 #include "kernels/tensor.h"
 
+#include "base/checked_math.h"
 #include "kernels/allocator.h"
 
 namespace parex {
 
-Buffer::Buffer(Allocator* allocator, size_t size)
-    : allocator_(allocator), data_(allocator->Allocate(size)), size_(size) {}
+std::shared_ptr<Buffer> Buffer::Make(Allocator* allocator, size_t size) {
+  void* data = allocator->Allocate(size);
+  if (data == nullptr && size > 0) return nullptr;
+  return std::make_shared<Buffer>(allocator, data, size);
+}
+
+Buffer::Buffer(Allocator* allocator, void* data, size_t size)
+    : allocator_(allocator), data_(data), size_(size) {}
 
 Buffer::~Buffer() { allocator_->Free(data_, size_); }
 
@@ -16,11 +23,15 @@ Tensor::Tensor(DType dtype, const Dims& dims, Place place) {
 }
 
 void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
-  for (int64_t d : dims) {
-    PAREX_CHECK(d >= 0, "Tensor::Allocate with unknown extent " +
-                            DimsToString(dims));
-  }
-  size_t need = static_cast<size_t>(Numel(dims)) * SizeOf(dtype);
+  Status s = TryAllocate(dtype, dims, place);
+  PAREX_CHECK(s.ok(), "Tensor::Allocate: " + s.message());
+}
+
+Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
+  const std::string what = std::string(DTypeName(dtype)) + DimsToString(dims);
+  PAREX_ASSIGN_OR_RETURN(int64_t numel, CheckedNumel(dims, what));
+  PAREX_ASSIGN_OR_RETURN(uint64_t bytes, CheckedBytes(numel, SizeOf(dtype), what));
+  const size_t need = static_cast<size_t>(bytes);
   // Every CPU place is host memory: a buffer of cpu:0 serves cpu:1 (an
   // in-place op of place 1 on a tensor copied from place 0 keeps its data).
   const bool same_memory =
@@ -28,13 +39,24 @@ void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
   bool keep = buffer_ != nullptr && same_memory &&
               buffer_->size() >= offset_ + need;
   if (!keep) {
-    buffer_ = need > 0 ? std::make_shared<Buffer>(GetAllocator(place), need)
-                       : nullptr;
+    std::shared_ptr<Buffer> buffer;
+    if (need > 0) {
+      buffer = Buffer::Make(GetAllocator(place), need);
+      if (buffer == nullptr) {
+        return ResourceExhausted("cannot allocate " + std::to_string(need) +
+                                 " bytes for " + what + " on " +
+                                 place.ToString() + " (limit " +
+                                 std::to_string(AllocationLimit()) +
+                                 " bytes, PAREX_MAX_MEMORY_BYTES)");
+      }
+    }
+    buffer_ = std::move(buffer);
     offset_ = 0;
     place_ = place;
   }
   dtype_ = dtype;
   dims_ = dims;
+  return Status::Ok();
 }
 
 void Tensor::Reshape(const Dims& dims) {

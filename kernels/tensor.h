@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "base/status.h"
 #include "base/dims.h"
 #include "base/dtype.h"
 #include "base/place.h"
@@ -29,7 +30,9 @@ class Allocator;
 // Memory from an Allocator, returned to it on destruction.
 class Buffer {
  public:
-  Buffer(Allocator* allocator, size_t size);
+  // The buffer, or nullptr when the allocator cannot give `size` bytes.
+  static std::shared_ptr<Buffer> Make(Allocator* allocator, size_t size);
+  Buffer(Allocator* allocator, void* data, size_t size);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -55,8 +58,15 @@ class Tensor {
   // Makes this tensor `dims` of `dtype` on `place`, keeping the buffer when it
   // is on that place and large enough; contents are unspecified afterwards
   // unless the buffer was kept.
-  // REQUIRES: no extent of `dims` is negative.
+  // REQUIRES: no extent of `dims` is negative and the memory can be had
+  // (checked: for sizes parex itself chose). Sizes that come from a file, a
+  // feed or shape inference go through TryAllocate.
   void Allocate(DType dtype, const Dims& dims, Place place = Place::CPU());
+  // Allocate, or OutOfRange for a negative extent or a size beyond
+  // base/checked_math.h's bounds, ResourceExhausted when the place's
+  // allocator cannot give the bytes; the message names dims, bytes and place
+  // (callers add the variable). The tensor is unchanged on error.
+  Status TryAllocate(DType dtype, const Dims& dims, Place place = Place::CPU());
 
   bool initialized() const { return buffer_ != nullptr || numel() == 0; }
   bool defined() const { return dtype_ != DType::kUndefined; }
@@ -65,7 +75,16 @@ class Tensor {
   int64_t dim(int i) const { return dims_[i]; }
   int rank() const { return static_cast<int>(dims_.size()); }
   int64_t numel() const { return Numel(dims_); }
-  size_t bytes() const { return static_cast<size_t>(numel()) * SizeOf(dtype_); }
+  // Saturates at SIZE_MAX for a shape whose size overflows (no allocated
+  // tensor has one: TryAllocate refuses it).
+  size_t bytes() const {
+    size_t b = 0;
+    if (numel() < 0 || __builtin_mul_overflow(static_cast<size_t>(numel()),
+                                              SizeOf(dtype_), &b)) {
+      return SIZE_MAX;
+    }
+    return b;
+  }
   Place place() const { return place_; }
   const LoD& lod() const { return lod_; }
   void set_lod(LoD lod) { lod_ = std::move(lod); }

@@ -10,7 +10,10 @@ namespace parex {
 Status ReadTensor(std::istream& in, const std::string& source, Tensor* tensor) {
   TensorRecordHeader header;
   PAREX_RETURN_IF_ERROR(ReadTensorRecordHeader(in, source, &header));
-  Tensor t(header.dtype, header.dims);
+  Tensor t;
+  if (Status s = t.TryAllocate(header.dtype, header.dims); !s.ok()) {
+    return s.WithContext(source);
+  }
   PAREX_RETURN_IF_ERROR(
       ReadRecordData(in, source, t.raw_data(), header.data_bytes()));
   t.set_lod(std::move(header.lod));

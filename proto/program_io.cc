@@ -1,5 +1,6 @@
 #include "proto/program_io.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -9,7 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+
+#include "base/logging.h"
 
 namespace parex {
 namespace {
@@ -33,10 +37,29 @@ class TextErrorCollector : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  // parex reports every parse failure itself, naming the file; protobuf's
+  // own lines are details for -vv.
+  const std::string text = std::string("libprotobuf ") + file + ":" +
+                           std::to_string(line) + ": " + message;
+  if (level >= google::protobuf::LOGLEVEL_FATAL) {
+    LogError(Subsystem::kGraph, text);
+  } else {
+    LogDebug(Subsystem::kGraph, text);
+  }
+}
+
 }  // namespace
+
+void RouteProtobufLogging() {
+  static std::once_flag once;
+  std::call_once(once, [] { google::protobuf::SetLogHandler(&ProtobufLog); });
+}
 
 StatusOr<proto::ProgramDesc> ParseProgramBinary(const std::string& bytes,
                                                 const std::string& source) {
+  RouteProtobufLogging();
   proto::ProgramDesc program;
   if (bytes.empty()) {
     return DataLoss("program '" + source + "': file is empty");
@@ -56,6 +79,7 @@ StatusOr<proto::ProgramDesc> ParseProgramBinary(const std::string& bytes,
 
 StatusOr<proto::ProgramDesc> ParseProgramText(const std::string& text,
                                               const std::string& source) {
+  RouteProtobufLogging();
   proto::ProgramDesc program;
   google::protobuf::TextFormat::Parser parser;
   TextErrorCollector errors;
@@ -84,39 +108,6 @@ std::string SerializeProgramText(const proto::ProgramDesc& program) {
   google::protobuf::TextFormat::Printer printer;
   printer.PrintToString(program, &text);
   return text;
-}
-
-StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return NotFound("cannot open '" + path + "': " + std::strerror(errno));
-  }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return IoError("cannot read '" + path + "'");
-  return buffer.str();
-}
-
-Status WriteFileBytes(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return IoError("cannot create '" + tmp + "': " + std::strerror(errno));
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return IoError("cannot write '" + tmp + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename '" + tmp + "' to '" + path +
-                   "': " + std::strerror(errno));
-  }
-  return Status::Ok();
 }
 
 StatusOr<proto::ProgramDesc> ReadProgramFile(const std::string& path) {

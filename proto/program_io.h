@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "base/file_io.h"
 #include "base/status.h"
 #include "proto/framework.pb.h"
 
@@ -30,10 +31,11 @@ Status WriteProgramFile(const std::string& path,
                         const proto::ProgramDesc& program,
                         ProgramFormat format = ProgramFormat::kBinary);
 
-// Whole-file helpers with errors that name the path.
-StatusOr<std::string> ReadFileBytes(const std::string& path);
-// Writes to `path`.tmp then renames, so a failed write never leaves a
-// half-written file in place of a good one.
-Status WriteFileBytes(const std::string& path, const std::string& bytes);
+// Sends libprotobuf's own log lines to parex's log (debug level) instead of
+// stderr; the parse functions here call it, so does the tensor-record reader.
+void RouteProtobufLogging();
+
+// ReadFileBytes / WriteFileBytes (regular files only; atomic writes) come
+// from base/file_io.h.
 
 }  // namespace parex

@@ -1,6 +1,9 @@
 #include "proto/tensor_record.h"
 
+#include "base/checked_math.h"
+#include "base/dims.h"
 #include "proto/framework.pb.h"
+#include "proto/program_io.h"
 
 namespace parex {
 namespace {
@@ -35,13 +38,19 @@ int64_t Remaining(std::istream& in) {
 
 constexpr uint64_t kMaxLodLevels = 64;
 constexpr int32_t kMaxDescBytes = 1 << 20;
+// A LoD level's offsets, when the stream cannot say how much is left.
+constexpr uint64_t kMaxLodBytes = uint64_t{1} << 32;
 
 }  // namespace
 
 int64_t TensorRecordHeader::numel() const {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
+  StatusOr<int64_t> n = CheckedNumel(dims, "tensor record");
+  return n.ok() ? *n : kNumelOverflow;
+}
+
+uint64_t TensorRecordHeader::data_bytes() const {
+  StatusOr<uint64_t> b = CheckedBytes(numel(), SizeOf(dtype), "tensor record");
+  return b.ok() ? *b : UINT64_MAX;
 }
 
 Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
@@ -69,7 +78,7 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
       return DataLoss(source + ": truncated LoD level " + std::to_string(level));
     }
     int64_t remaining = Remaining(in);
-    if (bytes % sizeof(uint64_t) != 0 ||
+    if (bytes % sizeof(uint64_t) != 0 || bytes > kMaxLodBytes ||
         (remaining >= 0 && bytes > static_cast<uint64_t>(remaining))) {
       return DataLoss(source + ": LoD level " + std::to_string(level) +
                       " has a bad byte length " + std::to_string(bytes));
@@ -99,6 +108,7 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   std::string desc_bytes(static_cast<size_t>(desc_size), '\0');
   PAREX_RETURN_IF_ERROR(
       ReadRecordData(in, source, desc_bytes.data(), desc_bytes.size()));
+  RouteProtobufLogging();
   proto::VarType::TensorDesc desc;
   if (!desc.ParseFromString(desc_bytes)) {
     return DataLoss(source + ": TensorDesc does not parse");
@@ -112,6 +122,10 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   for (int64_t d : header->dims) {
     if (d < 0) return DataLoss(source + ": negative dimension in tensor record");
   }
+  StatusOr<int64_t> numel = CheckedNumel(header->dims, source);
+  if (!numel.ok()) return DataLoss(numel.status().message());
+  StatusOr<uint64_t> bytes = CheckedBytes(*numel, SizeOf(header->dtype), source);
+  if (!bytes.ok()) return DataLoss(bytes.status().message());
   remaining = Remaining(in);
   if (remaining >= 0 &&
       header->data_bytes() > static_cast<uint64_t>(remaining)) {

@@ -23,14 +23,18 @@ struct TensorRecordHeader {
   std::vector<int64_t> dims;
   std::vector<std::vector<uint64_t>> lod;
 
-  // Elements and bytes of the data that follows the header.
+  // Elements and bytes of the data that follows the header. A header read by
+  // ReadTensorRecordHeader has sizes within base/checked_math.h's bounds.
   int64_t numel() const;
-  uint64_t data_bytes() const { return numel() * SizeOf(dtype); }
+  uint64_t data_bytes() const;
 };
 
 // Reads one record header from `in`. `source` (file name, maybe with the
 // variable) prefixes every error. Rejects a wrong version, a LoD or TensorDesc
-// size that runs past the stream, an unknown dtype, negative dims.
+// size that runs past the stream, an unknown dtype, negative dims, an element
+// count or byte size that overflows or exceeds base/checked_math.h's bounds,
+// and data that runs past the end of a seekable stream (checked before the
+// caller allocates anything).
 Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
                               TensorRecordHeader* header);
 Status WriteTensorRecordHeader(std::ostream& out,

@@ -437,7 +437,12 @@ Status InProcessCommunicator::PrepareAllGather(std::string_view name,
   Dims dims = inputs[0]->dims();  // one small vector per call: the result
   dims[0] = rows;                 // shape is only known now
   for (int p = 0; p < n; ++p) {
-    outputs[p]->Allocate(inputs[0]->dtype(), dims, inputs[p]->place());
+    if (Status s = outputs[p]->TryAllocate(inputs[0]->dtype(), dims,
+                                           inputs[p]->place());
+        !s.ok()) {
+      return Status(s.code(), label() + " place " + places_[p].ToString() +
+                                  ": " + s.message());
+    }
     for (int q = 0; q < n; ++q) {
       if (outputs[p]->SharesBufferWith(*inputs[q])) {
         return InvalidArgument(label() + " place " + places_[p].ToString() +

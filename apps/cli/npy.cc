@@ -6,6 +6,9 @@
 #include <sstream>
 #include <vector>
 
+#include "base/checked_math.h"
+#include "base/file_io.h"
+
 namespace parex {
 namespace {
 
@@ -105,33 +108,42 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
   Dims dims;
   std::stringstream shape_in(shape_text);
   std::string item;
+  const std::string bad_shape = what + ": bad .npy shape (" + shape_text + ")";
   while (std::getline(shape_in, item, ',')) {
-    size_t b = item.find_first_not_of(' ');
+    const size_t b = item.find_first_not_of(" \t");
     if (b == std::string::npos) continue;  // the trailing comma of (n,)
-    char* end = nullptr;
-    const long long d = std::strtoll(item.c_str() + b, &end, 10);
-    if (end == item.c_str() + b || d < 0) {
-      return InvalidArgument(what + ": bad .npy shape (" + shape_text + ")");
+    const size_t e = item.find_last_not_of(" \t");
+    const std::string digits = item.substr(b, e - b + 1);
+    if (digits.empty() || digits.size() > 18 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgument(bad_shape);
     }
-    dims.push_back(d);
+    if (dims.size() == kMaxRank) {
+      return InvalidArgument(bad_shape + ": more than " +
+                             std::to_string(kMaxRank) + " dimensions");
+    }
+    dims.push_back(std::stoll(digits));
   }
-  Tensor t(dtype, dims);
-  if (bytes.size() - data_at != t.bytes()) {
+  StatusOr<int64_t> numel = CheckedNumel(dims, what);
+  if (!numel.ok()) return InvalidArgument(numel.status().message());
+  StatusOr<uint64_t> need = CheckedBytes(*numel, SizeOf(dtype), what);
+  if (!need.ok()) return InvalidArgument(need.status().message());
+  // The data must be in the file before anything is allocated for it.
+  if (bytes.size() - data_at != *need) {
     return InvalidArgument(what + ": .npy data has " +
                            std::to_string(bytes.size() - data_at) +
                            " bytes, shape (" + shape_text + ") of " +
-                           DTypeName(dtype) + " needs " + std::to_string(t.bytes()));
+                           DTypeName(dtype) + " needs " + std::to_string(*need));
   }
-  if (t.bytes() > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, t.bytes());
+  Tensor t;
+  if (Status s = t.TryAllocate(dtype, dims); !s.ok()) return s.WithContext(what);
+  if (*need > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, *need);
   return t;
 }
 
 StatusOr<Tensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open '" + path + "'");
-  std::ostringstream content;
-  content << in.rdbuf();
-  return ParseNpy(content.str(), "'" + path + "'");
+  PAREX_ASSIGN_OR_RETURN(std::string content, ReadFileBytes(path));
+  return ParseNpy(content, "'" + path + "'");
 }
 
 std::string SerializeNpy(const Tensor& tensor) {
@@ -167,12 +179,7 @@ Status WriteNpy(const std::string& path, const Tensor& tensor) {
   if (!tensor.place().is_cpu()) {
     return InvalidArgument("'" + path + "': only CPU tensors can be written");
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return NotFound("cannot write '" + path + "'");
-  const std::string bytes = SerializeNpy(tensor);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) return Internal("writing '" + path + "' failed");
-  return Status::Ok();
+  return WriteFileBytes(path, SerializeNpy(tensor));
 }
 
 }  // namespace parex

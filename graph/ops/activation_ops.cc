@@ -36,6 +36,7 @@ void AddActivation(OpSchemaRegistry* r, const std::string& type,
   r->Add(OpSchema(type)
              .Input("X")
              .Output("Out")
+             .Inplace("X", "Out")
              .InferShape(InferUnary)
              .Grad(type + "_grad", {grad_source, "Out@GRAD"}, {"X@GRAD"}));
   r->Add(OpSchema(type + "_grad")

@@ -102,6 +102,7 @@ void AddElementwise(OpSchemaRegistry* r, const std::string& type,
              .Input("X")
              .Input("Y")
              .Output("Out")
+             .Inplace("X", "Out")
              .Attr("axis", -1)
              .InferShape(InferElementwise)
              .Grad(type + "_grad", grad_inputs, {"X@GRAD", "Y@GRAD"}));

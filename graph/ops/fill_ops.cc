@@ -94,11 +94,12 @@ void RegisterFillOps(OpSchemaRegistry* r) {
              .Attr("dtype", kFP32)
              .InferShape(InferFromShapeAttr)
              .KernelDTypeFromAttr("dtype"));
-  r->Add(OpSchema("assign").Input("X").Output("Out").InferShape(InferCopy));
+  r->Add(OpSchema("assign").Input("X").Output("Out").Inplace("X", "Out").InferShape(InferCopy));
   r->Add(OpSchema("scale")
              .Input("X")
              .Input("ScaleTensor", kOptional)
              .Output("Out")
+             .Inplace("X", "Out")
              .Attr("scale", 1.0f)
              .Attr("bias", 0.0f)
              .Attr("bias_after_scale", true)

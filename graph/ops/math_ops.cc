@@ -103,6 +103,7 @@ void RegisterMathOps(OpSchemaRegistry* r) {
   r->Add(OpSchema("increment")
              .Input("X")
              .Output("Out")
+             .Inplace("X", "Out")
              .Attr("step", 1.0f)
              .InferShape(InferIncrement));
   AddUnary(r, "sqrt", "Out");

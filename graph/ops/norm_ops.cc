@@ -197,6 +197,8 @@ void RegisterNormOps(OpSchemaRegistry* r) {
       .Output("SavedMean")
       .Output("SavedVariance")
       .Output("ReserveSpace", kOptional)
+      .Inplace("Mean", "MeanOut")
+      .Inplace("Variance", "VarianceOut")
       .InferShape(InferBatchNorm)
       .Grad("batch_norm_grad",
             {"X", "Scale", "Bias", "SavedMean", "SavedVariance", "Mean",

@@ -177,6 +177,7 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
   r->Add(OpSchema("sum")
              .Input("X", kDuplicable)
              .Output("Out")
+             .Inplace("X", "Out")
              .Attr("use_mkldnn", false)
              .InferShape(InferSum));
 }

@@ -290,6 +290,7 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
              .Input("ShapeTensor", kOptional | kDuplicable)
              .Output("Out")
              .Output("XShape", kOptional)
+             .Inplace("X", "Out")
              .Attr("shape", std::vector<int>{})
              .InferShape(InferReshape2)
              .Grad("reshape2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}));

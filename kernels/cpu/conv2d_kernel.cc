@@ -6,8 +6,11 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
+#include <new>
 #include <vector>
 
+#include "base/checked_math.h"
+#include "kernels/allocator.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/im2col.h"
@@ -59,13 +62,33 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
 }
 
 // Per-thread scratch for im2col columns. It only grows, so steady-state
-// steps reuse the previous step's memory instead of allocating.
+// steps reuse the previous step's memory instead of allocating. nullptr when
+// the columns would exceed the allocation limit (kernels/allocator.h) or the
+// system refuses them; the kernel then fails with ResourceExhausted.
 template <typename T>
 T* ColumnScratch(const ConvShape& s) {
   thread_local std::vector<T> buffer;
-  const size_t need = static_cast<size_t>(s.col_rows * s.col_cols);
-  if (buffer.size() < need) buffer.resize(need);
+  int64_t need = 0;
+  if (!CheckedMul(s.col_rows, s.col_cols, &need) ||
+      static_cast<uint64_t>(need) > AllocationLimit() / sizeof(T)) {
+    return nullptr;
+  }
+  if (buffer.size() < static_cast<size_t>(need)) {
+    try {
+      buffer.resize(static_cast<size_t>(need));
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+  }
   return buffer.data();
+}
+
+Status ScratchError(const KernelContext& ctx, const ConvShape& s) {
+  return ResourceExhausted(ctx.op().Label() + ": im2col columns of " +
+                           std::to_string(s.col_rows) + " x " +
+                           std::to_string(s.col_cols) +
+                           " elements cannot be allocated on " +
+                           ctx.place().ToString());
 }
 
 // The im2col matrix [col_rows, col_cols] of group g of image n.
@@ -90,7 +113,8 @@ Status Conv2dKernel(KernelContext& ctx) {
   if (s.col_rows == 0) {
     std::fill_n(out, output->numel(), T(0));
   } else {
-    T* scratch = ColumnScratch<T>(s);
+    T* scratch = s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!s.direct && scratch == nullptr) return ScratchError(ctx, s);
     for (int64_t n = 0; n < s.n; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* col = Columns(s, input.data<T>(), n, g, scratch);
@@ -133,7 +157,8 @@ Status Conv2dGradKernel(KernelContext& ctx) {
   if (Tensor* dfilter = ctx.Output("Filter@GRAD")) {
     T* df = dfilter->data<T>();
     std::fill_n(df, dfilter->numel(), T(0));
-    T* scratch = empty ? nullptr : ColumnScratch<T>(s);
+    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
     for (int64_t n = 0; n < s.n && !empty; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
         const T* col = Columns(s, input.data<T>(), n, g, scratch);
@@ -151,6 +176,7 @@ Status Conv2dGradKernel(KernelContext& ctx) {
     const int64_t plane = s.h.in * s.w.in;
     if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
     T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
     for (int64_t n = 0; n < s.n && !empty; ++n) {
       for (int64_t g = 0; g < s.groups; ++g) {
         T* image = di + (n * s.c + g * s.c_per_group) * plane;

@@ -48,7 +48,9 @@ StatusOr<Tensor*> CudaOutput(const KernelContext& ctx, std::string_view slot,
     return ctx.Error(SlotName(ctx, slot, i, false) + " is not bound");
   }
   if (!t->defined()) {
-    t->Allocate(dtype, dims, ctx.place());
+    if (Status s = t->TryAllocate(dtype, dims, ctx.place()); !s.ok()) {
+      return ctx.Error(SlotName(ctx, slot, i, false) + ": " + s.message());
+    }
     return t;
   }
   if (t->dtype() != dtype || t->place() != ctx.place() || !t->initialized()) {

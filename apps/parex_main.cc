@@ -29,9 +29,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   t->add_option("--places", train.places, "cpu:N places to split each batch over")
       ->capture_default_str();
-  t->add_option("--epochs", train.epochs, "epochs (default: the model's)");
-  t->add_option("--batch", train.batch, "global batch size (default: the model's)");
-  t->add_option("--lr", train.lr, "learning rate (default: the model's)");
+  int epochs = 0;
+  int64_t batch = 0;
+  double lr = 0;
+  CLI::Option* epochs_opt =
+      t->add_option("--epochs", epochs, "epochs, >= 1 (default: the model's)");
+  CLI::Option* batch_opt = t->add_option(
+      "--batch", batch, "global batch size, >= the places (default: the model's)");
+  CLI::Option* lr_opt =
+      t->add_option("--lr", lr, "learning rate, finite and > 0 (default: the model's)");
   t->add_option("--mode", train.mode, "gradient exchange: allreduce or reduce")
       ->capture_default_str();
   t->add_option("--seed", train.seed, "seed of initialisers and shuffling")
@@ -100,6 +106,9 @@ int main(int argc, char** argv) {
   }
   if (verbose > 0) parex::SetLogLevel(verbose > 1 ? "debug" : "info");
   train.progress = !no_progress;
+  if (epochs_opt->count() > 0) train.epochs = epochs;
+  if (batch_opt->count() > 0) train.batch = batch;
+  if (lr_opt->count() > 0) train.lr = lr;
   if (*t) return RunTrain(train);
   if (*i) return RunInfer(infer);
   if (*s) return RunInspect(inspect_path, inspect_params);

@@ -5,6 +5,7 @@
 //   2 a usage error (bad argument values that CLI11 cannot check).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,15 +46,20 @@ StatusOr<Parallelism> ParseParallelism(const std::string& places,
 //         parameter file (*.pdiparams), or, when empty, one beside FILE
 //         with the same stem, or none (a program without parameters).
 // Errors name the path.
+// The program is validated (ValidateProgram) unless `validate` is false
+// (inspect reports validation itself).
 StatusOr<InferenceModel> LoadModel(const std::string& path,
-                                   const std::string& params, Scope* scope);
+                                   const std::string& params, Scope* scope,
+                                   bool validate = true);
 
 struct TrainOptions {
   std::string model = "digits_mlp";
   std::string places = "cpu:2";
-  int epochs = 0;          // 0: the model's default
-  int64_t batch = 0;       // 0: the model's default; split over the places
-  double lr = 0;           // 0: the model's default
+  // Unset: the model's default. Set: checked up front (epochs and batch
+  // positive, lr finite and positive), a usage error otherwise.
+  std::optional<int> epochs;
+  std::optional<int64_t> batch;  // split over the places
+  std::optional<double> lr;
   std::string mode = "allreduce";
   int seed = 1;
   std::string trace;       // Chrome trace JSON of the first trace_steps steps

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "apps/cli/cli.h"
+#include "graph/validate.h"
 
 namespace parex::cli {
 namespace fs = std::filesystem;
@@ -83,8 +84,12 @@ StatusOr<std::string> OnlyPdmodel(const fs::path& dir) {
   return found;
 }
 
-StatusOr<InferenceModel> ProgramOnly(const std::string& file) {
+StatusOr<InferenceModel> ProgramOnly(const std::string& file, bool validate) {
   PAREX_ASSIGN_OR_RETURN(Program program, Program::Load(file));
+  if (validate) {
+    Status valid = ValidateProgram(program);
+    if (!valid.ok()) return valid.WithContext("program '" + file + "'");
+  }
   InferenceModel model;
   model.program = std::move(program);
   // A program without feed/fetch ops (a training program) has no targets.
@@ -95,15 +100,19 @@ StatusOr<InferenceModel> ProgramOnly(const std::string& file) {
 }  // namespace
 
 StatusOr<InferenceModel> LoadModel(const std::string& path,
-                                   const std::string& params, Scope* scope) {
+                                   const std::string& params, Scope* scope,
+                                   bool validate) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return NotFound("'" + path + "' does not exist");
+  if (!params.empty() && !fs::exists(params, ec)) {
+    return NotFound("parameter file '" + params + "' does not exist");
+  }
   std::string file = path;
   std::string params_file = params;
   if (fs::is_directory(path, ec)) {
     if (fs::exists(fs::path(path) / "__model__", ec)) {
       if (scope == nullptr) {
-        return ProgramOnly((fs::path(path) / "__model__").string());
+        return ProgramOnly((fs::path(path) / "__model__").string(), validate);
       }
       return LoadInferenceModel(path, scope);
     }
@@ -115,7 +124,7 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
   } else if (!fs::exists(params_file, ec)) {
     return NotFound("parameter file '" + params_file + "' does not exist");
   }
-  if (scope == nullptr || params_file.empty()) return ProgramOnly(file);
+  if (scope == nullptr || params_file.empty()) return ProgramOnly(file, validate);
   return LoadInferenceModel(file, params_file, scope);
 }
 

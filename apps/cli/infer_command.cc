@@ -13,6 +13,7 @@
 #include "actors/trace_summary.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/npy.h"
+#include "base/file_io.h"
 
 namespace parex::cli {
 namespace {
@@ -75,6 +76,13 @@ int RunInfer(const InferOptions& o) {
     }
     named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
   }
+  // Outputs are checked before any work.
+  if (!o.output.empty()) {
+    if (Status s = CheckOutputDir(o.output, "--output"); !s.ok()) return Fail(cmd, s);
+  }
+  if (!o.trace.empty()) {
+    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok()) return Fail(cmd, s);
+  }
   Scope scope;
   StatusOr<InferenceModel> model = LoadModel(o.model, o.params, &scope);
   if (!model.ok()) return Fail(cmd, model.status());
@@ -101,6 +109,23 @@ int RunInfer(const InferOptions& o) {
                                        feeds_list + ")"), kExitUsage);
     }
   }
+  // The output files, named now so that one that cannot be replaced (a
+  // directory, FIFO or link of that name) fails before the run.
+  std::vector<std::string> out_paths;
+  if (!o.output.empty()) {
+    std::set<std::string> stems;
+    for (const std::string& name : model->fetch_names) {
+      std::string stem = FileStem(name);
+      while (!stems.insert(stem).second) stem += "_";
+      out_paths.push_back((fs::path(o.output) / (stem + ".npy")).string());
+      std::error_code ec;
+      if (fs::exists(o.output, ec)) {
+        if (Status s = CheckOutputFile(out_paths.back(), "--output"); !s.ok()) {
+          return Fail(cmd, s);
+        }
+      }
+    }
+  }
   TraceRecorder trace(/*enabled=*/!o.trace.empty());
   ExecutionStrategy exec;
   exec.trace = o.trace.empty() ? nullptr : &trace;
@@ -119,24 +144,21 @@ int RunInfer(const InferOptions& o) {
   }
   std::printf("parex infer: %s on %zu CPU place%s, %.1f ms\n", o.model.c_str(),
               places->size(), places->size() == 1 ? "" : "s", ms);
-  std::set<std::string> written;
   for (size_t i = 0; i < out->size(); ++i) {
     const Tensor& t = (*out)[i];
     const std::string& name = model->fetch_names[i];
     std::printf("  %s: %s %s  %s\n", name.c_str(), DTypeName(t.dtype()),
                 ShapeString(t.dims()).c_str(), Stats(t).c_str());
     if (!o.output.empty()) {
-      std::string stem = FileStem(name);
-      while (!written.insert(stem).second) stem += "_";
-      const std::string path = (fs::path(o.output) / (stem + ".npy")).string();
+      const std::string& path = out_paths[i];
       if (Status s = WriteNpy(path, t); !s.ok()) return Fail(cmd, s);
       std::printf("    written to %s\n", path.c_str());
     }
   }
   if (!o.trace.empty()) {
-    std::ofstream f(o.trace, std::ios::trunc);
-    f << (*pe)->TraceJson();
-    if (!f) return Fail(cmd, Internal("cannot write the trace to '" + o.trace + "'"));
+    if (Status s = WriteFileBytes(o.trace, (*pe)->TraceJson()); !s.ok()) {
+      return Fail(cmd, s.WithContext("--trace"));
+    }
     std::vector<bool> collective;
     for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
     std::printf("trace %s: %s\n", o.trace.c_str(),

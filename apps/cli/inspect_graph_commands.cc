@@ -10,6 +10,8 @@
 #include "graph/multi_device_builder.h"
 #include "graph/op_schema.h"
 #include "graph/ssa_dump.h"
+#include "graph/validate.h"
+#include "base/file_io.h"
 #include "kernels/kernel_registry.h"
 
 namespace parex::cli {
@@ -42,9 +44,23 @@ std::string CannotRun(const std::string& type, const std::set<std::string>& with
 
 int RunInspect(const std::string& path, const std::string& params) {
   const std::string cmd = "inspect";
-  StatusOr<InferenceModel> model = LoadModel(path, params, nullptr);
+  StatusOr<InferenceModel> model = LoadModel(path, params, nullptr,
+                                             /*validate=*/false);
   if (!model.ok()) return Fail(cmd, model.status());
   const Program& program = model->program;
+  // Validation comes first (a crafted block tree or shape must not reach the
+  // summary below); ops parex cannot run are reported, not fatal, so a
+  // program whose only fault is such an op is inspected in full.
+  const Status valid = ValidateProgram(program);
+  bool has_unknown_ops = false;
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    for (const auto& op : program.block(b).ops()) {
+      has_unknown_ops |= OpSchemaRegistry::Global().Find(op->type()) == nullptr;
+    }
+  }
+  if (!valid.ok() && !has_unknown_ops) {
+    return Fail(cmd, valid.WithContext("program '" + path + "'"));
+  }
   const proto::ProgramDesc& desc = program.proto();
   std::printf("%s\n", path.c_str());
   if (desc.has_version()) {
@@ -84,9 +100,8 @@ int RunInspect(const std::string& path, const std::string& params) {
     if (var->name() == "feed" || var->name() == "fetch") continue;
     // Inference programs mark no var as a parameter: persistables count.
     ++params_count;
-    int64_t numel = 1;
-    for (int64_t d : var->dims()) numel = d < 0 ? -1 : numel * d;
-    if (numel < 0) {
+    const int64_t numel = Numel(var->dims());
+    if (numel < 0 || numel == kNumelOverflow) {
       ++unknown_size;
       continue;
     }
@@ -106,8 +121,10 @@ int RunInspect(const std::string& path, const std::string& params) {
     const std::string why = CannotRun(type, with_kernels);
     if (!why.empty()) cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
   }
-  if (cannot.empty()) {
+  if (cannot.empty() && valid.ok()) {
     std::printf("  parex runs every op of this program\n");
+  } else if (cannot.empty()) {
+    std::printf("  invalid: %s\n", valid.message().c_str());
   } else {
     std::printf("  ops parex cannot run: %zu\n", cannot.size());
     for (const std::string& c : cannot) std::printf("    %s\n", c.c_str());
@@ -134,6 +151,7 @@ int RunGraph(const GraphOptions& o) {
     return Fail(cmd, InvalidArgument("--format must be dot or json, not '" + format + "'"),
                 kExitUsage);
   }
+  if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
   StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
   if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
   const std::vector<Place>* places = &parallel->places;

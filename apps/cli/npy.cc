@@ -114,9 +114,12 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
     if (b == std::string::npos) continue;  // the trailing comma of (n,)
     const size_t e = item.find_last_not_of(" \t");
     const std::string digits = item.substr(b, e - b + 1);
-    if (digits.empty() || digits.size() > 18 ||
+    if (digits.empty() ||
         digits.find_first_not_of("0123456789") != std::string::npos) {
       return InvalidArgument(bad_shape);
+    }
+    if (digits.size() > 15) {  // 2^48 has 15 digits
+      return InvalidArgument(bad_shape + ": extent " + digits + " exceeds 2^48");
     }
     if (dims.size() == kMaxRank) {
       return InvalidArgument(bad_shape + ": more than " +

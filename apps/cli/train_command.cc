@@ -14,6 +14,7 @@
 #include "apps/datasets.h"
 #include "apps/models.h"
 #include "apps/reader.h"
+#include "base/file_io.h"
 #include "base/logging.h"
 
 namespace parex::cli {
@@ -76,18 +77,41 @@ int RunTrain(const TrainOptions& o) {
   const std::vector<Place>* places = &parallel->places;
   const BuildStrategy& build = parallel->build;
   const Defaults defaults = DefaultsOf(*kind);
-  const int epochs = o.epochs > 0 ? o.epochs : defaults.epochs;
-  const int64_t batch = o.batch > 0 ? o.batch : defaults.batch;
+  if (o.epochs && *o.epochs < 1) {
+    return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
+                                     std::to_string(*o.epochs)), kExitUsage);
+  }
+  if (o.batch && *o.batch < 1) {
+    return Fail(cmd, InvalidArgument("--batch must be at least 1, not " +
+                                     std::to_string(*o.batch)), kExitUsage);
+  }
+  if (o.lr && !(std::isfinite(*o.lr) && *o.lr > 0)) {
+    return Fail(cmd, InvalidArgument("--lr must be a finite number above 0, not " +
+                                     std::to_string(*o.lr)), kExitUsage);
+  }
+  if (o.trace_steps < 1) {
+    return Fail(cmd, InvalidArgument("--trace-steps must be at least 1, not " +
+                                     std::to_string(o.trace_steps)), kExitUsage);
+  }
+  const int epochs = o.epochs.value_or(defaults.epochs);
+  const int64_t batch = o.batch.value_or(defaults.batch);
   const int n = static_cast<int>(places->size());
   if (batch < n) {
     return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
                                      " is smaller than the " + std::to_string(n) +
                                      " places it is split over"), kExitUsage);
   }
+  // Outputs are checked before any work: an unwritable --save or --trace is
+  // found now, not after training.
+  const std::string save = o.save.empty() ? "parex-" + o.model : o.save;
+  if (Status s = CheckOutputDir(save, "--save"); !s.ok()) return Fail(cmd, s);
+  if (!o.trace.empty()) {
+    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok()) return Fail(cmd, s);
+  }
 
   ExampleOptions options;
   options.random_seed = o.seed;
-  options.learning_rate = o.lr;
+  options.learning_rate = o.lr.value_or(0);  // 0: the example's own
   StatusOr<ExampleProgram> model = BuildExample(*kind, options);
   if (!model.ok()) return Fail(cmd, model.status());
   const auto load_start = Clock::now();
@@ -101,6 +125,12 @@ int RunTrain(const TrainOptions& o) {
       {batch, /*shuffle=*/true, static_cast<uint64_t>(o.seed),
        /*drop_last=*/false});
   if (!reader.ok()) return Fail(cmd, reader.status());
+  if (reader->num_rows() < batch) {
+    return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
+                                     " is larger than the " +
+                                     std::to_string(reader->num_rows()) +
+                                     " training rows"), kExitUsage);
+  }
 
   Scope scope;
   Trainer trainer(&*model, &scope);
@@ -185,12 +215,11 @@ int RunTrain(const TrainOptions& o) {
 
   StatusOr<Evaluation> eval = trainer.Evaluate(data->test_x, data->test_y);
   if (!eval.ok()) return Fail(cmd, eval.status());
-  const std::string save = o.save.empty() ? "parex-" + o.model : o.save;
   if (Status s = trainer.SaveInferenceModel(save); !s.ok()) return Fail(cmd, s);
   if (!o.trace.empty()) {
-    std::ofstream out(o.trace, std::ios::trunc);
-    out << (*pe)->TraceJson();
-    if (!out) return Fail(cmd, Internal("cannot write the trace to '" + o.trace + "'"));
+    if (Status s = WriteFileBytes(o.trace, (*pe)->TraceJson()); !s.ok()) {
+      return Fail(cmd, s.WithContext("--trace"));
+    }
   }
 
   std::printf("\n");

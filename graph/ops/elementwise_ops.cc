@@ -15,8 +15,13 @@ namespace {
 // and undeclared dims ({} at compile time) are accepted.
 Status CheckBroadcast(const ShapeContext& ctx, const Dims& x, const Dims& y,
                       const char* x_name, const char* y_name) {
-  if (!ctx.IsRuntime() && (x.empty() || y.empty())) return Status::Ok();
   int axis = ctx.Attr<int>("axis");
+  // The attribute's range is checked whether or not the dims are known.
+  if (axis < -1 || axis > static_cast<int>(kMaxRank)) {
+    return ctx.Error("axis " + std::to_string(axis) + " must be in [-1, " +
+                     std::to_string(kMaxRank) + "]");
+  }
+  if (!ctx.IsRuntime() && (x.empty() || y.empty())) return Status::Ok();
   const int x_rank = static_cast<int>(x.size());
   const int y_rank = static_cast<int>(y.size());
   int trimmed = y_rank;
@@ -32,7 +37,7 @@ Status CheckBroadcast(const ShapeContext& ctx, const Dims& x, const Dims& y,
                      DimsToString(x) + " at axis " +
                      std::to_string(ctx.Attr<int>("axis")) + ": " + why);
   };
-  if (axis < 0 || axis + trimmed > x_rank) {
+  if (axis < 0 || axis > x_rank - trimmed) {
     return mismatch(std::string(y_name) + " has more dims than " + x_name +
                     " has from the axis on");
   }

@@ -2,6 +2,7 @@
 // live in kernels/cpu/ files of the same group name.
 #pragma once
 
+#include "base/checked_math.h"
 #include "graph/op_schema.h"
 
 namespace parex {

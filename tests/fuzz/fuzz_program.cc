@@ -1,0 +1,36 @@
+// Fuzz target: a program file as `parex inspect` / `graph` read it: parse
+// (binary ProgramDesc), validate, and build the SSA graph over 2 CPU places
+// in both gradient modes, with the loss the program marks (op_role Loss).
+#include <string>
+
+#include "graph/backward.h"
+#include "graph/multi_device_builder.h"
+#include "graph/program.h"
+#include "graph/validate.h"
+#include "proto/program_io.h"
+#include "tests/fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace parex;
+  fuzz::SetUpOnce();
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  StatusOr<proto::ProgramDesc> desc = ParseProgramBinary(bytes, "fuzz program");
+  if (!desc.ok()) return 0;
+  Program program(std::move(*desc));
+  if (!ValidateProgram(program).ok()) return 0;
+  std::string loss;
+  for (const auto& op : program.global_block().ops()) {
+    if (OpRole(*op) == kOpRoleLoss && !op->OutputSlots().empty()) {
+      const auto outs = op->Output(op->OutputSlots().front());
+      if (!outs.empty()) loss = outs.front();
+    }
+  }
+  for (auto mode : {BuildStrategy::ReduceStrategy::kAllReduce,
+                    BuildStrategy::ReduceStrategy::kReduce}) {
+    BuildStrategy strategy;
+    strategy.reduce = mode;
+    (void)BuildMultiDeviceGraph(program, {Place::CPU(0), Place::CPU(1)}, loss,
+                                strategy);
+  }
+  return 0;
+}

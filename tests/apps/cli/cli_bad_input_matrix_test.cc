@@ -94,7 +94,8 @@ std::string RandomBytes(size_t n, unsigned seed) {
 class BadInputMatrix : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = ScratchDir("bad_input_matrix");
+    // One directory per process: ctest runs the cases of this suite at once.
+    dir_ = ScratchDir("bad_input_matrix_" + std::to_string(getpid()));
     StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
     ASSERT_TRUE(ex.ok());
     Scope scope;
@@ -255,7 +256,7 @@ TEST_F(BadInputMatrix, TheGoodModelRuns) {
 
 TEST_F(BadInputMatrix, Programs) {
   const std::string in = input_ + "=good.npy";
-  for (const std::string& cmd : {"inspect", "graph", "infer"}) {
+  for (const std::string cmd : {"inspect", "graph", "infer"}) {
     for (const auto& [file, names] : std::vector<std::pair<std::string, std::string>>{
              {"empty.pdmodel", "empty.pdmodel"},
              {"truncated.pdmodel", "truncated.pdmodel"},
@@ -282,7 +283,7 @@ TEST_F(BadInputMatrix, Programs) {
 
 TEST_F(BadInputMatrix, ParameterFiles) {
   const std::string in = input_ + "=good.npy";
-  for (const std::string& model :
+  for (const std::string model :
        {"param_empty", "param_truncated", "param_random", "param_huge", "param_dtype"}) {
     ExpectCleanFailure({{"infer", "--model", model, "--input", in}, param_}, dir_);
   }

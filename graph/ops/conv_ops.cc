@@ -13,6 +13,7 @@
 //     ceil_mode; global_pooling pools the whole plane (no padding);
 //     adaptive pooling has out = ksize.
 // kernels/cpu/im2col.h repeats the padding resolution for the kernels.
+#include <climits>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,10 @@ Status ResolvePaddings(const ShapeContext& ctx, Window* w) {
       const int64_t out = (w->in[i] + w->strides[i] - 1) / w->strides[i];
       const int64_t sum = std::max<int64_t>(
           (out - 1) * w->strides[i] + w->size[i] - w->in[i], 0);
+      if (sum > INT_MAX) {
+        return ctx.Error("SAME padding of " + std::to_string(sum) +
+                         " exceeds the int range of paddings");
+      }
       p[2 * i] = static_cast<int>(sum / 2);
       p[2 * i + 1] = static_cast<int>(sum - sum / 2);
     }
@@ -89,7 +94,14 @@ Status ResolvePaddings(const ShapeContext& ctx, Window* w) {
 StatusOr<int64_t> OutExtent(const ShapeContext& ctx, const Window& w, int i,
                             bool ceil_mode) {
   if (w.in[i] < 0 || w.size[i] < 0) return int64_t{-1};
-  const int64_t span = w.dilations[i] * (w.size[i] - 1) + 1;
+  int64_t span = 0;
+  if (!CheckedMul(int64_t{w.dilations[i]}, w.size[i] - 1, &span) ||
+      span > kMaxNumel) {
+    return ctx.Error("dilation " + std::to_string(w.dilations[i]) +
+                     " of a window of " + std::to_string(w.size[i]) +
+                     " spans more than 2^48");
+  }
+  span += 1;
   const int64_t room = w.in[i] + w.paddings[2 * i] + w.paddings[2 * i + 1];
   const int64_t stride = w.strides[i];
   const int64_t out =
@@ -118,7 +130,11 @@ StatusOr<Dims> Conv2dOutDims(const ShapeContext& ctx) {
   if (groups < 1) {
     return ctx.Error("groups must be >= 1, got " + std::to_string(groups));
   }
-  const int64_t want_c = filter[1] < 0 ? -1 : filter[1] * groups;
+  int64_t want_c = -1;
+  if (filter[1] >= 0 && !CheckedMul(filter[1], int64_t{groups}, &want_c)) {
+    return ctx.Error("Filter " + DimsToString(filter) + " with " +
+                     std::to_string(groups) + " groups overflows");
+  }
   if (!ExtentsAgree(in[1], want_c)) {
     return ctx.Error("Input has " + std::to_string(in[1]) +
                      " channels, Filter " + DimsToString(filter) + " with " +

@@ -65,6 +65,10 @@ StatusOr<Dims> DimsFromXShape(const ShapeContext& ctx) {
 StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
   const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
   const std::string shape_text = DimsToString(Dims(shape.begin(), shape.end()));
+  if (shape.size() > kMaxRank) {
+    return ctx.Error("shape " + shape_text + " has more than " +
+                     std::to_string(kMaxRank) + " dims");
+  }
   Dims out(shape.size());
   int infer = -1;
   int64_t known = 1;  // product of the other extents; -1 when one is unknown
@@ -85,7 +89,11 @@ StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
                        ", which has no such dim");
     }
     out[i] = shape[i] == 0 ? x[i] : shape[i];
-    known = known < 0 || out[i] < 0 ? -1 : known * out[i];
+    if (known >= 0 && out[i] >= 0 &&
+        (!CheckedMul(known, out[i], &known) || known > kMaxNumel)) {
+      return ctx.Error("shape " + shape_text + " holds more than 2^48 elements");
+    }
+    if (out[i] < 0) known = -1;
   }
   const int64_t numel = Numel(x);
   if (infer >= 0) {

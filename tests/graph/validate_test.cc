@@ -27,6 +27,69 @@ Program MulProgram() {
   return program;
 }
 
+TEST(ValidateTest, BlockTreeMustBeRootedAndAcyclic) {
+  proto::ProgramDesc desc = MulProgram().proto();
+  desc.mutable_blocks(0)->set_parent_idx(0);
+  Status root = ValidateProgram(Program(desc));
+  ASSERT_FALSE(root.ok());
+  EXPECT_NE(root.message().find("block 0"), std::string::npos);
+
+  // Blocks 1 and 2 each other's parent: rejected, and a lookup through them
+  // ends instead of looping.
+  desc = MulProgram().proto();
+  auto* b1 = desc.add_blocks();
+  b1->set_idx(1);
+  b1->set_parent_idx(2);
+  auto* b2 = desc.add_blocks();
+  b2->set_idx(2);
+  b2->set_parent_idx(1);
+  Program cyclic(desc);
+  EXPECT_EQ(cyclic.block(1).FindVar("nowhere"), nullptr);
+  Status cycle = ValidateProgram(cyclic);
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.message().find("block 1"), std::string::npos);
+}
+
+TEST(ValidateTest, DeclaredShapesAreBounded) {
+  Program program = MulProgram();
+  program.global_block().FindVar("y")->SetDims({int64_t{1} << 40, int64_t{1} << 40});
+  Status s = ValidateProgram(program);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("variable 'y'"), std::string::npos) << s.message();
+  program.global_block().FindVar("y")->SetDims({-7, 3});
+  EXPECT_FALSE(ValidateProgram(program).ok());
+}
+
+TEST(ValidateTest, OnlyInPlaceOpsMayWriteTheirPersistableInputs) {
+  Program program = MulProgram();
+  program.global_block().FindVar("w")->SetPersistable(true);
+  OpDesc* op = &program.global_block().op(0);
+  op->SetOutput("Out", {"w"});
+  Status s = ValidateProgram(program);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("persistable variable 'w'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("op #0 'mul'"), std::string::npos);
+
+  // sgd writes Param in place, as Paddle's optimizers do.
+  Program sgd;
+  Block& block = sgd.global_block();
+  for (const char* name : {"p", "g", "lr"}) {
+    VarDesc* v = block.Var(name);
+    v->SetDType(DType::kFP32);
+    v->SetDims(std::string(name) == "lr" ? Dims{1} : Dims{4});
+    v->SetPersistable(std::string(name) != "g");
+  }
+  OpDesc* update = block.AppendOp("sgd");
+  update->SetInput("Param", {"p"});
+  update->SetInput("Grad", {"g"});
+  update->SetInput("LearningRate", {"lr"});
+  update->SetOutput("ParamOut", {"p"});
+  EXPECT_TRUE(ValidateProgram(sgd).ok()) << ValidateProgram(sgd).ToString();
+  // ... but not from its learning rate.
+  update->SetOutput("ParamOut", {"lr"});
+  EXPECT_FALSE(ValidateProgram(sgd).ok());
+}
+
 TEST(ValidateTest, AcceptsAGoodProgram) {
   Program program = MulProgram();
   Status s = ValidateProgram(program);

@@ -24,6 +24,39 @@ TEST(AllocatorTest, AlignedAndReusesFreedBlocks) {
   alloc->Free(b, 990);
 }
 
+TEST(AllocatorTest, HugeRequestsFailWithoutAskingTheSystem) {
+  int system_calls = 0;
+  auto alloc = MakeCachingAllocator(
+      Place::CPU(9),
+      [&](size_t n) {
+        ++system_calls;
+        return std::aligned_alloc(64, n);
+      },
+      [](void* p) { std::free(p); });
+  // Sizes above 2^63 once looped forever finding their size class.
+  for (size_t size : {SIZE_MAX, SIZE_MAX / 2 + 1, size_t{1} << 62, AllocationLimit() + 1}) {
+    EXPECT_EQ(alloc->Allocate(size), nullptr) << size;
+  }
+  EXPECT_EQ(system_calls, 0);
+  EXPECT_EQ(alloc->stats().bytes_in_use, 0u);
+}
+
+TEST(AllocatorTest, ASystemRefusalIsNullptrAfterTheCacheIsReleased) {
+  int system_calls = 0;
+  auto alloc = MakeCachingAllocator(
+      Place::CPU(10),
+      [&](size_t n) -> void* {
+        ++system_calls;
+        return n > 4096 ? nullptr : std::aligned_alloc(64, n);
+      },
+      [](void* p) { std::free(p); });
+  void* small = alloc->Allocate(64);
+  alloc->Free(small, 64);
+  EXPECT_EQ(alloc->Allocate(8192), nullptr);
+  EXPECT_EQ(system_calls, 3);  // the small block, then 8192 twice around a release
+  EXPECT_EQ(alloc->stats().bytes_cached, 0u);
+}
+
 TEST(AllocatorTest, TracksBytesInUseAndPeak) {
   auto alloc = MakeCachingAllocator(
       Place::CPU(8), [](size_t n) { return std::aligned_alloc(64, n); },

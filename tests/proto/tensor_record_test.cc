@@ -106,6 +106,22 @@ TEST(TensorRecordTest, ImplausibleSizesAreErrors) {
   EXPECT_NE(s.message().find("truncated"), std::string::npos);
 }
 
+TEST(TensorRecordTest, DimsWhoseProductWrapsAreErrors) {
+  // 2^32 * 2^32 * 4 bytes wraps to 0 in 64 bits: the old "enough bytes?"
+  // test passed and an empty buffer was read as a huge tensor.
+  TensorRecordHeader h;
+  for (const std::vector<int64_t>& dims :
+       {std::vector<int64_t>{int64_t{1} << 32, int64_t{1} << 32},
+        std::vector<int64_t>{int64_t{1} << 62, 4},
+        std::vector<int64_t>{int64_t{1} << 31, int64_t{1} << 31, 16}}) {
+    std::istringstream in(Record(FloatHeader(dims), ""));
+    Status s = ReadTensorRecordHeader(in, "params 'w'", &h);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+    EXPECT_NE(s.message().find("params 'w'"), std::string::npos) << s.message();
+  }
+}
+
 TEST(TensorRecordTest, NonElementDTypeIsAnError) {
   TensorRecordHeader h = FloatHeader({1});
   h.dtype = static_cast<DType>(7);  // LOD_TENSOR is not an element type

@@ -202,6 +202,9 @@ class BadInputMatrix : public ::testing::Test {
       ASSERT_TRUE(WriteTensor(out, wrong).ok());
       model_with("param_dtype", out.str());
     }
+    // A record whose TensorDesc is empty: protobuf's parser would print its
+    // own "missing required fields" line before parex's error.
+    model_with("param_no_desc", std::string(4 + 8 + 4 + 4, '\0'));
     param_ = param;
     // .npy inputs.
     WriteBytes(dir_ + "/empty.npy", "");
@@ -284,7 +287,8 @@ TEST_F(BadInputMatrix, Programs) {
 TEST_F(BadInputMatrix, ParameterFiles) {
   const std::string in = input_ + "=good.npy";
   for (const std::string model :
-       {"param_empty", "param_truncated", "param_random", "param_huge", "param_dtype"}) {
+       {"param_empty", "param_truncated", "param_random", "param_huge", "param_dtype",
+        "param_no_desc"}) {
     ExpectCleanFailure({{"infer", "--model", model, "--input", in}, param_}, dir_);
   }
 }

@@ -5,19 +5,14 @@
 
 #include "graph/backward.h"
 #include "graph/multi_device_builder.h"
-#include "graph/program.h"
-#include "graph/validate.h"
-#include "proto/program_io.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace parex;
   fuzz::SetUpOnce();
-  const std::string bytes(reinterpret_cast<const char*>(data), size);
-  StatusOr<proto::ProgramDesc> desc = ParseProgramBinary(bytes, "fuzz program");
-  if (!desc.ok()) return 0;
-  Program program(std::move(*desc));
-  if (!ValidateProgram(program).ok()) return 0;
+  std::optional<Program> parsed = fuzz::ParseValidProgram(data, size);
+  if (!parsed) return 0;
+  const Program& program = *parsed;
   std::string loss;
   for (const auto& op : program.global_block().ops()) {
     if (OpRole(*op) == kOpRoleLoss && !op->OutputSlots().empty()) {

@@ -7,6 +7,7 @@
 #include "base/logging.h"
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
+#include "graph/validate.h"
 #include "kernels/reference_executor.h"
 #include "proto/program_io.h"
 
@@ -40,6 +41,15 @@ bool SmallValue(const VarDesc& var, Tensor* t) {
 }
 
 }  // namespace
+
+std::optional<Program> ParseValidProgram(const uint8_t* data, size_t size) {
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  StatusOr<proto::ProgramDesc> desc = ParseProgramBinary(bytes, "fuzz program");
+  if (!desc.ok()) return std::nullopt;
+  Program program(std::move(*desc));
+  if (!ValidateProgram(program).ok()) return std::nullopt;
+  return program;
+}
 
 Status RunOneSmallStep(const Program& program) {
   const Block& block = program.global_block();

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -19,6 +20,9 @@ inline constexpr size_t kFuzzMemoryLimit = size_t{32} << 20;
 
 // Logging off, protobuf's logger routed, the allocation limit set.
 void SetUpOnce();
+
+// The input as a binary ProgramDesc that validates; nullopt otherwise.
+std::optional<Program> ParseValidProgram(const uint8_t* data, size_t size);
 
 // Runs block 0 of a validated program once on the reference executor: every
 // persistable and every input (a feed op's target, or a non-persistable var

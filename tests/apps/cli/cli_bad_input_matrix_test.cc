@@ -89,6 +89,15 @@ std::string RandomBytes(size_t n, unsigned seed) {
   return s;
 }
 
+// A version 1.0 .npy file of fp32 with the given shape text and data bytes.
+std::string NpyWithShape(const std::string& shape, const std::string& data) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+  header.append(118 - header.size(), ' ');
+  header += '\n';
+  return std::string("\x93NUMPY\x01\x00", 8) + std::string(1, char(header.size())) +
+         std::string(1, '\0') + header + data;
+}
+
 // A digits-MLP inference model (image [-1, 64] -> softmax) saved by parex in
 // `dir`/model, plus a set of bad files beside it.
 class BadInputMatrix : public ::testing::Test {
@@ -213,24 +222,12 @@ class BadInputMatrix : public ::testing::Test {
     WriteBytes(dir_ + "/header_only.npy", npy.substr(0, 40));
     WriteBytes(dir_ + "/random.npy", RandomBytes(300, 3));
     WriteBytes(dir_ + "/wrong_message.npy", model);
-    {
-      std::string huge = "{'descr': '<f4', 'fortran_order': False, "
-                         "'shape': (4611686018427387904, 4), }";
-      huge.append(118 - huge.size(), ' ');
-      huge += '\n';
-      WriteBytes(dir_ + "/huge_dim.npy",
-                 std::string("\x93NUMPY\x01\x00", 8) + std::string(1, char(huge.size())) +
-                     std::string(1, '\0') + huge + "0123456789abcdef");
-    }
-    {
-      std::string wrap = "{'descr': '<f4', 'fortran_order': False, "
-                         "'shape': (4611686018427387904, 4, 2), }";
-      wrap.append(118 - wrap.size(), ' ');
-      wrap += '\n';
-      WriteBytes(dir_ + "/wrapping_dim.npy",
-                 std::string("\x93NUMPY\x01\x00", 8) + std::string(1, char(wrap.size())) +
-                     std::string(1, '\0') + wrap);
-    }
+    // An extent above 2^48, and extents of 2^32 whose product wraps 64 bits
+    // to 0 (16 bytes of data then "suffice").
+    WriteBytes(dir_ + "/huge_dim.npy",
+               NpyWithShape("4611686018427387904, 4", "0123456789abcdef"));
+    WriteBytes(dir_ + "/wrapping_dim.npy",
+               NpyWithShape("4294967296, 4294967296, 4", "0123456789abcdef"));
     ASSERT_TRUE(WriteNpy(dir_ + "/int_input.npy", Tensor(DType::kInt64, {2, 64})).ok());
     ASSERT_TRUE(WriteNpy(dir_ + "/good.npy", Tensor(DType::kFP32, {2, 64})).ok());
     ASSERT_TRUE(WriteNpy(dir_ + "/wrong_shape.npy", Tensor(DType::kFP32, {2, 63})).ok());

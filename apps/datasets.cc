@@ -9,6 +9,9 @@
 #include <cstring>
 #include <sys/stat.h>
 
+#include "base/checked_math.h"
+#include "kernels/allocator.h"
+
 namespace parex {
 namespace {
 
@@ -78,6 +81,10 @@ StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
     return NotFound("dataset file '" + path + "' not found (" +
                     std::strerror(errno) + ")");
   }
+  if (!S_ISREG(st.st_mode)) {
+    // gzopen would block on a FIFO.
+    return InvalidArgument("dataset file '" + path + "' is not a regular file");
+  }
   GzCloser gz{gzopen(path.c_str(), "rb")};
   if (gz.file == nullptr) {
     return IoError("cannot open '" + path + "': " + std::strerror(errno));
@@ -86,8 +93,16 @@ StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
   std::string bytes;
   bytes.reserve(static_cast<size_t>(st.st_size));
   constexpr unsigned kChunk = 1 << 20;
+  // A gzip stream can expand a thousandfold: stop at the allocation limit
+  // rather than let a crafted file exhaust memory.
+  const size_t limit = AllocationLimit();
   while (true) {
     size_t at = bytes.size();
+    if (at + kChunk > limit) {
+      return ResourceExhausted("'" + path + "' decompresses to more than " +
+                               std::to_string(limit) +
+                               " bytes (PAREX_MAX_MEMORY_BYTES)");
+    }
     bytes.resize(at + kChunk);
     int n = gzread(gz.file, &bytes[at], kChunk);
     if (n < 0) {
@@ -155,7 +170,10 @@ StatusOr<Tensor> ReadIdxImages(const std::string& path) {
   }
   int64_t n = BigEndian32(bytes, 4), rows = BigEndian32(bytes, 8),
           cols = BigEndian32(bytes, 12);
-  if (bytes.size() != static_cast<size_t>(16 + n * rows * cols)) {
+  // Three 32-bit counts: their product can wrap 64 bits.
+  StatusOr<int64_t> numel = CheckedNumel({n, rows, cols}, "idx file '" + path + "'");
+  if (!numel.ok()) return DataLoss(numel.status().message());
+  if (bytes.size() - 16 != static_cast<uint64_t>(*numel)) {
     return DataLoss("idx file '" + path + "': size does not match its header");
   }
   Tensor images(DType::kUInt8, {n, rows, cols});

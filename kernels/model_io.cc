@@ -165,7 +165,23 @@ Status FeedFetchTargets(const Program& program, std::vector<std::string>* feeds,
       return InvalidArgument(op->Label() + ": bad column " + std::to_string(col));
     }
     if (static_cast<int>(list.size()) <= col) list.resize(col + 1);
+    if (!list[col].empty()) {
+      return InvalidArgument(op->Label() + ": a second " + op->type() +
+                             " op for column " + std::to_string(col));
+    }
     list[col] = is_feed ? op->FirstOutput("Out") : op->FirstInput("X");
+    if (list[col].empty()) {
+      return InvalidArgument(op->Label() + ": names no variable");
+    }
+  }
+  for (const auto* list : {feeds, fetches}) {
+    for (size_t col = 0; col < list->size(); ++col) {
+      if ((*list)[col].empty()) {
+        return InvalidArgument(std::string(list == feeds ? "feed" : "fetch") +
+                               " column " + std::to_string(col) +
+                               " has no op (columns must be 0, 1, ... without gaps)");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -178,10 +194,11 @@ StatusOr<InferenceModel> LoadInferenceModel(const std::string& dir,
   PAREX_ASSIGN_OR_RETURN(Program program, Program::Load(model));
   Status valid = ValidateProgram(program);
   if (!valid.ok()) return valid.WithContext("program '" + model + "'");
-  PAREX_RETURN_IF_ERROR(LoadPersistables(program, dir, scope));
   InferenceModel result{std::move(program), {}, {}};
-  PAREX_RETURN_IF_ERROR(
-      FeedFetchTargets(result.program, &result.feed_names, &result.fetch_names));
+  Status targets =
+      FeedFetchTargets(result.program, &result.feed_names, &result.fetch_names);
+  if (!targets.ok()) return targets.WithContext("program '" + model + "'");
+  PAREX_RETURN_IF_ERROR(LoadPersistables(result.program, dir, scope));
   return result;
 }
 
@@ -191,10 +208,11 @@ StatusOr<InferenceModel> LoadInferenceModel(const std::string& model_path,
   PAREX_ASSIGN_OR_RETURN(Program program, Program::Load(model_path));
   Status valid = ValidateProgram(program);
   if (!valid.ok()) return valid.WithContext("program '" + model_path + "'");
-  PAREX_RETURN_IF_ERROR(LoadCombinedPersistables(program, params_path, scope));
   InferenceModel result{std::move(program), {}, {}};
-  PAREX_RETURN_IF_ERROR(
-      FeedFetchTargets(result.program, &result.feed_names, &result.fetch_names));
+  Status targets =
+      FeedFetchTargets(result.program, &result.feed_names, &result.fetch_names);
+  if (!targets.ok()) return targets.WithContext("program '" + model_path + "'");
+  PAREX_RETURN_IF_ERROR(LoadCombinedPersistables(result.program, params_path, scope));
   return result;
 }
 

@@ -93,7 +93,8 @@ StatusOr<InferenceModel> ProgramOnly(const std::string& file, bool validate) {
   InferenceModel model;
   model.program = std::move(program);
   // A program without feed/fetch ops (a training program) has no targets.
-  (void)FeedFetchTargets(model.program, &model.feed_names, &model.fetch_names);
+  Status targets = FeedFetchTargets(model.program, &model.feed_names, &model.fetch_names);
+  if (!targets.ok() && validate) return targets.WithContext("program '" + file + "'");
   return model;
 }
 

@@ -61,6 +61,10 @@ int RunInspect(const std::string& path, const std::string& params) {
   if (!valid.ok() && !has_unknown_ops) {
     return Fail(cmd, valid.WithContext("program '" + path + "'"));
   }
+  std::vector<std::string> feeds, fetches;
+  if (Status targets = FeedFetchTargets(program, &feeds, &fetches); !targets.ok()) {
+    return Fail(cmd, targets.WithContext("program '" + path + "'"));
+  }
   const proto::ProgramDesc& desc = program.proto();
   std::printf("%s\n", path.c_str());
   if (desc.has_version()) {

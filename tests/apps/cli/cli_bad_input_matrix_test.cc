@@ -184,6 +184,17 @@ class BadInputMatrix : public ::testing::Test {
       }
       ASSERT_TRUE(Program(desc).Save(dir_ + "/alias.pdmodel").ok());
     }
+    {
+      // The feed op's column leaves a gap (columns 0..4 have no feed).
+      proto::ProgramDesc desc = pruned_->proto();
+      for (auto& op : *desc.mutable_blocks(0)->mutable_ops()) {
+        if (op.type() != "feed") continue;
+        for (auto& attr : *op.mutable_attrs()) {
+          if (attr.name() == "col") attr.set_i(5);
+        }
+      }
+      ASSERT_TRUE(Program(desc).Save(dir_ + "/feed_gap.pdmodel").ok());
+    }
     // Model directories with one bad parameter file each.
     std::string param;
     for (const std::string& name : PersistableTensorNames(*pruned_)) param = name;
@@ -231,6 +242,18 @@ class BadInputMatrix : public ::testing::Test {
     ASSERT_TRUE(WriteNpy(dir_ + "/int_input.npy", Tensor(DType::kInt64, {2, 64})).ok());
     ASSERT_TRUE(WriteNpy(dir_ + "/good.npy", Tensor(DType::kFP32, {2, 64})).ok());
     ASSERT_TRUE(WriteNpy(dir_ + "/wrong_shape.npy", Tensor(DType::kFP32, {2, 63})).ok());
+    // Datasets: idx counts whose product wraps 64 bits (zlib reads a file
+    // that is not gzip as it is), and a FIFO where a CSV should be.
+    fs::create_directories(dir_ + "/fashion_bad");
+    const std::string idx_header("\x00\x00\x08\x03\xff\xff\xff\xff\xff\xff\xff\xff"
+                                 "\xff\xff\xff\xff", 16);
+    for (const char* split : {"train", "t10k"}) {
+      WriteBytes(dir_ + "/fashion_bad/" + split + "-images-idx3-ubyte.gz", idx_header);
+      WriteBytes(dir_ + "/fashion_bad/" + split + "-labels-idx1-ubyte.gz",
+                 std::string("\x00\x00\x08\x01\x00\x00\x00\x00", 8));
+    }
+    fs::create_directories(dir_ + "/data_fifo");
+    ASSERT_EQ(mkfifo((dir_ + "/data_fifo/digits.csv.gz").c_str(), 0644), 0);
     // Special and unwritable output paths.
     ASSERT_EQ(mkfifo((dir_ + "/fifo").c_str(), 0644), 0);
     ASSERT_EQ(mkfifo((dir_ + "/fifo.npy").c_str(), 0644), 0);
@@ -267,6 +290,7 @@ TEST_F(BadInputMatrix, Programs) {
              {"cycle.pdmodel", "block 1"},
              {"bad_attr.pdmodel", "'mul'"},
              {"alias.pdmodel", "persistable variable"},
+             {"feed_gap.pdmodel", "feed column 0"},
              {"missing.pdmodel", "missing.pdmodel"},
              {"fifo", "fifo"},
              {"a_dir.json", "a_dir.json"},
@@ -331,6 +355,9 @@ TEST_F(BadInputMatrix, Arguments) {
       {{"train", "--model", "resnet"}, "resnet"},
       {{"train", "--mode", "ring"}, "--mode"},
       {{"train", "--data-dir", "nowhere"}, "nowhere"},
+      {{"train", "--data-dir", "data_fifo"}, "data_fifo/digits.csv.gz"},
+      {{"train", "--model", "fashion_mlp", "--fashion-dir", "fashion_bad"},
+       "fashion_bad/train-images-idx3-ubyte.gz"},
       {{"infer", "--model", "model", "--input", input_ + "=good.npy", "--places", "cpu:"},
        "--places"},
       {{"infer", "--model", "model", "--input", "=good.npy"}, "NAME=FILE.npy"},

@@ -3,7 +3,6 @@
 // in both gradient modes, with the loss the program marks (op_role Loss).
 #include <string>
 
-#include "graph/backward.h"
 #include "graph/multi_device_builder.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -13,13 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<Program> parsed = fuzz::ParseValidProgram(data, size);
   if (!parsed) return 0;
   const Program& program = *parsed;
-  std::string loss;
-  for (const auto& op : program.global_block().ops()) {
-    if (OpRole(*op) == kOpRoleLoss && !op->OutputSlots().empty()) {
-      const auto outs = op->Output(op->OutputSlots().front());
-      if (!outs.empty()) loss = outs.front();
-    }
-  }
+  const std::string loss = fuzz::LossOf(program);
   for (auto mode : {BuildStrategy::ReduceStrategy::kAllReduce,
                     BuildStrategy::ReduceStrategy::kReduce}) {
     BuildStrategy strategy;

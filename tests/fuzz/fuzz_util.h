@@ -4,11 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "base/status.h"
 #include "graph/program.h"
+#include "kernels/reference_executor.h"
+#include "kernels/scope.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -31,5 +34,18 @@ std::optional<Program> ParseValidProgram(const uint8_t* data, size_t size);
 // are valid). Vars too large to try (over 2^20 elements) are left out and
 // their readers fail as unfed. The run's Status is returned.
 Status RunOneSmallStep(const Program& program);
+// The scope values and feeds RunOneSmallStep runs with.
+void SmallInputs(const Program& program, Scope* scope, FeedMap* feeds);
+// The output of the op the program marks as its loss (op_role Loss), or "".
+std::string LossOf(const Program& program);
+
+// Every attribute of every op of block 0 at extreme values (ints at
+// INT_MIN, -2^20, -1, 0, 1, 3, 2^20, INT_MAX; floats at +-1e30, 0, inf,
+// NaN; lists emptied, shortened and lengthened; strings empty or unknown),
+// bookkeeping attributes (op_role, ...) left alone. `visit` gets each
+// modified program and a description of the change.
+void ForEachAttributeVariant(
+    const Program& program,
+    const std::function<void(const Program&, const std::string&)>& visit);
 
 }  // namespace parex::fuzz

@@ -5,15 +5,25 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sys/stat.h>
 
 #include "base/checked_math.h"
+#include "base/text.h"
 #include "kernels/allocator.h"
 
 namespace parex {
 namespace {
+
+// zlib's error for `file`, without the "<path>: " it puts in front.
+std::string GzMessage(gzFile file, const std::string& path) {
+  int code = Z_OK;
+  std::string message = gzerror(file, &code);
+  if (message.rfind(path + ": ", 0) == 0) message.erase(0, path.size() + 2);
+  return message;
+}
 
 uint32_t BigEndian32(const std::string& bytes, size_t at) {
   return (uint32_t(uint8_t(bytes[at])) << 24) |
@@ -55,7 +65,7 @@ StatusOr<std::vector<std::vector<double>>> ParseCsv(const std::string& text,
       double v = std::strtod(field.c_str(), &stop);
       if (field.empty() || *stop != '\0') {
         return InvalidArgument("CSV file '" + path + "' line " +
-                               std::to_string(line_no) + ": '" + field +
+                               std::to_string(line_no) + ": '" + Excerpt(field) +
                                "' is not a number");
       }
       row.push_back(v);
@@ -106,17 +116,16 @@ StatusOr<std::string> ReadMaybeGzipFile(const std::string& path) {
     bytes.resize(at + kChunk);
     int n = gzread(gz.file, &bytes[at], kChunk);
     if (n < 0) {
-      int code = 0;
-      return DataLoss("'" + path + "': " + gzerror(gz.file, &code));
+      return DataLoss("'" + path + "': " + GzMessage(gz.file, path));
     }
     bytes.resize(at + static_cast<size_t>(n));
     if (n == 0) break;
   }
   int code = Z_OK;
-  const char* message = gzerror(gz.file, &code);
+  gzerror(gz.file, &code);
   if (code != Z_OK) {
     // A truncated gzip stream ends in Z_BUF_ERROR without a read error.
-    return DataLoss("'" + path + "': " + message);
+    return DataLoss("'" + path + "': " + GzMessage(gz.file, path));
   }
   return bytes;
 }

@@ -8,6 +8,7 @@
 
 #include "base/checked_math.h"
 #include "base/file_io.h"
+#include "base/text.h"
 
 namespace parex {
 namespace {
@@ -102,13 +103,13 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
     }
   }
   if (dtype == DType::kUndefined) {
-    return Unimplemented(what + ": unsupported .npy dtype '" + descr +
+    return Unimplemented(what + ": unsupported .npy dtype '" + Excerpt(descr) +
                          "' (little-endian bool, int, uint8 or float only)");
   }
   Dims dims;
   std::stringstream shape_in(shape_text);
   std::string item;
-  const std::string bad_shape = what + ": bad .npy shape (" + shape_text + ")";
+  const std::string bad_shape = what + ": bad .npy shape (" + Excerpt(shape_text) + ")";
   while (std::getline(shape_in, item, ',')) {
     const size_t b = item.find_first_not_of(" \t");
     if (b == std::string::npos) continue;  // the trailing comma of (n,)
@@ -135,7 +136,7 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
   if (bytes.size() - data_at != *need) {
     return InvalidArgument(what + ": .npy data has " +
                            std::to_string(bytes.size() - data_at) +
-                           " bytes, shape (" + shape_text + ") of " +
+                           " bytes, shape (" + Excerpt(shape_text) + ") of " +
                            DTypeName(dtype) + " needs " + std::to_string(*need));
   }
   Tensor t;

@@ -195,6 +195,12 @@ class BadInputMatrix : public ::testing::Test {
       }
       ASSERT_TRUE(Program(desc).Save(dir_ + "/feed_gap.pdmodel").ok());
     }
+    {
+      // An op type with a newline and an escape sequence in it.
+      proto::ProgramDesc desc = pruned_->proto();
+      desc.mutable_blocks(0)->mutable_ops(1)->set_type("evil\n\x1b[2Jop");
+      ASSERT_TRUE(Program(desc).Save(dir_ + "/control_chars.pdmodel").ok());
+    }
     // Model directories with one bad parameter file each.
     std::string param;
     for (const std::string& name : PersistableTensorNames(*pruned_)) param = name;
@@ -254,6 +260,19 @@ class BadInputMatrix : public ::testing::Test {
     }
     fs::create_directories(dir_ + "/data_fifo");
     ASSERT_EQ(mkfifo((dir_ + "/data_fifo/digits.csv.gz").c_str(), 0644), 0);
+    // The digits CSV empty, a truncated gzip stream, random bytes, a field
+    // that is no number, and rows of the wrong width.
+    const std::map<std::string, std::string> digits = {
+        {"data_empty", ""},
+        {"data_truncated_gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x33\x30", 12)},
+        {"data_random", RandomBytes(2000, 5)},
+        {"data_not_a_number", "1,abc\n"},
+        {"data_wrong_width", "1,2,3\n4,5,6\n"},
+    };
+    for (const auto& [name, bytes] : digits) {
+      fs::create_directories(dir_ + "/" + name);
+      WriteBytes(dir_ + "/" + name + "/digits.csv.gz", bytes);
+    }
     // Special and unwritable output paths.
     ASSERT_EQ(mkfifo((dir_ + "/fifo").c_str(), 0644), 0);
     ASSERT_EQ(mkfifo((dir_ + "/fifo.npy").c_str(), 0644), 0);
@@ -303,6 +322,13 @@ TEST_F(BadInputMatrix, Programs) {
       ExpectCleanFailure({args, names}, dir_);
     }
   }
+  // inspect lists unknown ops without failing; the others name it on one line.
+  ExpectCleanFailure({{"graph", "control_chars.pdmodel", "-o", "g.dot"}, "evil\\x0a\\x1b[2Jop"},
+                     dir_);
+  ExpectCleanFailure({{"infer", "--model", "control_chars.pdmodel", "--params",
+                       "model/" + param_, "--input", in},
+                      "evil\\x0a\\x1b[2Jop"},
+                     dir_);
 }
 
 TEST_F(BadInputMatrix, ParameterFiles) {
@@ -356,6 +382,11 @@ TEST_F(BadInputMatrix, Arguments) {
       {{"train", "--mode", "ring"}, "--mode"},
       {{"train", "--data-dir", "nowhere"}, "nowhere"},
       {{"train", "--data-dir", "data_fifo"}, "data_fifo/digits.csv.gz"},
+      {{"train", "--data-dir", "data_empty"}, "data_empty/digits.csv.gz"},
+      {{"train", "--data-dir", "data_truncated_gz"}, "data_truncated_gz/digits.csv.gz"},
+      {{"train", "--data-dir", "data_random"}, "data_random/digits.csv.gz"},
+      {{"train", "--data-dir", "data_not_a_number"}, "data_not_a_number/digits.csv.gz"},
+      {{"train", "--data-dir", "data_wrong_width"}, "data_wrong_width/digits.csv.gz"},
       {{"train", "--model", "fashion_mlp", "--fashion-dir", "fashion_bad"},
        "fashion_bad/train-images-idx3-ubyte.gz"},
       {{"infer", "--model", "model", "--input", input_ + "=good.npy", "--places", "cpu:"},

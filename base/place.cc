@@ -1,5 +1,6 @@
 #include "base/place.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace parex {
@@ -21,12 +22,59 @@ StatusOr<Place> ParsePlace(const std::string& text) {
   std::string num = text.substr(colon + 1);
   char* end = nullptr;
   long id = std::strtol(num.c_str(), &end, 10);
-  if (num.empty() || *end != '\0' || id < 0) {
+  if (num.empty() || *end != '\0' || id < 0 || id > kMaxPlaceId) {
     return InvalidArgument("place '" + text + "': bad device number");
   }
   if (kind == "cpu") return Place::CPU(static_cast<int>(id));
   if (kind == "cuda" || kind == "gpu") return Place::CUDA(static_cast<int>(id));
   return InvalidArgument("place '" + text + "': unknown kind '" + kind + "'");
+}
+
+StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec) {
+  const std::string bad = "'" + spec +
+                          "': expected cpu:N (N places), cpu:0,1,... or cpu "
+                          "(one place); cuda likewise";
+  const size_t colon = spec.find(':');
+  const std::string kind_text = spec.substr(0, colon);
+  Place::Kind kind;
+  if (kind_text == "cpu") {
+    kind = Place::Kind::kCPU;
+  } else if (kind_text == "cuda" || kind_text == "gpu") {
+    kind = Place::Kind::kCUDA;
+  } else {
+    return InvalidArgument(bad);
+  }
+  if (colon == std::string::npos) return std::vector<Place>{Place{kind, 0}};
+  const std::string rest = spec.substr(colon + 1);
+  if (rest.empty()) return InvalidArgument(bad);
+  std::vector<long> ids;
+  size_t at = 0;
+  while (at <= rest.size()) {
+    const size_t comma = std::min(rest.find(',', at), rest.size());
+    const std::string item = rest.substr(at, comma - at);
+    char* end = nullptr;
+    const long v = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v < 0 || v > kMaxPlaceId) {
+      return InvalidArgument(bad);
+    }
+    ids.push_back(v);
+    at = comma + 1;
+  }
+  std::vector<Place> places;
+  if (rest.find(',') == std::string::npos) {
+    if (ids[0] < 1) return InvalidArgument(bad + " (N must be at least 1)");
+    for (long i = 0; i < ids[0]; ++i) places.push_back(Place{kind, static_cast<int>(i)});
+    return places;
+  }
+  for (long id : ids) {
+    for (const Place& p : places) {
+      if (p.id == id) {
+        return InvalidArgument(bad + " (place " + std::to_string(id) + " twice)");
+      }
+    }
+    places.push_back(Place{kind, static_cast<int>(id)});
+  }
+  return places;
 }
 
 }  // namespace parex

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -31,7 +32,14 @@ struct Place {
 };
 
 const char* PlaceKindName(Place::Kind kind);  // "cpu", "cuda"
-// Parses "cpu:3" or "cuda:0".
+// Parses "cpu:3" or "cuda:0" (one place).
 StatusOr<Place> ParsePlace(const std::string& text);
+
+// The place lists users write (--places, topology files), the one parser of
+// them: "KIND:N" is N places KIND:0 .. KIND:N-1, "KIND:a,b,..." the places
+// listed (no repeats), "KIND" alone one place; KIND is cpu or cuda, N and
+// ids at most kMaxPlaceId. InvalidArgument quoting `spec` otherwise.
+inline constexpr int kMaxPlaceId = 1024;
+StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec);
 
 }  // namespace parex

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "graph/op_role.h"
 #include "graph/program.h"
 
 namespace parex {
@@ -25,19 +26,6 @@ struct ParamGrad {
   std::string param;
   std::string grad;
 };
-
-// Op roles (Fluid's OpRole bit mask).
-inline constexpr int kOpRoleForward = 0x0;
-inline constexpr int kOpRoleBackward = 0x1;
-inline constexpr int kOpRoleOptimize = 0x2;
-inline constexpr int kOpRoleLRSched = 0x10;
-inline constexpr int kOpRoleLoss = 0x100;
-
-// The op's op_role; Forward when it carries none or an unreadable one (as
-// in Fluid, where op_role defaults to Forward).
-int OpRole(const OpDesc& op);
-// The op's op_role_var ([param, grad, ...]); empty when it carries none.
-std::vector<std::string> OpRoleVar(const OpDesc& op);
 
 // Returns the (param, grad) pairs of the trainable parameters (persistable,
 // is_parameter, not stop_gradient) that the loss depends on, in program

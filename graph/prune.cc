@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "graph/backward.h"
+#include "graph/op_role.h"
 #include "graph/op_schema.h"
 #include "graph/validate.h"
 

@@ -47,19 +47,6 @@ const char* ControlReasonName(ControlReason reason) {
   return "?";
 }
 
-const char* ReduceStrategyName(BuildStrategy::ReduceStrategy s) {
-  return s == BuildStrategy::ReduceStrategy::kReduce ? "reduce" : "allreduce";
-}
-
-const char* GradientScaleName(BuildStrategy::GradientScale s) {
-  switch (s) {
-    case BuildStrategy::GradientScale::kCoeffNumDevice: return "coeff_num_device";
-    case BuildStrategy::GradientScale::kOne: return "one";
-    case BuildStrategy::GradientScale::kCustomized: return "customized";
-  }
-  return "?";
-}
-
 SsaGraph::SsaGraph(std::shared_ptr<const Program> program,
                    std::vector<Place> places)
     : program_(std::move(program)), places_(std::move(places)) {

@@ -24,6 +24,7 @@
 
 #include "base/place.h"
 #include "base/status.h"
+#include "graph/build_strategy.h"
 #include "graph/program.h"
 
 namespace parex {
@@ -124,38 +125,6 @@ struct MemoryPlan {
 
   bool empty() const { return buffer_bytes.empty(); }
 };
-
-struct BuildStrategy {
-  enum class ReduceStrategy { kAllReduce, kReduce };
-  enum class GradientScale { kCoeffNumDevice, kOne, kCustomized };
-
-  ReduceStrategy reduce = ReduceStrategy::kAllReduce;
-  // loss@GRAD on each place: 1/N (CoeffNumDevice), 1 (One), or fed by the
-  // user (Customized: no scale_loss_grad op, loss@GRAD is a graph input).
-  GradientScale gradient_scale = GradientScale::kCoeffNumDevice;
-  // Dense all-reduces packed into buckets of at most `fuse_bucket_bytes`
-  // (a larger gradient gets a bucket of its own), in production order.
-  bool fuse_all_reduce_ops = false;
-  int64_t fuse_bucket_bytes = 25 * 1024 * 1024;  // PyTorch DDP's 25 MiB
-  // Computation ops on each place run in program order (control vars).
-  bool enable_sequential_execution = false;
-  // Reduce mode on CPU places: the places share each parameter's buffer,
-  // so no broadcast is inserted (the owner's optimizer updates it for all).
-  bool share_cpu_parameters = true;
-  // memory_optimize: plan buffer reuse for temporaries; -1 extents (the
-  // batch) are sized with `memory_plan_batch_per_place`.
-  bool memory_optimize = false;
-  int64_t memory_plan_batch_per_place = 64;
-  // When set, the built graph is written there as Graphviz dot.
-  std::string debug_graphviz_path;
-  // Reserved for multi-node (DESIGN.md §4): this process's rank among the
-  // trainers. The graph itself is the same on every trainer.
-  int num_trainers = 1;
-  int trainer_id = 0;
-};
-
-const char* ReduceStrategyName(BuildStrategy::ReduceStrategy s);
-const char* GradientScaleName(BuildStrategy::GradientScale s);
 
 class SsaGraph {
  public:

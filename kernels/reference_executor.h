@@ -15,12 +15,11 @@
 #include "base/status.h"
 #include "graph/program.h"
 #include "kernels/device_context.h"
+#include "kernels/feed.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
 
 namespace parex {
-
-using FeedMap = std::map<std::string, Tensor>;
 
 class ReferenceExecutor {
  public:
@@ -41,8 +40,5 @@ class ReferenceExecutor {
  private:
   CpuDeviceContext device_context_;
 };
-
-// Checks a value fed to `var` against its declaration.
-Status CheckFeed(const VarDesc& var, const Tensor& value);
 
 }  // namespace parex

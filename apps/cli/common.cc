@@ -27,40 +27,12 @@ int Fail(const std::string& command, const Status& status, int code) {
 }
 
 StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
-  const std::string bad = "bad --places '" + spec +
-                          "': expected cpu:N (N CPU places) or cpu:0,1,...";
-  if (spec == "cpu") return std::vector<Place>{Place::CPU(0)};
-  if (spec.rfind("cuda", 0) == 0) {
+  if (spec.rfind("cuda", 0) == 0 || spec.rfind("gpu", 0) == 0) {
     return InvalidArgument("--places '" + spec +
                            "': the command line runs CPU places only so far");
   }
-  if (spec.rfind("cpu:", 0) != 0 || spec.size() == 4) return InvalidArgument(bad);
-  const std::string rest = spec.substr(4);
-  std::vector<long> ids;
-  size_t at = 0;
-  while (at <= rest.size()) {
-    const size_t comma = std::min(rest.find(',', at), rest.size());
-    const std::string item = rest.substr(at, comma - at);
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > 1024) {
-      return InvalidArgument(bad);
-    }
-    ids.push_back(v);
-    at = comma + 1;
-  }
-  std::vector<Place> places;
-  if (ids.size() == 1 && rest.find(',') == std::string::npos) {
-    if (ids[0] < 1) return InvalidArgument(bad + " (N must be at least 1)");
-    for (long i = 0; i < ids[0]; ++i) places.push_back(Place::CPU(static_cast<int>(i)));
-    return places;
-  }
-  for (long id : ids) {
-    for (const Place& p : places) {
-      if (p.id == id) return InvalidArgument(bad + " (place " + std::to_string(id) + " twice)");
-    }
-    places.push_back(Place::CPU(static_cast<int>(id)));
-  }
+  StatusOr<std::vector<Place>> places = ParsePlaceList(spec);
+  if (!places.ok()) return InvalidArgument("bad --places " + places.status().message());
   return places;
 }
 

@@ -10,7 +10,7 @@
 
 #include "actors/parallel_executor.h"
 #include "apps/models.h"
-#include "graph/backward.h"
+#include "graph/op_role.h"
 
 namespace parex {
 namespace {

@@ -24,5 +24,27 @@ TEST(PlaceTest, RejectsBadText) {
   }
 }
 
+TEST(PlaceTest, PlaceLists) {
+  auto ids = [](const std::string& spec) {
+    std::vector<std::string> out;
+    StatusOr<std::vector<Place>> places = ParsePlaceList(spec);
+    EXPECT_TRUE(places.ok()) << spec << ": " << places.status().ToString();
+    if (!places.ok()) return out;
+    for (const Place& p : *places) out.push_back(p.ToString());
+    return out;
+  };
+  EXPECT_EQ(ids("cpu"), (std::vector<std::string>{"cpu:0"}));
+  EXPECT_EQ(ids("cpu:3"), (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+  EXPECT_EQ(ids("cpu:0,2"), (std::vector<std::string>{"cpu:0", "cpu:2"}));
+  EXPECT_EQ(ids("cuda:1,0"), (std::vector<std::string>{"cuda:1", "cuda:0"}));
+  for (const char* bad : {"", "cpu:", "cpu:0", "cpu:-1", "cpu:1,1", "cpu:1,", "tpu:2",
+                          "cpu:99999999999999999999", "cpu:2000", "cpu:1x"}) {
+    auto p = ParsePlaceList(bad);
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_NE(p.status().message().find("'" + std::string(bad) + "'"), std::string::npos)
+        << p.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace parex

@@ -9,7 +9,7 @@
 #include "base/logging.h"
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
-#include "graph/backward.h"
+#include "graph/op_role.h"
 #include "graph/validate.h"
 #include "kernels/reference_executor.h"
 #include "proto/program_io.h"

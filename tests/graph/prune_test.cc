@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "graph/backward.h"
+#include "graph/op_role.h"
 
 namespace parex {
 namespace {

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/backward.h"
+#include "graph/op_role.h"
 #include "graph/layers.h"
 #include "graph/multi_device_builder.h"
 #include "graph/optimizer.h"

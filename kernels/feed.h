@@ -1,0 +1,21 @@
+// Feeds: what a caller gives an executor for one step (a tensor per variable
+// name), and the check of one fed value against its declaration. Shared by
+// the reference executor and the ParallelExecutor.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "base/status.h"
+#include "graph/program.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+using FeedMap = std::map<std::string, Tensor>;
+
+// Checks a value fed to `var` against its declaration: defined, the declared
+// dtype, the declared rank and extents (-1 matches any). Errors name the feed.
+Status CheckFeed(const VarDesc& var, const Tensor& value);
+
+}  // namespace parex

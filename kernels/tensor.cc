@@ -28,9 +28,18 @@ void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
 }
 
 Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
-  const std::string what = std::string(DTypeName(dtype)) + DimsToString(dims);
-  PAREX_ASSIGN_OR_RETURN(int64_t numel, CheckedNumel(dims, what));
-  PAREX_ASSIGN_OR_RETURN(uint64_t bytes, CheckedBytes(numel, SizeOf(dtype), what));
+  // The steady step calls this for every output of every op: the checks
+  // build no strings unless they fail.
+  auto what = [&] { return std::string(DTypeName(dtype)) + DimsToString(dims); };
+  const int64_t numel = Numel(dims);
+  if (numel < 0 || numel > kMaxNumel || dims.size() > kMaxRank) {
+    PAREX_RETURN_IF_ERROR(CheckedNumel(dims, what()).status());
+  }
+  uint64_t bytes = 0;
+  if (!CheckedMul(static_cast<uint64_t>(numel), uint64_t{SizeOf(dtype)}, &bytes) ||
+      bytes > kMaxTensorBytes) {
+    PAREX_RETURN_IF_ERROR(CheckedBytes(numel, SizeOf(dtype), what()).status());
+  }
   const size_t need = static_cast<size_t>(bytes);
   // Every CPU place is host memory: a buffer of cpu:0 serves cpu:1 (an
   // in-place op of place 1 on a tensor copied from place 0 keeps its data).
@@ -44,7 +53,7 @@ Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
       buffer = Buffer::Make(GetAllocator(place), need);
       if (buffer == nullptr) {
         return ResourceExhausted("cannot allocate " + std::to_string(need) +
-                                 " bytes for " + what + " on " +
+                                 " bytes for " + what() + " on " +
                                  place.ToString() + " (limit " +
                                  std::to_string(AllocationLimit()) +
                                  " bytes, PAREX_MAX_MEMORY_BYTES)");

@@ -44,25 +44,22 @@ void RunVariants(const Program& program, const std::string& what, int* ran, int*
   });
 }
 
-TEST(ParallelAttributeExtremesTest, DigitsMlpTrainingProgram) {
-  StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
+class ParallelAttributeExtremesTest : public ::testing::TestWithParam<ExampleKind> {};
+
+TEST_P(ParallelAttributeExtremesTest, TrainingProgramOnTwoPlaces) {
+  StatusOr<ExampleProgram> ex = BuildExample(GetParam());
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
   int ran = 0, failed = 0;
-  RunVariants(ex->main, "digits_mlp main", &ran, &failed);
-  std::printf("digits_mlp on 2 places: %d variants ran, %d failed with an error\n", ran, failed);
+  RunVariants(ex->main, std::string(ExampleName(GetParam())) + " main", &ran, &failed);
+  std::printf("%s on 2 places: %d variants ran, %d failed with an error\n",
+              ExampleName(GetParam()), ran, failed);
   EXPECT_GT(ran, 0);
   EXPECT_GT(failed, 0);
 }
 
-TEST(ParallelAttributeExtremesTest, FashionCnnTrainingProgram) {
-  StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kFashionCnn);
-  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
-  int ran = 0, failed = 0;
-  RunVariants(ex->main, "fashion_cnn main", &ran, &failed);
-  std::printf("fashion_cnn on 2 places: %d variants ran, %d failed with an error\n", ran, failed);
-  EXPECT_GT(ran, 0);
-  EXPECT_GT(failed, 0);
-}
+INSTANTIATE_TEST_SUITE_P(Examples, ParallelAttributeExtremesTest,
+                         ::testing::Values(ExampleKind::kDigitsMlp, ExampleKind::kFashionCnn),
+                         [](const auto& info) { return std::string(ExampleName(info.param)); });
 
 }  // namespace
 }  // namespace parex

@@ -1,50 +1,41 @@
-// ActorRunner: runs a TaskGraph on CAF 0.17 actors (DESIGN.md §3.4).
+// ActorRunner: runs a TaskGraph on CAF 0.17 actors (DESIGN.md §3.4). It
+// builds the actors of the plan and wires them; each kind is a named type in
+// its own file:
+//   - OpActor (op_actor.h): one per chain of nodes on one place (or per node,
+//     without ActorRunnerOptions::fuse_chains);
+//   - CollectiveActor (collective_actor.h): one per communicator of the graph
+//     (TaskGraph::communicators), issuing its collectives in the plan's fixed
+//     order; detached when the backend's calls block;
+//   - StreamActor (stream_actor.h): one per asynchronous stream
+//     (TaskGraph::streams), detached;
+//   - CoordinatorActor (coordinator_actor.h): starts steps, counts pending
+//     nodes, first error wins, abort, answers Run.
+// Their messages are actors/messages.h; the shared per-step counts that stand
+// for most of them inside a process are RunnerState (runner_state.h).
 //
-// One actor per node (or per chain of nodes on one place, see
-// ActorRunnerOptions::fuse_chains), spawned once; a coordinator actor starts
-// a step by sending one message to every node without predecessors. A finishing node
-// decrements each successor's pending counter (per-step state copied from
-// the graph's initial counts) and the producer that brings a counter to zero
-// sends that successor its single "run" message. The node that finishes last
-// tells the coordinator, which answers Run. The first task error of a step
-// wins: later tasks of that step are skipped (readiness still propagates, so
-// the step ends promptly and nothing hangs) and Run returns the error; the
-// next Run starts clean.
-//
-// Thread-safety: one Run at a time. CAF's scheduler (`num_threads` workers)
-// is the thread pool tasks run on.
+// Thread-safety: one Run at a time; Abort from any thread. CAF's scheduler
+// (`num_threads` workers) is the thread pool the op actors run on.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 
+#include "actors/actor_system.h"
 #include "actors/scheduler_policy.h"
+#include "actors/step_hooks.h"
 #include "actors/task_graph.h"
 #include "actors/trace_recorder.h"
 #include "base/status.h"
 
 namespace parex {
 
-// A CAF actor system (its scheduler is the worker pool) that several
-// runners can share, so an executor with several compiled steps keeps one
-// pool of threads. Opaque outside actors/actor_runner.cc.
-class ActorSystem {
- public:
-  // `num_threads` workers (0: hardware concurrency) scheduled by `policy`
-  // (scheduler_policy.h); `spin_us`: how long kResumeHere's idle workers
-  // poll before they block (0 when there are more workers than cores).
-  static std::shared_ptr<ActorSystem> Create(
-      int num_threads, SchedulerPolicy policy = SchedulerPolicy::kResumeHere,
-      int spin_us = 50);
-  ~ActorSystem();
-  struct Impl;
-  Impl* impl() const { return impl_.get(); }
+struct RunnerState;
 
- private:
-  explicit ActorSystem(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
-};
+// How a consumer on one stream of an asynchronous place waits for a producer
+// on another (stream_actor.h): the producer's event, or a full Wait of its
+// stream. Chosen per executor, at run time.
+enum class StreamWaitStrategy : int { kEvent = 0, kWait = 1 };
 
 struct ActorRunnerOptions {
   // Used when `system` is null: the runner makes a system of its own.
@@ -59,21 +50,17 @@ struct ActorRunnerOptions {
   // When set and enabled: a span per task and a record per message.
   // Must outlive the runner.
   TraceRecorder* trace = nullptr;
-};
-
-// Work of a step outside its nodes, done by the coordinator actor: `begin`
-// before the first node is sent its message (feeding, scope bookkeeping); a
-// `begin` error fails the step and no node runs. `end` after the last node
-// finished, or after `begin` failed (`ran` false); `ok` is false when the
-// step failed; an `end` error fails the step too.
-struct StepHooks {
-  std::function<Status()> begin;
-  std::function<Status(bool ran, bool ok)> end;
+  StreamWaitStrategy stream_wait = StreamWaitStrategy::kEvent;
+  // A test hook: the stream of node `skip_wait_consumer` does not wait for
+  // node `skip_wait_producer` (a removed cross-stream wait must be caught).
+  int skip_wait_producer = -1;
+  int skip_wait_consumer = -1;
 };
 
 class ActorRunner : public TaskRunner {
  public:
-  // REQUIRES: graph->Finalize() succeeded.
+  // REQUIRES: graph->Finalize() succeeded. Errors: a graph without a root, a
+  // synchronous node reading an asynchronous node's output.
   static StatusOr<std::unique_ptr<ActorRunner>> Create(
       std::shared_ptr<const TaskGraph> graph, ActorRunnerOptions options = {});
   ~ActorRunner() override;
@@ -82,10 +69,24 @@ class ActorRunner : public TaskRunner {
   // `hooks` (may be null) must live until Run returns.
   Status Run(int64_t step, const StepHooks* hooks);
 
+  // Aborts the step that is running, if any (a peer is gone, a deadline
+  // passed): Run returns `reason` (prefixed "step N aborted: ") promptly,
+  // and the next Run starts clean. Callable from any thread.
+  void Abort(const Status& reason);
+
+  // Switches the stream wait strategy; takes effect at the next step.
+  // REQUIRES: no step running.
+  void set_stream_wait(StreamWaitStrategy strategy);
+
   // Op actors (one per chain): each gets one run message per step.
   int num_actors() const;
+  int num_collective_actors() const;
+  int num_stream_actors() const;
 
-  struct Impl;  // the actors and the per-step state (actor_runner.cc)
+  // The shared state of the actors (tests drive actors by messages).
+  RunnerState* state() const;
+
+  struct Impl;
 
  private:
   explicit ActorRunner(std::unique_ptr<Impl> impl);

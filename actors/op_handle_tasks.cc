@@ -13,11 +13,13 @@ namespace {
 
 OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
                              const std::vector<Scope*>* exec_scopes,
-                             bool dry_run)
-    : graph_(graph), exec_scopes_(exec_scopes), dry_run_(dry_run) {
+                             bool dry_run, std::shared_ptr<Communicator> comm)
+    : graph_(graph),
+      exec_scopes_(exec_scopes),
+      dry_run_(dry_run),
+      comm_(std::move(comm)) {
   const uint64_t seed = static_cast<uint64_t>(GetConfigInt("PAREX_SEED"));
   contexts_.resize(graph->ops().size());
-  comms_.resize(graph->ops().size());
   groups_.resize(graph->ops().size());
   bound_.assign(graph->ops().size(), 0);
   prepared_.resize(graph->ops().size());
@@ -30,8 +32,6 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
       ctx->SetSeed(seed * 1000003u + static_cast<uint64_t>(op.place) * 7919u +
                    static_cast<uint64_t>(op.program_op));
       contexts_[op.id] = std::move(ctx);
-    } else if (IsCollective(op.kind)) {
-      comms_[op.id] = std::make_unique<InProcessCommunicator>(graph->places());
     } else if (op.kind == SsaOpKind::kFetch) {
       fetch_slot_[op.id] = fetches++;
       fetch_names_.push_back(op.var_names[0]);
@@ -157,7 +157,7 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
       }
     }
   }
-  InProcessCommunicator& comm = *comms_[op.id];
+  Communicator& comm = *comm_;
   const std::string& name = op.var_names.size() == 1
                                 ? op.var_names[0]
                                 : graph_->OpLabel(op.id);

@@ -3,7 +3,8 @@
 // computation ops run their kernel (RunOp) with a device context of their
 // own (seeded from PAREX_SEED, the place and the op, so random ops draw the
 // same numbers whatever the schedule); scale_loss_grad fills loss@GRAD;
-// collectives merge gradients over the places in place order (bit for bit
+// collectives merge gradients over the places through the Communicator
+// interface (whatever backend is behind it; in place order, bit for bit
 // repeatable); fetch copies each place's value out.
 //
 // Thread-safety: Run may be called concurrently for distinct ops whose
@@ -14,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "actors/comm/in_process_communicator.h"
+#include "actors/comm/communicator.h"
 #include "base/status.h"
 #include "graph/ssa_graph.h"
 #include "kernels/device_context.h"
@@ -28,8 +29,10 @@ class OpHandleTasks {
  public:
   // `exec_scopes` (one per place) is read at every Run: the executor may
   // replace the scopes between steps.
+  // `comm` joins the graph's places; the collective op handles call it one
+  // at a time (their collective actor serialises them).
   OpHandleTasks(const SsaGraph* graph, const std::vector<Scope*>* exec_scopes,
-                bool dry_run);
+                bool dry_run, std::shared_ptr<Communicator> comm);
   ~OpHandleTasks();
 
   // The executor replaced the execution scopes: tensors bound from the old
@@ -60,9 +63,7 @@ class OpHandleTasks {
   // Per computation op: bound to the current execution scope on its first
   // run after the scopes changed (kernels/op_runner.h).
   std::vector<std::unique_ptr<PreparedOp>> prepared_;
-  // Per collective op: its own communicator (one call at a time each, and an
-  // op handle never runs twice at once).
-  std::vector<std::unique_ptr<InProcessCommunicator>> comms_;
+  std::shared_ptr<Communicator> comm_;
   // Per collective op: its tensors (one group of per-place tensors per
   // var), bound on its first run after the scopes changed, so a steady
   // step looks nothing up and allocates nothing.

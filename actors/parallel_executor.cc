@@ -1,12 +1,14 @@
 #include "actors/parallel_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <thread>
 #include <utility>
 
 #include "actors/actor_runner.h"
+#include "actors/comm/in_process_communicator.h"
 #include "actors/op_handle_tasks.h"
 #include "actors/task_graph.h"
 #include "base/config.h"
@@ -17,10 +19,33 @@ namespace parex {
 namespace {
 
 // The task graph of an SsaGraph: one node per op handle, an edge to every
-// reader of every var it writes (data or control).
-std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
+// reader of every var it writes (data or control). The collectives are the
+// communicator's (slot 0): its collective actor issues them in op-id order,
+// the order the builder inserted them, which is the order of the program's
+// gradients and the same on every rank (DESIGN.md §3.4). On asynchronous
+// places (`places` sim:N) every op handle runs on a stream: the compute
+// stream of its place; collectives on the communication stream and fetch
+// handles on the fetch stream of the first place (they span the places).
+std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
+                                       const std::vector<Place>& places,
+                                       const Communicator& comm,
+                                       int64_t sim_delay_us) {
   auto tasks = std::make_shared<TaskGraph>();
   tasks->nodes.resize(g.ops().size());
+  tasks->communicators.push_back({comm.backend(), comm.blocking()});
+  const bool async = !places.empty() && places[0].is_sim();
+  // Stream slots: compute of each place, then communication and fetch.
+  const int num_places = static_cast<int>(places.size());
+  if (async) {
+    for (int p = 0; p < num_places; ++p) {
+      tasks->streams.push_back({places[p].ToString() + "/compute", p,
+                                TaskStream::kCompute, sim_delay_us * 1000});
+    }
+    tasks->streams.push_back({places[0].ToString() + "/communication", 0,
+                              TaskStream::kCommunication, sim_delay_us * 1000});
+    tasks->streams.push_back({places[0].ToString() + "/fetch", 0,
+                              TaskStream::kFetch, sim_delay_us * 1000});
+  }
   for (const SsaOp& op : g.ops()) {
     TaskNode& node = tasks->nodes[op.id];
     node.label = g.OpLabel(op.id);
@@ -28,6 +53,14 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
     node.stream = op.kind == SsaOpKind::kFetch ? TaskStream::kFetch
                   : IsCollective(op.kind)      ? TaskStream::kCommunication
                                                : TaskStream::kCompute;
+    if (IsCollective(op.kind)) node.communicator = 0;
+    if (async) {
+      node.stream_actor = node.stream == TaskStream::kCompute
+                              ? std::max(op.place, 0)
+                          : node.stream == TaskStream::kCommunication
+                              ? num_places
+                              : num_places + 1;
+    }
     std::map<int, std::string> succ;  // reader -> the vars it waits for
     for (int v : op.outputs) {
       for (int r : g.var(v).readers) {
@@ -45,24 +78,6 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g) {
       }
     }
   }
-  // The places' collectives share one communicator, and a communicator's
-  // collectives are issued in one fixed order (DESIGN.md §3.4): the order
-  // the builder inserted them, which is the order of the program's
-  // gradients and the same on every rank. An edge from each to the next
-  // enforces it; op ids are a topological order, so no cycle can form.
-  int previous = -1;
-  for (const SsaOp& op : g.ops()) {
-    if (!IsCollective(op.kind)) continue;
-    if (previous >= 0) {
-      TaskNode& node = tasks->nodes[previous];
-      if (std::find(node.successors.begin(), node.successors.end(), op.id) ==
-          node.successors.end()) {
-        node.successors.push_back(op.id);
-        node.edge_labels.push_back("collective issue order");
-      }
-    }
-    previous = op.id;
-  }
   return tasks;
 }
 
@@ -78,6 +93,12 @@ struct CompiledStep {
 
 struct ParallelExecutor::Impl {
   std::vector<Place> places;
+  // The places the graph, kernels and tensors use: `places`, with each
+  // simulated place standing as the CPU place of its id (host memory).
+  std::vector<Place> device_places;
+  std::shared_ptr<Communicator> comm;
+  // The runner of the step in flight (Abort's target), or null.
+  std::atomic<ActorRunner*> running{nullptr};
   Program program;
   std::string loss_name;
   Scope* scope = nullptr;
@@ -114,20 +135,27 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   if (it != compiled.end()) return it->second.get();
   PAREX_ASSIGN_OR_RETURN(
       SsaGraph graph,
-      BuildMultiDeviceGraph(program, places, loss_name, build, fetches));
+      BuildMultiDeviceGraph(program, device_places, loss_name, build, fetches));
   auto step = std::make_unique<CompiledStep>();
   step->graph = std::make_unique<SsaGraph>(std::move(graph));
   step->ops = std::make_unique<OpHandleTasks>(step->graph.get(), &exec_scopes,
-                                              exec.dry_run);
-  std::shared_ptr<TaskGraph> tasks = TaskGraphOf(*step->graph);
+                                              exec.dry_run, comm);
+  std::shared_ptr<TaskGraph> tasks =
+      TaskGraphOf(*step->graph, places, *comm, exec.sim_delay_us);
   OpHandleTasks* ops = step->ops.get();
   tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
+  Communicator* c = comm.get();
+  tasks->interrupt = [c](const Status& reason) { c->Interrupt(reason); };
+  tasks->resume = [c]() { c->Resume(); };
   PAREX_RETURN_IF_ERROR(tasks->Finalize());
   ActorRunnerOptions options;
   if (system == nullptr) system = ActorSystem::Create(num_threads, exec.scheduler);
   options.system = system;
   options.fuse_chains = exec.fuse_chains;
   options.trace = exec.trace;
+  options.stream_wait = exec.stream_wait;
+  options.skip_wait_producer = exec.skip_wait_producer;
+  options.skip_wait_consumer = exec.skip_wait_consumer;
   step->tasks = tasks;
   PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));
   std::string fetch_list;
@@ -137,6 +165,10 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
               std::to_string(tasks->size()) + " op handles on " +
               std::to_string(n()) + " places, " +
               std::to_string(step->runner->num_actors()) + " op actors, " +
+              std::to_string(step->runner->num_collective_actors()) +
+              " collective actor (" + comm->backend() + "), " +
+              std::to_string(step->runner->num_stream_actors()) +
+              " stream actors, " +
               std::to_string(num_threads) + " workers (" +
               SchedulerPolicyName(exec.scheduler) + ")");
   CompiledStep* raw = step.get();
@@ -163,7 +195,7 @@ Status ParallelExecutor::Impl::ResetExecutionScopes(const SsaGraph& graph) {
     std::vector<Tensor> buffers;
     for (size_t b = 0; b < plan.buffer_bytes.size(); ++b) {
       buffers.emplace_back(DType::kUInt8, Dims{plan.buffer_bytes[b]},
-                           places[plan.buffer_place[b]]);
+                           device_places[plan.buffer_place[b]]);
     }
     for (int p = 0; p < n(); ++p) {
       for (const auto& [name, b] : plan.buffer_of[p]) {
@@ -226,7 +258,10 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     if (ok) fetched = step->ops->TakeFetched();
     return Status::Ok();
   };
-  PAREX_RETURN_IF_ERROR(step->runner->Run(steps, &hooks));
+  running.store(step->runner.get(), std::memory_order_release);
+  Status status = step->runner->Run(steps, &hooks);
+  running.store(nullptr, std::memory_order_release);
+  PAREX_RETURN_IF_ERROR(status);
   // The graph fetches the program's own fetch targets too: answer the
   // fetch list, in its order.
   const std::vector<std::string>& names = step->ops->fetch_names();
@@ -264,10 +299,34 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
   }
   for (const Place& p : places) {
-    if (!p.is_cpu()) {
+    if (p.is_cuda()) {
       return Unimplemented("ParallelExecutor: place " + p.ToString() +
-                           ": the actor runtime runs CPU places only so far");
+                           ": the actor runtime runs cpu and sim places only "
+                           "so far");
     }
+    if (p.kind != places[0].kind) {
+      return InvalidArgument("ParallelExecutor: places " +
+                             places[0].ToString() + " and " + p.ToString() +
+                             " are of different kinds");
+    }
+  }
+  std::vector<Place> device_places;
+  for (const Place& p : places) device_places.push_back(Place::CPU(p.id));
+  for (size_t i = 0; i < places.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (places[i] == places[j]) {
+        return InvalidArgument("ParallelExecutor: place " +
+                               places[i].ToString() + " is listed twice");
+      }
+    }
+  }
+  if (exec_strategy.communicator != nullptr &&
+      exec_strategy.communicator->world_size() !=
+          static_cast<int>(places.size())) {
+    return InvalidArgument(
+        "ParallelExecutor: the communicator joins " +
+        std::to_string(exec_strategy.communicator->world_size()) +
+        " ranks, not the " + std::to_string(places.size()) + " places");
   }
   if (share_vars_from != nullptr &&
       share_vars_from->places() != places) {
@@ -276,6 +335,10 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   }
   auto impl = std::make_unique<Impl>();
   impl->places = places;
+  impl->device_places = device_places;
+  impl->comm = exec_strategy.communicator != nullptr
+                   ? exec_strategy.communicator
+                   : std::make_shared<InProcessCommunicator>(device_places);
   impl->program = main_program;
   impl->loss_name = loss_name;
   impl->scope = scope;
@@ -389,6 +452,18 @@ std::string ParallelExecutor::TraceJson() const {
   std::vector<std::string> names;
   for (const Place& p : impl_->places) names.push_back(p.ToString());
   return impl_->exec.trace->ToChromeJson(*s->tasks, names);
+}
+
+void ParallelExecutor::Abort(const Status& reason) {
+  ActorRunner* runner = impl_->running.load(std::memory_order_acquire);
+  if (runner != nullptr) runner->Abort(reason);
+}
+
+void ParallelExecutor::set_stream_wait(StreamWaitStrategy strategy) {
+  impl_->exec.stream_wait = strategy;
+  for (auto& [fetches, step] : impl_->compiled) {
+    step->runner->set_stream_wait(strategy);
+  }
 }
 
 Scope* ParallelExecutor::local_scope(int place) const {

@@ -24,10 +24,12 @@
 #include <string>
 #include <vector>
 
-#include "base/place.h"
-#include "base/status.h"
+#include "actors/actor_runner.h"
+#include "actors/comm/communicator.h"
 #include "actors/scheduler_policy.h"
 #include "actors/trace_recorder.h"
+#include "base/place.h"
+#include "base/status.h"
 #include "graph/program.h"
 #include "graph/ssa_graph.h"
 #include "kernels/reference_executor.h"
@@ -52,11 +54,25 @@ struct ExecutionStrategy {
   // enabled); must outlive the executor. Node ids are op handle ids of
   // graph(); TraceJson() exports it.
   TraceRecorder* trace = nullptr;
+  // The communicator the collectives go through (one per executor, joining
+  // its places); null: the in-process backend over the places.
+  std::shared_ptr<Communicator> communicator;
+  // Asynchronous places (sim:N): how a stream waits for another (event or
+  // full Wait; ParallelExecutor::set_stream_wait switches it between steps),
+  // and how long the simulated device takes before each work item.
+  StreamWaitStrategy stream_wait = StreamWaitStrategy::kEvent;
+  int64_t sim_delay_us = 0;
+  // A test hook (asynchronous places): the stream of op handle
+  // `skip_wait_consumer` does not wait for op handle `skip_wait_producer`.
+  int skip_wait_producer = -1;
+  int skip_wait_consumer = -1;
 };
 
 class ParallelExecutor {
  public:
   // `places` empty: CPU_NUM CPU places (1, with a warning, when unset).
+  // All places are of one kind: cpu, or sim (simulated asynchronous devices:
+  // host memory, every op handle's work on a stream actor of its place).
   // `scope` holds the initialised persistables and must outlive the
   // executor. `share_vars_from`: a test executor reads the parameters of
   // that (training) executor's places instead of copies of its own; it must
@@ -91,6 +107,14 @@ class ParallelExecutor {
   // The trace of ExecutionStrategy::trace as Chrome trace JSON, labelled
   // with the op handles of the last fetch list run.
   std::string TraceJson() const;
+  // Aborts the step in flight, if any (a peer gone, a deadline passed): Run
+  // returns `reason` within a bounded time, and the next Run starts clean.
+  // Callable from any thread.
+  void Abort(const Status& reason);
+  // The stream wait strategy of asynchronous places, from the next step.
+  // REQUIRES: no step running.
+  void set_stream_wait(StreamWaitStrategy strategy);
+
   // Place p's local scope (persistables of place p).
   Scope* local_scope(int place) const;
   // CAF scheduler workers this executor runs on.

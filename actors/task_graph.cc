@@ -23,6 +23,12 @@ Status TaskGraph::Finalize() {
       return Internal("task graph: node " + std::to_string(i) + " (" +
                       nodes[i].label + ") lists a successor twice");
     }
+    if (nodes[i].communicator >= static_cast<int>(communicators.size()) ||
+        nodes[i].stream_actor >= static_cast<int>(streams.size())) {
+      return Internal("task graph: node " + std::to_string(i) + " (" +
+                      nodes[i].label + ") names a communicator or stream "
+                      "that does not exist");
+    }
     for (int s : succ) {
       if (s < 0 || s >= n || s == i) {
         return Internal("task graph: node " + std::to_string(i) + " (" +
@@ -127,9 +133,13 @@ std::vector<int> ChainNext(const TaskGraph& g, int max_join_nodes) {
   std::vector<int> next(n, -1);
   for (int u = 0; u < n; ++u) {
     const int place = g.nodes[u].place;
-    if (place < 0) continue;
+    // Collectives belong to their communicator's actor, never to a chain.
+    if (place < 0 || g.nodes[u].communicator >= 0) continue;
     for (int v : g.nodes[u].successors) {
-      if (continues[v] != u || g.nodes[v].place != place) continue;
+      if (continues[v] != u || g.nodes[v].place != place ||
+          g.nodes[v].communicator >= 0) {
+        continue;
+      }
       if (next[u] < 0 || height[v] > height[next[u]]) next[u] = v;
     }
   }

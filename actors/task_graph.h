@@ -31,6 +31,30 @@ struct TaskNode {
   std::vector<std::string> edge_labels;
   int num_predecessors = 0;     // the pending count a step starts from
   int64_t bytes = 0;            // collectives: bytes moved per place
+  // >= 0: a collective issued by that communicator's collective actor, in
+  // node-id order among the nodes of the same communicator.
+  int communicator = -1;
+  // >= 0: the node's work is asynchronous and runs on stream actor
+  // TaskGraph::streams[stream_actor]; -1: it runs in the actor that fires it.
+  int stream_actor = -1;
+};
+
+// A communicator whose collectives some nodes are (TaskNode::communicator).
+struct CommunicatorSlot {
+  std::string name;       // "in_process", "gloo": logs and traces
+  // A call may block its thread (waiting for a peer): its collective actor
+  // then runs detached, on a thread of its own, never on a scheduler worker.
+  bool blocking = false;
+};
+
+// An asynchronous stream of one place (TaskNode::stream_actor).
+struct StreamSlot {
+  std::string name;  // "sim:0/compute"
+  int place = -1;
+  TaskStream stream = TaskStream::kCompute;
+  // The simulated device runs each work item this long after it reaches the
+  // front of the queue (0: at once): work completes later than it was issued.
+  int64_t delay_ns = 0;
 };
 
 // Runs node `node` of step `step`. An error fails the step: the runner
@@ -41,11 +65,20 @@ using TaskFunction = std::function<Status(int node, int64_t step)>;
 struct TaskGraph {
   std::vector<TaskNode> nodes;
   TaskFunction task;
+  std::vector<CommunicatorSlot> communicators;
+  std::vector<StreamSlot> streams;
+  // Called by the coordinator when a step is aborted, from its thread, while
+  // tasks may be running: makes blocked work (a collective waiting for a
+  // peer) return promptly with an error. `resume` is called before the next
+  // step starts. Either may be empty.
+  std::function<void(const Status& reason)> interrupt;
+  std::function<void()> resume;
 
   int size() const { return static_cast<int>(nodes.size()); }
   // Fills num_predecessors from the successor lists and checks the graph is
-  // acyclic with successors in range and without duplicates (Internal error
-  // naming the node otherwise).
+  // acyclic with successors in range and without duplicates, and that every
+  // communicator and stream index names a slot (Internal error naming the
+  // node otherwise).
   Status Finalize();
 };
 

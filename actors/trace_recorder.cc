@@ -26,6 +26,20 @@ struct Receipt {
 
 }  // namespace
 
+const char* ActorKindOf(const TaskGraph& graph, int node) {
+  if (node < 0 || node >= graph.size()) return "coordinator";
+  const TaskNode& n = graph.nodes[node];
+  if (n.stream_actor >= 0) return "stream actor";
+  if (n.communicator >= 0) return "collective actor";
+  return "op actor";
+}
+
+const char* MessageTypeOf(const TraceMessage& m) {
+  if (m.receiver < 0) return "StepDone";
+  if (m.receiver == m.sender) return "StreamWork";
+  return "RunNode";
+}
+
 struct TraceRecorder::ThreadBuffer {
   uint32_t thread = 0;
   std::vector<TraceSpan> spans;
@@ -137,14 +151,22 @@ bool TraceRecorder::EndsBefore(int64_t step, int a, int b) const {
 std::string TraceRecorder::ToChromeJson(
     const TaskGraph& graph, const std::vector<std::string>& place_names) const {
   // Tracks: pid 0 holds the work spanning places (collectives, fetch) and
-  // the coordinator; pid p+1 is place p. tid = the stream.
+  // the coordinator; pid p+1 is place p. tid = the actor kind (and stream).
+  static const char* const kTracks[] = {
+      "op actors",       "collective actor",
+      "op actor (fetch)", "coordinator",
+      "stream actor (compute)", "stream actor (communication)",
+      "stream actor (fetch)"};
   auto pid_of = [&](int node) {
     if (node < 0 || node >= graph.size()) return 0;
-    return graph.nodes[node].place + 1;
+    return std::max(graph.nodes[node].place, -1) + 1;
   };
   auto tid_of = [&](int node) {
     if (node < 0 || node >= graph.size()) return 3;  // the coordinator
-    return static_cast<int>(graph.nodes[node].stream);
+    const TaskNode& n = graph.nodes[node];
+    if (n.stream_actor >= 0) return 4 + static_cast<int>(n.stream);
+    if (n.communicator >= 0) return 1;
+    return n.stream == TaskStream::kFetch ? 2 : 0;
   };
   nlohmann::json events = nlohmann::json::array();
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
@@ -155,9 +177,8 @@ std::string TraceRecorder::ToChromeJson(
                       {"args", {{"name", place_names[p]}}}});
   }
   for (int pid = 0; pid <= static_cast<int>(place_names.size()); ++pid) {
-    for (int tid = 0; tid < 4; ++tid) {
-      const char* name =
-          tid == 3 ? "coordinator" : TaskStreamName(static_cast<TaskStream>(tid));
+    for (int tid = 0; tid < 7; ++tid) {
+      const char* name = kTracks[tid];
       events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid},
                         {"tid", tid}, {"args", {{"name", name}}}});
     }
@@ -180,7 +201,7 @@ std::string TraceRecorder::ToChromeJson(
     events.push_back(std::move(e));
   }
   for (const TraceMessage& m : Messages()) {
-    const std::string name = "ready";
+    const std::string name = MessageTypeOf(m);
     std::string vars;
     if (m.sender >= 0 && m.sender < graph.size()) {
       const TaskNode& from = graph.nodes[m.sender];

@@ -7,8 +7,10 @@
 // (one relaxed atomic load) before recording anything. When on, events go
 // to per-thread buffers, so recording takes no lock on the hot path.
 // Exports Chrome trace JSON (Perfetto, chrome://tracing): one process per
-// place (plus one for multi-place work), one thread per stream, flow arrows
-// for messages. Queries for tests read the spans back.
+// place (plus one for multi-place work), one track per actor kind there (op
+// actors, the collective actor, the fetch op actor, the coordinator, each
+// stream actor), flow arrows for messages named by their type
+// (actors/messages.h). Queries for tests read the spans back.
 //
 // Thread-safety: Record* may be called concurrently; Clear, Events and the
 // exports only while no step runs.
@@ -40,7 +42,9 @@ struct TraceSpan {
 };
 
 // One actor message: sent by `sender` (-1: the coordinator), received by
-// `receiver`; `flow` pairs the two records.
+// `receiver` (-1: the coordinator: the StepDone of the step's last node; the
+// sender itself: a StreamWork to its stream actor); `flow` pairs the two
+// records.
 struct TraceMessage {
   int64_t step = 0;
   int sender = -1;
@@ -51,6 +55,13 @@ struct TraceMessage {
   uint32_t send_thread = 0;
   uint32_t receive_thread = 0;
 };
+
+// The kind of actor that runs node `node` of `graph` (-1: the coordinator):
+// "coordinator", "op actor", "collective actor" or "stream actor".
+const char* ActorKindOf(const TaskGraph& graph, int node);
+// The message type a trace record stands for: "RunNode", "StreamWork" or
+// "StepDone".
+const char* MessageTypeOf(const TraceMessage& m);
 
 class TraceRecorder {
  public:

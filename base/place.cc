@@ -6,7 +6,12 @@
 namespace parex {
 
 const char* PlaceKindName(Place::Kind kind) {
-  return kind == Place::Kind::kCPU ? "cpu" : "cuda";
+  switch (kind) {
+    case Place::Kind::kCPU: return "cpu";
+    case Place::Kind::kCUDA: return "cuda";
+    case Place::Kind::kSim: return "sim";
+  }
+  return "?";
 }
 
 std::string Place::ToString() const {
@@ -16,7 +21,7 @@ std::string Place::ToString() const {
 StatusOr<Place> ParsePlace(const std::string& text) {
   auto colon = text.find(':');
   if (colon == std::string::npos) {
-    return InvalidArgument("place '" + text + "': expected cpu:N or cuda:N");
+    return InvalidArgument("place '" + text + "': expected cpu:N, cuda:N or sim:N");
   }
   std::string kind = text.substr(0, colon);
   std::string num = text.substr(colon + 1);
@@ -27,13 +32,14 @@ StatusOr<Place> ParsePlace(const std::string& text) {
   }
   if (kind == "cpu") return Place::CPU(static_cast<int>(id));
   if (kind == "cuda" || kind == "gpu") return Place::CUDA(static_cast<int>(id));
+  if (kind == "sim") return Place::Sim(static_cast<int>(id));
   return InvalidArgument("place '" + text + "': unknown kind '" + kind + "'");
 }
 
 StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec) {
   const std::string bad = "'" + spec +
                           "': expected cpu:N (N places), cpu:0,1,... or cpu "
-                          "(one place); cuda likewise";
+                          "(one place); cuda and sim likewise";
   const size_t colon = spec.find(':');
   const std::string kind_text = spec.substr(0, colon);
   Place::Kind kind;
@@ -41,6 +47,8 @@ StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec) {
     kind = Place::Kind::kCPU;
   } else if (kind_text == "cuda" || kind_text == "gpu") {
     kind = Place::Kind::kCUDA;
+  } else if (kind_text == "sim") {
+    kind = Place::Kind::kSim;
   } else {
     return InvalidArgument(bad);
   }

@@ -1,4 +1,8 @@
-// Place: where a tensor lives and a kernel runs: cpu:i or cuda:i.
+// Place: where a tensor lives and a kernel runs: cpu:i, cuda:i, or sim:i, a
+// simulated asynchronous device (host memory and CPU kernels, but its work
+// runs on streams that complete it later than it was issued, as a GPU's
+// does; the actor runtime's stream actors drive it, so stream ordering is
+// tested where no GPU exists).
 #pragma once
 
 #include <functional>
@@ -10,16 +14,18 @@
 namespace parex {
 
 struct Place {
-  enum class Kind : int { kCPU = 0, kCUDA = 1 };
+  enum class Kind : int { kCPU = 0, kCUDA = 1, kSim = 2 };
 
   Kind kind = Kind::kCPU;
   int id = 0;
 
   static Place CPU(int id = 0) { return Place{Kind::kCPU, id}; }
   static Place CUDA(int id) { return Place{Kind::kCUDA, id}; }
+  static Place Sim(int id) { return Place{Kind::kSim, id}; }
 
   bool is_cpu() const { return kind == Kind::kCPU; }
   bool is_cuda() const { return kind == Kind::kCUDA; }
+  bool is_sim() const { return kind == Kind::kSim; }
   std::string ToString() const;  // "cpu:0", "cuda:1"
 
   friend bool operator==(const Place& a, const Place& b) {
@@ -31,14 +37,15 @@ struct Place {
   }
 };
 
-const char* PlaceKindName(Place::Kind kind);  // "cpu", "cuda"
-// Parses "cpu:3" or "cuda:0" (one place).
+const char* PlaceKindName(Place::Kind kind);  // "cpu", "cuda", "sim"
+// Parses "cpu:3", "cuda:0" or "sim:1" (one place).
 StatusOr<Place> ParsePlace(const std::string& text);
 
 // The place lists users write (--places, topology files), the one parser of
 // them: "KIND:N" is N places KIND:0 .. KIND:N-1, "KIND:a,b,..." the places
 // listed (no repeats), "KIND" alone one place; KIND is cpu or cuda, N and
-// ids at most kMaxPlaceId. InvalidArgument quoting `spec` otherwise.
+// ids at most kMaxPlaceId. KIND is cpu, cuda or sim. InvalidArgument quoting
+// `spec` otherwise.
 inline constexpr int kMaxPlaceId = 1024;
 StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec);
 

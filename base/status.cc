@@ -16,6 +16,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kDataLoss: return "DataLoss";
     case StatusCode::kIoError: return "IoError";
     case StatusCode::kResourceExhausted: return "ResourceExhausted";
+    case StatusCode::kAborted: return "Aborted";
     case StatusCode::kInternal: return "Internal";
   }
   return "Unknown";

@@ -25,6 +25,7 @@ enum class StatusCode {
   kDataLoss,          // a file is truncated or corrupt
   kIoError,           // the OS refused: open, read, write
   kResourceExhausted, // an allocation failed or would exceed a limit
+  kAborted,           // a step abandoned on request (a peer gone, a deadline)
   kInternal,
 };
 
@@ -75,6 +76,9 @@ inline Status IoError(std::string m) {
 }
 inline Status ResourceExhausted(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
+}
+inline Status Aborted(std::string m) {
+  return Status(StatusCode::kAborted, std::move(m));
 }
 inline Status Internal(std::string m) {
   return Status(StatusCode::kInternal, std::move(m));

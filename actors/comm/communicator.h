@@ -119,6 +119,15 @@ class Communicator {
   virtual int first_local_rank() const = 0;
   // The place of rank r, for messages ("cpu:1").
   virtual Place place(int rank) const = 0;
+  // Whether a call may block its thread waiting for a peer (Gloo, NCCL): its
+  // collective actor then gets a thread of its own (collective_actor.h).
+  virtual bool blocking() const { return false; }
+  // Abort (thread-safe, any thread, while a call may be blocked): the call
+  // in progress and every later one return `reason` promptly until Resume.
+  // A backend that never blocks may ignore it.
+  virtual void Interrupt(const Status& reason) { (void)reason; }
+  // Calls work again (the next step after an abort).
+  virtual void Resume() {}
 
   // Every rank's tensors become the elementwise sum over all ranks.
   // REQUIRES: each group has local_size() tensors.

@@ -1,0 +1,130 @@
+// RunnerState: what the actors of one ActorRunner share (DESIGN.md §3.4):
+// the plan (the task graph, its chains, who receives each node's messages)
+// and the per-step local shortcut of the messages (pending counts producers
+// decrement, the count of nodes still to finish, the "step failed" flag).
+//
+// Every actor kind keeps its own state in its own class (op_actor.h,
+// collective_actor.h, stream_actor.h, coordinator_actor.h); this struct is
+// only the part that is shared memory inside one process, and every use of it
+// stands for a message of actors/messages.h:
+//   - a producer decrementing a consumer's pending count stands for an
+//     InputReady; the one that brings it to zero sends the RunNode;
+//   - an actor decrementing `remaining` stands for its share of StepDone; the
+//     last sends the StepDone;
+//   - `failed` stands for the AbortStep every actor is also sent.
+//
+// Thread-safety: the plan is immutable once the actors run; the atomics are
+// the per-step state; the coordinator resets them before a step's first
+// message (message passing orders the reset before every read).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/local_actor.hpp>
+
+#include "actors/message_pool.h"
+#include "actors/task_graph.h"
+#include "actors/trace_recorder.h"
+#include "base/status.h"
+
+namespace parex {
+
+// How a consumer on one stream waits for a producer on another (seed 000,
+// "Synchronize GPU kernels"): by the producer's event, or by a full Wait of
+// the producer's stream (everything issued on it before the consumer).
+enum class StreamSync : int { kEvent = 0, kWait = 1 };
+const char* StreamSyncName(StreamSync sync);
+
+// The kinds of actors, as trace tracks name them.
+enum class ActorKind : int { kOp = 0, kCollective = 1, kStream = 2, kCoordinator = 3 };
+const char* ActorKindName(ActorKind kind);
+
+struct RunnerState {
+  // ---- the plan ----
+  std::shared_ptr<const TaskGraph> graph;
+  // Chains: maximal paths u -> v = ChainNext(graph)[u]; one op actor each.
+  std::vector<std::vector<int>> chains;
+  std::vector<int> chain_of;  // node -> its chain, -1 for collectives
+  std::vector<int> roots;     // nodes without predecessors the coordinator starts
+  // Per node: its predecessors on another stream (or synchronous), which an
+  // asynchronous node's stream waits for (stream_actor.h).
+  std::vector<std::vector<int>> cross_stream_inputs;
+  // Per node: the actor its RunNode / InputReady messages go to (the op actor
+  // of its chain, or its communicator's collective actor).
+  std::vector<caf::actor> receiver;
+  std::vector<caf::actor> op_actors;
+  std::vector<caf::actor> collective_actors;  // per communicator
+  std::vector<caf::actor> stream_actors;      // per TaskGraph::streams slot
+  caf::actor coordinator;
+  TraceRecorder* trace = nullptr;
+  MessagePool pool;
+
+  // ---- asynchronous streams (set before the actors run) ----
+  StreamSync stream_sync = StreamSync::kEvent;
+  // A test hook: the stream of `consumer` does not wait for `producer`
+  // (removing one cross-stream wait must be detected, never pass silently).
+  int skip_wait_producer = -1;
+  int skip_wait_consumer = -1;
+
+  // ---- per step ----
+  std::unique_ptr<std::atomic<int>[]> pending;
+  std::atomic<int> remaining{0};
+  std::atomic<bool> failed{false};
+  std::atomic<int64_t> epoch{0};   // the coordinator's step counter
+  std::atomic<int64_t> user_step{0};  // the step number Run was given
+  // Events of asynchronous work: completed[node] is the last epoch whose
+  // work of that node finished (or was skipped); issued / done count the
+  // work items of each stream.
+  std::unique_ptr<std::atomic<int64_t>[]> completed;
+  std::unique_ptr<std::atomic<int64_t>[]> stream_issued;
+  std::unique_ptr<std::atomic<int64_t>[]> stream_done;
+  // Per node, per cross-stream input: the producer stream's issued count
+  // when the node was issued (the full-Wait strategy waits for it).
+  std::vector<std::vector<int64_t>> wait_marks;
+  // Happens-before between streams, as vector clocks (a race detector that
+  // does not depend on timing): node_clock[node * S + s] is the clock of
+  // node's stream after it ran node's work (S = the number of streams;
+  // entry s of a clock counts the work items of stream s it is ordered
+  // after). A consumer's stream joins the clocks of the producers it waited
+  // for; a cross-stream input whose work is not covered by the consumer's
+  // clock is a race. Guarded by event_mu.
+  std::vector<int64_t> node_clock;
+  std::mutex event_mu;
+  std::condition_variable event_cv;
+
+  bool tracing() const { return trace != nullptr && trace->enabled(); }
+
+  // Sends node `to` its RunNode (`from` -1: the coordinator). From an actor,
+  // the message carries the worker it runs on (scheduler_policy.h).
+  void SendRun(caf::local_actor* self, int from, int to, int64_t epoch_id);
+  // Node `id` finished (or was skipped): each successor other than `skip`
+  // counts one input ready; those brought to zero are sent their RunNode.
+  void Signal(caf::local_actor* self, int id, int64_t epoch_id, int skip);
+  // `n` nodes finished; the last node of the step tells the coordinator.
+  void Finish(caf::local_actor* self, int n, int64_t epoch_id, int last_node);
+  // The step failed at `node`: later tasks are skipped, the coordinator is
+  // told (its first error wins).
+  void Fail(caf::local_actor* self, int64_t epoch_id, int node, const Status& s);
+  // Runs node `id`'s task (unless the step failed) and fills `span` when
+  // tracing; `flow` (non-zero) is the message that started it. Returns false
+  // when the node failed or was skipped.
+  bool RunTask(caf::local_actor* self, int id, int64_t epoch_id, uint64_t flow,
+               TraceSpan* span);
+  // Records `span` (filled by RunTask), ending now: after the node's
+  // messages, so flow arrows start inside it.
+  void EndSpan(TraceSpan* span);
+  // Issues node `id` of an asynchronous place on its stream actor.
+  void IssueOnStream(caf::local_actor* self, int id, int64_t epoch_id);
+  // Marks node `id`'s event complete for `epoch_id` and wakes the waiters.
+  void CompleteEvent(int id, int stream, int64_t epoch_id);
+  // Wakes every stream wait (an abort).
+  void WakeWaiters();
+};
+
+}  // namespace parex

@@ -120,6 +120,12 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
     rt.stream_done[s].store(0);
   }
   rt.node_clock.assign(static_cast<size_t>(g.size()) * streams, 0);
+  // A node is sent at most one RunNode and one StreamWork per step; a few
+  // of the previous step's may not be back in the pool yet.
+  rt.pool.Reserve<RunNode>(g.size() + 8);
+  if (!g.streams.empty()) rt.pool.Reserve<StreamWork>(g.size() + 8);
+  rt.pool.Reserve<StepStart>(2);
+  rt.pool.Reserve<StepDone>(2);
   // The coordinator first: every other actor may message it.
   rt.coordinator = system.spawn<CoordinatorActor>(&rt, &impl->control);
   for (size_t s = 0; s < streams; ++s) {

@@ -92,6 +92,18 @@ class FreeList {
     return e;
   }
 
+  // Makes `n` elements at once, so that no send allocates until more than
+  // `n` of them are in flight.
+  void Reserve(size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_.reserve(all_.size() + n);
+    free_.reserve(all_.capacity());
+    for (size_t i = 0; i < n; ++i) {
+      all_.push_back(new PooledElement<T>(this));
+      free_.push_back(all_.back());
+    }
+  }
+
   void Release(PooledElement<T>* e) {
     e->sender = nullptr;
     e->next = nullptr;
@@ -107,6 +119,13 @@ class FreeList {
 
 class MessagePool {
  public:
+  // Makes `n` elements for messages of type T up front (the most a step can
+  // have in flight), so that even the first steps allocate none.
+  template <class T>
+  void Reserve(size_t n) {
+    std::get<FreeList<T>>(lists_).Reserve(n);
+  }
+
   // Sends `msg` to `to`; `self` null: from outside any actor.
   template <class T>
   void Send(caf::local_actor* self, const caf::actor& to, const T& msg) {

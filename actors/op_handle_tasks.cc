@@ -99,7 +99,7 @@ Status OpHandleTasks::RunComputation(const SsaOp& op) {
 }
 
 Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
-  const std::string grad = graph_->var(op.outputs[0]).name;
+  const std::string& grad = graph_->var(op.outputs[0]).name;
   PAREX_ASSIGN_OR_RETURN(Tensor * loss,
                          PlaceTensor(op, graph_->loss_name, op.place));
   PAREX_ASSIGN_OR_RETURN(Tensor * out, PlaceTensor(op, grad, op.place));

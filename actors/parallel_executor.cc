@@ -236,26 +236,35 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   PAREX_ASSIGN_OR_RETURN(CompiledStep * step, Compile(fetch));
   // The coordinator actor feeds the places, keeps the drop-scope count and
   // gathers the fetches (DESIGN.md §3.4); this thread waits.
-  std::vector<std::vector<Tensor>> fetched;
+  // The hooks capture two pointers, which std::function holds without a
+  // heap allocation (a steady step allocates nothing).
+  struct Frame {
+    CompiledStep* step;
+    const std::vector<FeedMap>* feeds;
+    std::vector<std::vector<Tensor>> fetched;
+  } frame{step, &feeds, {}};
   StepHooks hooks;
-  hooks.begin = [&]() -> Status {
+  hooks.begin = [this, &frame]() -> Status {
+    CompiledStep* step = frame.step;
     if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
         exec_scopes[0] == nullptr) {
       PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
       step->ops->ScopesChanged();
     }
     last = step;
-    for (int p = 0; p < n(); ++p) PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+    for (int p = 0; p < n(); ++p) {
+      PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
+    }
     step->ops->BeginStep();
     return Status::Ok();
   };
-  hooks.end = [&](bool ran, bool ok) -> Status {
+  hooks.end = [this, &frame](bool ran, bool ok) -> Status {
     if (!ran) return Status::Ok();  // a bad feed: nothing ran
     ++steps;
     ++steps_since_drop;
     // A failed step may leave temporaries half written: start afresh.
     if (!ok) exec_scopes[0] = nullptr;
-    if (ok) fetched = step->ops->TakeFetched();
+    if (ok) frame.fetched = frame.step->ops->TakeFetched();
     return Status::Ok();
   };
   running.store(step->runner.get(), std::memory_order_release);
@@ -268,7 +277,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   std::vector<std::vector<Tensor>> result;
   for (const std::string& name : fetch) {
     const size_t slot = std::find(names.begin(), names.end(), name) - names.begin();
-    result.push_back(fetched.at(slot));  // shallow: a name may repeat
+    result.push_back(frame.fetched.at(slot));  // shallow: a name may repeat
   }
   return result;
 }

@@ -62,12 +62,14 @@ StatusOr<TaskGraph> SsaReplay(const SsaGraph& ssa) {
   }
   TaskGraph graph;
   graph.nodes.resize(num_ops);
+  graph.communicators.push_back({"in_process", false});
   for (const SsaOp& op : ssa.ops()) {
     TaskNode& node = graph.nodes[op.id];
     node.label = ssa.OpLabel(op.id);
     node.place = op.place;
     if (IsCollective(op.kind)) {
       node.stream = TaskStream::kCommunication;
+      node.communicator = 0;  // issued by the collective actor, in id order
     } else if (op.kind == SsaOpKind::kFetch) {
       node.stream = TaskStream::kFetch;
     }

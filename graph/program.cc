@@ -50,6 +50,13 @@ Dims VarDesc::dims() const {
   return desc ? Dims(desc->dims().begin(), desc->dims().end()) : Dims{};
 }
 
+int VarDesc::rank() const {
+  const auto* desc = TensorDesc();
+  return desc ? desc->dims_size() : 0;
+}
+
+int64_t VarDesc::dim(int i) const { return TensorDesc()->dims(i); }
+
 void VarDesc::SetType(proto::VarType::Type type) {
   desc_->mutable_type()->set_type(type);
 }

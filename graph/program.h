@@ -36,6 +36,9 @@ class VarDesc {
   // Element type and dims of a tensor var; kUndefined / {} otherwise.
   DType dtype() const;
   Dims dims() const;
+  // The declared rank and extent i (-1: unknown), without copying the dims.
+  int rank() const;
+  int64_t dim(int i) const;
   bool persistable() const { return desc_->persistable(); }
   bool stop_gradient() const { return desc_->stop_gradient(); }
   bool is_parameter() const { return desc_->is_parameter(); }

@@ -11,16 +11,17 @@ Status CheckFeed(const VarDesc& var, const Tensor& value) {
                            DTypeName(value.dtype()) + ", the program declares " +
                            DTypeName(var.dtype()));
   }
-  Dims decl = var.dims();
-  if (decl.empty()) return Status::Ok();
-  bool ok = decl.size() == value.dims().size();
-  for (size_t i = 0; ok && i < decl.size(); ++i) {
-    ok = ExtentsAgree(decl[i], value.dims()[i]);
+  // Read in place: a feed is checked every step (no copy, no allocation).
+  const int rank = var.rank();
+  if (rank == 0) return Status::Ok();
+  bool ok = static_cast<size_t>(rank) == value.dims().size();
+  for (int i = 0; ok && i < rank; ++i) {
+    ok = ExtentsAgree(var.dim(i), value.dims()[i]);
   }
   if (!ok) {
     return InvalidArgument("feed '" + var.name() + "': shape " +
                            DimsToString(value.dims()) +
-                           ", the program declares " + DimsToString(decl));
+                           ", the program declares " + DimsToString(var.dims()));
   }
   return Status::Ok();
 }

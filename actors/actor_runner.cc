@@ -46,12 +46,14 @@ void BuildChains(const TaskGraph& g, bool fuse, RunnerState* rt) {
     if (next[u] >= 0) has_prev[next[u]] = true;
   }
   rt->chain_of.assign(n, -1);
+  rt->chain_pos.assign(n, -1);
   for (int head = 0; head < n; ++head) {
     if (g.nodes[head].num_predecessors == 0) rt->roots.push_back(head);
     if (has_prev[head] || g.nodes[head].communicator >= 0) continue;
     const int chain = static_cast<int>(rt->chains.size());
     rt->chains.emplace_back();
     for (int u = head; u >= 0; u = next[u]) {
+      rt->chain_pos[u] = static_cast<int>(rt->chains.back().size());
       rt->chains.back().push_back(u);
       rt->chain_of[u] = chain;
     }

@@ -27,6 +27,10 @@ std::shared_ptr<ActorSystem> ActorSystem::Create(int num_threads,
   caf::actor_system_config& config = *result->config_;
   config.add_message_types<caf::id_block::parex>();
   config.set("scheduler.max-threads", static_cast<size_t>(num_threads));
+  // One message per resume: an op actor gets one message per step anyway,
+  // and a chain that yields to a collective (op_actor.h) must give its
+  // worker up, not read its own continuation at once.
+  config.set("scheduler.max-throughput", static_cast<size_t>(1));
   // Idle workers poll only when each can have a core: with more workers
   // than cores a polling worker takes time from a working one.
   if (static_cast<unsigned>(num_threads) > std::thread::hardware_concurrency()) {

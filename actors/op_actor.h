@@ -11,6 +11,12 @@
 // (task_graph.h) made sure it is ready the moment the one before it ends.
 // Every node still gets its own span in the trace.
 //
+// A chain yields to collectives: when a node of it makes a collective ready,
+// the actor sends itself the rest of the chain (a RunNode for the next node)
+// through the shared queue, behind the collective, and returns, so the
+// collective (on the critical path of the step: the optimizer ops wait for
+// it) runs on the next free worker instead of after the whole chain.
+//
 // AbortStep: the step's remaining nodes are skipped (the runner's `failed`
 // flag, which the coordinator sets before telling the actors, is what the
 // running chain reads between nodes).
@@ -35,8 +41,9 @@ class OpActor : public caf::event_based_actor {
   int64_t aborts_seen() const { return aborts_seen_; }
 
  private:
-  // Runs the chain for epoch `epoch_id`; `flow` is the message that fired it.
-  void RunChain(int64_t epoch_id, uint64_t flow);
+  // Runs the chain from its node `first` (the head, or where it yielded)
+  // for epoch `epoch_id`; `flow` is the message that fired it.
+  void RunChain(int first, int64_t epoch_id, uint64_t flow);
 
   RunnerState* state_;
   int chain_;

@@ -24,19 +24,29 @@ void RunnerState::SendRun(caf::local_actor* self, int from, int to,
       tracing() ? trace->RecordSend(user_step.load(std::memory_order_relaxed),
                                     from, to)
                 : 0;
-  pool.Send(self, receiver[to],
+  // A collective goes to the shared queue, where an idle worker takes it at
+  // once, rather than to the sender's next-job box (resume-here), where it
+  // would wait for the sender's chain to end: the collective actor issues
+  // its communicator's collectives one by one, so a late one delays all
+  // that follow.
+  caf::local_actor* host =
+      graph->nodes[to].communicator >= 0 ? nullptr : self;
+  pool.Send(host, receiver[to],
             RunNode{epoch_id, static_cast<int32_t>(to),
                     static_cast<int32_t>(from), flow});
 }
 
-void RunnerState::Signal(caf::local_actor* self, int id, int64_t epoch_id,
+bool RunnerState::Signal(caf::local_actor* self, int id, int64_t epoch_id,
                          int skip) {
+  bool collective = false;
   for (int succ : graph->nodes[id].successors) {
     if (succ == skip) continue;
     if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       SendRun(self, id, succ, epoch_id);
+      collective = collective || graph->nodes[succ].communicator >= 0;
     }
   }
+  return collective;
 }
 
 void RunnerState::Finish(caf::local_actor* self, int n, int64_t epoch_id,

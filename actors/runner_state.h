@@ -51,6 +51,7 @@ struct RunnerState {
   // Chains: maximal paths u -> v = ChainNext(graph)[u]; one op actor each.
   std::vector<std::vector<int>> chains;
   std::vector<int> chain_of;  // node -> its chain, -1 for collectives
+  std::vector<int> chain_pos;  // node -> its index in its chain
   std::vector<int> roots;     // nodes without predecessors the coordinator starts
   // Per node: its predecessors on another stream (or synchronous), which an
   // asynchronous node's stream waits for (stream_actor.h).
@@ -105,7 +106,8 @@ struct RunnerState {
   void SendRun(caf::local_actor* self, int from, int to, int64_t epoch_id);
   // Node `id` finished (or was skipped): each successor other than `skip`
   // counts one input ready; those brought to zero are sent their RunNode.
-  void Signal(caf::local_actor* self, int id, int64_t epoch_id, int skip);
+  // Returns whether one of them was a collective.
+  bool Signal(caf::local_actor* self, int id, int64_t epoch_id, int skip);
   // `n` nodes finished; the last node of the step tells the coordinator.
   void Finish(caf::local_actor* self, int n, int64_t epoch_id, int last_node);
   // The step failed at `node`: later tasks are skipped, the coordinator is

@@ -14,7 +14,7 @@
 // It prints the median wall time per step of each runner and the ratios
 // actor/pool and tbb/pool, with the targets of issue 5 beside them
 // (printed, never asserted: training graphs <= 1.05 x the pool at 10 µs
-// and mixed, <= 1.15 x at 2 µs; the layered DAG <= 1.25 x at 10 µs).
+// and mixed, <= 1.15 x at 2 µs; the layered DAG <= 1.20 x at 10 µs, issue 12).
 //
 // Runners take turns in rounds (a pause between turns lets idle workers go
 // to sleep), so drift in machine load spreads over all of them. Timings on
@@ -287,7 +287,7 @@ int Main(const RunOptions& options) {
     if (shape.name == "layered_dag") {
       costs.push_back({"0us", UniformCosts(n, 0), 0});
       costs.push_back({"2us", UniformCosts(n, 2 * kUs), 0});
-      costs.push_back({"10us", UniformCosts(n, 10 * kUs), 1.25});
+      costs.push_back({"10us", UniformCosts(n, 10 * kUs), 1.20});
     } else {
       costs.push_back({"2us", UniformCosts(n, 2 * kUs), 1.15});
       costs.push_back({"10us", UniformCosts(n, 10 * kUs), 1.05});

@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
       "train", "train an example model (default: the digits MLP on 2 CPU places)");
   t->add_option("--model", train.model, "fit_a_line, digits_mlp, fashion_mlp or fashion_cnn")
       ->capture_default_str();
-  t->add_option("--places", train.places, "cpu:N places to split each batch over")
+  t->add_option("--places", train.places, "cpu:N places to split each batch over (sim:N: simulated asynchronous devices)")
       ->capture_default_str();
   int epochs = 0;
   int64_t batch = 0;
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   i->add_option("--params", infer.params, "combined parameter file (*.pdiparams)");
   i->add_option("--input", infer.inputs, "NAME=FILE.npy, one per feed")->required();
   i->add_option("--output", infer.output, "directory for the outputs as NAME.npy");
-  i->add_option("--places", infer.places, "cpu:N places to split the batch over")
+  i->add_option("--places", infer.places, "cpu:N places to split the batch over (sim:N: simulated asynchronous devices)")
       ->capture_default_str();
   i->add_option("--trace", infer.trace, "write a Chrome trace of the run");
 

@@ -8,6 +8,7 @@
 
 #include "base/dims.h"
 #include "base/dtype.h"
+#include "graph/ssa_graph.h"
 
 namespace parex {
 namespace {

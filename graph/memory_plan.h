@@ -2,11 +2,30 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "base/status.h"
-#include "graph/ssa_graph.h"
 
 namespace parex {
+
+class SsaGraph;  // graph/ssa_graph.h, which holds a MemoryPlan
+
+// memory_optimize: a buffer-reuse plan over (var name, place) storages.
+// Filled by PlanMemory (below); empty when memory_optimize is off.
+struct MemoryPlan {
+  int64_t batch_per_place = 0;  // the batch size -1 extents were sized with
+  // buffer_of[place][var name] = buffer index, for every planned temporary.
+  // Persistables, feeds, fetch targets and control vars are never planned.
+  std::vector<std::map<std::string, int>> buffer_of;
+  std::vector<int64_t> buffer_bytes;  // per buffer: the largest var it holds
+  std::vector<int> buffer_place;      // per buffer: its place
+  int64_t bytes_without_reuse = 0;    // sum over planned storages
+  int64_t bytes_with_reuse = 0;       // sum over buffers
+
+  bool empty() const { return buffer_bytes.empty(); }
+};
 
 // Fills graph->memory_plan. A storage is a (var name, place) pair; the plan
 // covers temporaries only: never persistables, feeds (version 0 without a

@@ -25,6 +25,7 @@
 #include "base/place.h"
 #include "base/status.h"
 #include "graph/build_strategy.h"
+#include "graph/memory_plan.h"
 #include "graph/program.h"
 
 namespace parex {
@@ -109,21 +110,6 @@ struct GradBucket {
   std::vector<std::string> grads;  // production order
   int64_t bytes = 0;
   int op = -1;  // the fused_all_reduce op
-};
-
-// memory_optimize: a buffer-reuse plan over (var name, place) storages.
-// Filled by PlanMemory (memory_plan.h); empty when memory_optimize is off.
-struct MemoryPlan {
-  int64_t batch_per_place = 0;  // the batch size -1 extents were sized with
-  // buffer_of[place][var name] = buffer index, for every planned temporary.
-  // Persistables, feeds, fetch targets and control vars are never planned.
-  std::vector<std::map<std::string, int>> buffer_of;
-  std::vector<int64_t> buffer_bytes;  // per buffer: the largest var it holds
-  std::vector<int> buffer_place;      // per buffer: its place
-  int64_t bytes_without_reuse = 0;    // sum over planned storages
-  int64_t bytes_with_reuse = 0;       // sum over buffers
-
-  bool empty() const { return buffer_bytes.empty(); }
 };
 
 class SsaGraph {

@@ -142,8 +142,9 @@ int RunInfer(const InferOptions& o) {
     fs::create_directories(o.output, ec);
     if (ec) return Fail(cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
   }
-  std::printf("parex infer: %s on %zu CPU place%s, %.1f ms\n", o.model.c_str(),
-              places->size(), places->size() == 1 ? "" : "s", ms);
+  std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
+              places->size(), (*places)[0].is_sim() ? "simulated" : "CPU",
+              places->size() == 1 ? "" : "s", ms);
   for (size_t i = 0; i < out->size(); ++i) {
     const Tensor& t = (*out)[i];
     const std::string& name = model->fetch_names[i];

@@ -142,9 +142,10 @@ int RunTrain(const TrainOptions& o) {
       *places, model->main, model->loss, &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
 
-  std::printf("parex train: %s on %d CPU place%s (%s), %lld train rows, "
+  std::printf("parex train: %s on %d %s place%s (%s), %lld train rows, "
               "%d epoch%s of %lld batches of %lld, seed %d\n",
-              ExampleName(*kind), n, n == 1 ? "" : "s", o.mode.c_str(),
+              ExampleName(*kind), n, (*places)[0].is_sim() ? "simulated" : "CPU",
+              n == 1 ? "" : "s", o.mode.c_str(),
               static_cast<long long>(reader->num_rows()), epochs,
               epochs == 1 ? "" : "s",
               static_cast<long long>(reader->num_batches()),

@@ -61,6 +61,20 @@ TEST(CliTrainTest, ReduceModeOnThreePlacesVerbose) {
                          "parex-fit_a_line" / "__model__"));
 }
 
+// Simulated asynchronous places from the command line: every op handle's
+// work runs on a stream actor, and the model trains as on CPU places.
+TEST(CliTrainTest, TrainsOnSimulatedAsynchronousPlaces) {
+  CliRun run = RunParex({"train", "--places", "sim:2", "--epochs", "2", "-v", kData},
+                        ScratchDir("train_sim"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("digits_mlp on 2 simulated places"));
+  EXPECT_THAT(run.err, HasSubstr("4 stream actors"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test accuracy +([0-9.]+)")))
+      << run.out;
+  EXPECT_GT(std::stod(m[1]), 0.8);
+}
+
 // Every op handle of every traced step has a complete span; every message's
 // send is paired with its receipt; the summary gives the overlap figure.
 TEST(CliTrainTest, TracedTwoPlaceRun) {

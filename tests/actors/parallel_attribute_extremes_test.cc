@@ -8,7 +8,8 @@
 #include <string>
 
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 #include "graph/validate.h"
 #include "tests/fuzz/fuzz_util.h"
 

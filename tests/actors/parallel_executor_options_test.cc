@@ -8,7 +8,8 @@
 #include <cstring>
 
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 
 namespace parex {
 namespace {

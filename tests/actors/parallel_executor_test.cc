@@ -14,7 +14,8 @@
 #include <chrono>
 #include <random>
 
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 #include "graph/op_schema.h"
 #include "graph/parallel_do.h"
 #include "kernels/kernel_registry.h"

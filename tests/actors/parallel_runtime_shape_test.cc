@@ -16,7 +16,8 @@
 
 #include "actors/comm/in_process_communicator.h"
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 #include "graph/parallel_do.h"
 #include "kernels/reference_executor.h"
 

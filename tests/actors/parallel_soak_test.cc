@@ -11,7 +11,8 @@
 #include <unistd.h>
 
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 
 namespace parex {
 namespace {

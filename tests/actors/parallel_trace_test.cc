@@ -12,7 +12,8 @@
 #include <string>
 
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 #include "graph/op_role.h"
 
 namespace parex {

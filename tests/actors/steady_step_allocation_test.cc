@@ -19,7 +19,8 @@
 #include <new>
 
 #include "actors/parallel_executor.h"
-#include "apps/models.h"
+#include "graph/examples.h"
+#include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 
 namespace {

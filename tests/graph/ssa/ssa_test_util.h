@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "apps/models.h"
+#include "graph/examples.h"
 #include "base/place.h"
 #include "graph/ssa_graph.h"
 

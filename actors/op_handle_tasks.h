@@ -17,7 +17,7 @@
 
 #include "actors/comm/communicator.h"
 #include "base/status.h"
-#include "graph/ssa_graph.h"
+#include "graph/ssa/ssa_graph.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "kernels/scope.h"

@@ -13,7 +13,7 @@
 #include "actors/task_graph.h"
 #include "base/config.h"
 #include "base/logging.h"
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 
 namespace parex {
 namespace {

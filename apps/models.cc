@@ -10,9 +10,9 @@
 #include <sstream>
 
 #include "apps/datasets.h"
-#include "graph/layers.h"
-#include "graph/optimizer.h"
-#include "graph/prune.h"
+#include "graph/build/layers.h"
+#include "graph/build/optimizer.h"
+#include "graph/build/prune.h"
 #include "kernels/model_io.h"
 #include "proto/program_io.h"
 

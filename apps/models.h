@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "apps/reader.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
 #include "base/status.h"
-#include "graph/backward.h"
-#include "graph/program.h"
+#include "graph/build/backward.h"
+#include "graph/ir/program.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 

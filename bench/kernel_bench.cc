@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "kernels/scope.h"

@@ -44,7 +44,7 @@
 #include "apps/models.h"
 #include "bench/synthetic_graphs.h"
 #include "bench/task_graph_peers.h"
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 
 namespace parex {
 namespace bench {

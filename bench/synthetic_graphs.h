@@ -22,7 +22,7 @@
 
 #include "actors/task_graph.h"
 #include "base/status.h"
-#include "graph/ssa_graph.h"
+#include "graph/ssa/ssa_graph.h"
 
 namespace parex {
 namespace bench {

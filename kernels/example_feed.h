@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/feed.h"
 
 namespace parex {

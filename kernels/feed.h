@@ -7,7 +7,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/tensor.h"
 
 namespace parex {

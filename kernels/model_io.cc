@@ -7,8 +7,8 @@
 #include <sstream>
 #include <sys/stat.h>
 
-#include "graph/prune.h"
-#include "graph/validate.h"
+#include "graph/build/prune.h"
+#include "graph/ir/validate.h"
 #include "kernels/tensor_io.h"
 #include "proto/program_io.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/scope.h"
 
 namespace parex {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/op_schema.h"
-#include "graph/program.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ir/program.h"
 #include "kernels/device_context.h"
 #include "kernels/kernel_context.h"
 #include "kernels/kernel_registry.h"

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "graph/validate.h"
+#include "graph/ir/validate.h"
 #include "kernels/op_runner.h"
 
 namespace parex {

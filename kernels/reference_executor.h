@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/device_context.h"
 #include "kernels/feed.h"
 #include "kernels/scope.h"

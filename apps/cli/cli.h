@@ -11,7 +11,7 @@
 
 #include "base/place.h"
 #include "base/status.h"
-#include "graph/ssa_graph.h"
+#include "graph/ssa/ssa_graph.h"
 #include "kernels/model_io.h"
 #include "kernels/scope.h"
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "apps/cli/cli.h"
-#include "graph/validate.h"
+#include "graph/ir/validate.h"
 
 namespace parex::cli {
 namespace fs = std::filesystem;

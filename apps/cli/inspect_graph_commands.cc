@@ -7,10 +7,10 @@
 
 #include "apps/cli/cli.h"
 #include "apps/models.h"
-#include "graph/multi_device_builder.h"
-#include "graph/op_schema.h"
-#include "graph/ssa_dump.h"
-#include "graph/validate.h"
+#include "graph/ssa/multi_device_builder.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ssa/ssa_dump.h"
+#include "graph/ir/validate.h"
 #include "base/file_io.h"
 #include "kernels/kernel_registry.h"
 

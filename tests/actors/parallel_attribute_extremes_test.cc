@@ -8,9 +8,9 @@
 #include <string>
 
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
-#include "graph/validate.h"
+#include "graph/ir/validate.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace parex {

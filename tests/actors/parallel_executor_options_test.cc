@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
 
 namespace parex {

@@ -14,10 +14,10 @@
 #include <chrono>
 #include <random>
 
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
-#include "graph/op_schema.h"
-#include "graph/parallel_do.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ssa/parallel_do.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/reference_executor.h"
 

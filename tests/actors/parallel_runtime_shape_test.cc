@@ -16,9 +16,9 @@
 
 #include "actors/comm/in_process_communicator.h"
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
-#include "graph/parallel_do.h"
+#include "graph/ssa/parallel_do.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
 
 namespace parex {

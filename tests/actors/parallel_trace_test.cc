@@ -12,9 +12,9 @@
 #include <string>
 
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
-#include "graph/op_role.h"
+#include "graph/ir/op_role.h"
 
 namespace parex {
 namespace {

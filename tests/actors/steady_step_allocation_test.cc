@@ -19,7 +19,7 @@
 #include <new>
 
 #include "actors/parallel_executor.h"
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "apps/models.h"
-#include "graph/validate.h"
+#include "graph/ir/validate.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace parex {

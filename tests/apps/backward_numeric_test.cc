@@ -7,8 +7,8 @@
 #include <random>
 #include <sstream>
 
-#include "graph/backward.h"
-#include "graph/layers.h"
+#include "graph/build/backward.h"
+#include "graph/build/layers.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/layers.h"
-#include "graph/optimizer.h"
-#include "graph/program.h"
+#include "graph/build/layers.h"
+#include "graph/build/optimizer.h"
+#include "graph/ir/program.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"

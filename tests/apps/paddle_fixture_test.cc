@@ -8,7 +8,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "graph/backward.h"
+#include "graph/build/backward.h"
 #include "kernels/model_io.h"
 #include "kernels/reference_executor.h"
 #include "kernels/tensor_io.h"

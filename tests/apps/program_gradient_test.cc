@@ -9,7 +9,7 @@
 
 #include "apps/datasets.h"
 #include "apps/models.h"
-#include "graph/backward.h"
+#include "graph/build/backward.h"
 
 namespace parex {
 namespace {

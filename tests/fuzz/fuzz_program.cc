@@ -3,7 +3,7 @@
 // in both gradient modes, with the loss the program marks (op_role Loss).
 #include <string>
 
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

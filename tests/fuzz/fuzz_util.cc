@@ -9,8 +9,8 @@
 #include "base/logging.h"
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
-#include "graph/op_role.h"
-#include "graph/validate.h"
+#include "graph/ir/op_role.h"
+#include "graph/ir/validate.h"
 #include "kernels/reference_executor.h"
 #include "proto/program_io.h"
 

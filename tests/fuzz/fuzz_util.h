@@ -9,7 +9,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 

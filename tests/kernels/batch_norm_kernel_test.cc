@@ -7,8 +7,8 @@
 
 #include <cmath>
 
-#include "graph/op_schema.h"
-#include "graph/validate.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ir/validate.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "tests/kernels/op_tester.h"

@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/op_schema.h"
+#include "graph/ir/op_schema.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "tests/kernels/op_tester.h"

@@ -7,8 +7,8 @@
 #include <numeric>
 #include <sstream>
 
-#include "graph/op_schema.h"
-#include "graph/validate.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ir/validate.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/op_runner.h"
 

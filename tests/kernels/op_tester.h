@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/device_context.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"

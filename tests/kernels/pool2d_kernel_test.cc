@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "graph/op_schema.h"
+#include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
 
 namespace parex::testing {

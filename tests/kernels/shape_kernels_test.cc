@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/op_schema.h"
+#include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
 
 namespace parex::testing {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/op_schema.h"
+#include "graph/ir/op_schema.h"
 #include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
 

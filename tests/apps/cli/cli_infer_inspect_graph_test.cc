@@ -12,7 +12,7 @@
 
 #include "apps/cli/npy.h"
 #include "apps/datasets.h"
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/model_io.h"
 #include "tests/apps/cli/cli_test_util.h"
 #include "tests/paddle_models.h"

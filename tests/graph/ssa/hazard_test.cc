@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "graph/backward.h"
-#include "graph/multi_device_builder.h"
+#include "graph/build/backward.h"
+#include "graph/ssa/multi_device_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
 namespace parex {

@@ -1,4 +1,4 @@
-#include "graph/memory_plan.h"
+#include "graph/ssa/memory_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
 namespace parex {

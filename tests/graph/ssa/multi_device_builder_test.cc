@@ -4,7 +4,7 @@
 // reading it, versions, Reduce-mode ownership and broadcasts, fused buckets,
 // gradient scale strategies, sparse gradients, and the errors bad programs
 // get.
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,10 +16,10 @@
 #include <set>
 #include <sstream>
 
-#include "graph/backward.h"
-#include "graph/layers.h"
-#include "graph/optimizer.h"
-#include "graph/program_builder.h"
+#include "graph/build/backward.h"
+#include "graph/build/layers.h"
+#include "graph/build/optimizer.h"
+#include "graph/build/program_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 #include "tests/paddle_models.h"
 

@@ -5,11 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "graph/op_role.h"
-#include "graph/layers.h"
-#include "graph/multi_device_builder.h"
-#include "graph/optimizer.h"
-#include "graph/program_builder.h"
+#include "graph/ir/op_role.h"
+#include "graph/build/layers.h"
+#include "graph/ssa/multi_device_builder.h"
+#include "graph/build/optimizer.h"
+#include "graph/build/program_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
 namespace parex {

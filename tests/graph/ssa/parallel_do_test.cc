@@ -9,7 +9,7 @@
 // MultiThread*: the multi-thread transpile of fit_a_line and digits_mlp
 // trains, on the reference executor, exactly like the plain program on the
 // whole batch; its 1-place graph holds N replicas of every forward op.
-#include "graph/parallel_do.h"
+#include "graph/ssa/parallel_do.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,9 +19,9 @@
 #include <map>
 #include <set>
 
-#include "graph/backward.h"
-#include "graph/multi_device_builder.h"
-#include "graph/validate.h"
+#include "graph/build/backward.h"
+#include "graph/ssa/multi_device_builder.h"
+#include "graph/ir/validate.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 #include "tests/graph/ssa/ssa_test_util.h"

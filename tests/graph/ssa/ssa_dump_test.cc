@@ -1,6 +1,6 @@
 // ValidateSsaGraph, the dot and JSON dumps (graph/ssa_dump.h), over graphs
 // built by hand with the SsaGraph API and over the digits MLP training graph.
-#include "graph/ssa_dump.h"
+#include "graph/ssa/ssa_dump.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/multi_device_builder.h"
+#include "graph/ssa/multi_device_builder.h"
 #include "proto/program_io.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 

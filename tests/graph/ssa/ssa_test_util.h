@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "graph/examples.h"
+#include "graph/build/examples.h"
 #include "base/place.h"
-#include "graph/ssa_graph.h"
+#include "graph/ssa/ssa_graph.h"
 
 namespace parex::testing {
 

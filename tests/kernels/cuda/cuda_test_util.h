@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "graph/program.h"
+#include "graph/ir/program.h"
 #include "kernels/cuda/cuda_info.h"
 #include "kernels/cuda/cuda_device_context.h"
 #include "kernels/cuda/cuda_kernels.h"

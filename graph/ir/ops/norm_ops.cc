@@ -1,0 +1,243 @@
+// batch_norm and dropout, with their gradient ops (Fluid's slots and
+// attributes).
+//
+// batch_norm normalises X per channel (dim 1 for NCHW of rank 2..5, the last
+// dim for NHWC). In training it uses the batch's mean and biased variance
+// and updates the running statistics in place (MeanOut / VarianceOut are
+// the Mean / Variance variables in Fluid programs):
+//   MeanOut = momentum * Mean + (1 - momentum) * batch_mean, VarianceOut
+//   likewise with the biased batch variance; SavedMean = batch_mean,
+//   SavedVariance = 1 / sqrt(batch_variance + epsilon).
+// With global statistics ((is_test and not trainable_statistics) or
+// use_global_stats) it uses Mean / Variance and leaves them unchanged.
+// `is_test` appears as INT and as BOOLEAN in Paddle files; both read as bool.
+//
+// dropout (Fluid's CPU semantics): in training Mask[i] = (u_i >= p) for u_i
+// uniform in [0,1); "downgrade_in_infer": Out = X * Mask in training,
+// X * (1 - p) in inference; "upscale_in_train": Out = X * Mask / (1 - p) in
+// training (0 when p = 1), X in inference.
+#include <string>
+
+#include "graph/ir/ops/op_groups.h"
+
+namespace parex {
+namespace {
+
+bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (ctx.IsRuntime() ? got[i] != want[i] : !ExtentsAgree(got[i], want[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// ---- batch_norm -------------------------------------------------------------
+
+// The channel count of X under data_layout.
+StatusOr<int64_t> BatchNormChannels(const ShapeContext& ctx, const Dims& x) {
+  if (x.size() < 2 || x.size() > 5) {
+    return ctx.Error("X " + DimsToString(x) + " must have rank 2 to 5");
+  }
+  const std::string layout = ctx.Attr<std::string>("data_layout");
+  if (layout == "NCHW" || layout == "AnyLayout") return x[1];
+  if (layout == "NHWC") return x.back();
+  return ctx.Error("unknown data_layout '" + layout + "'");
+}
+
+// Every slot in `slots` that is bound must be a [C] vector.
+Status CheckChannelVectors(const ShapeContext& ctx, int64_t c,
+                           std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    if (!ctx.HasInput(slot)) continue;
+    const Dims d = ctx.InputDims(slot);
+    if (ctx.IsUnknown(d)) continue;
+    if (d.size() != 1 || !ExtentsAgree(d[0], c)) {
+      return ctx.Error(std::string(slot) + " has dims " + DimsToString(d) +
+                       ", expected [" + std::to_string(c) +
+                       "] (one value per channel of X)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status InferBatchNorm(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(
+      ctx.CheckSameDType({"X", "Scale", "Bias", "Mean", "Variance"}));
+  const Dims x = ctx.InputDims("X");
+  const DType dtype = ctx.InputDType("X");
+  for (const char* out : {"Y", "MeanOut", "VarianceOut", "SavedMean",
+                          "SavedVariance", "ReserveSpace"}) {
+    ctx.SetOutputDType(out, 0, dtype);
+  }
+  if (ctx.IsUnknown(x)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(int64_t c, BatchNormChannels(ctx, x));
+  PAREX_RETURN_IF_ERROR(
+      CheckChannelVectors(ctx, c, {"Scale", "Bias", "Mean", "Variance"}));
+  if (ctx.HasInput("MomentumTensor") && ctx.IsRuntime() &&
+      Numel(ctx.InputDims("MomentumTensor")) != 1) {
+    return ctx.Error("MomentumTensor must hold one value");
+  }
+  ctx.SetOutputDims("Y", 0, x);
+  for (const char* out :
+       {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}) {
+    ctx.SetOutputDims(out, 0, {c});
+  }
+  ctx.SetOutputDims("ReserveSpace", 0, {0});  // cuDNN's; unused on CPU
+  return Status::Ok();
+}
+
+Status InferBatchNormGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(
+      ctx.CheckSameDType({"X", "Scale", "Bias", "SavedMean", "SavedVariance",
+                           "Mean", "Variance", "Y@GRAD"}));
+  const Dims x = ctx.InputDims("X");
+  if (!ctx.IsUnknown(x)) {
+    PAREX_ASSIGN_OR_RETURN(int64_t c, BatchNormChannels(ctx, x));
+    PAREX_RETURN_IF_ERROR(CheckChannelVectors(
+        ctx, c,
+        {"Scale", "Bias", "SavedMean", "SavedVariance", "Mean", "Variance"}));
+    const Dims dy = ctx.InputDims("Y@GRAD");
+    if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, x)) {
+      return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " +
+                       DimsToString(x));
+    }
+  }
+  const bool global =
+      ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
+  if (global && (!ctx.HasInput("Mean") || !ctx.HasInput("Variance"))) {
+    return ctx.Error(
+        "with global statistics the gradient needs Mean and "
+        "Variance");
+  }
+  return InferGradShapesFromForwardInputs(ctx);
+}
+
+OpSchema& BatchNormAttrs(OpSchema& s) {
+  return s.Attr("epsilon", 1e-5f)
+      .Attr("momentum", 0.9f)
+      .Attr("data_layout", std::string("NCHW"))
+      .Attr("is_test", false)
+      .Attr("use_global_stats", false)
+      .Attr("trainable_statistics", false);
+}
+
+// ---- dropout ----------------------------------------------------------------
+
+Status CheckDropoutAttrs(const ShapeContext& ctx) {
+  const float p = ctx.Attr<float>("dropout_prob");
+  if (!(p >= 0.0f && p <= 1.0f)) {
+    return ctx.Error("dropout_prob " + std::to_string(p) +
+                     " is outside [0, 1]");
+  }
+  const std::string mode = ctx.Attr<std::string>("dropout_implementation");
+  if (mode != "downgrade_in_infer" && mode != "upscale_in_train") {
+    return ctx.Error("unknown dropout_implementation '" + mode + "'");
+  }
+  return Status::Ok();
+}
+
+Status InferDropout(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckDropoutAttrs(ctx));
+  if (ctx.HasInput("Seed") && ctx.IsRuntime() &&
+      Numel(ctx.InputDims("Seed")) < 1) {
+    return ctx.Error("Seed holds no value");
+  }
+  ctx.ShareDimsAndDType("X", "Out");
+  if (!ctx.Attr<bool>("is_test")) {
+    ctx.SetOutput("Mask", ctx.InputDims("X"), DType::kUInt8);
+  }
+  return Status::Ok();
+}
+
+Status InferDropoutGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckDropoutAttrs(ctx));
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  if (!ctx.Attr<bool>("is_test")) {
+    if (!ctx.HasInput("Mask")) {
+      return ctx.Error("the training-mode gradient needs Mask");
+    }
+    const Dims mask = ctx.InputDims("Mask");
+    if (!ctx.IsUnknown(mask) && !ctx.IsUnknown(dout) &&
+        !SameDims(ctx, mask, dout)) {
+      return ctx.Error("Mask has dims " + DimsToString(mask) +
+                       ", Out@GRAD has " + DimsToString(dout));
+    }
+    if (ctx.IsRuntime() && ctx.InputDType("Mask") != DType::kUInt8) {
+      return ctx.Error("Mask must be uint8");
+    }
+  }
+  ctx.SetOutputDType("X@GRAD", 0, ctx.InputDType("Out@GRAD"));
+  if (!ctx.IsUnknown(dout)) ctx.SetOutputDims("X@GRAD", 0, dout);
+  return Status::Ok();
+}
+
+OpSchema& DropoutAttrs(OpSchema& s) {
+  return s.Attr("dropout_prob", 0.5f)
+      .Attr("is_test", false)
+      .Attr("fix_seed", false)
+      .Attr("seed", 0)
+      .Attr("dropout_implementation", std::string("downgrade_in_infer"));
+}
+
+}  // namespace
+
+void RegisterNormOps(OpSchemaRegistry* r) {
+  OpSchema bn("batch_norm");
+  bn.Input("X")
+      .Input("Scale")
+      .Input("Bias")
+      .Input("Mean")
+      .Input("Variance")
+      .Input("MomentumTensor", kOptional)
+      .Output("Y")
+      .Output("MeanOut")
+      .Output("VarianceOut")
+      .Output("SavedMean")
+      .Output("SavedVariance")
+      .Output("ReserveSpace", kOptional)
+      .Inplace("Mean", "MeanOut")
+      .Inplace("Variance", "VarianceOut")
+      .InferShape(InferBatchNorm)
+      .Grad("batch_norm_grad",
+            {"X", "Scale", "Bias", "SavedMean", "SavedVariance", "Mean",
+             "Variance", "Y@GRAD"},
+            {"X@GRAD", "Scale@GRAD", "Bias@GRAD"});
+  r->Add(BatchNormAttrs(bn));
+
+  OpSchema bn_grad("batch_norm_grad");
+  bn_grad.Input("X")
+      .Input("Scale")
+      .Input("Bias", kOptional)
+      .Input("SavedMean")
+      .Input("SavedVariance")
+      .Input("Mean", kOptional)
+      .Input("Variance", kOptional)
+      .Input("ReserveSpace", kOptional)
+      .Input("Y@GRAD")
+      .Output("X@GRAD", kOptional)
+      .Output("Scale@GRAD", kOptional)
+      .Output("Bias@GRAD", kOptional)
+      .InferShape(InferBatchNormGrad);
+  r->Add(BatchNormAttrs(bn_grad));
+
+  OpSchema dropout("dropout");
+  dropout.Input("X")
+      .Input("Seed", kOptional)
+      .Output("Out")
+      .Output("Mask", kOptional)
+      .InferShape(InferDropout)
+      .Grad("dropout_grad", {"Mask", "Out@GRAD"}, {"X@GRAD"});
+  r->Add(DropoutAttrs(dropout));
+
+  OpSchema dropout_grad("dropout_grad");
+  dropout_grad.Input("Mask", kOptional)
+      .Input("Out@GRAD")
+      .Output("X@GRAD")
+      .InferShape(InferDropoutGrad)
+      .KernelDTypeFromInput("Out@GRAD");
+  r->Add(DropoutAttrs(dropout_grad));
+}
+
+}  // namespace parex

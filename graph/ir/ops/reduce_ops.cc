@@ -1,0 +1,185 @@
+// Reductions: mean (of every element, Out [1]), reduce_sum / reduce_mean
+// (over the dims `dim`, or all with reduce_all), their Fluid gradient ops,
+// and sum (the element-wise sum of several same-shaped inputs that Fluid's
+// backward pass uses to accumulate gradients; no gradient op).
+//
+// Out dims of reduce_* follow Paddle 2.x before 0-D tensors: the reduced dims
+// become 1 with keep_dim, else they are removed, and a result with no dims
+// left is [1]. An empty `dim` list reduces every dim.
+#include <string>
+#include <vector>
+
+#include "graph/ir/ops/op_groups.h"
+
+namespace parex {
+namespace {
+
+bool Known(const ShapeContext& ctx, const Dims& dims) {
+  return ctx.IsRuntime() || !dims.empty();
+}
+
+Status InferMean(ShapeContext& ctx) {
+  ctx.SetOutput("Out", {1}, ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+// The dims of X that reduce_* reduces, as a mask over X's rank.
+StatusOr<std::vector<bool>> ReducedDims(const ShapeContext& ctx, int rank) {
+  const std::vector<int> dims = ctx.Attr<std::vector<int>>("dim");
+  const bool all = ctx.Attr<bool>("reduce_all") || dims.empty();
+  std::vector<bool> mask(rank, all);
+  for (int d : dims) {
+    if (d < -rank || d >= rank) {
+      return ctx.Error("dim " + std::to_string(d) +
+                       " is out of range for X of rank " +
+                       std::to_string(rank));
+    }
+    mask[d < 0 ? d + rank : d] = true;
+  }
+  return mask;
+}
+
+Status InferReduce(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const DType in = ctx.InputDType("X");
+  DType out_dtype = in;
+  if (ctx.Attr<int>("out_dtype") >= 0) {
+    out_dtype = static_cast<DType>(ctx.Attr<int>("out_dtype"));
+    if (out_dtype != DType::kFP32 && out_dtype != DType::kFP64 &&
+        out_dtype != DType::kInt32 && out_dtype != DType::kInt64) {
+      return ctx.Error("out_dtype " +
+                       std::to_string(ctx.Attr<int>("out_dtype")) +
+                       " is not fp32, fp64, int32 or int64");
+    }
+  }
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, out_dtype);
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<bool> mask,
+                         ReducedDims(ctx, static_cast<int>(x.size())));
+  const bool keep_dim = ctx.Attr<bool>("keep_dim");
+  Dims out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!mask[d]) {
+      out.push_back(x[d]);
+    } else if (keep_dim) {
+      out.push_back(1);
+    }
+  }
+  if (out.empty()) out.push_back(1);
+  ctx.SetOutput("Out", out, out_dtype);
+  return Status::Ok();
+}
+
+// reduce_*_grad: X@GRAD takes X's dims; Out@GRAD must have Out's element
+// count (its dims with or without the kept 1s).
+Status InferReduceGrad(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  if (Known(ctx, x) && Known(ctx, dout) && Numel(x) >= 0 && Numel(dout) >= 0) {
+    PAREX_ASSIGN_OR_RETURN(std::vector<bool> mask,
+                           ReducedDims(ctx, static_cast<int>(x.size())));
+    int64_t want = 1;
+    for (size_t d = 0; d < x.size(); ++d) want *= mask[d] ? 1 : x[d];
+    if (Numel(dout) != want) {
+      return ctx.Error("Out@GRAD " + DimsToString(dout) + " has " +
+                       std::to_string(Numel(dout)) + " elements, the " +
+                       "reduction of X " + DimsToString(x) + " has " +
+                       std::to_string(want));
+    }
+  }
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+Status InferMeanGrad(ShapeContext& ctx) {
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  if (Known(ctx, dout) && Numel(dout) != 1 && Numel(dout) >= 0) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout) +
+                     " must hold one element");
+  }
+  return InferGradShapesFromForwardInputs(ctx);
+}
+
+// Inputs with no elements are skipped (Fluid's sum does so for gradients
+// that were never computed); the others must have the same dims and dtype.
+Status InferSum(ShapeContext& ctx) {
+  Dims out;
+  DType dtype = DType::kUndefined;
+  bool found = false;
+  for (int i = 0; i < ctx.InputCount("X"); ++i) {
+    const Dims d = ctx.InputDims("X", i);
+    const DType t = ctx.InputDType("X", i);
+    if (!Known(ctx, d) || Numel(d) == 0) continue;
+    if (!found) {
+      out = d;
+      dtype = t;
+      found = true;
+      continue;
+    }
+    bool agree = d.size() == out.size();
+    for (size_t k = 0; agree && k < d.size(); ++k) {
+      agree = ExtentsAgree(d[k], out[k]);
+    }
+    if (!agree) {
+      return ctx.Error("input X[" + std::to_string(i) + "] " + DimsToString(d) +
+                       " does not match X[0] " + DimsToString(out));
+    }
+    if (t != DType::kUndefined && dtype != DType::kUndefined && t != dtype) {
+      return ctx.Error("input X[" + std::to_string(i) + "] is " + DTypeName(t) +
+                       ", X[0] is " + DTypeName(dtype));
+    }
+  }
+  if (!found && ctx.InputCount("X") > 0) {
+    out = ctx.InputDims("X", 0);
+    dtype = ctx.InputDType("X", 0);
+  }
+  ctx.SetOutput("Out", out, dtype);
+  return Status::Ok();
+}
+
+void AddReduce(OpSchemaRegistry* r, const std::string& type) {
+  r->Add(OpSchema(type)
+             .Input("X")
+             .Output("Out")
+             .Attr("dim", std::vector<int>{0})
+             .Attr("keep_dim", false)
+             .Attr("reduce_all", false)
+             .Attr("in_dtype", -1)
+             .Attr("out_dtype", -1)
+             .InferShape(InferReduce)
+             .Grad(type + "_grad", {"X", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema(type + "_grad")
+             .Input("X")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("dim", std::vector<int>{0})
+             .Attr("keep_dim", false)
+             .Attr("reduce_all", false)
+             .Attr("in_dtype", -1)
+             .Attr("out_dtype", -1)
+             .InferShape(InferReduceGrad));
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("mean").Input("X").Output("Out").InferShape(InferMean).Grad(
+      "mean_grad", {"X", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("mean_grad")
+             .Input("X")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .InferShape(InferMeanGrad));
+  AddReduce(r, "reduce_sum");
+  AddReduce(r, "reduce_mean");
+  r->Add(OpSchema("sum")
+             .Input("X", kDuplicable)
+             .Output("Out")
+             .Inplace("X", "Out")
+             .Attr("use_mkldnn", false)
+             .InferShape(InferSum));
+}
+
+}  // namespace parex

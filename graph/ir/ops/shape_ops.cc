@@ -1,0 +1,355 @@
+// reshape2, transpose2, concat and split, with their gradient ops (Fluid's
+// slots and attributes).
+//
+// reshape2: `shape` entries are extents, 0 (copy X's extent at that index)
+//   or one -1 (inferred from X's element count).
+// reshape2 / transpose2 also write XShape = [0] + X.dims: it carries X's dims
+//   to the gradient op and holds no elements.
+// concat: inputs agree on every dim but `axis` (negative counts from the
+//   end); Out's extent there is their sum.
+// split: `num` equal parts, or `sections` (one may be -1) along `axis`. Its
+//   gradient is a concat of the Out gradients (Fluid's split grad maker), so
+//   split declares no gradient op of its own.
+// Tensor-valued overrides of attributes (Shape, ShapeTensor, AxisTensor,
+// SectionsTensorList) are declared so Paddle files validate, but reading
+// them is unimplemented.
+#include <string>
+#include <vector>
+
+#include "graph/ir/ops/op_groups.h"
+
+namespace parex {
+namespace {
+
+int Rank(const Dims& d) { return static_cast<int>(d.size()); }
+
+Status RejectTensorAttrs(const ShapeContext& ctx,
+                         std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    if (ctx.HasInput(slot)) {
+      return Unimplemented(ctx.op().Label() + ": input '" + slot +
+                           "' (a tensor-valued attribute) is not supported");
+    }
+  }
+  return Status::Ok();
+}
+
+// `axis` normalised into [0, rank).
+StatusOr<int> NormalizeAxis(const ShapeContext& ctx, int axis, int rank) {
+  const int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    return ctx.Error("axis " + std::to_string(axis) + " is out of range for " +
+                     "rank " + std::to_string(rank));
+  }
+  return a;
+}
+
+Dims XShapeOf(const Dims& x) {
+  Dims d{0};
+  d.insert(d.end(), x.begin(), x.end());
+  return d;
+}
+
+// X's dims from XShape, for the gradient ops.
+StatusOr<Dims> DimsFromXShape(const ShapeContext& ctx) {
+  const Dims xshape = ctx.InputDims("XShape");
+  if (xshape.empty() || xshape[0] != 0) {
+    return ctx.Error("XShape " + DimsToString(xshape) +
+                     " is not [0, X's dims...]");
+  }
+  return Dims(xshape.begin() + 1, xshape.end());
+}
+
+// ---- reshape2 ---------------------------------------------------------------
+
+StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
+  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  const std::string shape_text = DimsToString(Dims(shape.begin(), shape.end()));
+  if (shape.size() > kMaxRank) {
+    return ctx.Error("shape " + shape_text + " has more than " +
+                     std::to_string(kMaxRank) + " dims");
+  }
+  Dims out(shape.size());
+  int infer = -1;
+  int64_t known = 1;  // product of the other extents; -1 when one is unknown
+  for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) {
+        return ctx.Error("shape " + shape_text + " has more than one -1");
+      }
+      infer = i;
+      continue;
+    }
+    if (shape[i] < -1) {
+      return ctx.Error("shape " + shape_text + " has a negative extent");
+    }
+    if (shape[i] == 0 && i >= Rank(x)) {
+      return ctx.Error("shape " + shape_text + " copies dim " +
+                       std::to_string(i) + " (0) of X " + DimsToString(x) +
+                       ", which has no such dim");
+    }
+    out[i] = shape[i] == 0 ? x[i] : shape[i];
+    if (known >= 0 && out[i] >= 0 &&
+        (!CheckedMul(known, out[i], &known) || known > kMaxNumel)) {
+      return ctx.Error("shape " + shape_text + " holds more than 2^48 elements");
+    }
+    if (out[i] < 0) known = -1;
+  }
+  const int64_t numel = Numel(x);
+  if (infer >= 0) {
+    out[infer] = -1;
+    if (numel >= 0 && known >= 0) {
+      if (known == 0 || numel % known != 0) {
+        return ctx.Error("cannot infer the -1 of shape " + shape_text +
+                         " for X " + DimsToString(x));
+      }
+      out[infer] = numel / known;
+    }
+  } else if (numel >= 0 && known >= 0 && numel != known) {
+    return ctx.Error("shape " + shape_text + " holds " + std::to_string(known) +
+                     " elements, X " + DimsToString(x) + " holds " +
+                     std::to_string(numel));
+  }
+  return out;
+}
+
+Status InferReshape2(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {"Shape", "ShapeTensor"}));
+  const Dims x = ctx.InputDims("X");
+  ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
+  ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
+  if (ctx.IsUnknown(x)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(Dims out, ReshapeOutDims(ctx, x));
+  ctx.SetOutputDims("Out", 0, out);
+  ctx.SetOutputDims("XShape", 0, XShapeOf(x));
+  return Status::Ok();
+}
+
+Status InferReshape2Grad(ShapeContext& ctx) {
+  PAREX_ASSIGN_OR_RETURN(Dims x, DimsFromXShape(ctx));
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  const int64_t a = Numel(x), b = Numel(dout);
+  if (!ctx.IsUnknown(dout) && a >= 0 && b >= 0 && a != b) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not hold the " +
+                     std::to_string(a) + " elements of X " + DimsToString(x));
+  }
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
+  return Status::Ok();
+}
+
+// ---- transpose2 -------------------------------------------------------------
+
+StatusOr<Dims> TransposeOutDims(const ShapeContext& ctx, const Dims& x) {
+  const std::vector<int> axis = ctx.Attr<std::vector<int>>("axis");
+  std::vector<bool> seen(x.size(), false);
+  bool ok = axis.size() == x.size();
+  for (size_t i = 0; ok && i < axis.size(); ++i) {
+    ok = axis[i] >= 0 && axis[i] < Rank(x) && !seen[axis[i]];
+    if (ok) seen[axis[i]] = true;
+  }
+  if (!ok) {
+    return ctx.Error("axis " + DimsToString(Dims(axis.begin(), axis.end())) +
+                     " is not a permutation of the dims of X " +
+                     DimsToString(x));
+  }
+  Dims out(x.size());
+  for (size_t i = 0; i < axis.size(); ++i) out[i] = x[axis[i]];
+  return out;
+}
+
+Status InferTranspose2(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
+  ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
+  if (ctx.IsUnknown(x)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(Dims out, TransposeOutDims(ctx, x));
+  ctx.SetOutputDims("Out", 0, out);
+  ctx.SetOutputDims("XShape", 0, XShapeOf(x));
+  return Status::Ok();
+}
+
+Status InferTranspose2Grad(ShapeContext& ctx) {
+  PAREX_ASSIGN_OR_RETURN(Dims x, DimsFromXShape(ctx));
+  PAREX_ASSIGN_OR_RETURN(Dims out, TransposeOutDims(ctx, x));
+  PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
+  return Status::Ok();
+}
+
+// ---- concat -----------------------------------------------------------------
+
+StatusOr<Dims> ConcatOutDims(const ShapeContext& ctx) {
+  const int n = ctx.InputCount("X");
+  const Dims first = ctx.InputDims("X", 0);
+  PAREX_ASSIGN_OR_RETURN(
+      int axis, NormalizeAxis(ctx, ctx.Attr<int>("axis"), Rank(first)));
+  Dims out = first;
+  for (int i = 1; i < n; ++i) {
+    const Dims d = ctx.InputDims("X", i);
+    bool ok = d.size() == first.size();
+    for (int k = 0; ok && k < Rank(d); ++k) {
+      if (k == axis) continue;
+      ok = ctx.IsRuntime() ? d[k] == out[k] : ExtentsAgree(d[k], out[k]);
+      if (out[k] < 0) out[k] = d[k];
+    }
+    if (!ok) {
+      return ctx.Error("X[" + std::to_string(i) + "] " + DimsToString(d) +
+                       " does not match X[0] " + DimsToString(first) +
+                       " outside axis " + std::to_string(axis));
+    }
+    if (ctx.IsRuntime() && ctx.InputDType("X", i) != ctx.InputDType("X", 0)) {
+      return ctx.Error(std::string("X[") + std::to_string(i) + "] is " +
+                       DTypeName(ctx.InputDType("X", i)) + ", X[0] is " +
+                       DTypeName(ctx.InputDType("X", 0)));
+    }
+    out[axis] = out[axis] < 0 || d[axis] < 0 ? -1 : out[axis] + d[axis];
+  }
+  return out;
+}
+
+bool AnyUnknownInput(const ShapeContext& ctx, const char* slot) {
+  for (int i = 0; i < ctx.InputCount(slot); ++i) {
+    if (ctx.IsUnknown(ctx.InputDims(slot, i))) return true;
+  }
+  return false;
+}
+
+Status InferConcat(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {"AxisTensor"}));
+  ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
+  if (AnyUnknownInput(ctx, "X")) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(Dims out, ConcatOutDims(ctx));
+  ctx.SetOutputDims("Out", 0, out);
+  return Status::Ok();
+}
+
+Status InferConcatGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {"AxisTensor"}));
+  if (!AnyUnknownInput(ctx, "X")) {
+    PAREX_ASSIGN_OR_RETURN(Dims out, ConcatOutDims(ctx));
+    PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
+  }
+  return InferGradShapesFromForwardInputs(ctx);
+}
+
+// ---- split ------------------------------------------------------------------
+
+Status InferSplit(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(
+      RejectTensorAttrs(ctx, {"AxisTensor", "SectionsTensorList"}));
+  const Dims x = ctx.InputDims("X");
+  const int outs = ctx.OutputCount("Out");
+  for (int i = 0; i < outs; ++i) {
+    ctx.SetOutputDType("Out", i, ctx.InputDType("X"));
+  }
+  if (ctx.IsUnknown(x)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(int axis,
+                         NormalizeAxis(ctx, ctx.Attr<int>("axis"), Rank(x)));
+  const int num = ctx.Attr<int>("num");
+  std::vector<int64_t> sections = ctx.Attr<std::vector<int64_t>>("sections");
+  const int64_t extent = x[axis];
+  if (num > 0) {
+    if (extent >= 0 && extent % num != 0) {
+      return ctx.Error("dim " + std::to_string(axis) + " of X " +
+                       DimsToString(x) + " does not split into " +
+                       std::to_string(num) + " equal parts");
+    }
+    sections.assign(num, extent < 0 ? -1 : extent / num);
+  } else {
+    if (sections.empty()) return ctx.Error("neither num nor sections is set");
+    int infer = -1;
+    int64_t known = 0;
+    for (int i = 0; i < static_cast<int>(sections.size()); ++i) {
+      if (sections[i] == -1 && infer < 0) {
+        infer = i;
+      } else if (sections[i] < 0) {
+        return ctx.Error(
+            "sections may hold one -1 and no other negative "
+            "value");
+      } else {
+        known += sections[i];
+      }
+    }
+    if (extent >= 0 && (infer < 0 ? known != extent : known > extent)) {
+      return ctx.Error("sections sum to " + std::to_string(known) + ", dim " +
+                       std::to_string(axis) + " of X " + DimsToString(x) +
+                       " is " + std::to_string(extent));
+    }
+    if (infer >= 0) sections[infer] = extent < 0 ? -1 : extent - known;
+  }
+  if (static_cast<int>(sections.size()) != outs) {
+    return ctx.Error("splits into " + std::to_string(sections.size()) +
+                     " parts but has " + std::to_string(outs) + " outputs");
+  }
+  for (int i = 0; i < outs; ++i) {
+    Dims d = x;
+    d[axis] = sections[i];
+    ctx.SetOutputDims("Out", i, d);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterShapeOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("reshape2")
+             .Input("X")
+             .Input("Shape", kOptional)
+             .Input("ShapeTensor", kOptional | kDuplicable)
+             .Output("Out")
+             .Output("XShape", kOptional)
+             .Inplace("X", "Out")
+             .Attr("shape", std::vector<int>{})
+             .InferShape(InferReshape2)
+             .Grad("reshape2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("reshape2_grad")
+             .Input("XShape")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("shape", std::vector<int>{})
+             .InferShape(InferReshape2Grad)
+             .KernelDTypeFromInput("Out@GRAD"));
+
+  r->Add(OpSchema("transpose2")
+             .Input("X")
+             .Output("Out")
+             .Output("XShape", kOptional)
+             .RequiredAttr("axis", proto::INTS)
+             .InferShape(InferTranspose2)
+             .Grad("transpose2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("transpose2_grad")
+             .Input("XShape")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .RequiredAttr("axis", proto::INTS)
+             .InferShape(InferTranspose2Grad)
+             .KernelDTypeFromInput("Out@GRAD"));
+
+  r->Add(OpSchema("concat")
+             .Input("X", kDuplicable)
+             .Input("AxisTensor", kOptional)
+             .Output("Out")
+             .Attr("axis", 0)
+             .InferShape(InferConcat)
+             .Grad("concat_grad", {"X", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("concat_grad")
+             .Input("X", kDuplicable)
+             .Input("AxisTensor", kOptional)
+             .Input("Out@GRAD")
+             .Output("X@GRAD", kDuplicable | kOptional)
+             .Attr("axis", 0)
+             .InferShape(InferConcatGrad)
+             .KernelDTypeFromInput("Out@GRAD"));
+
+  r->Add(OpSchema("split")
+             .Input("X")
+             .Input("AxisTensor", kOptional)
+             .Input("SectionsTensorList", kOptional | kDuplicable)
+             .Output("Out", kDuplicable)
+             .Attr("num", 0)
+             .Attr("sections", std::vector<int>{})
+             .Attr("axis", 0)
+             .InferShape(InferSplit));
+}
+
+}  // namespace parex

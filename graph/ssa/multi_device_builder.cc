@@ -1,0 +1,564 @@
+#include "graph/ssa/multi_device_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "base/dims.h"
+#include "base/dtype.h"
+#include "graph/build/backward.h"
+#include "graph/ssa/memory_plan.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ssa/ssa_dump.h"
+
+namespace parex {
+namespace {
+
+using ReduceStrategy = BuildStrategy::ReduceStrategy;
+using GradientScale = BuildStrategy::GradientScale;
+
+bool IsLossGradOp(const OpDesc& op) {
+  return OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
+}
+
+// One pass over block 0 in program order; see multi_device_builder.h.
+class Builder {
+ public:
+  Builder(const Program& program, const std::vector<Place>& places,
+          const std::string& loss_name, const BuildStrategy& strategy)
+      : program_(program),
+        block_(program.global_block()),
+        strategy_(strategy),
+        graph_(std::make_shared<const Program>(program), places),
+        n_(static_cast<int>(places.size())),
+        owned_numel_(places.size(), 0) {
+    graph_.loss_name = loss_name;
+    graph_.strategy = strategy;
+    reduce_mode_ = strategy.reduce == ReduceStrategy::kReduce;
+    bool all_cpu = true;
+    for (const Place& p : places) all_cpu = all_cpu && p.is_cpu();
+    graph_.shared_parameters =
+        reduce_mode_ && strategy.share_cpu_parameters && all_cpu;
+  }
+
+  Status Build(const std::vector<std::string>& fetch_names);
+  SsaGraph Take() { return std::move(graph_); }
+
+ private:
+  Status CheckProgram();
+  Status AddProgramOp(int index);
+  // `owner_only`: Reduce mode runs the op on this place alone.
+  Status AddComputation(int index, int place, bool owner_only = false);
+  Status AddScaleLossGrad(int index);
+  // An op that must precede the op being added, and why.
+  struct Hazard {
+    int from;
+    ControlReason reason;
+  };
+  // Wires an op: `op` reads the newest version of each of `reads` and writes
+  // a new version of each of `writes` (pairs of name and place). Data
+  // hazards with the versions it reads or replaces are ordered by control
+  // vars, each added only when the graph does not already order the two
+  // ops: write-after-read (readers of the replaced version), write-after-
+  // write (its generator) and, for storages shared by every place,
+  // read-after-write (the last writer on another place). Every edge goes
+  // from an older op to a newer one, and candidates are taken newest first,
+  // so no edge added here is implied by the others.
+  void Wire(int op, const std::vector<std::pair<std::string, int>>& reads,
+            const std::vector<std::pair<std::string, int>>& writes);
+
+  Status MergeGradient(const std::string& param, const std::string& grad,
+                       int producer);
+  void AddCollective(SsaOpKind kind, std::vector<std::string> grads, int root);
+  void FlushBucket();
+  // Reduce mode without shared parameters: the owner's updated `param`
+  // broadcast to every place.
+  void Broadcast(const std::string& param);
+  void AddBroadcasts();
+  Status AddFetches(const std::vector<std::string>& fetch_names);
+  void AddSequentialOrder();
+  Status CheckGradReads(int index, int place);
+
+  const Program& program_;
+  const Block& block_;
+  BuildStrategy strategy_;
+  SsaGraph graph_;
+  int n_;
+  bool reduce_mode_ = false;
+  std::vector<int64_t> owned_numel_;
+  std::map<std::string, int> owner_;        // param and grad name -> place
+  // Reduce mode: vars that only an owner-placed op wrote -> that place.
+  std::map<std::string, int> local_place_;
+  std::map<std::string, int> grad_index_;   // grad name -> graph_.grads
+  std::vector<std::string> bucket_;         // open fused bucket
+  int64_t bucket_bytes_ = 0;
+  std::vector<std::string> program_fetches_;
+  // Shared storages: the op that wrote each one last.
+  std::map<std::string, int> shared_writer_;
+};
+
+Status Builder::CheckProgram() {
+  if (n_ == 0) return InvalidArgument("multi-device graph: no places given");
+  const std::string& loss = graph_.loss_name;
+  if (!loss.empty() && block_.FindVar(loss) == nullptr) {
+    return NotFound("loss '" + loss + "' is not a variable of block 0");
+  }
+  int loss_grad_op = -1;
+  int first_grad_op = -1;
+  for (int i = 0; i < block_.num_ops(); ++i) {
+    const OpDesc& op = block_.op(i);
+    // Every var an op names must be declared, and no op may write one var
+    // twice (two unordered writes of one version).
+    std::set<std::string> written;
+    for (const std::string& name : op.InputArgumentNames()) {
+      if (block_.FindVar(name) == nullptr) {
+        return InvalidArgument(op.Label() + " reads '" + name +
+                               "', which block 0 does not declare");
+      }
+    }
+    for (const std::string& name : op.OutputArgumentNames()) {
+      if (block_.FindVar(name) == nullptr) {
+        return InvalidArgument(op.Label() + " writes '" + name +
+                               "', which block 0 does not declare");
+      }
+      if (!written.insert(name).second) {
+        return InvalidArgument(
+            op.Label() + " writes '" + name +
+            "' in two output slots: two unordered writers of one version");
+      }
+    }
+    if (IsLossGradOp(op)) {
+      if (loss_grad_op >= 0) {
+        return InvalidArgument(op.Label() + " and " +
+                               block_.op(loss_grad_op).Label() +
+                               " both have op_role Backward|Loss");
+      }
+      loss_grad_op = i;
+    }
+    const std::vector<std::string> role_var = OpRoleVar(op);
+    if (role_var.size() % 2 != 0) {
+      return InvalidArgument(op.Label() +
+                             ": op_role_var must hold (param, grad) pairs");
+    }
+    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
+    if (!role_var.empty() && first_grad_op < 0) first_grad_op = i;
+    for (size_t k = 0; k < role_var.size(); k += 2) {
+      const VarDesc* param = block_.FindVar(role_var[k]);
+      if (param == nullptr || !param->persistable()) {
+        return InvalidArgument(
+            op.Label() + ": op_role_var names parameter '" + role_var[k] +
+            "', which is not a persistable variable of block 0");
+      }
+      const std::vector<std::string> outs = op.OutputArgumentNames();
+      if (std::find(outs.begin(), outs.end(), role_var[k + 1]) == outs.end()) {
+        return InvalidArgument(op.Label() + ": op_role_var names gradient '" +
+                               role_var[k + 1] + "' of '" + role_var[k] +
+                               "', which the op does not write");
+      }
+    }
+  }
+  if (first_grad_op >= 0 && loss_grad_op < 0) {
+    return InvalidArgument(
+        "missing loss: " + block_.op(first_grad_op).Label() +
+        " produces a parameter gradient but no op has op_role Backward|Loss "
+        "(the fill of loss@GRAD that append_backward adds)");
+  }
+  if (loss_grad_op >= 0) {
+    const OpDesc& op = block_.op(loss_grad_op);
+    if (loss.empty()) {
+      return InvalidArgument("missing loss: " + op.Label() + " fills '" +
+                             op.FirstOutput("Out") +
+                             "' but no loss name was given");
+    }
+    const std::vector<std::string> outs = op.OutputArgumentNames();
+    if (outs.size() != 1 || outs[0] != GradVarName(loss)) {
+      return InvalidArgument(op.Label() + " (op_role Backward|Loss) must write '" +
+                             GradVarName(loss) + "', the gradient of the loss '" +
+                             loss + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+void Builder::Wire(int op,
+                   const std::vector<std::pair<std::string, int>>& reads,
+                   const std::vector<std::pair<std::string, int>>& writes) {
+  std::vector<Hazard> hazards;
+  for (const auto& [name, place] : reads) {
+    graph_.AddInput(op, graph_.ReadVar(name, place));
+    if (!graph_.IsSharedStorage(name)) continue;
+    auto it = shared_writer_.find(name);
+    if (it != shared_writer_.end()) {
+      hazards.push_back({it->second, ControlReason::kReadAfterWrite});
+    }
+  }
+  for (const auto& [name, place] : writes) {
+    // The versions this write replaces: (name, place), or the name on every
+    // place for a shared storage.
+    std::vector<int> prev;
+    const bool shared = graph_.IsSharedStorage(name);
+    for (int p = 0; p < n_; ++p) {
+      if ((shared || p == place) && graph_.Latest(name, p) >= 0) {
+        prev.push_back(graph_.Latest(name, p));
+      }
+    }
+    for (int v : prev) {
+      for (int r : graph_.var(v).readers) {
+        hazards.push_back({r, ControlReason::kWriteAfterRead});
+      }
+      const int g = graph_.var(v).generator;
+      if (g >= 0) hazards.push_back({g, ControlReason::kWriteAfterWrite});
+    }
+    if (shared) {
+      auto it = shared_writer_.find(name);
+      if (it != shared_writer_.end()) {
+        hazards.push_back({it->second, ControlReason::kWriteAfterWrite});
+      }
+    }
+  }
+  // Newest first; a reader before a writer of the same op id.
+  std::stable_sort(hazards.begin(), hazards.end(),
+                   [](const Hazard& a, const Hazard& b) { return a.from > b.from; });
+  std::vector<bool> ancestors;
+  bool computed = false;
+  for (const Hazard& h : hazards) {
+    if (h.from == op) continue;
+    if (!computed) {
+      ancestors = graph_.Ancestors(op);
+      computed = true;
+    }
+    if (ancestors[h.from]) continue;
+    graph_.AddControlEdge(h.from, op, h.reason);
+    const std::vector<bool> more = graph_.Ancestors(h.from);
+    for (size_t i = 0; i < more.size(); ++i) {
+      if (more[i]) ancestors[i] = true;
+    }
+    ancestors[h.from] = true;
+  }
+  for (const auto& [name, place] : writes) {
+    graph_.WriteVar(op, name, place);
+    if (graph_.IsSharedStorage(name)) shared_writer_[name] = op;
+  }
+}
+
+Status Builder::CheckGradReads(int index, int place) {
+  // Reduce mode merges a gradient on its owner only: elsewhere it holds the
+  // place's own partial sum, which an optimizer must not read.
+  if (!reduce_mode_) return Status::Ok();
+  const OpDesc& op = block_.op(index);
+  for (const std::string& name : op.InputArgumentNames()) {
+    auto g = grad_index_.find(name);
+    if (g == grad_index_.end()) continue;
+    const int owner = graph_.grads[g->second].owner;
+    if (owner != place && (OpRole(op) & kOpRoleOptimize) != 0) {
+      return Unimplemented(
+          op.Label() + " runs on " + graph_.places()[place].ToString() +
+          " but reads gradient '" + name + "', which Reduce mode merges on " +
+          graph_.places()[owner].ToString() +
+          " only (ops over several parameters' gradients, such as clipping "
+          "by global norm, need AllReduce mode)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Builder::AddComputation(int index, int place, bool owner_only) {
+  PAREX_RETURN_IF_ERROR(CheckGradReads(index, place));
+  const OpDesc& desc = block_.op(index);
+  for (const std::string& name : desc.InputArgumentNames()) {
+    auto it = local_place_.find(name);
+    if (it != local_place_.end() && it->second != place &&
+        grad_index_.count(GradVarName(name)) != 0) {
+      // A parameter its owner updated, read elsewhere: broadcast it now.
+      Broadcast(name);
+      continue;
+    }
+    if (it != local_place_.end() && it->second != place &&
+        !graph_.IsSharedStorage(name)) {
+      return Unimplemented(
+          desc.Label() + " runs on " + graph_.places()[place].ToString() +
+          " but reads '" + name + "', which Reduce mode computes on " +
+          graph_.places()[it->second].ToString() +
+          " only (ops over several parameters' gradients, such as clipping "
+          "by global norm, need AllReduce mode)");
+    }
+  }
+  for (const std::string& name : desc.OutputArgumentNames()) {
+    if (owner_only) {
+      local_place_[name] = place;
+    } else {
+      local_place_.erase(name);
+    }
+  }
+  const int op = graph_.AddOp(SsaOpKind::kComputation, desc.type(), place,
+                              {place});
+  graph_.mutable_op(op).program_op = index;
+  std::vector<std::pair<std::string, int>> reads, writes;
+  for (const std::string& name : desc.InputArgumentNames()) {
+    reads.emplace_back(name, place);
+  }
+  for (const std::string& name : desc.OutputArgumentNames()) {
+    writes.emplace_back(name, place);
+  }
+  Wire(op, reads, writes);
+  if (writes.empty()) graph_.AddDummyOutput(op);
+  return Status::Ok();
+}
+
+Status Builder::AddScaleLossGrad(int index) {
+  const OpDesc& desc = block_.op(index);
+  if (strategy_.gradient_scale == GradientScale::kCustomized) {
+    return Status::Ok();  // loss@GRAD is fed on every place
+  }
+  double value = 1.0;
+  if (desc.HasAttr("value")) {
+    StatusOr<float> v = desc.GetAttr<float>("value");
+    if (v.ok()) value = *v;
+  }
+  if (strategy_.gradient_scale == GradientScale::kCoeffNumDevice) value /= n_;
+  const std::string out = desc.OutputArgumentNames()[0];
+  for (int p = 0; p < n_; ++p) {
+    const int op = graph_.AddOp(SsaOpKind::kScaleLossGrad, "scale_loss_grad",
+                                p, {p});
+    graph_.mutable_op(op).program_op = index;
+    graph_.mutable_op(op).scale = value;
+    Wire(op, {{graph_.loss_name, p}}, {{out, p}});
+  }
+  return Status::Ok();
+}
+
+void Builder::AddCollective(SsaOpKind kind, std::vector<std::string> grads,
+                            int root) {
+  std::vector<int> all;
+  for (int p = 0; p < n_; ++p) all.push_back(p);
+  const int op = graph_.AddOp(kind, SsaOpKindName(kind), -1, all);
+  graph_.mutable_op(op).root = root;
+  std::vector<std::pair<std::string, int>> reads, writes;
+  for (const std::string& g : grads) {
+    for (int p = 0; p < n_; ++p) reads.emplace_back(g, p);
+    for (int p = 0; p < n_; ++p) {
+      if (kind != SsaOpKind::kReduce || p == root) writes.emplace_back(g, p);
+    }
+    graph_.grads[grad_index_.at(g)].collective = op;
+  }
+  Wire(op, reads, writes);
+  graph_.mutable_op(op).var_names = std::move(grads);
+}
+
+void Builder::FlushBucket() {
+  if (bucket_.empty()) return;
+  graph_.buckets.push_back(GradBucket{bucket_, bucket_bytes_, -1});
+  AddCollective(SsaOpKind::kFusedAllReduce, std::move(bucket_), -1);
+  graph_.buckets.back().op = static_cast<int>(graph_.ops().size()) - 1;
+  bucket_.clear();
+  bucket_bytes_ = 0;
+}
+
+Status Builder::MergeGradient(const std::string& param,
+                              const std::string& grad, int producer) {
+  if (grad_index_.count(grad) != 0) {
+    return InvalidArgument(block_.op(producer).Label() +
+                           ": op_role_var names gradient '" + grad +
+                           "' a second time (it was merged already)");
+  }
+  const VarDesc* p = block_.FindVar(param);
+  const VarDesc* g = block_.FindVar(grad);
+  GradInfo info;
+  info.param = param;
+  info.grad = grad;
+  info.program_op = producer;
+  const Dims dims = p->dims();
+  if (p->dtype() == DType::kUndefined ||
+      std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+    return InvalidArgument("parameter '" + param +
+                           "' needs a known dtype and static dims to be "
+                           "merged across places");
+  }
+  info.numel = Numel(dims);
+  info.bytes = info.numel * static_cast<int64_t>(SizeOf(p->dtype()));
+  const OpDesc& op = block_.op(producer);
+  info.sparse = g->type() == proto::VarType::SELECTED_ROWS;
+  if ((op.type() == "lookup_table_grad" || op.type() == "lookup_table_v2_grad") &&
+      op.HasAttr("is_sparse")) {
+    StatusOr<bool> sparse = op.GetAttr<bool>("is_sparse");
+    info.sparse = info.sparse || (sparse.ok() && *sparse);
+  }
+  if (reduce_mode_) {
+    const int owner = static_cast<int>(
+        std::min_element(owned_numel_.begin(), owned_numel_.end()) -
+        owned_numel_.begin());
+    owned_numel_[owner] += info.numel;
+    info.owner = owner;
+    owner_[param] = owner;
+    owner_[grad] = owner;
+  }
+  grad_index_[grad] = static_cast<int>(graph_.grads.size());
+  graph_.grads.push_back(info);
+  if (reduce_mode_) {
+    AddCollective(SsaOpKind::kReduce, {grad}, info.owner);
+  } else if (info.sparse) {
+    AddCollective(SsaOpKind::kAllGather, {grad}, -1);
+  } else if (strategy_.fuse_all_reduce_ops) {
+    if (!bucket_.empty() &&
+        bucket_bytes_ + info.bytes > strategy_.fuse_bucket_bytes) {
+      FlushBucket();
+    }
+    bucket_.push_back(grad);
+    bucket_bytes_ += info.bytes;
+  } else {
+    AddCollective(SsaOpKind::kAllReduce, {grad}, -1);
+  }
+  return Status::Ok();
+}
+
+Status Builder::AddProgramOp(int index) {
+  const OpDesc& desc = block_.op(index);
+  if (desc.type() == "feed") return Status::Ok();  // its output is an input
+  if (desc.type() == "fetch") {
+    program_fetches_.push_back(desc.FirstInput("X"));
+    return Status::Ok();
+  }
+  const int role = OpRole(desc);
+  // An op touching a gradient of the open bucket, or the end of the
+  // backward pass, issues the bucket first.
+  if (!bucket_.empty()) {
+    bool touches = (role & (kOpRoleOptimize | kOpRoleLRSched)) != 0;
+    for (const auto& names :
+         {desc.InputArgumentNames(), desc.OutputArgumentNames()}) {
+      for (const std::string& name : names) {
+        touches = touches || std::find(bucket_.begin(), bucket_.end(),
+                                       name) != bucket_.end();
+      }
+    }
+    if (touches) FlushBucket();
+  }
+  if (IsLossGradOp(desc)) {
+    PAREX_RETURN_IF_ERROR(AddScaleLossGrad(index));
+  } else {
+    const std::vector<std::string> role_var = OpRoleVar(desc);
+    if (reduce_mode_ && (role & kOpRoleOptimize) != 0 && !role_var.empty()) {
+      auto it = owner_.find(role_var[0]);
+      if (it == owner_.end()) {
+        return InvalidArgument(
+            desc.Label() + " optimizes '" + role_var[0] +
+            "', whose gradient no Backward op produced (Reduce mode places "
+            "the op on the gradient's owner)");
+      }
+      PAREX_RETURN_IF_ERROR(AddComputation(index, it->second, true));
+    } else {
+      for (int p = 0; p < n_; ++p) {
+        PAREX_RETURN_IF_ERROR(AddComputation(index, p));
+      }
+    }
+    if ((role & kOpRoleBackward) != 0) {
+      for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+        PAREX_RETURN_IF_ERROR(
+            MergeGradient(role_var[k], role_var[k + 1], index));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void Builder::Broadcast(const std::string& param) {
+  const int owner = local_place_.at(param);
+  local_place_.erase(param);
+  if (graph_.shared_parameters) return;  // one buffer: nothing to send
+  std::vector<int> all;
+  for (int p = 0; p < n_; ++p) all.push_back(p);
+  const int op = graph_.AddOp(SsaOpKind::kBroadcast, "broadcast", -1, all);
+  graph_.mutable_op(op).root = owner;
+  graph_.mutable_op(op).var_names = {param};
+  std::vector<std::pair<std::string, int>> writes;
+  for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
+  Wire(op, {{param, owner}}, writes);
+}
+
+void Builder::AddBroadcasts() {
+  if (!reduce_mode_) return;
+  for (const GradInfo& g : graph_.grads) {
+    if (local_place_.count(g.param) != 0) Broadcast(g.param);
+  }
+}
+
+Status Builder::AddFetches(const std::vector<std::string>& fetch_names) {
+  std::vector<std::string> names = program_fetches_;
+  for (const std::string& f : fetch_names) {
+    if (std::find(names.begin(), names.end(), f) == names.end()) {
+      names.push_back(f);
+    }
+  }
+  std::vector<int> all;
+  for (int p = 0; p < n_; ++p) all.push_back(p);
+  for (const std::string& name : names) {
+    if (block_.FindVar(name) == nullptr) {
+      return NotFound("fetch target '" + name +
+                      "' is not a variable of block 0");
+    }
+    const int op = graph_.AddOp(SsaOpKind::kFetch, "fetch", -1, all);
+    graph_.mutable_op(op).var_names = {name};
+    std::vector<std::pair<std::string, int>> reads;
+    for (int p = 0; p < n_; ++p) reads.emplace_back(name, p);
+    Wire(op, reads, {});
+    graph_.AddDummyOutput(op);
+  }
+  return Status::Ok();
+}
+
+void Builder::AddSequentialOrder() {
+  if (!strategy_.enable_sequential_execution) return;
+  std::vector<int> last(n_, -1);
+  for (const SsaOp& op : graph_.ops()) {
+    if (op.kind != SsaOpKind::kComputation &&
+        op.kind != SsaOpKind::kScaleLossGrad) {
+      continue;
+    }
+    if (last[op.place] >= 0) {
+      graph_.AddControlEdge(last[op.place], op.id, ControlReason::kSequential);
+    }
+    last[op.place] = op.id;
+  }
+}
+
+Status Builder::Build(const std::vector<std::string>& fetch_names) {
+  PAREX_RETURN_IF_ERROR(CheckProgram());
+  for (int i = 0; i < block_.num_ops(); ++i) {
+    PAREX_RETURN_IF_ERROR(AddProgramOp(i));
+  }
+  FlushBucket();
+  AddBroadcasts();
+  PAREX_RETURN_IF_ERROR(AddFetches(fetch_names));
+  AddSequentialOrder();
+  PAREX_RETURN_IF_ERROR(ValidateSsaGraph(graph_));
+  if (strategy_.memory_optimize) {
+    PAREX_RETURN_IF_ERROR(
+        PlanMemory(&graph_, strategy_.memory_plan_batch_per_place));
+  }
+  if (!strategy_.debug_graphviz_path.empty()) {
+    PAREX_RETURN_IF_ERROR(
+        WriteSsaGraphDot(graph_, strategy_.debug_graphviz_path));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<SsaGraph> BuildMultiDeviceGraph(
+    const Program& program, const std::vector<Place>& places,
+    const std::string& loss_name, const BuildStrategy& strategy,
+    const std::vector<std::string>& fetch_names) {
+  Builder builder(program, places, loss_name, strategy);
+  PAREX_RETURN_IF_ERROR(builder.Build(fetch_names));
+  return builder.Take();
+}
+
+std::vector<int64_t> OwnedElements(const SsaGraph& graph) {
+  std::vector<int64_t> owned(graph.num_places(), 0);
+  for (const GradInfo& g : graph.grads) {
+    if (g.owner >= 0) owned[g.owner] += g.numel;
+  }
+  return owned;
+}
+
+}  // namespace parex

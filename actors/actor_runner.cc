@@ -95,9 +95,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   RunnerState& rt = *impl->state;
   rt.graph = std::move(graph);
   rt.trace = options.trace;
-  rt.stream_sync = options.stream_wait == StreamWaitStrategy::kEvent
-                       ? StreamSync::kEvent
-                       : StreamSync::kWait;
+  rt.stream_wait = options.stream_wait;
   rt.skip_wait_producer = options.skip_wait_producer;
   rt.skip_wait_consumer = options.skip_wait_consumer;
   const TaskGraph& g = *rt.graph;
@@ -195,9 +193,7 @@ int ActorRunner::num_stream_actors() const {
 RunnerState* ActorRunner::state() const { return impl_->state.get(); }
 
 void ActorRunner::set_stream_wait(StreamWaitStrategy strategy) {
-  impl_->state->stream_sync = strategy == StreamWaitStrategy::kEvent
-                                  ? StreamSync::kEvent
-                                  : StreamSync::kWait;
+  impl_->state->stream_wait = strategy;
 }
 
 void ActorRunner::Abort(const Status& reason) {

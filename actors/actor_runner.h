@@ -32,11 +32,6 @@ namespace parex {
 
 struct RunnerState;
 
-// How a consumer on one stream of an asynchronous place waits for a producer
-// on another (stream_actor.h): the producer's event, or a full Wait of its
-// stream. Chosen per executor, at run time.
-enum class StreamWaitStrategy : int { kEvent = 0, kWait = 1 };
-
 struct ActorRunnerOptions {
   // Used when `system` is null: the runner makes a system of its own.
   int num_threads = 0;

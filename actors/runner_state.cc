@@ -4,20 +4,6 @@
 
 namespace parex {
 
-const char* StreamSyncName(StreamSync sync) {
-  return sync == StreamSync::kEvent ? "event" : "wait";
-}
-
-const char* ActorKindName(ActorKind kind) {
-  switch (kind) {
-    case ActorKind::kOp: return "op actors";
-    case ActorKind::kCollective: return "collective actor";
-    case ActorKind::kStream: return "stream actors";
-    case ActorKind::kCoordinator: return "coordinator";
-  }
-  return "?";
-}
-
 void RunnerState::SendRun(caf::local_actor* self, int from, int to,
                           int64_t epoch_id) {
   const uint64_t flow =
@@ -107,7 +93,7 @@ void RunnerState::EndSpan(TraceSpan* span) {
 void RunnerState::IssueOnStream(caf::local_actor* self, int id,
                                 int64_t epoch_id) {
   const TaskNode& node = graph->nodes[id];
-  if (stream_sync == StreamSync::kWait) {
+  if (stream_wait == StreamWaitStrategy::kWait) {
     // A full Wait waits for everything issued on the producer's stream so
     // far, not only for the producer.
     const std::vector<int>& inputs = cross_stream_inputs[id];

@@ -35,16 +35,6 @@
 
 namespace parex {
 
-// How a consumer on one stream waits for a producer on another (seed 000,
-// "Synchronize GPU kernels"): by the producer's event, or by a full Wait of
-// the producer's stream (everything issued on it before the consumer).
-enum class StreamSync : int { kEvent = 0, kWait = 1 };
-const char* StreamSyncName(StreamSync sync);
-
-// The kinds of actors, as trace tracks name them.
-enum class ActorKind : int { kOp = 0, kCollective = 1, kStream = 2, kCoordinator = 3 };
-const char* ActorKindName(ActorKind kind);
-
 struct RunnerState {
   // ---- the plan ----
   std::shared_ptr<const TaskGraph> graph;
@@ -67,7 +57,7 @@ struct RunnerState {
   MessagePool pool;
 
   // ---- asynchronous streams (set before the actors run) ----
-  StreamSync stream_sync = StreamSync::kEvent;
+  StreamWaitStrategy stream_wait = StreamWaitStrategy::kEvent;
   // A test hook: the stream of `consumer` does not wait for `producer`
   // (removing one cross-stream wait must be detected, never pass silently).
   int skip_wait_producer = -1;

@@ -28,7 +28,7 @@ void StreamActor::WaitForInput(int node, size_t k, int64_t epoch_id) {
   RunnerState& rt = *state_;
   const int producer = rt.cross_stream_inputs[node][k];
   std::unique_lock<std::mutex> lock(rt.event_mu);
-  if (rt.stream_sync == StreamSync::kEvent) {
+  if (rt.stream_wait == StreamWaitStrategy::kEvent) {
     rt.event_cv.wait(lock, [&] {
       return rt.completed[producer].load(std::memory_order_acquire) >= epoch_id ||
              rt.failed.load(std::memory_order_acquire);

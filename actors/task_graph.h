@@ -39,6 +39,12 @@ struct TaskNode {
   int stream_actor = -1;
 };
 
+// How a consumer on one stream of an asynchronous place waits for a producer
+// on another (seed 000, "Synchronize GPU kernels"; stream_actor.h): the
+// producer's event, or a full Wait of its stream (everything issued on it
+// before the consumer). Chosen per executor, at run time.
+enum class StreamWaitStrategy : int { kEvent = 0, kWait = 1 };
+
 // A communicator whose collectives some nodes are (TaskNode::communicator).
 struct CommunicatorSlot {
   std::string name;       // "in_process", "gloo": logs and traces

@@ -26,14 +26,6 @@ struct Receipt {
 
 }  // namespace
 
-const char* ActorKindOf(const TaskGraph& graph, int node) {
-  if (node < 0 || node >= graph.size()) return "coordinator";
-  const TaskNode& n = graph.nodes[node];
-  if (n.stream_actor >= 0) return "stream actor";
-  if (n.communicator >= 0) return "collective actor";
-  return "op actor";
-}
-
 const char* MessageTypeOf(const TraceMessage& m) {
   if (m.receiver < 0) return "StepDone";
   if (m.receiver == m.sender) return "StreamWork";

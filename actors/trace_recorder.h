@@ -56,9 +56,6 @@ struct TraceMessage {
   uint32_t receive_thread = 0;
 };
 
-// The kind of actor that runs node `node` of `graph` (-1: the coordinator):
-// "coordinator", "op actor", "collective actor" or "stream actor".
-const char* ActorKindOf(const TaskGraph& graph, int node);
 // The message type a trace record stands for: "RunNode", "StreamWork" or
 // "StepDone".
 const char* MessageTypeOf(const TraceMessage& m);

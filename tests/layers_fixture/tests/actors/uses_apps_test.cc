@@ -1,2 +1,0 @@
-// check_layers must reject this: a test of actors/ including apps/.
-#include "apps/models.h"

@@ -1,3 +1,2 @@
-// Not a test: check_layers must reject this file (a tests/actors/ source
-// including apps/); tests/CMakeLists.txt runs it on this fixture.
+// Not a test: a tests/actors/ file including apps/, which check_layers must reject.
 #include "apps/models.h"

@@ -133,6 +133,25 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
         system.spawn<StreamActor, caf::detached>(&rt, static_cast<int>(s)));
   }
   for (size_t c = 0; c < g.communicators.size(); ++c) {
+    auto order = std::make_unique<CollectiveOrder>();
+    order->position.assign(g.size(), -1);
+    for (int id = 0; id < g.size(); ++id) {
+      if (g.nodes[id].communicator != static_cast<int>(c)) continue;
+      order->position[id] = static_cast<int>(order->order.size());
+      order->order.push_back(id);
+    }
+    const size_t n = order->order.size();
+    order->ready = std::make_unique<std::atomic<uint8_t>[]>(n);
+    order->flow = std::make_unique<std::atomic<uint64_t>[]>(n);
+    order->epoch = std::make_unique<std::atomic<int64_t>[]>(n);
+    for (size_t p = 0; p < n; ++p) {
+      order->ready[p].store(0);
+      order->flow[p].store(0);
+      order->epoch[p].store(0);
+    }
+    rt.collective_order.push_back(std::move(order));
+  }
+  for (size_t c = 0; c < g.communicators.size(); ++c) {
     const int id = static_cast<int>(c);
     rt.collective_actors.push_back(
         g.communicators[c].blocking
@@ -142,6 +161,15 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   for (size_t c = 0; c < rt.chains.size(); ++c) {
     rt.op_actors.push_back(
         system.spawn<OpActor>(&rt, static_cast<int>(c)));
+  }
+  rt.feeds_local_collective.assign(g.size(), 0);
+  for (int i = 0; i < g.size(); ++i) {
+    for (int succ : g.nodes[i].successors) {
+      const int comm = g.nodes[succ].communicator;
+      if (comm >= 0 && !g.communicators[comm].blocking) {
+        rt.feeds_local_collective[i] = 1;
+      }
+    }
   }
   rt.receiver.resize(g.size());
   for (int i = 0; i < g.size(); ++i) {

@@ -70,7 +70,7 @@ void CoordinatorActor::Start(int64_t user_step) {
     EndStep(true);
     return;
   }
-  for (int r : rt.roots) rt.SendRun(this, -1, r, epoch_);
+  for (int r : rt.roots) rt.SendRun(this, -1, r, epoch_, true);
 }
 
 void CoordinatorActor::Abort(const AbortStep& m) {

@@ -55,10 +55,12 @@ void OpActor::RunChain(int first, int64_t epoch_id, uint64_t flow) {
                  k == static_cast<size_t>(first) ? flow : 0, &span);
       ++synchronous;
     }
-    const bool yield = rt.Signal(this, id, epoch_id, next) && next >= 0;
+    const bool yield =
+        rt.Signal(this, id, epoch_id, next, next < 0) && next >= 0;
     if (yield) {
-      // The rest of the chain goes behind the collective in the shared
-      // queue (host null): whichever worker is free runs it next.
+      // A blocking collective was sent its RunNode: the rest of the chain
+      // goes to the shared queue (host null), whichever worker is free runs
+      // it next.
       const uint64_t f =
           rt.tracing() ? rt.trace->RecordSend(
                              rt.user_step.load(std::memory_order_relaxed), id,

@@ -11,11 +11,14 @@
 // (task_graph.h) made sure it is ready the moment the one before it ends.
 // Every node still gets its own span in the trace.
 //
-// A chain yields to collectives: when a node of it makes a collective ready,
-// the actor sends itself the rest of the chain (a RunNode for the next node)
-// through the shared queue, behind the collective, and returns, so the
-// collective (on the critical path of the step: the optimizer ops wait for
-// it) runs on the next free worker instead of after the whole chain.
+// Collectives: a node that makes a collective of an in-process (non-blocking)
+// communicator ready issues it in its turn at once, on this worker
+// (RunnerState::CollectiveReady), as the chain would run its next node, so a
+// collective (on the critical path: the optimizer ops wait for it) never
+// waits in a queue. A node that makes a blocking communicator's collective
+// ready yields: the actor sends itself the rest of the chain (a RunNode for
+// the next node) through the shared queue, behind the collective's RunNode
+// to its detached actor, and returns.
 //
 // AbortStep: the step's remaining nodes are skipped (the runner's `failed`
 // flag, which the coordinator sets before telling the actors, is what the

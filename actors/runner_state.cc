@@ -5,34 +5,52 @@
 namespace parex {
 
 void RunnerState::SendRun(caf::local_actor* self, int from, int to,
-                          int64_t epoch_id) {
+                          int64_t epoch_id, bool here) {
   const uint64_t flow =
       tracing() ? trace->RecordSend(user_step.load(std::memory_order_relaxed),
                                     from, to)
                 : 0;
-  // A collective goes to the shared queue, where an idle worker takes it at
-  // once, rather than to the sender's next-job box (resume-here), where it
-  // would wait for the sender's chain to end: the collective actor issues
-  // its communicator's collectives one by one, so a late one delays all
-  // that follow.
-  caf::local_actor* host =
-      graph->nodes[to].communicator >= 0 ? nullptr : self;
+  const int comm = graph->nodes[to].communicator;
+  if (comm >= 0 && !graph->communicators[comm].blocking) {
+    CollectiveReady(self, to, epoch_id, flow);
+    return;
+  }
+  // Host `self`: the receiver goes to this worker's next-job box, to run
+  // here once the sender returns (resume-here); host null: to the shared
+  // queue, where an idle worker takes it at once. A blocking communicator's
+  // collective always goes the shared way, to its detached actor.
+  caf::local_actor* host = here && comm < 0 ? self : nullptr;
   pool.Send(host, receiver[to],
             RunNode{epoch_id, static_cast<int32_t>(to),
                     static_cast<int32_t>(from), flow});
 }
 
 bool RunnerState::Signal(caf::local_actor* self, int id, int64_t epoch_id,
-                         int skip) {
-  bool collective = false;
+                         int skip, bool here) {
+  // Collectives issued here run after the other successors are on their
+  // way (another worker may start those meanwhile); the first successor may
+  // wait in this worker's box only if nothing runs here before it.
+  constexpr int kMaxDeferred = 8;
+  int deferred[kMaxDeferred];
+  int num_deferred = 0;
+  here = here && !feeds_local_collective[id];
+  bool blocking = false;
   for (int succ : graph->nodes[id].successors) {
     if (succ == skip) continue;
-    if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      SendRun(self, id, succ, epoch_id);
-      collective = collective || graph->nodes[succ].communicator >= 0;
+    if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    const int comm = graph->nodes[succ].communicator;
+    if (comm >= 0 && !graph->communicators[comm].blocking &&
+        num_deferred < kMaxDeferred) {
+      deferred[num_deferred++] = succ;
+      continue;
     }
+    SendRun(self, id, succ, epoch_id, here);
+    blocking = blocking || comm >= 0;
   }
-  return collective;
+  for (int k = 0; k < num_deferred; ++k) {
+    SendRun(self, id, deferred[k], epoch_id, false);
+  }
+  return blocking;
 }
 
 void RunnerState::Finish(caf::local_actor* self, int n, int64_t epoch_id,
@@ -88,6 +106,48 @@ void RunnerState::EndSpan(TraceSpan* span) {
   if (span->node < 0 || !tracing()) return;
   span->end_ns = trace->Now();
   trace->RecordSpan(*span);
+}
+
+void RunnerState::CollectiveReady(caf::local_actor* self, int id,
+                                  int64_t epoch_id, uint64_t flow) {
+  CollectiveOrder& o = *collective_order[graph->nodes[id].communicator];
+  const int pos = o.position[id];
+  o.flow[pos].store(flow, std::memory_order_relaxed);
+  o.epoch[pos].store(epoch_id, std::memory_order_relaxed);
+  o.ready[pos].store(1, std::memory_order_release);
+  if (o.asks.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+  // This actor drains: every ask is answered by a pass over the flags made
+  // after it (the asks' read-modify-writes order the flags before it).
+  int answered = 1;
+  for (;;) {
+    while (o.ready[o.next].load(std::memory_order_acquire) != 0) {
+      const size_t p = o.next;
+      o.ready[p].store(0, std::memory_order_relaxed);
+      const uint64_t f = o.flow[p].load(std::memory_order_relaxed);
+      const int64_t e = o.epoch[p].load(std::memory_order_relaxed);
+      o.next = p + 1 == o.order.size() ? 0 : p + 1;  // last: next round
+      IssueCollective(self, o.order[p], e, f);
+    }
+    const int left =
+        o.asks.fetch_sub(answered, std::memory_order_acq_rel) - answered;
+    if (left == 0) return;
+    answered = left;
+  }
+}
+
+void RunnerState::IssueCollective(caf::local_actor* self, int id,
+                                  int64_t epoch_id, uint64_t flow) {
+  if (graph->nodes[id].stream_actor >= 0) {
+    if (tracing() && flow != 0) trace->RecordReceive(flow, id, trace->Now());
+    IssueOnStream(self, id, epoch_id);
+    Signal(self, id, epoch_id, -1, false);
+    return;
+  }
+  TraceSpan span;
+  RunTask(self, id, epoch_id, flow, &span);
+  Signal(self, id, epoch_id, -1, false);
+  EndSpan(&span);
+  Finish(self, 1, epoch_id, id);
 }
 
 void RunnerState::IssueOnStream(caf::local_actor* self, int id,

@@ -35,6 +35,25 @@
 
 namespace parex {
 
+// The fixed issue order of one communicator's collectives (its collective
+// actor's state, collective_actor.h): its nodes in node-id order, a ready
+// flag per position, and whose turn it is. Draining is lock-free and has one
+// drainer at a time: whoever marks a collective ready asks for a drain;
+// the first asker drains (issues every collective whose turn has come, in
+// order) until no asks are left, so a flag set while it drains is never
+// lost.
+struct CollectiveOrder {
+  std::vector<int> order;     // the communicator's nodes, in issue order
+  std::vector<int> position;  // node -> index in order, -1 if not ours
+  std::unique_ptr<std::atomic<uint8_t>[]> ready;  // per position
+  // Per position: the RunNode that made it ready (its flow, its epoch: a
+  // drain may outlast the step and issue the next step's).
+  std::unique_ptr<std::atomic<uint64_t>[]> flow;
+  std::unique_ptr<std::atomic<int64_t>[]> epoch;
+  size_t next = 0;            // the drainer's: the position whose turn it is
+  std::atomic<int> asks{0};
+};
+
 struct RunnerState {
   // ---- the plan ----
   std::shared_ptr<const TaskGraph> graph;
@@ -43,6 +62,9 @@ struct RunnerState {
   std::vector<int> chain_of;  // node -> its chain, -1 for collectives
   std::vector<int> chain_pos;  // node -> its index in its chain
   std::vector<int> roots;     // nodes without predecessors the coordinator starts
+  // Per node: one of its successors is a collective of a non-blocking
+  // communicator (issued by whoever makes it ready, CollectiveReady).
+  std::vector<char> feeds_local_collective;
   // Per node: its predecessors on another stream (or synchronous), which an
   // asynchronous node's stream waits for (stream_actor.h).
   std::vector<std::vector<int>> cross_stream_inputs;
@@ -53,6 +75,12 @@ struct RunnerState {
   std::vector<caf::actor> collective_actors;  // per communicator
   std::vector<caf::actor> stream_actors;      // per TaskGraph::streams slot
   caf::actor coordinator;
+  // Per communicator: its issue order (collective_actor.h). The collectives
+  // of a communicator whose calls do not block are issued by whichever
+  // actor makes one ready (the local shortcut of the RunNode to the
+  // collective actor, as pending counts are of InputReady); those of a
+  // blocking communicator only by its detached collective actor.
+  std::vector<std::unique_ptr<CollectiveOrder>> collective_order;
   TraceRecorder* trace = nullptr;
   MessagePool pool;
 
@@ -93,11 +121,19 @@ struct RunnerState {
 
   // Sends node `to` its RunNode (`from` -1: the coordinator). From an actor,
   // the message carries the worker it runs on (scheduler_policy.h).
-  void SendRun(caf::local_actor* self, int from, int to, int64_t epoch_id);
+  // `here`: the sender returns next, so the receiver may wait in its
+  // worker's next-job box (resume-here); otherwise it goes to the shared
+  // queue at once.
+  void SendRun(caf::local_actor* self, int from, int to, int64_t epoch_id,
+               bool here);
   // Node `id` finished (or was skipped): each successor other than `skip`
-  // counts one input ready; those brought to zero are sent their RunNode.
-  // Returns whether one of them was a collective.
-  bool Signal(caf::local_actor* self, int id, int64_t epoch_id, int skip);
+  // counts one input ready; those brought to zero are sent their RunNode
+  // (a collective of a non-blocking communicator is issued here, in its
+  // turn: CollectiveReady). Returns whether one of them was sent to a
+  // blocking communicator's collective actor.
+  // `here`: as for SendRun (the sender's chain ends with `id`).
+  bool Signal(caf::local_actor* self, int id, int64_t epoch_id, int skip,
+              bool here);
   // `n` nodes finished; the last node of the step tells the coordinator.
   void Finish(caf::local_actor* self, int n, int64_t epoch_id, int last_node);
   // The step failed at `node`: later tasks are skipped, the coordinator is
@@ -111,6 +147,16 @@ struct RunnerState {
   // Records `span` (filled by RunTask), ending now: after the node's
   // messages, so flow arrows start inside it.
   void EndSpan(TraceSpan* span);
+  // Collective `id` (of epoch `epoch_id`; `flow` its RunNode) is ready:
+  // marks it in its communicator's order and issues every collective whose
+  // turn has come, unless another actor is doing so (it then issues these
+  // too). `self` runs the calls.
+  void CollectiveReady(caf::local_actor* self, int id, int64_t epoch_id,
+                       uint64_t flow);
+  // Issues collective `id`: runs it (or puts it on its stream) and tells its
+  // consumers.
+  void IssueCollective(caf::local_actor* self, int id, int64_t epoch_id,
+                       uint64_t flow);
   // Issues node `id` of an asynchronous place on its stream actor.
   void IssueOnStream(caf::local_actor* self, int id, int64_t epoch_id);
   // Marks node `id`'s event complete for `epoch_id` and wakes the waiters.

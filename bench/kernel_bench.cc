@@ -1,11 +1,14 @@
-// kernel_bench: parex's mul, matmul and conv2d CPU kernels, run as the
-// executor runs them (parex::RunOp of a one-op Program on a Scope, fp32),
-// against peers measured in the same run:
+// kernel_bench: parex's mul, matmul, conv2d and conv2d_grad CPU kernels,
+// run as the executor runs them (a PreparedOp of a one-op Program on a
+// Scope, fp32: shapes inferred once, oneDNN primitives cached), against
+// peers measured in the same run:
 //   - cblas_sgemm (OpenBLAS) on the same GEMM shape; for conv2d the
 //     im2col GEMM shapes (N products [M, C*K*K] x [C*K*K, OH*OW], without
 //     the im2col itself);
 //   - oneDNN's direct convolution on the same NCHW / OIHW tensors, when
-//     built with PAREX_BENCH_WITH_DNNL.
+//     built with PAREX_BENCH_WITH_DNNL;
+//   - parex's own im2col path (conv2d and conv2d_grad with oneDNN switched
+//     off, kernels/cpu/dnnl_conv.h), which fp64 and the tests use.
 // Every side runs on one thread: parex's kernels are single-threaded by
 // design (parallelism is the executor's), so OpenBLAS is pinned to one
 // thread and, unless the caller chose OMP_NUM_THREADS, the program re-runs
@@ -23,12 +26,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "graph/ir/program.h"
+#include "kernels/cpu/dnnl_conv.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "kernels/scope.h"
@@ -62,10 +67,14 @@ struct ConvShape {
   double flops() const { return 2.0 * n * m * oh() * ow() * c * k * k; }
 };
 
-// LeNet-5's convolutions on MNIST, batch 64.
+// LeNet-5's convolutions on MNIST (the Fashion CNN's), batch 64, and two of
+// a ResNet-50 stage's (3x3 and 1x1 at 56x56, batch 8): channel counts that
+// are and are not multiples of oneDNN's 16-channel blocks.
 const ConvShape kConvShapes[] = {
     {"lenet_conv1", 64, 1, 28, 28, 20, 5},
     {"lenet_conv2", 64, 20, 12, 12, 50, 5},
+    {"resnet_3x3", 8, 64, 58, 58, 64, 3},
+    {"resnet_1x1", 8, 256, 56, 56, 64, 1},
 };
 
 std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
@@ -81,8 +90,9 @@ void SetGflops(benchmark::State& state, double flops) {
       flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// One op of a Program with random fp32 inputs in a Scope, run by RunOp as
-// the executor does (bind, infer shapes, allocate outputs, run the kernel).
+// One op of a Program with random fp32 inputs in a Scope, prepared once and
+// run as the executor runs it (PreparedOp: bound once, shapes inferred and
+// outputs allocated when input shapes change, then the kernel).
 class OpFixture {
  public:
   explicit OpFixture(const std::string& type)
@@ -101,9 +111,17 @@ class OpFixture {
     op_->SetOutput(slot, {slot + "_0"});
     return *this;
   }
-  parex::Status Run() { return parex::RunOp(*op_, &scope_, &device_); }
+  parex::Status Run() {
+    if (prepared_ == nullptr) {
+      auto prepared = parex::PreparedOp::Prepare(*op_, &scope_, &device_);
+      if (!prepared.ok()) return prepared.status();
+      prepared_ = std::move(*prepared);
+    }
+    return prepared_->Run();
+  }
 
  private:
+  std::unique_ptr<parex::PreparedOp> prepared_;
   parex::Program program_;
   parex::OpDesc* op_;
   parex::Scope scope_;
@@ -145,13 +163,24 @@ void BM_CblasSgemm(benchmark::State& state, GemmShape s) {
   SetGflops(state, 2.0 * s.m * s.k * s.n);
 }
 
-void BM_ParexConv2d(benchmark::State& state, ConvShape s) {
-  OpFixture op("conv2d");
-  op.Input("Input", {s.n, s.c, s.h, s.w})
-      .Input("Filter", {s.m, s.c, s.k, s.k})
-      .Output("Output");
+// parex's conv2d (`grad`: conv2d_grad, both gradients), through oneDNN or
+// (`dnnl` false) its im2col path.
+void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
+                    bool dnnl) {
+  parex::cpu::SetDnnlConvMode(dnnl ? parex::cpu::DnnlConvMode::kAlways
+                                    : parex::cpu::DnnlConvMode::kNever);
+  OpFixture op(grad ? "conv2d_grad" : "conv2d");
+  op.Input("Input", {s.n, s.c, s.h, s.w}).Input("Filter", {s.m, s.c, s.k, s.k});
+  if (grad) {
+    op.Input("Output@GRAD", {s.n, s.m, s.oh(), s.ow()})
+        .Output("Input@GRAD")
+        .Output("Filter@GRAD");
+  } else {
+    op.Output("Output");
+  }
   RunFixture(state, op);
-  SetGflops(state, s.flops());
+  parex::cpu::SetDnnlConvMode(parex::cpu::DnnlConvMode::kWhereFaster);
+  SetGflops(state, (grad ? 2 : 1) * s.flops());
 }
 
 // The GEMMs of an im2col convolution: per image [M, CKK] x [CKK, OH*OW].
@@ -253,7 +282,13 @@ void RegisterAll() {
     add(std::string("cblas_sgemm/") + s.name, BM_CblasSgemm, s);
   }
   for (const ConvShape& s : kConvShapes) {
-    add(std::string("parex_conv2d/") + s.name, BM_ParexConv2d, s);
+    add(std::string("parex_conv2d/") + s.name, BM_ParexConv2d, s, false, true);
+    add(std::string("parex_conv2d_im2col/") + s.name, BM_ParexConv2d, s, false,
+        false);
+    add(std::string("parex_conv2d_grad/") + s.name, BM_ParexConv2d, s, true,
+        true);
+    add(std::string("parex_conv2d_grad_im2col/") + s.name, BM_ParexConv2d, s,
+        true, false);
     add(std::string("cblas_im2col_gemm/") + s.name, BM_CblasIm2colGemm, s);
 #ifdef PAREX_BENCH_WITH_DNNL
     add(std::string("dnnl_conv2d/") + s.name, BM_DnnlConv2d, s);
@@ -285,10 +320,15 @@ void PrintTable(const RecordingReporter& r) {
                std::string("cblas_im2col_gemm/") + s.name);
     PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
                "oneDNN conv (nchw)", std::string("dnnl_conv2d/") + s.name);
+    PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
+               "parex im2col", std::string("parex_conv2d_im2col/") + s.name);
+    PrintRatio(r, label + " grad",
+               std::string("parex_conv2d_grad/") + s.name, "parex im2col grad",
+               std::string("parex_conv2d_grad_im2col/") + s.name);
   }
   std::printf(
       "ratio = parex time / peer time (lower is better for parex); "
-      "batch 64, fp32, one thread\n");
+      "fp32, one thread\n");
 }
 
 }  // namespace

@@ -8,6 +8,11 @@
 // The four runners take turns in rounds; medians over rounds are printed.
 //
 //   build/bench/training_bench [--steps N] [--batch B] [--quick]
+//   build/bench/training_bench --step-time --model NAME --places P
+//                              [--batch B] [--steps N]
+//       one configuration alone: the mean ms of N steps of NAME on P CPU
+//       places (one worker each, parex's default strategy) after 3 warm-up
+//       steps, printed as "step_ms X" (bench/pytorch_peer.py reads it).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -56,14 +61,67 @@ void Measure(std::vector<Runner>& runners, int steps, int rounds, bool* ok) {
   }
 }
 
+// --step-time: one executor's mean step time, for a peer measured by
+// another process (bench/pytorch_peer.py).
+int StepTime(const std::string& model, int places_count, int64_t batch,
+             int steps) {
+  StatusOr<ExampleKind> kind = ParseExampleKind(model);
+  if (!kind.ok() || places_count < 1 || batch < 1 || steps < 1) {
+    std::fprintf(stderr, "--step-time: bad --model, --places, --batch or --steps\n");
+    return 2;
+  }
+  StatusOr<ExampleProgram> ex = BuildExample(*kind);
+  if (!ex.ok()) {
+    std::fprintf(stderr, "%s\n", ex.status().ToString().c_str());
+    return 1;
+  }
+  const FeedMap feed = RandomExampleFeed(*ex, batch, 7);
+  Scope scope;
+  ReferenceExecutor startup;
+  if (!startup.Run(ex->startup, &scope, {}, {}).ok()) return 1;
+  std::vector<Place> places;
+  for (int p = 0; p < places_count; ++p) places.push_back(Place::CPU(p));
+  ExecutionStrategy exec;
+  exec.num_threads = places_count;
+  auto pe = ParallelExecutor::Create(places, ex->main, ex->loss, &scope,
+                                     BuildStrategy(), exec);
+  if (!pe.ok()) {
+    std::fprintf(stderr, "%s\n", pe.status().ToString().c_str());
+    return 1;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!(*pe)->Run(feed, {ex->loss}).ok()) return 1;
+  }
+  const auto start = Clock::now();
+  for (int i = 0; i < steps; ++i) {
+    auto s = (*pe)->Run(feed, {ex->loss});
+    if (!s.ok()) {
+      std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
+      return 1;
+    }
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count() /
+      steps;
+  std::printf("step_ms %.4f\n", ms);
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   int steps = 10, rounds = 9;
+  bool step_time = false;
+  std::string model;
+  int places_count = 1;
   int64_t batch = 64;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) steps = 2, rounds = 1;
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
+    if (!std::strcmp(argv[i], "--step-time")) step_time = true;
+    if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
+    if (!std::strcmp(argv[i], "--places") && i + 1 < argc) places_count = std::atoi(argv[++i]);
   }
+  if (step_time) return StepTime(model, places_count, batch, steps);
   std::printf(
       "| model | reference samples/s | 1 place | overhead | 2 places "
       "(AllReduce) | 2 vs 1 | 2 places (Reduce) | 2 vs 1 |\n");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +18,14 @@
 #include "kernels/tensor.h"
 
 namespace parex {
+
+// What a kernel keeps across runs of one op (a prepared library primitive,
+// cached per shape): owned by the op's KernelContext, which a PreparedOp
+// keeps for the executor's lifetime (a one-off RunOp starts without one).
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
 
 class KernelContext {
  public:
@@ -62,6 +71,19 @@ class KernelContext {
     return CheckInputDTypes(slots, DTypeOf<T>());
   }
 
+  // This op's state of kernel type S, made on first use (or when another
+  // kernel's state is there, e.g. after a dtype change).
+  template <typename S>
+  S* State() {
+    S* state = dynamic_cast<S*>(state_.get());
+    if (state == nullptr) {
+      auto made = std::make_unique<S>();
+      state = made.get();
+      state_ = std::move(made);
+    }
+    return state;
+  }
+
   // An InvalidArgument error prefixed with the op's label.
   Status Error(const std::string& message) const {
     return InvalidArgument(op_.Label() + ": " + message);
@@ -76,6 +98,7 @@ class KernelContext {
   DeviceContext* device_context_;
   std::vector<Binding> inputs_;
   std::vector<Binding> outputs_;
+  std::unique_ptr<KernelState> state_;
 };
 
 }  // namespace parex

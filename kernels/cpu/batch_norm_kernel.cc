@@ -54,6 +54,24 @@ std::vector<double>& Scratch(size_t n) {
   return buffer;
 }
 
+// sum over i < n of term(i), in double, in 8 interleaved partial sums
+// (lane j takes i = j mod 8), combined in a fixed order: the compiler can
+// keep the lanes in vector registers, where one running sum would make every
+// addition wait for the previous one. The order is fixed, so the bits are
+// the same every run.
+template <typename F>
+double LaneSum(int64_t n, F term) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += term(i + j);
+  }
+  for (int j = 0; i < n; ++i, ++j) lane[j] += term(i);
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+         ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
 template <typename T>
 T ScalarOf(const Tensor& t) {
   if (t.dtype() == DType::kFP64) return static_cast<T>(t.data<double>()[0]);
@@ -100,19 +118,18 @@ Status BatchNormKernel(KernelContext& ctx) {
     double* sq = acc.data() + s.c;
     std::fill_n(acc.data(), 2 * s.c, 0.0);
     ForEachRow(s, [&](int64_t row, int64_t c) {
-      double r = 0;
-      for (int64_t i = 0; i < s.inner; ++i) r += x[row + i];
-      sum[c] += r;
+      const T* xr = x + row;
+      sum[c] += LaneSum(s.inner, [xr](int64_t i) { return double{xr[i]}; });
     });
     const double n = static_cast<double>(s.count());
     for (int64_t c = 0; c < s.c; ++c) sum[c] = n > 0 ? sum[c] / n : 0.0;
     ForEachRow(s, [&](int64_t row, int64_t c) {
-      double r = 0;
-      for (int64_t i = 0; i < s.inner; ++i) {
-        const double d = x[row + i] - sum[c];
-        r += d * d;
-      }
-      sq[c] += r;
+      const T* xr = x + row;
+      const double m = sum[c];
+      sq[c] += LaneSum(s.inner, [xr, m](int64_t i) {
+        const double d = xr[i] - m;
+        return d * d;
+      });
     });
     for (int64_t c = 0; c < s.c; ++c) {
       const double var = n > 0 ? sq[c] / n : 0.0;
@@ -165,11 +182,14 @@ Status BatchNormGradKernel(KernelContext& ctx) {
     sum_dy[c] = sum_dy_xhat[c] = 0;
   }
   ForEachRow(s, [&](int64_t row, int64_t c) {
-    double a = 0, b = 0;
-    for (int64_t i = 0; i < s.inner; ++i) {
-      a += dy[row + i];
-      b += dy[row + i] * (x[row + i] - mu[c]);
-    }
+    const T* xr = x + row;
+    const T* dyr = dy + row;
+    const double m = mu[c];
+    const double a =
+        LaneSum(s.inner, [dyr](int64_t i) { return double{dyr[i]}; });
+    const double b = LaneSum(s.inner, [xr, dyr, m](int64_t i) {
+      return dyr[i] * (xr[i] - m);
+    });
     sum_dy[c] += a;
     sum_dy_xhat[c] += b * inv_std[c];
   });

@@ -1,18 +1,22 @@
-// conv2d and conv2d_grad on CPU (NCHW): im2col + one GEMM per image and
-// group through cpu::Gemm; a 1x1 convolution with stride 1 and no padding
-// multiplies the image directly.
+// conv2d and conv2d_grad on CPU (NCHW). fp32 goes through oneDNN's
+// primitives where parex was built with it (kernels/cpu/dnnl_conv.h); fp64,
+// and fp32 where oneDNN declines or is switched off, through im2col + one
+// GEMM per image and group (cpu::Gemm); a 1x1 convolution with stride 1 and
+// no padding multiplies the image directly.
 //
 // REQUIRES (ensured by the schema's shape inference, which runs first):
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/im2col.h"
 
 namespace parex {
@@ -59,6 +63,35 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
   };
   s.direct = plain(s.h) && plain(s.w);
   return s;
+}
+
+// oneDNN's terms for `s`; false when `s` is not for oneDNN (fp64, empty, or
+// faster through im2col: cpu::DnnlConvChosen).
+template <typename T>
+bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
+  if (!std::is_same<T, float>::value) return false;
+  if (s.n <= 0 || s.c <= 0 || s.m <= 0 || s.col_rows <= 0 || s.col_cols <= 0) {
+    return false;
+  }
+  p->n = s.n;
+  p->c = s.c;
+  p->h = s.h.in;
+  p->w = s.w.in;
+  p->m = s.m;
+  p->groups = s.groups;
+  p->kh = s.h.size;
+  p->kw = s.w.size;
+  p->oh = s.h.out;
+  p->ow = s.w.out;
+  p->stride_h = s.h.stride;
+  p->stride_w = s.w.stride;
+  p->dilation_h = s.h.dilation;
+  p->dilation_w = s.w.dilation;
+  p->pad_top = s.h.pad_before;
+  p->pad_bottom = s.h.pad_after;
+  p->pad_left = s.w.pad_before;
+  p->pad_right = s.w.pad_after;
+  return cpu::DnnlConvChosen(*p);
 }
 
 // Per-thread scratch for im2col columns. It only grows, so steady-state
@@ -110,8 +143,16 @@ Status Conv2dKernel(KernelContext& ctx) {
       GetConvShape(ctx, input.dims(), filter.dims(), output->dims());
   T* out = output->data<T>();
   if (output->numel() == 0) return Status::Ok();
+  cpu::DnnlConvParams dnnl_params;
   if (s.col_rows == 0) {
     std::fill_n(out, output->numel(), T(0));
+  } else if (UseDnnl<T>(s, &dnnl_params) &&
+             ctx.State<cpu::DnnlConv>()->Forward(
+                 dnnl_params,
+                 reinterpret_cast<const float*>(input.data<T>()),
+                 reinterpret_cast<const float*>(filter.data<T>()),
+                 reinterpret_cast<float*>(out))) {
+    // oneDNN wrote the output.
   } else {
     T* scratch = s.direct ? nullptr : ColumnScratch<T>(s);
     if (!s.direct && scratch == nullptr) return ScratchError(ctx, s);
@@ -153,8 +194,18 @@ Status Conv2dGradKernel(KernelContext& ctx) {
   const T* dout = dout_t.data<T>();
   const int64_t filter_group = s.m_per_group * s.col_rows;
   const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
+  cpu::DnnlConvParams dnnl_params;
+  const bool dnnl = UseDnnl<T>(s, &dnnl_params);
 
-  if (Tensor* dfilter = ctx.Output("Filter@GRAD")) {
+  Tensor* dfilter = ctx.Output("Filter@GRAD");
+  if (dfilter != nullptr && dnnl &&
+      ctx.State<cpu::DnnlConv>()->BackwardWeights(
+          dnnl_params, reinterpret_cast<const float*>(input.data<T>()),
+          reinterpret_cast<const float*>(dout),
+          reinterpret_cast<float*>(dfilter->data<T>()))) {
+    dfilter = nullptr;  // done
+  }
+  if (dfilter != nullptr) {
     T* df = dfilter->data<T>();
     std::fill_n(df, dfilter->numel(), T(0));
     T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
@@ -171,7 +222,15 @@ Status Conv2dGradKernel(KernelContext& ctx) {
     }
   }
 
-  if (Tensor* dinput = ctx.Output("Input@GRAD")) {
+  Tensor* dinput = ctx.Output("Input@GRAD");
+  if (dinput != nullptr && dnnl &&
+      ctx.State<cpu::DnnlConv>()->BackwardData(
+          dnnl_params, reinterpret_cast<const float*>(filter.data<T>()),
+          reinterpret_cast<const float*>(dout),
+          reinterpret_cast<float*>(dinput->data<T>()))) {
+    dinput = nullptr;  // done
+  }
+  if (dinput != nullptr) {
     T* di = dinput->data<T>();
     const int64_t plane = s.h.in * s.w.in;
     if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));

@@ -73,19 +73,84 @@ Span WindowSpan(const PoolShape& s, const WindowDim& d, int64_t o) {
   return {begin, std::max(begin, end), s.exclusive ? end - begin : unclipped};
 }
 
+// The windows of every output row and column, computed once per run into
+// the op's state (no allocation once the shape has been seen).
+struct PoolSpans : KernelState {
+  std::vector<Span> ys, xs;
+  // Every window is k x k with stride k inside the image (no padding, no
+  // clipping, adaptive windows that happen to be so included): the common
+  // max pool, which gets a loop without per-window bounds.
+  int64_t uniform = 0;
+
+  void Compute(const PoolShape& s) {
+    ys.resize(s.h.out);
+    xs.resize(s.w.out);
+    for (int64_t o = 0; o < s.h.out; ++o) ys[o] = WindowSpan(s, s.h, o);
+    for (int64_t o = 0; o < s.w.out; ++o) xs[o] = WindowSpan(s, s.w, o);
+    uniform = 0;
+    const int64_t k = s.h.out > 0 ? ys[0].end - ys[0].begin : 0;
+    if (k < 1 || s.w.out <= 0 || xs[0].end - xs[0].begin != k) return;
+    for (int64_t o = 0; o < s.h.out; ++o) {
+      if (ys[o].begin != o * k || ys[o].end != o * k + k) return;
+    }
+    for (int64_t o = 0; o < s.w.out; ++o) {
+      if (xs[o].begin != o * k || xs[o].end != o * k + k) return;
+    }
+    uniform = k;
+  }
+};
+
+// Max over the uniform k x k windows of one plane (k == 2 unrolled), folded
+// from lowest() in the generic loop's order, so NaNs come out the same.
+template <typename T>
+void MaxPoolUniform(const T* in, int64_t w_in, int64_t oh, int64_t ow,
+                    int64_t k, T* out) {
+  constexpr T kLowest = std::numeric_limits<T>::lowest();
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const T* row = in + oy * k * w_in;
+    T* o = out + oy * ow;
+    if (k == 2) {
+      const T* r0 = row;
+      const T* r1 = row + w_in;
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        T value = std::max(kLowest, r0[2 * ox]);
+        value = std::max(value, r0[2 * ox + 1]);
+        value = std::max(value, r1[2 * ox]);
+        o[ox] = std::max(value, r1[2 * ox + 1]);
+      }
+      continue;
+    }
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      T value = kLowest;
+      for (int64_t y = 0; y < k; ++y) {
+        for (int64_t x = 0; x < k; ++x) {
+          value = std::max(value, row[y * w_in + ox * k + x]);
+        }
+      }
+      o[ox] = value;
+    }
+  }
+}
+
 template <typename T>
 Status Pool2dKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.Input("X");
   Tensor* out_t = ctx.Output("Out");
   const PoolShape s = GetPoolShape(ctx, x.dims(), out_t->dims());
+  PoolSpans& spans = *ctx.State<PoolSpans>();
+  spans.Compute(s);
   const int64_t in_plane = s.h.in * s.w.in, out_plane = s.h.out * s.w.out;
   for (int64_t p = 0; p < s.planes; ++p) {
     const T* in = x.data<T>() + p * in_plane;
     T* out = out_t->data<T>() + p * out_plane;
+    if (s.max && spans.uniform > 0) {
+      MaxPoolUniform(in, s.w.in, s.h.out, s.w.out, spans.uniform, out);
+      continue;
+    }
     for (int64_t oy = 0; oy < s.h.out; ++oy) {
-      const Span ys = WindowSpan(s, s.h, oy);
+      const Span ys = spans.ys[oy];
       for (int64_t ox = 0; ox < s.w.out; ++ox) {
-        const Span xs = WindowSpan(s, s.w, ox);
+        const Span xs = spans.xs[ox];
         T value;
         if (ys.begin == ys.end || xs.begin == xs.end) {
           value = T(0);  // a window wholly in the padding
@@ -112,6 +177,55 @@ Status Pool2dKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// Max-pool gradient over uniform k x k windows: the windows tile the covered
+// part of the plane, so each input there is written once (the gradient at
+// the window's first input equal to the output, zero elsewhere) and only the
+// uncovered right and bottom margins need zeroing.
+template <typename T>
+void MaxPoolGradUniform(const T* in, const T* out, const T* dout,
+                        int64_t h_in, int64_t w_in, int64_t oh, int64_t ow,
+                        int64_t k, T* dx) {
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    for (int64_t y = 0; y < k; ++y) {
+      T* d = dx + (oy * k + y) * w_in;
+      std::fill(d + ow * k, d + w_in, T(0));
+    }
+    if (k == 2) {
+      // Branch-free: which of the four is the first equal to the output.
+      T* d0 = dx + oy * 2 * w_in;
+      T* d1 = d0 + w_in;
+      const T* r0 = in + oy * 2 * w_in;
+      const T* r1 = r0 + w_in;
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const int64_t o = oy * ow + ox;
+        const T v = out[o], g = T(0) + dout[o];  // as 0 += dout
+        const unsigned a = r0[2 * ox] == v, b = r0[2 * ox + 1] == v;
+        const unsigned c = r1[2 * ox] == v, d = r1[2 * ox + 1] == v;
+        const unsigned e0 = a, e1 = b & ~a & 1u, e2 = c & ~(a | b) & 1u;
+        const unsigned e3 = d & ~(a | b | c) & 1u;
+        d0[2 * ox] = e0 ? g : T(0);
+        d0[2 * ox + 1] = e1 ? g : T(0);
+        d1[2 * ox] = e2 ? g : T(0);
+        d1[2 * ox + 1] = e3 ? g : T(0);
+      }
+      continue;
+    }
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t o = oy * ow + ox;
+      bool found = false;
+      for (int64_t y = 0; y < k; ++y) {
+        const int64_t row = (oy * k + y) * w_in + ox * k;
+        for (int64_t x = 0; x < k; ++x) {
+          const bool hit = !found && in[row + x] == out[o];
+          dx[row + x] = hit ? T(0) + dout[o] : T(0);  // as 0 += dout
+          found = found || hit;
+        }
+      }
+    }
+  }
+  std::fill(dx + oh * k * w_in, dx + h_in * w_in, T(0));
+}
+
 template <typename T>
 Status Pool2dGradKernel(KernelContext& ctx) {
   Tensor* dx_t = ctx.Output("X@GRAD");
@@ -120,17 +234,25 @@ Status Pool2dGradKernel(KernelContext& ctx) {
   const Tensor& out_t = *ctx.Input("Out");
   const Tensor& dout_t = *ctx.Input("Out@GRAD");
   const PoolShape s = GetPoolShape(ctx, x.dims(), out_t.dims());
+  PoolSpans& spans = *ctx.State<PoolSpans>();
+  spans.Compute(s);
   const int64_t in_plane = s.h.in * s.w.in, out_plane = s.h.out * s.w.out;
-  std::fill_n(dx_t->data<T>(), dx_t->numel(), T(0));
+  const bool uniform = s.max && spans.uniform > 0;
+  if (!uniform) std::fill_n(dx_t->data<T>(), dx_t->numel(), T(0));
   for (int64_t p = 0; p < s.planes; ++p) {
     const T* in = x.data<T>() + p * in_plane;
     const T* out = out_t.data<T>() + p * out_plane;
     const T* dout = dout_t.data<T>() + p * out_plane;
     T* dx = dx_t->data<T>() + p * in_plane;
+    if (uniform) {
+      MaxPoolGradUniform(in, out, dout, s.h.in, s.w.in, s.h.out, s.w.out,
+                         spans.uniform, dx);
+      continue;
+    }
     for (int64_t oy = 0; oy < s.h.out; ++oy) {
-      const Span ys = WindowSpan(s, s.h, oy);
+      const Span ys = spans.ys[oy];
       for (int64_t ox = 0; ox < s.w.out; ++ox) {
-        const Span xs = WindowSpan(s, s.w, ox);
+        const Span xs = spans.xs[ox];
         const int64_t o = oy * s.w.out + ox;
         if (s.max) {
           bool found = false;

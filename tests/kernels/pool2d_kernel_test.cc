@@ -150,6 +150,53 @@ TEST(Pool2dKernelTest, MaxMatchesNaiveLoopFp32) {
             "");
 }
 
+TEST(Pool2dKernelTest, TiledMaxWindowsMatchANaiveLoopWithTies) {
+  // k x k windows with stride k and no padding take a loop of their own; on
+  // an image they do not tile exactly (7x9) and full of ties (values 0..2),
+  // its max and its gradient (to the first maximum of each window in row
+  // order, zero outside every window) match a naive loop written here.
+  for (int k : {2, 3}) {
+    SCOPED_TRACE(k);
+    const int h = 7, w = 9, oh = h / k, ow = w / k, planes = 6;
+    std::vector<double> xv(planes * h * w), dov(planes * oh * ow);
+    for (size_t i = 0; i < xv.size(); ++i) xv[i] = (i * 7 + i / 5) % 3;
+    for (size_t i = 0; i < dov.size(); ++i) dov[i] = 0.5 + i;
+    std::vector<double> out(dov.size()), dx(xv.size(), 0.0);
+    for (int p = 0; p < planes; ++p) {
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          int arg = -1;
+          for (int y = oy * k; y < oy * k + k; ++y) {
+            for (int x = ox * k; x < ox * k + k; ++x) {
+              const int i = (p * h + y) * w + x;
+              if (arg < 0 || xv[i] > xv[arg]) arg = i;
+            }
+          }
+          const int o = (p * oh + oy) * ow + ox;
+          out[o] = xv[arg];
+          dx[arg] = dov[o];
+        }
+      }
+    }
+    const Tensor x = MakeTensor<double>({2, 3, h, w}, xv);
+    OpTester fwd("pool2d");
+    Pool(fwd, "max", x, {k, k}).Attr("strides", std::vector<int>{k, k});
+    ExpectOut(fwd, {2, 3, oh, ow}, out);
+    OpTester grad("pool2d_grad");
+    grad.Input("X", x)
+        .Input("Out", MakeTensor<double>({2, 3, oh, ow}, out))
+        .Input("Out@GRAD", MakeTensor<double>({2, 3, oh, ow}, dov))
+        .Output("X@GRAD")
+        .Attr("pooling_type", std::string("max"))
+        .Attr("ksize", std::vector<int>{k, k})
+        .Attr("strides", std::vector<int>{k, k});
+    ASSERT_TRUE(grad.Run().ok());
+    EXPECT_EQ(CompareTensors(grad.Out("X@GRAD"),
+                             MakeTensor<double>({2, 3, h, w}, dx), 0, 0),
+              "");
+  }
+}
+
 struct GradCase {
   const char* name;
   std::string type;

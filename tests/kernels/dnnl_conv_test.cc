@@ -1,0 +1,274 @@
+// fp32 conv2d / conv2d_grad through oneDNN (kernels/cpu/dnnl_conv.h, issue
+// 13): on shapes with padding (symmetric and not), strides, dilations,
+// groups and 1x1 filters, the oneDNN results match the fp64 im2col path (the
+// reference, itself checked against a direct convolution and finite
+// differences in conv2d_kernel_test.cc) to fp32 accuracy; they are the same
+// bits run to run and from a prepared op's cached primitives; and oneDNN is
+// what ran (its execution count grows), while switching it off runs im2col.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/ir/validate.h"
+#include "kernels/cpu/dnnl_conv.h"
+#include "kernels/device_context.h"
+#include "kernels/op_runner.h"
+#include "kernels/scope.h"
+#include "tests/kernels/op_tester.h"
+
+namespace parex::testing {
+namespace {
+
+struct Case {
+  std::string name;
+  Dims input, filter;
+  std::vector<int> strides{1, 1};
+  std::vector<int> paddings{0, 0, 0, 0};  // top, bottom, left, right
+  std::vector<int> dilations{1, 1};
+  int groups = 1;
+};
+
+std::vector<Case> Cases() {
+  return {
+      {"lenet_conv1_pad2", {8, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}},
+      {"lenet_conv2", {8, 6, 14, 14}, {16, 6, 5, 5}},
+      {"stride2_asymmetric_pad", {3, 4, 11, 9}, {5, 4, 3, 3}, {2, 2},
+       {0, 1, 1, 0}},
+      {"groups2_dilation2", {2, 6, 12, 12}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1},
+       {2, 2}, 2},
+      {"one_by_one", {4, 8, 7, 7}, {12, 8, 1, 1}},
+      {"depthwise_stride2", {2, 4, 9, 9}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1},
+       {1, 1}, 4},
+      {"blocks_16_to_32_pad1", {2, 16, 10, 10}, {32, 16, 3, 3}, {1, 1},
+       {1, 1, 1, 1}},
+  };
+}
+
+// A program with conv2d and conv2d_grad of one case in `dtype`, its tensors
+// in a scope, and the two ops prepared.
+struct ConvProgram {
+  Program program;
+  Scope scope;
+  CpuDeviceContext device;
+  std::unique_ptr<PreparedOp> forward, grad;
+};
+
+Tensor Cast(const Tensor& t, DType dtype) {
+  Tensor out(dtype, t.dims());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double v = t.dtype() == DType::kFP64 ? t.data<double>()[i]
+                                               : t.data<float>()[i];
+    if (dtype == DType::kFP64) {
+      out.data<double>()[i] = v;
+    } else {
+      out.data<float>()[i] = static_cast<float>(v);
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<ConvProgram> Build(const Case& c, DType dtype) {
+  auto p = std::make_unique<ConvProgram>();
+  Block& block = p->program.global_block();
+  // fp32 values, so both dtypes start from the same numbers.
+  const Tensor input = Cast(RandomTensor(c.input, -1, 1, 11, DType::kFP64),
+                            DType::kFP32);
+  const Tensor filter = Cast(RandomTensor(c.filter, -1, 1, 12, DType::kFP64),
+                             DType::kFP32);
+  auto var = [&](const std::string& name, const Tensor* value) {
+    VarDesc* v = block.Var(name);
+    v->SetDType(dtype);
+    if (value != nullptr) {
+      v->SetDims(value->dims());
+      *p->scope.Var(name)->GetMutableTensor() = Cast(*value, dtype);
+    }
+  };
+  var("in", &input);
+  var("w", &filter);
+  var("out", nullptr);
+  OpDesc* conv = block.AppendOp("conv2d");
+  conv->SetInput("Input", {"in"});
+  conv->SetInput("Filter", {"w"});
+  conv->SetOutput("Output", {"out"});
+  conv->SetAttr("strides", c.strides);
+  conv->SetAttr("paddings", c.paddings);
+  conv->SetAttr("dilations", c.dilations);
+  conv->SetAttr("groups", c.groups);
+  p->scope.Var("out");
+  EXPECT_TRUE(ValidateOp(*conv, block).ok()) << c.name;
+  auto forward = PreparedOp::Prepare(*conv, &p->scope, &p->device);
+  EXPECT_TRUE(forward.ok()) << c.name << ": " << forward.status().ToString();
+  p->forward = std::move(*forward);
+  EXPECT_TRUE(p->forward->Run().ok()) << c.name;
+  // Output@GRAD: fixed random values of the output's shape.
+  const Tensor& out = p->scope.FindVar("out")->GetTensor() != nullptr
+                          ? *p->scope.FindVar("out")->GetTensor()
+                          : Tensor();
+  const Tensor dout =
+      Cast(RandomTensor(out.dims(), -1, 1, 13, DType::kFP64), DType::kFP32);
+  var("dout", &dout);
+  var("din", nullptr);
+  var("dw", nullptr);
+  p->scope.Var("din");
+  p->scope.Var("dw");
+  OpDesc* grad = block.AppendOp("conv2d_grad");
+  grad->SetInput("Input", {"in"});
+  grad->SetInput("Filter", {"w"});
+  grad->SetInput("Output@GRAD", {"dout"});
+  grad->SetOutput("Input@GRAD", {"din"});
+  grad->SetOutput("Filter@GRAD", {"dw"});
+  grad->SetAttr("strides", c.strides);
+  grad->SetAttr("paddings", c.paddings);
+  grad->SetAttr("dilations", c.dilations);
+  grad->SetAttr("groups", c.groups);
+  EXPECT_TRUE(ValidateOp(*grad, block).ok()) << c.name;
+  auto prepared = PreparedOp::Prepare(*grad, &p->scope, &p->device);
+  EXPECT_TRUE(prepared.ok()) << c.name << ": "
+                             << prepared.status().ToString();
+  p->grad = std::move(*prepared);
+  EXPECT_TRUE(p->grad->Run().ok()) << c.name;
+  return p;
+}
+
+const Tensor& Get(const ConvProgram& p, const std::string& name) {
+  return *p.scope.FindVar(name)->GetTensor();
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.dims() == b.dims() && a.dtype() == b.dtype() &&
+         std::memcmp(a.data<float>(), b.data<float>(),
+                     a.numel() * sizeof(float)) == 0;
+}
+
+// How many products of values in [-1, 1] each element of `name` sums: the
+// filter's taps per group for the output, the output channels per group
+// times the taps for the input gradient, the batch times the output plane
+// for the filter gradient.
+int64_t Terms(const Case& c, const std::string& name) {
+  const int64_t taps = c.filter[2] * c.filter[3];
+  if (name == "out") return c.filter[1] * taps;
+  if (name == "din") return c.filter[0] / c.groups * taps;
+  return c.input[0] * c.input[2] * c.input[3];  // dw: at most the input plane
+}
+
+// fp32 accuracy against the fp64 reference: a sum of `terms` products of
+// values in [-1, 1] in fp32 is within terms * 2^-23 of the exact sum, in any
+// order of summation.
+void ExpectClose(const Tensor& actual, const Tensor& reference,
+                 const std::string& what, int64_t terms) {
+  ASSERT_EQ(actual.dims(), reference.dims()) << what;
+  double worst = 0;
+  for (int64_t i = 0; i < actual.numel(); ++i) {
+    const double err =
+        std::abs(double{actual.data<float>()[i]} - reference.data<double>()[i]);
+    worst = std::max(worst, err);
+  }
+  EXPECT_LT(worst, static_cast<double>(terms) * std::ldexp(1.0, -23) + 1e-6)
+      << what;
+}
+
+class DnnlConvTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    cpu::SetDnnlConvMode(cpu::DnnlConvMode::kWhereFaster);
+  }
+};
+
+TEST_F(DnnlConvTest, MatchesTheFp64ReferenceAndIsTheSameBitsEveryRun) {
+  ASSERT_TRUE(cpu::DnnlAvailable())
+      << "parex was built without oneDNN (scripts/bootstrap installs libdnnl-dev)";
+  for (const Case& c : Cases()) {
+    cpu::SetDnnlConvMode(cpu::DnnlConvMode::kAlways);
+    const int64_t before = cpu::DnnlConvExecutions();
+    auto dnnl = Build(c, DType::kFP32);
+    // Forward, backward data, backward weights: three primitives ran.
+    EXPECT_EQ(cpu::DnnlConvExecutions() - before, 3) << c.name;
+    auto reference = Build(c, DType::kFP64);
+    for (const char* name : {"out", "din", "dw"}) {
+      ExpectClose(Get(*dnnl, name), Get(*reference, name),
+                  c.name + " " + name, Terms(c, name));
+    }
+    // Again through the prepared ops' cached primitives, and from scratch.
+    const Tensor out = Get(*dnnl, "out"), din = Get(*dnnl, "din"),
+                 dw = Get(*dnnl, "dw");
+    ASSERT_TRUE(dnnl->forward->Run().ok());
+    ASSERT_TRUE(dnnl->grad->Run().ok());
+    EXPECT_TRUE(SameBits(Get(*dnnl, "out"), out)) << c.name;
+    EXPECT_TRUE(SameBits(Get(*dnnl, "din"), din)) << c.name;
+    EXPECT_TRUE(SameBits(Get(*dnnl, "dw"), dw)) << c.name;
+    auto again = Build(c, DType::kFP32);
+    EXPECT_TRUE(SameBits(Get(*again, "out"), out)) << c.name;
+    EXPECT_TRUE(SameBits(Get(*again, "din"), din)) << c.name;
+    EXPECT_TRUE(SameBits(Get(*again, "dw"), dw)) << c.name;
+    // Switched off, fp32 runs im2col (no oneDNN execution), also accurate.
+    cpu::SetDnnlConvMode(cpu::DnnlConvMode::kNever);
+    const int64_t off_before = cpu::DnnlConvExecutions();
+    auto im2col = Build(c, DType::kFP32);
+    EXPECT_EQ(cpu::DnnlConvExecutions(), off_before) << c.name;
+    for (const char* name : {"out", "din", "dw"}) {
+      ExpectClose(Get(*im2col, name), Get(*reference, name),
+                  c.name + " im2col " + name, Terms(c, name));
+    }
+  }
+}
+
+TEST_F(DnnlConvTest, ANewShapeRebuildsThePrimitives) {
+  // A prepared op fed a larger batch: the cached primitives are for the old
+  // shape, so they are rebuilt, and the result matches a fresh op.
+  ASSERT_TRUE(cpu::DnnlAvailable());
+  cpu::SetDnnlConvMode(cpu::DnnlConvMode::kAlways);
+  Case c = Cases()[0];
+  auto p = Build(c, DType::kFP32);
+  Case bigger = c;
+  bigger.input[0] = 13;
+  auto fresh = Build(bigger, DType::kFP32);
+  *p->scope.Var("in")->GetMutableTensor() = Get(*fresh, "in");
+  *p->scope.Var("dout")->GetMutableTensor() = Get(*fresh, "dout");
+  ASSERT_TRUE(p->forward->Run().ok());
+  ASSERT_TRUE(p->grad->Run().ok());
+  EXPECT_TRUE(SameBits(Get(*p, "out"), Get(*fresh, "out")));
+  EXPECT_TRUE(SameBits(Get(*p, "din"), Get(*fresh, "din")));
+  EXPECT_TRUE(SameBits(Get(*p, "dw"), Get(*fresh, "dw")));
+}
+
+TEST_F(DnnlConvTest, ByDefaultOnlyWholeChannelBlocksGoToOneDnn) {
+  // kWhereFaster (the default): oneDNN where both channel counts per group
+  // are multiples of 16 and the filter is larger than 1x1; im2col elsewhere.
+  ASSERT_TRUE(cpu::DnnlAvailable());
+  ASSERT_EQ(cpu::GetDnnlConvMode(), cpu::DnnlConvMode::kWhereFaster);
+  for (const Case& c : Cases()) {
+    const bool blocks = c.name == "blocks_16_to_32_pad1";
+    const int64_t before = cpu::DnnlConvExecutions();
+    auto p = Build(c, DType::kFP32);
+    EXPECT_EQ(cpu::DnnlConvExecutions() - before, blocks ? 3 : 0) << c.name;
+  }
+  cpu::DnnlConvParams p;
+  p.n = 1, p.c = 32, p.h = 8, p.w = 8, p.m = 64, p.kh = 3, p.kw = 3;
+  p.oh = 6, p.ow = 6;
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.kw = 1;  // 3x1: still more than one tap
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.kh = 1;  // 1x1
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.kh = p.kw = 3;
+  p.m = 50;
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.m = 64;
+  p.groups = 2;  // 16 and 32 per group
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.groups = 32;  // 1 input channel per group
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.groups = 1;
+  cpu::SetDnnlConvMode(cpu::DnnlConvMode::kNever);
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  cpu::SetDnnlConvMode(cpu::DnnlConvMode::kAlways);
+  p.m = 50;
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+}
+
+}  // namespace
+}  // namespace parex::testing

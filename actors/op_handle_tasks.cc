@@ -1,9 +1,11 @@
 #include "actors/op_handle_tasks.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
 #include "base/config.h"
+#include "graph/ssa/optimizer_slices.h"
 #include "kernels/op_runner.h"
 
 namespace parex {
@@ -23,6 +25,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   groups_.resize(graph->ops().size());
   bound_.assign(graph->ops().size(), 0);
   prepared_.resize(graph->ops().size());
+  slices_.resize(graph->ops().size());
   fetch_slot_.assign(graph->ops().size(), -1);
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
@@ -45,6 +48,59 @@ OpHandleTasks::~OpHandleTasks() = default;
 void OpHandleTasks::ScopesChanged() {
   std::fill(bound_.begin(), bound_.end(), 0);
   for (auto& p : prepared_) p.reset();
+  // Sliced optimizers: their scopes are made here, between steps, as kids
+  // of the owner's new execution scope (the old ones went with it).
+  for (const SsaOp& op : graph_->ops()) {
+    if (op.kind != SsaOpKind::kComputation || op.num_slices <= 0) continue;
+    auto state = std::make_unique<SliceState>();
+    const OpDesc& desc = graph_->program().global_block().op(op.program_op);
+    const OptimizerSlots* slots = SliceableOptimizer(desc.type());
+    const int owner = op.slice >= 0 ? op.root : op.place;
+    Scope* owner_scope = (*exec_scopes_)[owner];
+    state->scope = owner_scope->NewScope();
+    if (op.slice >= 0) {
+      state->proto = std::make_unique<proto::OpDesc>(desc.proto());
+      state->desc = std::make_unique<OpDesc>(state->proto.get(),
+                                             desc.block_idx(), desc.index());
+      for (const std::string& slot : slots->scalar_outputs) {
+        state->desc->SetOutput(slot, {});
+      }
+    }
+    std::vector<std::string> names;
+    for (const std::string& slot : slots->sliced_inputs) {
+      names.push_back(desc.FirstInput(slot));
+    }
+    for (const std::string& slot : slots->sliced_outputs) {
+      names.push_back(desc.FirstOutput(slot));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const std::string& name : names) {
+      const Variable* source = owner_scope->FindVar(name);
+      if (source == nullptr) {
+        state->error = Internal(graph_->OpLabel(op.id) + ": no variable '" +
+                                name + "' on " +
+                                graph_->places()[owner].ToString());
+        break;
+      }
+      state->views.emplace_back(source, state->scope->Var(name));
+    }
+    slices_[op.id] = std::move(state);
+  }
+}
+
+Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
+  SliceState& state = *slices_[op.id];
+  for (auto& [source, view] : state.views) {
+    const Tensor* t = source->GetTensor();
+    if (t == nullptr || !t->defined() || !t->initialized()) {
+      continue;  // PreparedOp::Run names the empty input
+    }
+    int64_t begin = 0, end = 0;
+    if (op.slice >= 0) SliceRange(t->numel(), op.slice, op.num_slices, &begin, &end);
+    view->GetMutableTensor()->ViewElements(*t, begin, end);
+  }
+  return Status::Ok();
 }
 
 void OpHandleTasks::BeginStep() {
@@ -81,18 +137,26 @@ Status OpHandleTasks::Run(int id) {
 
 Status OpHandleTasks::RunComputation(const SsaOp& op) {
   std::unique_ptr<PreparedOp>& prepared = prepared_[op.id];
+  SliceState* slice = slices_[op.id].get();
   Status s;
-  if (prepared == nullptr) {
-    const OpDesc& desc = graph_->program().global_block().op(op.program_op);
-    StatusOr<std::unique_ptr<PreparedOp>> p = PreparedOp::Prepare(
-        desc, (*exec_scopes_)[op.place], contexts_[op.id].get());
+  if (slice != nullptr) s = slice->error;
+  if (s.ok() && prepared == nullptr) {
+    const OpDesc* desc = &graph_->program().global_block().op(op.program_op);
+    Scope* scope = (*exec_scopes_)[op.place];
+    if (slice != nullptr) {
+      scope = slice->scope;
+      if (slice->desc != nullptr) desc = slice->desc.get();
+    }
+    StatusOr<std::unique_ptr<PreparedOp>> p =
+        PreparedOp::Prepare(*desc, scope, contexts_[op.id].get());
     if (p.ok()) {
       prepared = std::move(*p);
     } else {
       s = p.status();
     }
   }
-  if (prepared != nullptr) s = prepared->Run();
+  if (s.ok() && slice != nullptr) s = RefreshSliceViews(op);
+  if (s.ok() && prepared != nullptr) s = prepared->Run();
   if (s.ok()) return s;
   return Status(s.code(), "place " + graph_->places()[op.place].ToString() +
                               ": " + s.message());

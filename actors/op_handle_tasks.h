@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "actors/comm/communicator.h"
@@ -52,6 +53,8 @@ class OpHandleTasks {
   Status RunCollective(const SsaOp& op);
   Status BindCollective(const SsaOp& op);
   Status RunFetch(const SsaOp& op);
+  // A sliced optimizer's views, refreshed before each run.
+  Status RefreshSliceViews(const SsaOp& op);
   // The tensor of `name` in place p's execution scope.
   StatusOr<Tensor*> PlaceTensor(const SsaOp& op, const std::string& name,
                                 int place) const;
@@ -63,6 +66,20 @@ class OpHandleTasks {
   // Per computation op: bound to the current execution scope on its first
   // run after the scopes changed (kernels/op_runner.h).
   std::vector<std::unique_ptr<PreparedOp>> prepared_;
+  // Per op of a sliced optimizer (a slice, or the optimizer op that finishes
+  // them; graph/ssa/optimizer_slices.h): a scope of its own under the
+  // owner's execution scope (made between steps, in ScopesChanged), where
+  // each sliced var is a view of the owner's tensor (its slice's elements;
+  // none for the finishing op), and, for a slice, the op without its scalar
+  // outputs (the finishing op writes them once).
+  struct SliceState {
+    Scope* scope = nullptr;
+    std::unique_ptr<proto::OpDesc> proto;
+    std::unique_ptr<OpDesc> desc;
+    std::vector<std::pair<const Variable*, Variable*>> views;  // source, view
+    Status error;  // a var missing when the scope was made
+  };
+  std::vector<std::unique_ptr<SliceState>> slices_;
   std::shared_ptr<Communicator> comm_;
   // Per collective op: its tensors (one group of per-place tensors per
   // var), bound on its first run after the scopes changed, so a steady

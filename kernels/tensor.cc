@@ -86,6 +86,19 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   return out;
 }
 
+void Tensor::ViewElements(const Tensor& src, int64_t begin, int64_t end) {
+  PAREX_CHECK(0 <= begin && begin <= end && end <= src.numel(),
+              "ViewElements [" + std::to_string(begin) + "," +
+                  std::to_string(end) + ") of " + DimsToString(src.dims_));
+  buffer_ = src.buffer_;
+  offset_ = src.offset_ + static_cast<size_t>(begin) * SizeOf(src.dtype_);
+  dims_.resize(1);
+  dims_[0] = end - begin;
+  dtype_ = src.dtype_;
+  place_ = src.place_;
+  lod_.clear();
+}
+
 Tensor Tensor::Clone() const {
   PAREX_CHECK(place_.is_cpu(), "Tensor::Clone of a " + place_.ToString() +
                                    " tensor; copy through its DeviceContext");

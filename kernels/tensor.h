@@ -115,6 +115,12 @@ class Tensor {
   // Rows [begin, end) along dim 0, sharing this tensor's buffer.
   // REQUIRES: rank() >= 1 and 0 <= begin <= end <= dim(0).
   Tensor Slice(int64_t begin, int64_t end) const;
+  // Makes this tensor elements [begin, end) of `src` in row-major order, as
+  // a rank-1 tensor sharing src's buffer (an optimizer's slice, issue 13).
+  // Reuses this tensor's dims storage, so a view refreshed every step
+  // allocates nothing.
+  // REQUIRES: 0 <= begin <= end <= src.numel().
+  void ViewElements(const Tensor& src, int64_t begin, int64_t end);
   // A deep copy on the same place (CPU; other places copy through their
   // DeviceContext).
   Tensor Clone() const;

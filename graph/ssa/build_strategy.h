@@ -25,6 +25,11 @@ struct BuildStrategy {
   // Reduce mode on CPU places: the places share each parameter's buffer,
   // so no broadcast is inserted (the owner's optimizer updates it for all).
   bool share_cpu_parameters = true;
+  // ... and an optimizer op (sgd, momentum, adam) whose parameter has at
+  // least this many elements runs as one slice per place, each updating a
+  // contiguous range of the elements, so that one large parameter does not
+  // leave the other places idle (issue 13); 0 never slices.
+  int64_t slice_optimizer_min_numel = 16384;
   // memory_optimize: plan buffer reuse for temporaries; -1 extents (the
   // batch) are sized with `memory_plan_batch_per_place`.
   bool memory_optimize = false;

@@ -9,6 +9,7 @@
 #include "base/dtype.h"
 #include "graph/build/backward.h"
 #include "graph/ssa/memory_plan.h"
+#include "graph/ssa/optimizer_slices.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/ssa_dump.h"
 
@@ -79,6 +80,10 @@ class Builder {
   Status AddFetches(const std::vector<std::string>& fetch_names);
   void AddSequentialOrder();
   Status CheckGradReads(int index, int place);
+  // Reduce mode with shared parameters: whether optimizer op `desc` of
+  // `param` runs as slices, and adding the slices of optimizer op `op`.
+  bool ShouldSlice(const OpDesc& desc, const std::string& param) const;
+  void SliceOptimizer(int op);
 
   const Program& program_;
   const Block& block_;
@@ -446,6 +451,9 @@ Status Builder::AddProgramOp(int index) {
             "the op on the gradient's owner)");
       }
       PAREX_RETURN_IF_ERROR(AddComputation(index, it->second, true));
+      if (ShouldSlice(desc, role_var[0])) {
+        SliceOptimizer(static_cast<int>(graph_.ops().size()) - 1);
+      }
     } else {
       for (int p = 0; p < n_; ++p) {
         PAREX_RETURN_IF_ERROR(AddComputation(index, p));
@@ -459,6 +467,50 @@ Status Builder::AddProgramOp(int index) {
     }
   }
   return Status::Ok();
+}
+
+bool Builder::ShouldSlice(const OpDesc& desc, const std::string& param) const {
+  const int64_t min_numel = strategy_.slice_optimizer_min_numel;
+  if (!graph_.shared_parameters || n_ < 2 || min_numel <= 0 ||
+      strategy_.enable_sequential_execution || !CanSliceOptimizer(desc) ||
+      desc.FirstInput("Param") != param) {
+    return false;
+  }
+  for (const GradInfo& g : graph_.grads) {
+    if (g.param == param) {
+      return !g.sparse && g.numel >= min_numel && g.numel >= n_ &&
+             desc.FirstInput("Grad") == g.grad;
+    }
+  }
+  return false;
+}
+
+void Builder::SliceOptimizer(int op) {
+  // Each slice waits for what the optimizer op waits for (its data inputs'
+  // writers: the reduce of the gradient; the readers it must follow), and
+  // the optimizer op, now updating no elements, waits for every slice, so
+  // whatever follows it follows them.
+  std::set<int> before;
+  for (int v : graph_.op(op).inputs) {
+    const int g = graph_.var(v).generator;
+    if (g >= 0) before.insert(g);
+  }
+  const std::string type = graph_.op(op).type;
+  const int program_op = graph_.op(op).program_op;
+  const int owner = graph_.op(op).place;
+  for (int k = 0; k < n_; ++k) {
+    const int slice = graph_.AddOp(SsaOpKind::kComputation, type, k, {k});
+    SsaOp& s = graph_.mutable_op(slice);
+    s.program_op = program_op;
+    s.slice = k;
+    s.num_slices = n_;
+    s.root = owner;
+    for (int g : before) {
+      graph_.AddControlEdge(g, slice, ControlReason::kOptimizerSlice);
+    }
+    graph_.AddControlEdge(slice, op, ControlReason::kOptimizerSlice);
+  }
+  graph_.mutable_op(op).num_slices = n_;
 }
 
 void Builder::Broadcast(const std::string& param) {

@@ -330,6 +330,7 @@ Json StrategyJson(const BuildStrategy& s) {
   out["fuse_bucket_bytes"] = s.fuse_bucket_bytes;
   out["enable_sequential_execution"] = s.enable_sequential_execution;
   out["share_cpu_parameters"] = s.share_cpu_parameters;
+  out["slice_optimizer_min_numel"] = s.slice_optimizer_min_numel;
   out["memory_optimize"] = s.memory_optimize;
   out["memory_plan_batch_per_place"] = s.memory_plan_batch_per_place;
   out["debug_graphviz_path"] = s.debug_graphviz_path;
@@ -462,6 +463,8 @@ std::string SsaGraphToJson(const SsaGraph& graph) {
     o["var_names"] = op.var_names;
     o["root"] = PlaceJson(graph, op.root);
     o["scale"] = op.scale;
+    o["slice"] = op.slice;
+    o["num_slices"] = op.num_slices;
     ops.push_back(std::move(o));
   }
   root["ops"] = std::move(ops);

@@ -43,6 +43,7 @@ const char* ControlReasonName(ControlReason reason) {
     case ControlReason::kReadAfterWrite: return "read-after-write";
     case ControlReason::kNoOutput: return "no-output";
     case ControlReason::kSequential: return "sequential";
+    case ControlReason::kOptimizerSlice: return "optimizer-slice";
   }
   return "?";
 }
@@ -106,7 +107,14 @@ std::string SsaGraph::OpLabel(int op_id) const {
     label += ")";
   }
   if (op.program_op >= 0) {
-    label += " (program op #" + std::to_string(op.program_op) + ")";
+    label += " (program op #" + std::to_string(op.program_op);
+    if (op.slice >= 0) {
+      label += ", slice " + std::to_string(op.slice + 1) + "/" +
+               std::to_string(op.num_slices);
+    } else if (op.num_slices > 0) {
+      label += ", after its " + std::to_string(op.num_slices) + " slices";
+    }
+    label += ")";
   }
   return label;
 }

@@ -54,6 +54,8 @@ enum class ControlReason {
                      // later reader on another place
   kNoOutput,         // the dummy output of an op that writes nothing
   kSequential,       // enable_sequential_execution: program order per place
+  kOptimizerSlice,   // an optimizer's slice: after what the optimizer
+                     // waits for, before the op that finishes it
 };
 const char* ControlReasonName(ControlReason reason);
 
@@ -91,6 +93,13 @@ struct SsaOp {
   int root = -1;
   // scale_loss_grad: the value written into loss@GRAD on each place.
   double scale = 0;
+  // Reduce mode's sliced optimizer (graph/ssa/optimizer_slices.h): a slice
+  // has slice in [0, num_slices) and updates that range of its parameter's
+  // elements, reading the optimizer's inputs on place `root` (the owner);
+  // the optimizer op itself has slice -1 and num_slices > 0: it runs after
+  // every slice, on no elements, and writes the scalar outputs (beta powers).
+  int slice = -1;
+  int num_slices = 0;
 };
 
 // A parameter gradient the multi-device pass merges, in production order.

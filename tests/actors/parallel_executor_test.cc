@@ -126,7 +126,8 @@ double RelDiff(double a, double b) {
 struct Case {
   ExampleKind kind;
   int places;
-  int mode;  // 0 AllReduce, 1 fused AllReduce, 2 Reduce
+  int mode;  // 0 AllReduce, 1 fused AllReduce, 2 Reduce, 3 Reduce with
+            // every optimizer of >= places elements run as slices
 };
 
 class ParallelEquivalenceTest : public ::testing::TestWithParam<Case> {};
@@ -138,7 +139,8 @@ TEST_P(ParallelEquivalenceTest, MatchesTheReferenceAndRepeatsBitForBit) {
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
   const std::vector<FeedMap> data = RandomBatches(*ex, kSteps, 17);
   BuildStrategy strategy;
-  strategy.reduce = c.mode == 2 ? Mode::kReduce : Mode::kAllReduce;
+  strategy.reduce = c.mode >= 2 ? Mode::kReduce : Mode::kAllReduce;
+  if (c.mode == 3) strategy.slice_optimizer_min_numel = 1;
   strategy.fuse_all_reduce_ops = c.mode == 1;
   strategy.fuse_bucket_bytes = 16 << 10;  // several buckets
 
@@ -171,6 +173,20 @@ TEST_P(ParallelEquivalenceTest, MatchesTheReferenceAndRepeatsBitForBit) {
     }
     EXPECT_LT(worst_param, 1e-4) << name;
   }
+  if (c.mode == 3) {
+    // Slicing an elementwise update changes which place computes each
+    // element, not its value: the same bits as Reduce mode unsliced.
+    BuildStrategy unsliced = strategy;
+    unsliced.slice_optimizer_min_numel = 0;
+    const Trace whole = RunParallel(*ex, data, c.places, unsliced);
+    EXPECT_EQ(whole.losses, par.losses);
+    for (const auto& [name, t] : par.params) {
+      EXPECT_EQ(std::memcmp(t.raw_data(), whole.params.at(name).raw_data(),
+                            t.bytes()),
+                0)
+          << name;
+    }
+  }
   // A second run from the same seed repeats every bit.
   const Trace again = RunParallel(*ex, data, c.places, strategy);
   EXPECT_EQ(again.losses, par.losses);
@@ -183,7 +199,10 @@ TEST_P(ParallelEquivalenceTest, MatchesTheReferenceAndRepeatsBitForBit) {
 }
 
 const char* ModeName(int mode) {
-  return mode == 0 ? "allreduce" : mode == 1 ? "fused" : "reduce";
+  return mode == 0   ? "allreduce"
+         : mode == 1 ? "fused"
+         : mode == 2 ? "reduce"
+                     : "reduce_sliced";
 }
 
 std::vector<Case> Cases() {
@@ -192,6 +211,7 @@ std::vector<Case> Cases() {
                            ExampleKind::kFashionCnn}) {
     for (int n = 1; n <= 4; ++n) {
       for (int mode = 0; mode < 3; ++mode) cases.push_back({kind, n, mode});
+      if (n > 1) cases.push_back({kind, n, 3});
     }
   }
   return cases;

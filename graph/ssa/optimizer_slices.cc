@@ -51,8 +51,17 @@ bool CanSliceOptimizer(const OpDesc& op) {
   for (const std::string& s : slots->sliced_inputs) {
     if (op.FirstInput(s).empty()) return false;
   }
+  // Every sliced output updates a sliced input in place (ParamOut is Param,
+  // Moment1Out is Moment1, ...): a slice writes through its views into the
+  // very tensors it read, never into a separate output it would allocate.
   for (const std::string& s : slots->sliced_outputs) {
-    if (op.FirstOutput(s).empty()) return false;
+    const std::string out = op.FirstOutput(s);
+    if (out.empty()) return false;
+    bool in_place = false;
+    for (const std::string& in : slots->sliced_inputs) {
+      in_place = in_place || op.FirstInput(in) == out;
+    }
+    if (!in_place) return false;
   }
   return true;
 }

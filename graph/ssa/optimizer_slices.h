@@ -26,7 +26,8 @@ struct OptimizerSlots {
 const OptimizerSlots* SliceableOptimizer(const std::string& type);
 
 // Whether `op` can run as slices: a sliceable type that uses no slot outside
-// its table (a master-weight or skip-update input, for instance).
+// its table (a master-weight or skip-update input, for instance) and updates
+// its sliced vars in place.
 bool CanSliceOptimizer(const OpDesc& op);
 
 // Elements [begin, end) of slice `k` of `n` over `numel` elements: balanced,

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "graph/build/backward.h"
+#include "graph/ssa/optimizer_slices.h"
 #include "graph/build/layers.h"
 #include "graph/build/optimizer.h"
 #include "graph/build/program_builder.h"
@@ -120,6 +121,42 @@ void ExpectSlicesWired(const SsaGraph& g) {
     for (int v : op.inputs) EXPECT_TRUE(g.var(v).is_control());
     for (int v : op.outputs) EXPECT_TRUE(g.var(v).is_control());
   }
+}
+
+TEST(OptimizerSlicesTest, OnlyInPlaceElementwiseUpdatesAreSliced) {
+  Program program;
+  Block& block = program.global_block();
+  auto adam = [&block](const std::string& param_out) {
+    OpDesc* op = block.AppendOp("adam");
+    for (const char* slot : {"Param", "Grad", "Moment1", "Moment2",
+                             "LearningRate", "Beta1Pow", "Beta2Pow"}) {
+      op->SetInput(slot, {std::string("v_") + slot});
+    }
+    op->SetOutput("ParamOut", {param_out});
+    op->SetOutput("Moment1Out", {"v_Moment1"});
+    op->SetOutput("Moment2Out", {"v_Moment2"});
+    op->SetOutput("Beta1PowOut", {"v_Beta1Pow"});
+    op->SetOutput("Beta2PowOut", {"v_Beta2Pow"});
+    return op;
+  };
+  EXPECT_TRUE(CanSliceOptimizer(*adam("v_Param")));
+  // ParamOut elsewhere: a slice would write a tensor it does not view.
+  EXPECT_FALSE(CanSliceOptimizer(*adam("v_other")));
+  OpDesc* master = adam("v_Param");
+  master->SetInput("MasterParam", {"v_master"});  // not elementwise-known
+  EXPECT_FALSE(CanSliceOptimizer(*master));
+  OpDesc* no_grad = adam("v_Param");
+  no_grad->SetInput("Grad", {});
+  EXPECT_FALSE(CanSliceOptimizer(*no_grad));
+  EXPECT_FALSE(CanSliceOptimizer(*block.AppendOp("lamb")));
+  int64_t begin = 0, end = 0, covered = 0;
+  for (int k = 0; k < 3; ++k) {
+    SliceRange(10, k, 3, &begin, &end);
+    EXPECT_EQ(begin, covered);
+    EXPECT_GE(end - begin, 3);
+    covered = end;
+  }
+  EXPECT_EQ(covered, 10);
 }
 
 struct Case {

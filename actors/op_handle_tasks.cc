@@ -26,6 +26,8 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   bound_.assign(graph->ops().size(), 0);
   prepared_.resize(graph->ops().size());
   slices_.resize(graph->ops().size());
+  plans_.resize(graph->ops().size());
+  in_process_ = dynamic_cast<InProcessCommunicator*>(comm_.get());
   fetch_slot_.assign(graph->ops().size(), -1);
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
@@ -156,6 +158,13 @@ Status OpHandleTasks::RunComputation(const SsaOp& op) {
     }
   }
   if (s.ok() && slice != nullptr) s = RefreshSliceViews(op);
+  if (s.ok() && op.sliced_reduce >= 0 && plans_[op.sliced_reduce] != nullptr) {
+    // This slice's share of its gradient's reduce, then its update.
+    const InProcessPlan& plan = *plans_[op.sliced_reduce];
+    int64_t begin = 0, end = 0;
+    SliceRange(plan.total_units(), op.slice, op.num_slices, &begin, &end);
+    plan.RunUnits(begin, end);
+  }
   if (s.ok() && prepared != nullptr) s = prepared->Run();
   if (s.ok()) return s;
   return Status(s.code(), "place " + graph_->places()[op.place].ToString() +
@@ -233,6 +242,14 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
     case SsaOpKind::kAllGather:
       return comm.AllReduce(name, groups);
     case SsaOpKind::kReduce:
+      if (op.num_slices > 0 && in_process_ != nullptr) {
+        // The slices sum their ranges (RunComputation); this lays it out.
+        if (plans_[op.id] == nullptr) {
+          plans_[op.id] = std::make_unique<InProcessPlan>();
+        }
+        return in_process_->Prepare(Collective::kReduce, name, groups, root,
+                                    nullptr, plans_[op.id].get());
+      }
       return comm.Reduce(name, groups, root);
     case SsaOpKind::kBroadcast:
       return comm.Broadcast(name, groups, root);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "actors/comm/communicator.h"
+#include "actors/comm/in_process_communicator.h"
 #include "base/status.h"
 #include "graph/ssa/ssa_graph.h"
 #include "kernels/device_context.h"
@@ -80,6 +81,12 @@ class OpHandleTasks {
     Status error;  // a var missing when the scope was made
   };
   std::vector<std::unique_ptr<SliceState>> slices_;
+  // The in-process backend, when that is comm_: a reduce its optimizer's
+  // slices finish (SsaOp::sliced_reduce) only prepares its plan here, and
+  // each slice runs its range of it. Null for another backend: the reduce
+  // then runs whole and the slices only update.
+  InProcessCommunicator* in_process_ = nullptr;
+  std::vector<std::unique_ptr<InProcessPlan>> plans_;  // per reduce op
   std::shared_ptr<Communicator> comm_;
   // Per collective op: its tensors (one group of per-place tensors per
   // var), bound on its first run after the scopes changed, so a steady

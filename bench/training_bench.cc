@@ -64,7 +64,7 @@ void Measure(std::vector<Runner>& runners, int steps, int rounds, bool* ok) {
 // --step-time: one executor's mean step time, for a peer measured by
 // another process (bench/pytorch_peer.py).
 int StepTime(const std::string& model, int places_count, int64_t batch,
-             int steps) {
+             int steps, bool reduce) {
   StatusOr<ExampleKind> kind = ParseExampleKind(model);
   if (!kind.ok() || places_count < 1 || batch < 1 || steps < 1) {
     std::fprintf(stderr, "--step-time: bad --model, --places, --batch or --steps\n");
@@ -83,8 +83,10 @@ int StepTime(const std::string& model, int places_count, int64_t batch,
   for (int p = 0; p < places_count; ++p) places.push_back(Place::CPU(p));
   ExecutionStrategy exec;
   exec.num_threads = places_count;
+  BuildStrategy build;
+  if (reduce) build.reduce = BuildStrategy::ReduceStrategy::kReduce;
   auto pe = ParallelExecutor::Create(places, ex->main, ex->loss, &scope,
-                                     BuildStrategy(), exec);
+                                     build, exec);
   if (!pe.ok()) {
     std::fprintf(stderr, "%s\n", pe.status().ToString().c_str());
     return 1;
@@ -113,6 +115,7 @@ int Run(int argc, char** argv) {
   std::string model;
   int places_count = 1;
   int64_t batch = 64;
+  bool reduce = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) steps = 2, rounds = 1;
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
@@ -120,8 +123,9 @@ int Run(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--step-time")) step_time = true;
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
     if (!std::strcmp(argv[i], "--places") && i + 1 < argc) places_count = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) reduce = !std::strcmp(argv[++i], "reduce");
   }
-  if (step_time) return StepTime(model, places_count, batch, steps);
+  if (step_time) return StepTime(model, places_count, batch, steps, reduce);
   std::printf(
       "| model | reference samples/s | 1 place | overhead | 2 places "
       "(AllReduce) | 2 vs 1 | 2 places (Reduce) | 2 vs 1 |\n");

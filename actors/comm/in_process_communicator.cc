@@ -183,8 +183,15 @@ Status CheckTensor(const Tensor* t, const Where& where) {
 
 void InProcessPlan::RunChunk(int chunk) const {
   PAREX_CHECK(chunk >= 0 && chunk < num_chunks_, "chunk out of range");
-  int64_t begin = chunk * chunk_units_;
-  const int64_t end = std::min(total_units_, begin + chunk_units_);
+  const int64_t begin = chunk * chunk_units_;
+  RunUnits(begin, std::min(total_units_, begin + chunk_units_));
+}
+
+void InProcessPlan::RunUnits(int64_t begin, int64_t end) const {
+  PAREX_CHECK(0 <= begin && begin <= end && end <= total_units_ &&
+                  (begin == end || num_chunks_ > 0),
+              "units out of range");
+  if (begin == end) return;
   // The last segment starting at or before `begin` holds it (segments that
   // are empty start where the next one starts, so they are never it).
   size_t s = static_cast<size_t>(std::upper_bound(segment_begin_.begin(),

@@ -50,6 +50,14 @@ class InProcessPlan {
   // Runs chunk `chunk` on every place.
   // REQUIRES: 0 <= chunk < num_chunks().
   void RunChunk(int chunk) const;
+  // Units (elements of a reduction, bytes of a copy) the collective covers
+  // per place, and running any range of them: a runtime may cut the work
+  // where it likes (Reduce mode's optimizer slices each reduce their own
+  // elements); the sums are the same bits however it is cut.
+  int64_t total_units() const { return total_units_; }
+  // REQUIRES: 0 <= begin <= end <= total_units(), and a plan with chunks
+  // (one place has nothing to run).
+  void RunUnits(int64_t begin, int64_t end) const;
 
  private:
   friend class InProcessCommunicator;

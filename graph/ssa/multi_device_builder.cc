@@ -84,6 +84,9 @@ class Builder {
   // `param` runs as slices, and adding the slices of optimizer op `op`.
   bool ShouldSlice(const OpDesc& desc, const std::string& param) const;
   void SliceOptimizer(int op);
+  // After the graph is whole: a sliced optimizer whose gradient's reduce
+  // feeds nothing but the optimizer leaves the sum to its slices.
+  void FuseSlicedReduces();
 
   const Program& program_;
   const Block& block_;
@@ -513,6 +516,46 @@ void Builder::SliceOptimizer(int op) {
   graph_.mutable_op(op).num_slices = n_;
 }
 
+void Builder::FuseSlicedReduces() {
+  // Not under memory_optimize: the plan may reuse a place's gradient buffer
+  // once the reduce (its last reader in the graph) is done, while the
+  // slices would still read it.
+  if (strategy_.memory_optimize) return;
+  const int num_ops = static_cast<int>(graph_.ops().size());
+  for (int f = 0; f < num_ops; ++f) {
+    const SsaOp& finisher = graph_.op(f);
+    if (finisher.kind != SsaOpKind::kComputation || finisher.slice >= 0 ||
+        finisher.num_slices <= 0) {
+      continue;
+    }
+    const std::string grad =
+        block_.op(finisher.program_op).FirstInput("Grad");
+    auto it = grad_index_.find(grad);
+    if (it == grad_index_.end()) continue;
+    const int c = graph_.grads[it->second].collective;
+    if (c < 0 || graph_.op(c).kind != SsaOpKind::kReduce ||
+        graph_.op(c).var_names.size() != 1) {
+      continue;
+    }
+    // The reduced version must be read by the optimizer op alone (a fetch
+    // or another op reading it would see a partial sum).
+    bool only_optimizer = true;
+    for (int v : graph_.op(c).outputs) {
+      const SsaVar& var = graph_.var(v);
+      if (var.is_control()) continue;
+      for (int r : var.readers) only_optimizer = only_optimizer && r == f;
+    }
+    if (!only_optimizer) continue;
+    graph_.mutable_op(c).num_slices = finisher.num_slices;
+    for (int s = 0; s < num_ops; ++s) {
+      SsaOp& slice = graph_.mutable_op(s);
+      if (slice.slice >= 0 && slice.program_op == finisher.program_op) {
+        slice.sliced_reduce = c;
+      }
+    }
+  }
+}
+
 void Builder::Broadcast(const std::string& param) {
   const int owner = local_place_.at(param);
   local_place_.erase(param);
@@ -581,6 +624,7 @@ Status Builder::Build(const std::vector<std::string>& fetch_names) {
   FlushBucket();
   AddBroadcasts();
   PAREX_RETURN_IF_ERROR(AddFetches(fetch_names));
+  FuseSlicedReduces();
   AddSequentialOrder();
   PAREX_RETURN_IF_ERROR(ValidateSsaGraph(graph_));
   if (strategy_.memory_optimize) {

@@ -465,6 +465,7 @@ std::string SsaGraphToJson(const SsaGraph& graph) {
     o["scale"] = op.scale;
     o["slice"] = op.slice;
     o["num_slices"] = op.num_slices;
+    o["sliced_reduce"] = op.sliced_reduce;
     ops.push_back(std::move(o));
   }
   root["ops"] = std::move(ops);

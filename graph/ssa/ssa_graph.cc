@@ -106,6 +106,10 @@ std::string SsaGraph::OpLabel(int op_id) const {
     }
     label += ")";
   }
+  if (op.program_op < 0 && op.num_slices > 0) {
+    label += " (summed by its " + std::to_string(op.num_slices) +
+             " optimizer slices)";
+  }
   if (op.program_op >= 0) {
     label += " (program op #" + std::to_string(op.program_op);
     if (op.slice >= 0) {

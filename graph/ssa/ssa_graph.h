@@ -100,6 +100,11 @@ struct SsaOp {
   // every slice, on no elements, and writes the scalar outputs (beta powers).
   int slice = -1;
   int num_slices = 0;
+  // The reduce of the gradient, when its slices do it (each sums its own
+  // range of the places' gradients before updating it: a reduce-scatter
+  // fused into the update; that reduce op then has num_slices > 0 and only
+  // prepares the sum). -1 otherwise.
+  int sliced_reduce = -1;
 };
 
 // A parameter gradient the multi-device pass merges, in production order.

@@ -92,7 +92,7 @@ void ExpectGradientsMerged(const SsaGraph& g) {
 // Every slice of a sliced optimizer runs on its own place, reads on the
 // owner, follows the merge of the gradient and precedes the optimizer op,
 // which runs on the owner after all of them and is the parameter's writer.
-void ExpectSlicesWired(const SsaGraph& g) {
+void ExpectSlicesWired(const SsaGraph& g, bool all_fused = true) {
   StatusOr<SsaReachability> reach = SsaReachability::Create(g);
   ASSERT_TRUE(reach.ok()) << reach.status().ToString();
   for (const SsaOp& op : g.ops()) {
@@ -120,7 +120,39 @@ void ExpectSlicesWired(const SsaGraph& g) {
     EXPECT_TRUE(reach->Reaches(it->collective, op.id));
     for (int v : op.inputs) EXPECT_TRUE(g.var(v).is_control());
     for (int v : op.outputs) EXPECT_TRUE(g.var(v).is_control());
+    // Only the loss is fetched, so each slice also sums its range of the
+    // gradient (the reduce only prepares the sum).
+    if (all_fused || op.sliced_reduce >= 0) {
+      EXPECT_EQ(op.sliced_reduce, it->collective);
+      EXPECT_EQ(g.op(it->collective).num_slices, op.num_slices);
+    } else {
+      EXPECT_EQ(g.op(it->collective).num_slices, 0);
+    }
   }
+}
+
+TEST(OptimizerSlicesTest, AFetchedGradientIsReducedWholeBeforeTheSlices) {
+  // Someone else reads the reduced gradient: it must be whole when read, so
+  // the reduce runs whole and the slices only update.
+  ExampleProgram ex = TrainingProgram(ExampleKind::kFashionMlp,
+                                      OptimizerKind::kMomentum);
+  BuildStrategy strategy;
+  strategy.reduce = Mode::kReduce;
+  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(
+      ex.main, CpuPlaces(2), ex.loss, strategy, {ex.loss, "fc_0.w_0@GRAD"});
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  int slices = 0;
+  for (const SsaOp& op : g->ops()) {
+    const std::string grad =
+        op.program_op >= 0
+            ? g->program().global_block().op(op.program_op).FirstInput("Grad")
+            : "";
+    if (op.slice < 0) continue;
+    ++slices;
+    EXPECT_EQ(op.sliced_reduce >= 0, grad != "fc_0.w_0@GRAD") << g->OpLabel(op.id);
+  }
+  EXPECT_GT(slices, 0);
+  ExpectSlicesWired(*g, false);
 }
 
 TEST(OptimizerSlicesTest, OnlyInPlaceElementwiseUpdatesAreSliced) {

@@ -80,13 +80,6 @@ class Builder {
   Status AddFetches(const std::vector<std::string>& fetch_names);
   void AddSequentialOrder();
   Status CheckGradReads(int index, int place);
-  // Reduce mode with shared parameters: whether optimizer op `desc` of
-  // `param` runs as slices, and adding the slices of optimizer op `op`.
-  bool ShouldSlice(const OpDesc& desc, const std::string& param) const;
-  void SliceOptimizer(int op);
-  // After the graph is whole: a sliced optimizer whose gradient's reduce
-  // feeds nothing but the optimizer leaves the sum to its slices.
-  void FuseSlicedReduces();
 
   const Program& program_;
   const Block& block_;
@@ -454,9 +447,6 @@ Status Builder::AddProgramOp(int index) {
             "the op on the gradient's owner)");
       }
       PAREX_RETURN_IF_ERROR(AddComputation(index, it->second, true));
-      if (ShouldSlice(desc, role_var[0])) {
-        SliceOptimizer(static_cast<int>(graph_.ops().size()) - 1);
-      }
     } else {
       for (int p = 0; p < n_; ++p) {
         PAREX_RETURN_IF_ERROR(AddComputation(index, p));
@@ -470,90 +460,6 @@ Status Builder::AddProgramOp(int index) {
     }
   }
   return Status::Ok();
-}
-
-bool Builder::ShouldSlice(const OpDesc& desc, const std::string& param) const {
-  const int64_t min_numel = strategy_.slice_optimizer_min_numel;
-  if (!graph_.shared_parameters || n_ < 2 || min_numel <= 0 ||
-      strategy_.enable_sequential_execution || !CanSliceOptimizer(desc) ||
-      desc.FirstInput("Param") != param) {
-    return false;
-  }
-  for (const GradInfo& g : graph_.grads) {
-    if (g.param == param) {
-      return !g.sparse && g.numel >= min_numel && g.numel >= n_ &&
-             desc.FirstInput("Grad") == g.grad;
-    }
-  }
-  return false;
-}
-
-void Builder::SliceOptimizer(int op) {
-  // Each slice waits for what the optimizer op waits for (its data inputs'
-  // writers: the reduce of the gradient; the readers it must follow), and
-  // the optimizer op, now updating no elements, waits for every slice, so
-  // whatever follows it follows them.
-  std::set<int> before;
-  for (int v : graph_.op(op).inputs) {
-    const int g = graph_.var(v).generator;
-    if (g >= 0) before.insert(g);
-  }
-  const std::string type = graph_.op(op).type;
-  const int program_op = graph_.op(op).program_op;
-  const int owner = graph_.op(op).place;
-  for (int k = 0; k < n_; ++k) {
-    const int slice = graph_.AddOp(SsaOpKind::kComputation, type, k, {k});
-    SsaOp& s = graph_.mutable_op(slice);
-    s.program_op = program_op;
-    s.slice = k;
-    s.num_slices = n_;
-    s.root = owner;
-    for (int g : before) {
-      graph_.AddControlEdge(g, slice, ControlReason::kOptimizerSlice);
-    }
-    graph_.AddControlEdge(slice, op, ControlReason::kOptimizerSlice);
-  }
-  graph_.mutable_op(op).num_slices = n_;
-}
-
-void Builder::FuseSlicedReduces() {
-  // Not under memory_optimize: the plan may reuse a place's gradient buffer
-  // once the reduce (its last reader in the graph) is done, while the
-  // slices would still read it.
-  if (strategy_.memory_optimize) return;
-  const int num_ops = static_cast<int>(graph_.ops().size());
-  for (int f = 0; f < num_ops; ++f) {
-    const SsaOp& finisher = graph_.op(f);
-    if (finisher.kind != SsaOpKind::kComputation || finisher.slice >= 0 ||
-        finisher.num_slices <= 0) {
-      continue;
-    }
-    const std::string grad =
-        block_.op(finisher.program_op).FirstInput("Grad");
-    auto it = grad_index_.find(grad);
-    if (it == grad_index_.end()) continue;
-    const int c = graph_.grads[it->second].collective;
-    if (c < 0 || graph_.op(c).kind != SsaOpKind::kReduce ||
-        graph_.op(c).var_names.size() != 1) {
-      continue;
-    }
-    // The reduced version must be read by the optimizer op alone (a fetch
-    // or another op reading it would see a partial sum).
-    bool only_optimizer = true;
-    for (int v : graph_.op(c).outputs) {
-      const SsaVar& var = graph_.var(v);
-      if (var.is_control()) continue;
-      for (int r : var.readers) only_optimizer = only_optimizer && r == f;
-    }
-    if (!only_optimizer) continue;
-    graph_.mutable_op(c).num_slices = finisher.num_slices;
-    for (int s = 0; s < num_ops; ++s) {
-      SsaOp& slice = graph_.mutable_op(s);
-      if (slice.slice >= 0 && slice.program_op == finisher.program_op) {
-        slice.sliced_reduce = c;
-      }
-    }
-  }
 }
 
 void Builder::Broadcast(const std::string& param) {
@@ -624,7 +530,7 @@ Status Builder::Build(const std::vector<std::string>& fetch_names) {
   FlushBucket();
   AddBroadcasts();
   PAREX_RETURN_IF_ERROR(AddFetches(fetch_names));
-  FuseSlicedReduces();
+  SliceOptimizers(&graph_);
   AddSequentialOrder();
   PAREX_RETURN_IF_ERROR(ValidateSsaGraph(graph_));
   if (strategy_.memory_optimize) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace parex {
 
@@ -64,6 +65,94 @@ bool CanSliceOptimizer(const OpDesc& op) {
     if (!in_place) return false;
   }
   return true;
+}
+
+namespace {
+
+// Slices of optimizer op `op` (on the owner), wired around it: each waits
+// for what the op waits for (its inputs' writers: the gradient's reduce; the
+// readers it must follow), and the op waits for every slice, so whatever
+// follows it follows them.
+void AddSlices(SsaGraph* g, int op) {
+  std::set<int> before;
+  for (int v : g->op(op).inputs) {
+    const int w = g->var(v).generator;
+    if (w >= 0) before.insert(w);
+  }
+  const int n = g->num_places();
+  const std::string type = g->op(op).type;
+  const int program_op = g->op(op).program_op;
+  const int owner = g->op(op).place;
+  for (int k = 0; k < n; ++k) {
+    const int slice = g->AddOp(SsaOpKind::kComputation, type, k, {k});
+    SsaOp& s = g->mutable_op(slice);
+    s.program_op = program_op;
+    s.slice = k;
+    s.num_slices = n;
+    s.root = owner;
+    for (int w : before) {
+      g->AddControlEdge(w, slice, ControlReason::kOptimizerSlice);
+    }
+    g->AddControlEdge(slice, op, ControlReason::kOptimizerSlice);
+  }
+  g->mutable_op(op).num_slices = n;
+}
+
+// Leaves the sum of `info`'s gradient to the slices of optimizer op `op`
+// when its reduce's result is read by `op` alone (a fetch or another op
+// reading it would see a partial sum).
+void FuseReduce(SsaGraph* g, int op, const GradInfo& info) {
+  const int c = info.collective;
+  if (c < 0 || g->op(c).kind != SsaOpKind::kReduce ||
+      g->op(c).var_names.size() != 1) {
+    return;
+  }
+  for (int v : g->op(c).outputs) {
+    if (g->var(v).is_control()) continue;
+    for (int r : g->var(v).readers) {
+      if (r != op) return;
+    }
+  }
+  g->mutable_op(c).num_slices = g->op(op).num_slices;
+  for (int s = 0; s < static_cast<int>(g->ops().size()); ++s) {
+    SsaOp& slice = g->mutable_op(s);
+    if (slice.slice >= 0 && slice.program_op == g->op(op).program_op) {
+      slice.sliced_reduce = c;
+    }
+  }
+}
+
+}  // namespace
+
+void SliceOptimizers(SsaGraph* g) {
+  const BuildStrategy& strategy = g->strategy;
+  const int n = g->num_places();
+  const int64_t min_numel = strategy.slice_optimizer_min_numel;
+  if (!g->shared_parameters || n < 2 || min_numel <= 0 ||
+      strategy.enable_sequential_execution) {
+    return;
+  }
+  const Block& block = g->program().global_block();
+  const int num_ops = static_cast<int>(g->ops().size());
+  for (int op = 0; op < num_ops; ++op) {
+    const SsaOp& o = g->op(op);
+    if (o.kind != SsaOpKind::kComputation || o.program_op < 0) continue;
+    const OpDesc& desc = block.op(o.program_op);
+    if (!CanSliceOptimizer(desc)) continue;
+    const std::string param = desc.FirstInput("Param");
+    auto info = std::find_if(g->grads.begin(), g->grads.end(),
+                             [&](const GradInfo& i) { return i.param == param; });
+    if (info == g->grads.end() || info->owner != o.place || info->sparse ||
+        info->grad != desc.FirstInput("Grad") || info->numel < min_numel ||
+        info->numel < n) {
+      continue;
+    }
+    AddSlices(g, op);
+    // memory_optimize may reuse a place's gradient buffer once the reduce
+    // (its last reader in the graph) is done, while slices would still read
+    // it: the reduce then runs whole.
+    if (!strategy.memory_optimize) FuseReduce(g, op, *info);
+  }
 }
 
 }  // namespace parex

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/ir/program.h"
+#include "graph/ssa/ssa_graph.h"
 
 namespace parex {
 
@@ -29,6 +30,17 @@ const OptimizerSlots* SliceableOptimizer(const std::string& type);
 // its table (a master-weight or skip-update input, for instance) and updates
 // its sliced vars in place.
 bool CanSliceOptimizer(const OpDesc& op);
+
+// The pass, on a graph the multi-device builder has made whole (fetches
+// included): with shared parameters (Reduce mode on CPU places), every
+// owner-placed optimizer op that CanSliceOptimizer and whose dense parameter
+// has at least strategy.slice_optimizer_min_numel elements (and one per
+// place) gets one slice per place (SsaOp::slice), ordered after the op's
+// predecessors and before the op, which then updates no elements. When its
+// gradient's reduce feeds nothing but the op, and memory_optimize is off,
+// the slices also sum the gradient (SsaOp::sliced_reduce). No-op with
+// sequential execution (its per-place program order has no place for them).
+void SliceOptimizers(SsaGraph* graph);
 
 // Elements [begin, end) of slice `k` of `n` over `numel` elements: balanced,
 // contiguous, in order.

@@ -17,7 +17,6 @@
 #include <sstream>
 
 #include "graph/build/backward.h"
-#include "graph/ssa/optimizer_slices.h"
 #include "graph/build/layers.h"
 #include "graph/build/optimizer.h"
 #include "graph/build/program_builder.h"
@@ -89,108 +88,6 @@ void ExpectGradientsMerged(const SsaGraph& g) {
   }
 }
 
-// Every slice of a sliced optimizer runs on its own place, reads on the
-// owner, follows the merge of the gradient and precedes the optimizer op,
-// which runs on the owner after all of them and is the parameter's writer.
-void ExpectSlicesWired(const SsaGraph& g, bool all_fused = true) {
-  StatusOr<SsaReachability> reach = SsaReachability::Create(g);
-  ASSERT_TRUE(reach.ok()) << reach.status().ToString();
-  for (const SsaOp& op : g.ops()) {
-    if (op.slice < 0) continue;
-    SCOPED_TRACE(g.OpLabel(op.id));
-    EXPECT_EQ(op.place, op.slice);
-    EXPECT_EQ(op.num_slices, g.num_places());
-    int finisher = -1;
-    for (const SsaOp& f : g.ops()) {
-      if (f.program_op == op.program_op && f.slice < 0 &&
-          f.kind == SsaOpKind::kComputation) {
-        finisher = f.id;
-      }
-    }
-    ASSERT_GE(finisher, 0);
-    EXPECT_EQ(g.op(finisher).num_slices, op.num_slices);
-    EXPECT_EQ(g.op(finisher).place, op.root);
-    EXPECT_TRUE(reach->Reaches(op.id, finisher));
-    const std::string grad =
-        g.program().global_block().op(op.program_op).FirstInput("Grad");
-    const auto it = std::find_if(g.grads.begin(), g.grads.end(),
-                                 [&](const GradInfo& i) { return i.grad == grad; });
-    ASSERT_NE(it, g.grads.end());
-    EXPECT_EQ(it->owner, op.root);
-    EXPECT_TRUE(reach->Reaches(it->collective, op.id));
-    for (int v : op.inputs) EXPECT_TRUE(g.var(v).is_control());
-    for (int v : op.outputs) EXPECT_TRUE(g.var(v).is_control());
-    // Only the loss is fetched, so each slice also sums its range of the
-    // gradient (the reduce only prepares the sum).
-    if (all_fused || op.sliced_reduce >= 0) {
-      EXPECT_EQ(op.sliced_reduce, it->collective);
-      EXPECT_EQ(g.op(it->collective).num_slices, op.num_slices);
-    } else {
-      EXPECT_EQ(g.op(it->collective).num_slices, 0);
-    }
-  }
-}
-
-TEST(OptimizerSlicesTest, AFetchedGradientIsReducedWholeBeforeTheSlices) {
-  // Someone else reads the reduced gradient: it must be whole when read, so
-  // the reduce runs whole and the slices only update.
-  ExampleProgram ex = TrainingProgram(ExampleKind::kFashionMlp,
-                                      OptimizerKind::kMomentum);
-  BuildStrategy strategy;
-  strategy.reduce = Mode::kReduce;
-  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(
-      ex.main, CpuPlaces(2), ex.loss, strategy, {ex.loss, "fc_0.w_0@GRAD"});
-  ASSERT_TRUE(g.ok()) << g.status().ToString();
-  int slices = 0;
-  for (const SsaOp& op : g->ops()) {
-    const std::string grad =
-        op.program_op >= 0
-            ? g->program().global_block().op(op.program_op).FirstInput("Grad")
-            : "";
-    if (op.slice < 0) continue;
-    ++slices;
-    EXPECT_EQ(op.sliced_reduce >= 0, grad != "fc_0.w_0@GRAD") << g->OpLabel(op.id);
-  }
-  EXPECT_GT(slices, 0);
-  ExpectSlicesWired(*g, false);
-}
-
-TEST(OptimizerSlicesTest, OnlyInPlaceElementwiseUpdatesAreSliced) {
-  Program program;
-  Block& block = program.global_block();
-  auto adam = [&block](const std::string& param_out) {
-    OpDesc* op = block.AppendOp("adam");
-    for (const char* slot : {"Param", "Grad", "Moment1", "Moment2",
-                             "LearningRate", "Beta1Pow", "Beta2Pow"}) {
-      op->SetInput(slot, {std::string("v_") + slot});
-    }
-    op->SetOutput("ParamOut", {param_out});
-    op->SetOutput("Moment1Out", {"v_Moment1"});
-    op->SetOutput("Moment2Out", {"v_Moment2"});
-    op->SetOutput("Beta1PowOut", {"v_Beta1Pow"});
-    op->SetOutput("Beta2PowOut", {"v_Beta2Pow"});
-    return op;
-  };
-  EXPECT_TRUE(CanSliceOptimizer(*adam("v_Param")));
-  // ParamOut elsewhere: a slice would write a tensor it does not view.
-  EXPECT_FALSE(CanSliceOptimizer(*adam("v_other")));
-  OpDesc* master = adam("v_Param");
-  master->SetInput("MasterParam", {"v_master"});  // not elementwise-known
-  EXPECT_FALSE(CanSliceOptimizer(*master));
-  OpDesc* no_grad = adam("v_Param");
-  no_grad->SetInput("Grad", {});
-  EXPECT_FALSE(CanSliceOptimizer(*no_grad));
-  EXPECT_FALSE(CanSliceOptimizer(*block.AppendOp("lamb")));
-  int64_t begin = 0, end = 0, covered = 0;
-  for (int k = 0; k < 3; ++k) {
-    SliceRange(10, k, 3, &begin, &end);
-    EXPECT_EQ(begin, covered);
-    EXPECT_GE(end - begin, 3);
-    covered = end;
-  }
-  EXPECT_EQ(covered, 10);
-}
-
 struct Case {
   ExampleKind kind;
   int places;
@@ -248,7 +145,6 @@ TEST_P(TrainingGraphTest, CountsCollectivesVersionsAndRaces) {
   EXPECT_EQ(CountOps(g, SsaOpKind::kBroadcast), 0);
   EXPECT_EQ(CountComputation(g, "momentum"),
             c.mode == Mode::kReduce ? params + n * sliced : n * params);
-  ExpectSlicesWired(g);
   for (const SsaOp& op : g.ops()) {
     if (op.kind == SsaOpKind::kScaleLossGrad) {
       EXPECT_DOUBLE_EQ(op.scale, 1.0 / n);

@@ -330,12 +330,12 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     }
   }
   if (exec_strategy.communicator != nullptr &&
-      exec_strategy.communicator->world_size() !=
+      exec_strategy.communicator->local_size() !=
           static_cast<int>(places.size())) {
     return InvalidArgument(
-        "ParallelExecutor: the communicator joins " +
-        std::to_string(exec_strategy.communicator->world_size()) +
-        " ranks, not the " + std::to_string(places.size()) + " places");
+        "ParallelExecutor: the communicator serves " +
+        std::to_string(exec_strategy.communicator->local_size()) +
+        " local places, not the " + std::to_string(places.size()) + " places");
   }
   if (share_vars_from != nullptr &&
       share_vars_from->places() != places) {

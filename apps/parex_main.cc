@@ -1,12 +1,26 @@
 // parex: the command line (issue 6). `parex --help` lists the subcommands;
 // apps/cli/ implements them.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
 #include "apps/cli/cli.h"
 #include "apps/datasets.h"
 #include "base/logging.h"
+
+namespace {
+
+// This executable's path, for launch's children.
+std::string SelfExecutable(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) return std::string(buf, static_cast<size_t>(n));
+  return argv0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace parex::cli;
@@ -20,40 +34,82 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", verbose,
                "log more (-v info, -vv debug); PAREX_LOG_LEVEL sets the level too");
 
+  // The training options `train` and `node` share.
+  struct TrainFlags {
+    int epochs = 0;
+    int64_t batch = 0;
+    double lr = 0;
+    int64_t steps = 0;
+    bool no_progress = false;
+    CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt;
+  };
+  auto add_train_options = [](CLI::App* t, TrainOptions* o, TrainFlags* f) {
+    o->data_dir = PAREX_DEFAULT_DATA_DIR;
+    o->fashion_dir = parex::kFashionMnistDir;
+    t->add_option("--model", o->model, "fit_a_line, digits_mlp, fashion_mlp or fashion_cnn")
+        ->capture_default_str();
+    f->epochs_opt = t->add_option("--epochs", f->epochs, "epochs, >= 1 (default: the model's)");
+    f->batch_opt = t->add_option(
+        "--batch", f->batch, "global batch size, >= the places (default: the model's)");
+    f->lr_opt =
+        t->add_option("--lr", f->lr, "learning rate, finite and > 0 (default: the model's)");
+    f->steps_opt = t->add_option("--steps", f->steps, "stop after this many steps in all");
+    t->add_option("--mode", o->mode, "gradient exchange: allreduce or reduce")
+        ->capture_default_str();
+    t->add_option("--seed", o->seed, "seed of initialisers and shuffling")
+        ->capture_default_str();
+    t->add_option("--trace", o->trace,
+                  "write a Chrome trace (Perfetto, chrome://tracing) of the first steps");
+    t->add_option("--trace-steps", o->trace_steps, "steps the trace records")
+        ->capture_default_str();
+    t->add_option("--metrics", o->metrics,
+                  "write one JSON line per step (step, epoch, loss, accuracy, samples/s)");
+    t->add_option("--save", o->save,
+                  "directory for the trained inference model (default: parex-MODEL)");
+    t->add_option("--data-dir", o->data_dir, "UCI housing and digits CSVs")
+        ->capture_default_str();
+    t->add_option("--fashion-dir", o->fashion_dir, "Fashion-MNIST idx files")
+        ->capture_default_str();
+    t->add_flag("--no-progress", f->no_progress, "plain log lines even on a terminal");
+  };
+  auto apply_flags = [](TrainOptions* o, const TrainFlags& f) {
+    o->progress = !f.no_progress;
+    if (f.epochs_opt->count() > 0) o->epochs = f.epochs;
+    if (f.batch_opt->count() > 0) o->batch = f.batch;
+    if (f.lr_opt->count() > 0) o->lr = f.lr;
+    if (f.steps_opt->count() > 0) o->steps = f.steps;
+  };
+
   TrainOptions train;
-  train.data_dir = PAREX_DEFAULT_DATA_DIR;
-  train.fashion_dir = parex::kFashionMnistDir;
+  TrainFlags train_flags;
   CLI::App* t = app.add_subcommand(
       "train", "train an example model (default: the digits MLP on 2 CPU places)");
-  t->add_option("--model", train.model, "fit_a_line, digits_mlp, fashion_mlp or fashion_cnn")
-      ->capture_default_str();
+  add_train_options(t, &train, &train_flags);
   t->add_option("--places", train.places, "cpu:N places to split each batch over (sim:N: simulated asynchronous devices)")
       ->capture_default_str();
-  int epochs = 0;
-  int64_t batch = 0;
-  double lr = 0;
-  CLI::Option* epochs_opt =
-      t->add_option("--epochs", epochs, "epochs, >= 1 (default: the model's)");
-  CLI::Option* batch_opt = t->add_option(
-      "--batch", batch, "global batch size, >= the places (default: the model's)");
-  CLI::Option* lr_opt =
-      t->add_option("--lr", lr, "learning rate, finite and > 0 (default: the model's)");
-  t->add_option("--mode", train.mode, "gradient exchange: allreduce or reduce")
-      ->capture_default_str();
-  t->add_option("--seed", train.seed, "seed of initialisers and shuffling")
-      ->capture_default_str();
-  t->add_option("--trace", train.trace,
-                "write a Chrome trace (Perfetto, chrome://tracing) of the first steps");
-  t->add_option("--trace-steps", train.trace_steps, "steps the trace records")
-      ->capture_default_str();
-  t->add_option("--save", train.save,
-                "directory for the trained inference model (default: parex-MODEL)");
-  t->add_option("--data-dir", train.data_dir, "UCI housing and digits CSVs")
-      ->capture_default_str();
-  t->add_option("--fashion-dir", train.fashion_dir, "Fashion-MNIST idx files")
-      ->capture_default_str();
-  bool no_progress = false;
-  t->add_flag("--no-progress", no_progress, "plain log lines even on a terminal");
+
+  TrainOptions node;
+  TrainFlags node_flags;
+  CLI::App* nd = app.add_subcommand(
+      "node", "train as one node of a cluster described by a topology file");
+  nd->add_option("--topology", node.topology, "the cluster's topology file (text protobuf)")
+      ->required();
+  nd->add_option("--node", node.node, "this node's name in the topology")->required();
+  add_train_options(nd, &node, &node_flags);
+  nd->footer("The places are the node's in the topology; the global --batch is split over "
+               "the places of all nodes. --save and --metrics are written by rank 0; "
+               "{node} in a path becomes the node's name.");
+
+  LaunchOptions launch;
+  CLI::App* la = app.add_subcommand(
+      "launch", "start every node of a topology on this machine (parex node each), "
+                "output prefixed by node");
+  la->add_option("--topology", launch.topology, "the cluster's topology file")->required();
+  la->add_option("--only", launch.only, "start only these nodes (default: every local one)");
+  la->fallthrough(false);
+  la->prefix_command();
+  la->footer("Other options go to every node: parex launch --topology two.pbtxt "
+               "--model fashion_mlp --epochs 1");
 
   InferOptions infer;
   CLI::App* i = app.add_subcommand("infer", "run a saved inference program on .npy inputs");
@@ -92,8 +148,8 @@ int main(int argc, char** argv) {
     for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == first;
     if (!known) {
       std::fprintf(stderr,
-                   "parex: unknown command '%s' (commands: train, infer, inspect, "
-                   "graph; see parex --help)\n",
+                   "parex: unknown command '%s' (commands: train, node, launch, infer, "
+                   "inspect, graph; see parex --help)\n",
                    first.c_str());
       return kExitUsage;
     }
@@ -105,11 +161,15 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (verbose > 0) parex::SetLogLevel(verbose > 1 ? "debug" : "info");
-  train.progress = !no_progress;
-  if (epochs_opt->count() > 0) train.epochs = epochs;
-  if (batch_opt->count() > 0) train.batch = batch;
-  if (lr_opt->count() > 0) train.lr = lr;
+  apply_flags(&train, train_flags);
+  apply_flags(&node, node_flags);
   if (*t) return RunTrain(train);
+  if (*nd) return RunNode(node);
+  if (*la) {
+    launch.args = la->remaining();
+    launch.parex = SelfExecutable(argv[0]);
+    return RunLaunch(launch);
+  }
   if (*i) return RunInfer(infer);
   if (*s) return RunInspect(inspect_path, inspect_params);
   return RunGraph(graph);

@@ -43,7 +43,8 @@ StatusOr<Place> ParsePlace(const std::string& text);
 
 // The place lists users write (--places, topology files), the one parser of
 // them: "KIND:N" is N places KIND:0 .. KIND:N-1, "KIND:a,b,..." the places
-// listed (no repeats), "KIND" alone one place; KIND is cpu or cuda, N and
+// listed (no repeats), where an item may be an inclusive range "a-b"
+// ("cpu:0-3", "cpu:0,2-3"), "KIND" alone one place; KIND is cpu or cuda, N and
 // ids at most kMaxPlaceId. KIND is cpu, cuda or sim. InvalidArgument quoting
 // `spec` otherwise.
 inline constexpr int kMaxPlaceId = 1024;

@@ -68,8 +68,26 @@ struct TrainOptions {
   std::string data_dir;    // UCI housing and digits CSVs
   std::string fashion_dir;
   bool progress = true;    // a live line when stdout is a terminal
+  std::optional<int64_t> steps;  // stop after this many steps in all
+  std::string metrics;     // JSON lines: one per step
+  // parex node: the topology file and this node's name in it (the places
+  // are the node's; --save and --metrics are written by rank 0 only).
+  std::string topology;
+  std::string node;
 };
 int RunTrain(const TrainOptions& options);
+// parex node: RunTrain as one node of the topology's cluster.
+int RunNode(const TrainOptions& options);
+
+struct LaunchOptions {
+  std::string topology;
+  std::string parex;                 // this executable (argv[0] resolved)
+  std::vector<std::string> args;     // node options passed to every node
+  std::vector<std::string> only;     // nodes to start ("" : every local one)
+};
+// parex launch: every node of the topology whose host is this machine, as
+// child processes of `parex node`; their output prefixed with the node name.
+int RunLaunch(const LaunchOptions& options);
 
 struct InferOptions {
   std::string model;

@@ -3,18 +3,24 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 
+#include "actors/cluster.h"
 #include "actors/parallel_executor.h"
 #include "actors/trace_summary.h"
 #include "apps/cli/cli.h"
 #include "apps/datasets.h"
 #include "apps/models.h"
 #include "apps/reader.h"
+#include "base/digest.h"
 #include "base/file_io.h"
+#include "proto/program_io.h"
 #include "base/logging.h"
 
 namespace parex::cli {
@@ -65,17 +71,62 @@ double Mean(const Tensor& t) {
   return t.numel() > 0 ? sum / t.numel() : 0;
 }
 
+// SHA-256 over the trainable parameters in `scope` (sorted names; each
+// name, dtype, dims and bytes): equal digests mean bit-identical parameters.
+// (Other persistables, such as batch_norm's running statistics, are each
+// place's own, as in Fluid.)
+std::string ParameterDigest(const Scope& scope, const ExampleProgram& model) {
+  std::vector<std::string> names;
+  for (const ParamGrad& pg : model.params) names.push_back(pg.param);
+  std::sort(names.begin(), names.end());
+  std::string bytes;
+  for (const std::string& name : names) {
+    const Variable* var = scope.FindLocalVar(name);
+    if (var == nullptr || !var->IsTensor() || !var->GetTensor()->defined()) continue;
+    const Tensor& t = *var->GetTensor();
+    bytes += name + '\0' + DTypeName(t.dtype()) + '\0';
+    for (int64_t d : t.dims()) bytes += std::to_string(d) + ',';
+    bytes += '\0';
+    bytes.append(static_cast<const char*>(t.raw_data()), t.bytes());
+  }
+  return Sha256Hex(bytes);
+}
+
+// "{node}" in a path becomes the node's name.
+std::string ForNode(std::string path, const std::string& node) {
+  for (size_t at = path.find("{node}"); at != std::string::npos; at = path.find("{node}")) {
+    path.replace(at, 6, node);
+  }
+  return path;
+}
+
 }  // namespace
 
-int RunTrain(const TrainOptions& o) {
-  const std::string cmd = "train";
+// RunTrain and RunNode: `topology` set for one node of a cluster.
+int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* topology) {
   const auto wall_start = Clock::now();
   StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
   if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
-  StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
+  std::string places_text = o.places;
+  int rank = 0;
+  if (topology != nullptr) {
+    rank = topology->Rank(o.node);
+    if (rank < 0) {
+      std::string names;
+      for (const TopologyNode& n : topology->nodes) names += (names.empty() ? "" : ", ") + n.name;
+      return Fail(cmd, NotFound(topology->path + ": no node '" + o.node + "' (nodes: " + names +
+                                ")"), kExitUsage);
+    }
+    places_text = topology->nodes[rank].places_text;
+  }
+  StatusOr<Parallelism> parallel = ParseParallelism(places_text, o.mode);
   if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
   const std::vector<Place>* places = &parallel->places;
-  const BuildStrategy& build = parallel->build;
+  BuildStrategy& build = parallel->build;
+  const int world = topology != nullptr ? topology->TotalPlaces()
+                                        : static_cast<int>(places->size());
+  const int first_place = topology != nullptr ? topology->FirstPlace(rank) : 0;
+  const bool writer = rank == 0;  // --save and --metrics
   const Defaults defaults = DefaultsOf(*kind);
   if (o.epochs && *o.epochs < 1) {
     return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
@@ -95,18 +146,30 @@ int RunTrain(const TrainOptions& o) {
   }
   const int epochs = o.epochs.value_or(defaults.epochs);
   const int64_t batch = o.batch.value_or(defaults.batch);
+  if (o.steps && *o.steps < 1) {
+    return Fail(cmd, InvalidArgument("--steps must be at least 1, not " +
+                                     std::to_string(*o.steps)), kExitUsage);
+  }
   const int n = static_cast<int>(places->size());
-  if (batch < n) {
+  if (batch < world) {
     return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
-                                     " is smaller than the " + std::to_string(n) +
+                                     " is smaller than the " + std::to_string(world) +
                                      " places it is split over"), kExitUsage);
   }
   // Outputs are checked before any work: an unwritable --save or --trace is
   // found now, not after training.
-  const std::string save = o.save.empty() ? "parex-" + o.model : o.save;
-  if (Status s = CheckOutputDir(save, "--save"); !s.ok()) return Fail(cmd, s);
-  if (!o.trace.empty()) {
-    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok()) return Fail(cmd, s);
+  const std::string node_name = topology != nullptr ? o.node : "";
+  const std::string save = ForNode(o.save.empty() ? "parex-" + o.model : o.save, node_name);
+  const std::string trace_path = ForNode(o.trace, node_name);
+  const std::string metrics_path = ForNode(o.metrics, node_name);
+  if (writer) {
+    if (Status s = CheckOutputDir(save, "--save"); !s.ok()) return Fail(cmd, s);
+    if (!metrics_path.empty()) {
+      if (Status s = CheckOutputFile(metrics_path, "--metrics"); !s.ok()) return Fail(cmd, s);
+    }
+  }
+  if (!trace_path.empty()) {
+    if (Status s = CheckOutputFile(trace_path, "--trace"); !s.ok()) return Fail(cmd, s);
   }
 
   ExampleOptions options;
@@ -132,18 +195,52 @@ int RunTrain(const TrainOptions& o) {
                                      " training rows"), kExitUsage);
   }
 
+  // A node meets its peers once it knows its program: the handshake
+  // compares the program's fingerprint and the options that shape training.
+  std::unique_ptr<Cluster> cluster;
+  ExecutionStrategy exec;
+  if (topology != nullptr) {
+    std::map<std::string, std::string> identity;
+    identity["program"] = Sha256Hex(SerializeProgramBinary(model->main.proto()) + '\0' +
+                                    SerializeProgramBinary(model->startup.proto()));
+    identity["options"] = "--model " + o.model + " --mode " + o.mode + " --batch " +
+                          std::to_string(batch) + " --epochs " + std::to_string(epochs) +
+                          " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
+                          " --seed " + std::to_string(o.seed);
+    StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
+    if (!joined.ok()) return Fail(cmd, joined.status());
+    cluster = std::move(*joined);
+    build.world_places = world;
+    build.num_trainers = cluster->size();
+    build.trainer_id = cluster->rank();
+    exec.communicator = cluster->MakeCommunicator();
+  }
+
   Scope scope;
   Trainer trainer(&*model, &scope);
   if (Status s = trainer.RunStartup(); !s.ok()) return Fail(cmd, s);
-  TraceRecorder trace(/*enabled=*/!o.trace.empty());
-  ExecutionStrategy exec;
-  exec.trace = o.trace.empty() ? nullptr : &trace;
+  // The persistables the startup program made (sorted names).
+  std::vector<std::string> persistables = scope.LocalVarNames();
+  std::sort(persistables.begin(), persistables.end());
+  if (cluster != nullptr) {
+    // Rank 0's initial persistables on every node.
+    if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
+      return Fail(cmd, s);
+    }
+  }
+  TraceRecorder trace(/*enabled=*/!trace_path.empty());
+  exec.trace = trace_path.empty() ? nullptr : &trace;
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, model->main, model->loss, &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
 
-  std::printf("parex train: %s on %d %s place%s (%s), %lld train rows, "
-              "%d epoch%s of %lld batches of %lld, seed %d\n",
+  if (cluster != nullptr) {
+    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d\n",
+                o.node.c_str(), cluster->rank(), cluster->size(), topology->path.c_str(),
+                first_place, first_place + n - 1, world);
+  }
+  std::printf("parex %s: %s on %d %s place%s (%s), %lld train rows, "
+              "%d epoch%s of %lld batches of %lld, seed %d\n", cmd.c_str(),
               ExampleName(*kind), n, (*places)[0].is_sim() ? "simulated" : "CPU",
               n == 1 ? "" : "s", o.mode.c_str(),
               static_cast<long long>(reader->num_rows()), epochs,
@@ -154,27 +251,64 @@ int RunTrain(const TrainOptions& o) {
   const bool live = o.progress && isatty(STDOUT_FILENO);
   std::vector<std::string> fetch = {model->loss};
   if (model->is_classifier()) fetch.push_back(model->accuracy);
-  const int64_t total_steps = epochs * reader->num_batches();
+  const int64_t total_steps =
+      std::min<int64_t>(epochs * reader->num_batches(), o.steps.value_or(INT64_MAX));
   int64_t step = 0, samples = 0;
+  std::string metrics;  // JSON lines, rewritten at each epoch's end
+  auto write_metrics = [&]() -> Status {
+    if (metrics_path.empty() || !writer) return Status::Ok();
+    return WriteFileBytes(metrics_path, metrics).WithContext("--metrics");
+  };
   const auto train_start = Clock::now();
   auto last_draw = train_start - std::chrono::seconds(1);
-  for (int epoch = 0; epoch < epochs; ++epoch) {
+  for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
     double loss_sum = 0, acc_sum = 0;
     int64_t steps = 0;
     const auto epoch_start = Clock::now();
     BatchReader::Iterator batches = reader->Begin(epoch);
     FeedMap feed;
-    for (int64_t b = 0; batches.Next(&feed); ++b) {
+    for (int64_t b = 0; step < total_steps && batches.Next(&feed); ++b) {
       const int64_t rows = feed.at(model->input).dim(0);
-      if (rows < n) continue;  // a last batch too small to split
-      if (!o.trace.empty() && step == o.trace_steps) trace.set_enabled(false);
-      StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, fetch);
-      if (!out.ok()) {
-        if (live) std::printf("\n");
-        return Fail(cmd, out.status().WithContext("epoch " + std::to_string(epoch) +
-                                                  ", step " + std::to_string(b)));
+      if (rows < world) continue;  // a last batch too small to split
+      if (!trace_path.empty() && step == o.trace_steps) trace.set_enabled(false);
+      double loss = 0, accuracy = 0;
+      Status step_status;
+      if (cluster == nullptr) {
+        StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, fetch);
+        if (out.ok()) {
+          loss = Mean((*out)[0]);
+          if (model->is_classifier()) accuracy = Mean((*out)[1]);
+        }
+        step_status = out.status();
+      } else {
+        // This node's places take their rows of the global batch: the rows
+        // place first_place + p would take in one process of `world` places.
+        const int64_t chunk = rows / world;
+        std::vector<FeedMap> feeds(n);
+        for (const auto& [name, value] : feed) {
+          for (int p = 0; p < n; ++p) {
+            const int q = first_place + p;
+            const int64_t begin = q * chunk;
+            feeds[p][name] = value.Slice(begin, q == world - 1 ? rows : begin + chunk);
+          }
+        }
+        StatusOr<std::vector<std::vector<Tensor>>> out = (*pe)->RunPerPlace(feeds, fetch);
+        step_status = out.status();
+        if (out.ok()) {
+          std::vector<double> sums(2, 0.0);
+          for (size_t i = 0; i < out->size(); ++i) {
+            for (const Tensor& t : (*out)[i]) sums[i] += Mean(t);
+          }
+          step_status = cluster->SumAcrossNodes(&sums, "step metrics");
+          loss = sums[0] / world;
+          accuracy = sums[1] / world;
+        }
       }
-      const double loss = Mean((*out)[0]);
+      if (!step_status.ok()) {
+        if (live) std::printf("\n");
+        return Fail(cmd, step_status.WithContext("epoch " + std::to_string(epoch) +
+                                                 ", step " + std::to_string(b)));
+      }
       if (!std::isfinite(loss)) {
         if (live) std::printf("\n");
         return Fail(cmd, Internal("the loss is " + std::to_string(loss) +
@@ -183,10 +317,19 @@ int RunTrain(const TrainOptions& o) {
                                   ": training diverged (try a smaller --lr)"));
       }
       loss_sum += loss;
-      if (model->is_classifier()) acc_sum += Mean((*out)[1]);
+      acc_sum += accuracy;
       ++steps;
       ++step;
       samples += rows;
+      if (!metrics_path.empty()) {
+        char line[320];
+        std::snprintf(line, sizeof(line),
+                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g, \"accuracy\": %.9g, "
+                      "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
+                      static_cast<long long>(step), epoch + 1, loss, accuracy,
+                      samples / std::max(Seconds(train_start), 1e-9), Seconds(wall_start));
+        metrics += line;
+      }
       if (live && Seconds(last_draw) > 0.1) {
         last_draw = Clock::now();
         const double elapsed = Seconds(train_start);
@@ -211,14 +354,38 @@ int RunTrain(const TrainOptions& o) {
                   static_cast<long long>(steps), secs);
     }
     std::fflush(stdout);
+    if (Status s = write_metrics(); !s.ok()) return Fail(cmd, s);
   }
   const double train_seconds = Seconds(train_start);
+  const std::string digest = ParameterDigest(scope, *model);
+  if (cluster != nullptr) {
+    // Every node must end with rank 0's parameters, bit for bit.
+    Tensor mine(DType::kUInt8, {static_cast<int64_t>(digest.size())});
+    std::copy(digest.begin(), digest.end(), mine.data<uint8_t>());
+    Tensor theirs = mine.Clone();
+    PlaceTensors one = {&theirs};
+    if (Status s = cluster->cross().Broadcast("parameter digest", one, 0); !s.ok()) {
+      return Fail(cmd, s);
+    }
+    if (std::memcmp(mine.raw_data(), theirs.raw_data(), mine.bytes()) != 0) {
+      return Fail(cmd, Internal("the parameters of node '" + o.node +
+                                "' differ from rank 0's after training"));
+    }
+    // Rank 0's persistables (its first place's batch_norm statistics, which
+    // are what a single process keeps) on every node: every node then holds
+    // the model rank 0 saves.
+    if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
+      return Fail(cmd, s);
+    }
+  }
 
   StatusOr<Evaluation> eval = trainer.Evaluate(data->test_x, data->test_y);
   if (!eval.ok()) return Fail(cmd, eval.status());
-  if (Status s = trainer.SaveInferenceModel(save); !s.ok()) return Fail(cmd, s);
-  if (!o.trace.empty()) {
-    if (Status s = WriteFileBytes(o.trace, (*pe)->TraceJson()); !s.ok()) {
+  if (writer) {
+    if (Status s = trainer.SaveInferenceModel(save); !s.ok()) return Fail(cmd, s);
+  }
+  if (!trace_path.empty()) {
+    if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson()); !s.ok()) {
       return Fail(cmd, s.WithContext("--trace"));
     }
   }
@@ -235,18 +402,34 @@ int RunTrain(const TrainOptions& o) {
               train_seconds);
   std::printf("throughput      %.0f samples/s over %lld steps\n",
               samples / std::max(train_seconds, 1e-9), static_cast<long long>(step));
-  std::printf("model saved to  %s (inference model: %s -> %s)\n", save.c_str(),
-              model->input.c_str(), model->prediction.c_str());
-  if (!o.trace.empty()) {
+  std::printf("parameters      sha256 %s (trainable)\n", digest.c_str());
+  if (writer) {
+    std::printf("model saved to  %s (inference model: %s -> %s)\n", save.c_str(),
+                model->input.c_str(), model->prediction.c_str());
+  }
+  if (!trace_path.empty()) {
     std::vector<bool> collective;
     for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
-    std::printf("trace           %s\n", o.trace.c_str());
+    std::printf("trace           %s\n", trace_path.c_str());
     std::printf("trace summary   %s\n",
                 SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
                     .ToString()
                     .c_str());
   }
+  if (cluster != nullptr) {
+    // Leave together: no node closes its connections while a peer still
+    // reads from them.
+    if (Status s = cluster->Barrier("end of training"); !s.ok()) return Fail(cmd, s);
+  }
   return kExitOk;
+}
+
+int RunTrain(const TrainOptions& o) { return TrainMain("train", o, nullptr); }
+
+int RunNode(const TrainOptions& o) {
+  StatusOr<Topology> topology = LoadTopology(o.topology);
+  if (!topology.ok()) return Fail("node", topology.status(), kExitUsage);
+  return TrainMain("node", o, &*topology);
 }
 
 }  // namespace parex::cli

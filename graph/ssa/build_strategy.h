@@ -36,8 +36,12 @@ struct BuildStrategy {
   int64_t memory_plan_batch_per_place = 64;
   // When set, the built graph is written there as Graphviz dot.
   std::string debug_graphviz_path;
-  // Reserved for multi-node (DESIGN.md §4): this process's rank among the
-  // trainers. The graph itself is the same on every trainer.
+  // Multi-node (DESIGN.md §4): the places of every node together, so that
+  // kCoeffNumDevice scales the loss gradient by 1 / world_places (0: this
+  // graph's places are all of them). The graph itself covers this node's
+  // places; its collectives go through a communicator that spans the nodes.
+  int world_places = 0;
+  // This process's rank among the trainers and their count (reported only).
   int num_trainers = 1;
   int trainer_id = 0;
 };

@@ -317,7 +317,9 @@ Status Builder::AddScaleLossGrad(int index) {
     StatusOr<float> v = desc.GetAttr<float>("value");
     if (v.ok()) value = *v;
   }
-  if (strategy_.gradient_scale == GradientScale::kCoeffNumDevice) value /= n_;
+  if (strategy_.gradient_scale == GradientScale::kCoeffNumDevice) {
+    value /= strategy_.world_places > 0 ? strategy_.world_places : n_;
+  }
   const std::string out = desc.OutputArgumentNames()[0];
   for (int p = 0; p < n_; ++p) {
     const int op = graph_.AddOp(SsaOpKind::kScaleLossGrad, "scale_loss_grad",

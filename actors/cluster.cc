@@ -1,0 +1,300 @@
+#include "actors/cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/comm/caf_store.h"
+#include "actors/comm/gloo_communicator.h"
+#include "actors/comm/hierarchical_communicator.h"
+#include "actors/node_actor.h"
+#include "base/digest.h"
+#include "base/logging.h"
+
+#ifndef PAREX_VERSION
+#define PAREX_VERSION "0.0.0"
+#endif
+
+namespace parex {
+
+std::string ParexVersion() { return PAREX_VERSION; }
+
+struct Cluster::Impl {
+  std::unique_ptr<caf::actor_system_config> config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor node_actor;
+  std::shared_ptr<NodeShared> shared;
+  std::map<std::string, caf::actor> peers;  // name -> node actor
+  std::shared_ptr<GlooCommunicator> gloo;
+  uint16_t port = 0;
+
+  ~Impl() {
+    gloo.reset();
+    if (system != nullptr) {
+      if (node_actor) {
+        system->middleman().unpublish(node_actor, port);
+        caf::anon_send_exit(node_actor, caf::exit_reason::user_shutdown);
+      }
+      peers.clear();
+      node_actor = nullptr;
+      system.reset();  // waits for the node actor
+    }
+  }
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds Left(Clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
+                                                 const std::string& node_name,
+                                                 std::map<std::string, std::string> identity) {
+  const int rank = topology.Rank(node_name);
+  if (rank < 0) {
+    std::string names;
+    for (const TopologyNode& n : topology.nodes) names += (names.empty() ? "" : ", ") + n.name;
+    return NotFound(topology.path + ": no node '" + node_name + "' (nodes: " + names + ")");
+  }
+  std::unique_ptr<Cluster> cluster(new Cluster());
+  cluster->topology_ = topology;
+  cluster->rank_ = rank;
+  cluster->impl_ = std::make_unique<Impl>();
+  Impl& impl = *cluster->impl_;
+  const TopologyNode& me = topology.nodes[rank];
+  const std::string label = "node '" + me.name + "'";
+
+  identity["version"] = ParexVersion();
+  identity["topology"] = topology.fingerprint;
+  auto shared = std::make_shared<NodeShared>();
+  shared->secret = topology.secret;
+  shared->name = me.name;
+  for (const TopologyNode& n : topology.nodes) {
+    if (n.name != me.name) shared->peers.insert(n.name);
+  }
+  shared->info = identity;
+  const std::string info = EncodeInfo(identity);
+  impl.shared = shared;
+
+  impl.config = std::make_unique<caf::actor_system_config>();
+  impl.config->load<caf::io::middleman>();
+  impl.config->set("scheduler.max-threads", static_cast<size_t>(2));
+  impl.config->set("scheduler.policy", caf::atom("sharing"));
+  impl.system = std::make_unique<caf::actor_system>(*impl.config);
+  caf::actor_system& system = *impl.system;
+  impl.node_actor = system.spawn(NodeActor, shared);
+  // The topology's address only: CAF binds the listening socket to `host`
+  // (SO_REUSEADDR, so a restarted node gets its port back while the last
+  // run's connections linger in TIME_WAIT; Linux still refuses a second
+  // listener).
+  caf::expected<uint16_t> port = system.middleman().publish(
+      impl.node_actor, static_cast<uint16_t>(me.port), me.host.c_str(), /*reuse=*/true);
+  if (!port) {
+    return IoError(label + ": cannot listen on " + me.host + ":" + std::to_string(me.port) +
+                   ": " + system.render(port.error()));
+  }
+  impl.port = *port;
+  LogInfo(Subsystem::kNode, label + " (rank " + std::to_string(rank) + ") listening on " +
+                                me.host + ":" + std::to_string(me.port));
+
+  const auto deadline = Clock::now() + std::chrono::milliseconds(topology.connect_timeout_ms);
+  const std::string timeout_text =
+      " within connect_timeout_ms " + std::to_string(topology.connect_timeout_ms) + " of " +
+      topology.path;
+  std::map<std::string, std::string> tokens;  // peer -> the token it gave us
+  caf::scoped_actor self{system};
+
+  // Proves this node to `peer` (challenge, HMAC, identity).
+  auto prove = [&](const TopologyNode& peer, const caf::actor& handle) -> Status {
+    std::string nonce, failure;
+    self->request(handle, Left(deadline), challenge_atom::value, me.name)
+        .receive([&](const std::string& n) { nonce = n; },
+                 [&](caf::error& e) { failure = system.render(e); });
+    if (!failure.empty()) {
+      return Aborted(label + ": handshake with node '" + peer.name + "' at " + peer.host + ":" +
+                     std::to_string(peer.port) + " failed: " + failure);
+    }
+    const std::string mac =
+        HmacSha256(topology.secret, HandshakeMessage(nonce, me.name, peer.name, info));
+    bool ok = false;
+    std::string text;
+    int64_t their_clock = 0;
+    const int64_t t0 = SteadyMicros();
+    self->request(handle, Left(deadline), prove_atom::value, me.name, info, mac,
+                  impl.node_actor)
+        .receive(
+            [&](bool accepted, const std::string& t, int64_t clock) {
+              ok = accepted;
+              text = t;
+              their_clock = clock;
+            },
+            [&](caf::error& e) { failure = system.render(e); });
+    const int64_t t1 = SteadyMicros();
+    if (!failure.empty()) {
+      return Aborted(label + ": handshake with node '" + peer.name + "' failed: " + failure);
+    }
+    if (!ok) return FailedPrecondition(text);
+    tokens[peer.name] = text;
+    if (topology.Rank(peer.name) == 0) {
+      cluster->clock_offset_us_ = their_clock - (t0 + t1) / 2;
+      cluster->clock_rtt_us_ = t1 - t0;
+    }
+    return Status::Ok();
+  };
+  // Waits until `done` holds of the shared state, a proof was refused, or
+  // the deadline passed.
+  auto wait_for = [&](const std::function<bool()>& done, const std::string& what) -> Status {
+    std::unique_lock<std::mutex> lock(shared->mu);
+    while (true) {
+      if (!shared->refused.empty()) {
+        return FailedPrecondition(label + " " + shared->refused);
+      }
+      if (done()) return Status::Ok();
+      if (shared->changed.wait_until(lock, deadline) == std::cv_status::timeout && !done()) {
+        if (!shared->refused.empty()) return FailedPrecondition(label + " " + shared->refused);
+        return Aborted(label + ": " + what + timeout_text);
+      }
+    }
+  };
+
+  // 1. Connect to the nodes ranked after this one and prove this node.
+  for (int r = rank + 1; r < cluster->size(); ++r) {
+    const TopologyNode& peer = topology.nodes[r];
+    caf::actor handle;
+    std::string last_error;
+    while (true) {
+      caf::expected<caf::actor> remote =
+          system.middleman().remote_actor(peer.host, static_cast<uint16_t>(peer.port));
+      if (remote) {
+        handle = *remote;
+        break;
+      }
+      last_error = system.render(remote.error());
+      if (Clock::now() >= deadline) {
+        return Aborted(label + ": node '" + peer.name + "' at " + peer.host + ":" +
+                       std::to_string(peer.port) + " did not answer" + timeout_text +
+                       " (last: " + last_error + ")");
+      }
+      {
+        // A refusal seen meanwhile ends the wait early.
+        std::lock_guard<std::mutex> lock(shared->mu);
+        if (!shared->refused.empty()) return FailedPrecondition(label + " " + shared->refused);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    PAREX_RETURN_IF_ERROR(prove(peer, handle));
+    impl.peers[peer.name] = handle;
+  }
+  // 2. The nodes ranked before this one prove themselves first; then this
+  //    node proves itself to each of them.
+  for (int r = 0; r < rank; ++r) {
+    const TopologyNode& peer = topology.nodes[r];
+    PAREX_RETURN_IF_ERROR(wait_for([&] { return shared->accepted.count(peer.name) > 0; },
+                                   "node '" + peer.name + "' did not connect"));
+    caf::actor handle;
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      handle = shared->accepted[peer.name];
+    }
+    PAREX_RETURN_IF_ERROR(prove(peer, handle));
+    impl.peers[peer.name] = handle;
+  }
+  // 3. Every peer proved itself to this node.
+  PAREX_RETURN_IF_ERROR(wait_for(
+      [&] { return shared->accepted.size() == shared->peers.size(); },
+      "not every node completed the handshake"));
+  LogInfo(Subsystem::kNode, label + ": handshake complete with " +
+                                std::to_string(shared->peers.size()) + " peers");
+
+  // 4. Gloo, rendezvous at rank 0's node actor.
+  std::vector<std::string> names;
+  for (const TopologyNode& n : topology.nodes) names.push_back("node '" + n.name + "'");
+  caf::actor holder;
+  std::string token;
+  if (rank == 0) {
+    StatusOr<std::string> own = RandomBytes(16);
+    if (!own.ok()) return own.status();
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->tokens.insert(*own);
+    token = *own;
+    holder = impl.node_actor;
+  } else {
+    holder = impl.peers[topology.nodes[0].name];
+    token = tokens[topology.nodes[0].name];
+  }
+  if (cluster->size() > 1) {
+    CafStore store(system, holder, token, "gloo/",
+                   std::chrono::milliseconds(topology.connect_timeout_ms));
+    StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
+        store, rank, cluster->size(), me.host,
+        std::chrono::milliseconds(topology.collective_timeout_ms), names);
+    if (!gloo.ok()) return gloo.status();
+    impl.gloo = *gloo;
+  } else {
+    // One node: a Gloo context of one rank over an in-memory rendezvous is
+    // still what the executor talks to.
+    CafStore store(system, holder, token, "gloo/",
+                   std::chrono::milliseconds(topology.connect_timeout_ms));
+    StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
+        store, 0, 1, me.host, std::chrono::milliseconds(topology.collective_timeout_ms), names);
+    if (!gloo.ok()) return gloo.status();
+    impl.gloo = *gloo;
+  }
+  return cluster;
+}
+
+Cluster::~Cluster() = default;
+
+std::shared_ptr<Communicator> Cluster::MakeCommunicator() const {
+  return std::make_shared<HierarchicalCommunicator>(node().places, impl_->gloo, world_places(),
+                                                    first_place());
+}
+
+Communicator& Cluster::cross() const { return *impl_->gloo; }
+
+Status Cluster::BroadcastPersistables(Scope* scope, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    Variable* var = scope->FindVar(name);
+    if (var == nullptr || !var->IsTensor() || !var->GetTensor()->defined()) {
+      return NotFound("node '" + node().name + "': persistable '" + name +
+                      "' is not initialised, so rank 0's cannot replace it");
+    }
+    Tensor* t = var->GetMutableTensor();
+    PlaceTensors one = {t};
+    PAREX_RETURN_IF_ERROR(impl_->gloo->Broadcast("init:" + name, one, 0));
+  }
+  return Status::Ok();
+}
+
+Status Cluster::SumAcrossNodes(std::vector<double>* values, const std::string& what) {
+  Tensor t(DType::kFP64, {static_cast<int64_t>(values->size())});
+  std::copy(values->begin(), values->end(), t.data<double>());
+  PlaceTensors one = {&t};
+  PAREX_RETURN_IF_ERROR(impl_->gloo->AllReduce(what, one));
+  std::copy(t.data<double>(), t.data<double>() + values->size(), values->begin());
+  return Status::Ok();
+}
+
+Status Cluster::Barrier(const std::string& what) {
+  std::vector<double> one = {1};
+  PAREX_RETURN_IF_ERROR(SumAcrossNodes(&one, what));
+  if (one[0] != size()) {
+    return Internal("barrier '" + what + "': " + std::to_string(one[0]) + " of " +
+                    std::to_string(size()) + " nodes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace parex

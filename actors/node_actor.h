@@ -1,0 +1,67 @@
+// NodeActor: one per process of a cluster (DESIGN.md §3.4 "node actor", §4).
+// Published on the node's topology address (and only there), it is what the
+// peers talk to before any collective runs:
+//
+//   peer ──(pxchal, name)──────────────▶ node: a fresh nonce for `name`
+//   peer ──(pxprove, name, info, mac, actor)▶ node: accepted when mac is
+//        HMAC-SHA-256(secret, "parex-handshake" | nonce | name | this node |
+//        info) and info (version, program, topology, options) equals this
+//        node's; replies (ok, session token or the reason, clock in µs)
+//   peer ──(pxset, token, key, value)──▶ rank 0's node: the Gloo rendezvous
+//   peer ──(pxget, token, key)─────────▶ rank 0's node: the value, once set
+//
+// Store messages without a token issued by an accepted proof are refused.
+// Nothing here blocks; the joining thread (actors/cluster.cc) watches the
+// handshake through NodeShared.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/atom.hpp>
+#include <caf/behavior.hpp>
+#include <caf/event_based_actor.hpp>
+
+namespace parex {
+
+using challenge_atom = caf::atom_constant<caf::atom("pxchal")>;
+using prove_atom = caf::atom_constant<caf::atom("pxprove")>;
+using kv_set_atom = caf::atom_constant<caf::atom("pxset")>;
+using kv_get_atom = caf::atom_constant<caf::atom("pxget")>;
+
+// What a node's actor and its joining thread share. Thread-safe (mu).
+struct NodeShared {
+  // Fixed before the actor is spawned.
+  std::string secret;
+  std::string name;                   // this node
+  std::set<std::string> peers;        // the other nodes of the topology
+  std::map<std::string, std::string> info;  // this node's identity, key by key
+
+  std::mutex mu;
+  std::condition_variable changed;    // notified on every change below
+  std::map<std::string, std::string> nonces;     // challenger -> nonce
+  std::map<std::string, caf::actor> accepted;    // peers whose proof passed
+  std::set<std::string> tokens;                  // issued session tokens
+  std::string refused;                           // the first refusal
+};
+
+// The message a prover signs.
+std::string HandshakeMessage(const std::string& nonce, const std::string& prover,
+                             const std::string& verifier, const std::string& info);
+// info as "key=value\n" lines (sorted), and back.
+std::string EncodeInfo(const std::map<std::string, std::string>& info);
+std::map<std::string, std::string> DecodeInfo(const std::string& text);
+// "" when `theirs` equals `ours`; otherwise what differs, naming `peer`.
+std::string CompareInfo(const std::string& peer, const std::map<std::string, std::string>& ours,
+                        const std::map<std::string, std::string>& theirs);
+
+// The node actor's behaviour (spawn with the shared state).
+caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared> shared);
+
+int64_t SteadyMicros();
+
+}  // namespace parex

@@ -1,0 +1,253 @@
+// parex launch: starts every node of a topology whose host is this machine
+// as a child `parex node`, prefixes each output line with the node's name,
+// and fails as a whole when one node fails (the others are stopped).
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "apps/cli/cli.h"
+#include "proto/topology_io.h"
+
+namespace parex::cli {
+namespace {
+
+// The addresses of this machine's interfaces and its host name.
+std::set<std::string> LocalNames() {
+  std::set<std::string> names = {"localhost", "127.0.0.1", "::1"};
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) names.insert(host);
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+      if (a->ifa_addr == nullptr) continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      if (a->ifa_addr->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text,
+                  sizeof(text));
+      } else if (a->ifa_addr->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, text,
+                  sizeof(text));
+      } else {
+        continue;
+      }
+      names.insert(text);
+    }
+    freeifaddrs(list);
+  }
+  return names;
+}
+
+bool IsLocal(const std::string& host, const std::set<std::string>& local) {
+  if (local.count(host) > 0) return true;
+  return host.rfind("127.", 0) == 0;  // the whole loopback net
+}
+
+struct Child {
+  std::string name;
+  pid_t pid = -1;
+  int fd = -1;          // its stdout and stderr
+  std::string partial;  // an unfinished line
+  bool done = false;
+  int code = 0;         // exit code (128 + signal when killed)
+};
+
+volatile sig_atomic_t g_signal = 0;
+void OnSignal(int sig) { g_signal = sig; }
+
+void Emit(const Child& c, const std::string& line) {
+  std::printf("[%s] %s\n", c.name.c_str(), line.c_str());
+  std::fflush(stdout);
+}
+
+// Reads what `c` wrote; false at end of file.
+bool Drain(Child& c) {
+  char buf[4096];
+  const ssize_t got = read(c.fd, buf, sizeof(buf));
+  if (got < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (got <= 0) {
+    if (!c.partial.empty()) Emit(c, c.partial);
+    c.partial.clear();
+    return false;
+  }
+  c.partial.append(buf, static_cast<size_t>(got));
+  for (size_t nl = c.partial.find('\n'); nl != std::string::npos; nl = c.partial.find('\n')) {
+    std::string line = c.partial.substr(0, nl);
+    // A live progress line redraws with \r: keep what was drawn last.
+    const size_t cr = line.rfind('\r');
+    if (cr != std::string::npos) line = line.substr(cr + 1);
+    Emit(c, line);
+    c.partial.erase(0, nl + 1);
+  }
+  return true;
+}
+
+void SignalAll(std::vector<Child>& children, int sig) {
+  for (Child& c : children) {
+    if (!c.done && c.pid > 0) kill(c.pid, sig);
+  }
+}
+
+}  // namespace
+
+int RunLaunch(const LaunchOptions& o) {
+  const std::string cmd = "launch";
+  StatusOr<Topology> topology = LoadTopology(o.topology);
+  if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
+  for (const std::string& arg : o.args) {
+    if (arg == "--topology" || arg == "--node" || arg.rfind("--topology=", 0) == 0 ||
+        arg.rfind("--node=", 0) == 0) {
+      return Fail(cmd, InvalidArgument("'" + arg + "' is set by launch for each node; "
+                                       "pass only training options"), kExitUsage);
+    }
+  }
+  const std::set<std::string> local = LocalNames();
+  std::vector<const TopologyNode*> nodes;
+  for (const std::string& name : o.only) {
+    if (topology->Rank(name) < 0) {
+      return Fail(cmd, NotFound(o.topology + ": no node '" + name + "'"), kExitUsage);
+    }
+  }
+  for (const TopologyNode& n : topology->nodes) {
+    const bool chosen = o.only.empty()
+                            ? IsLocal(n.host, local)
+                            : std::find(o.only.begin(), o.only.end(), n.name) != o.only.end();
+    if (chosen) nodes.push_back(&n);
+  }
+  if (nodes.empty()) {
+    return Fail(cmd, NotFound(o.topology + ": no node's host is this machine (start them "
+                                           "with parex node on their machines)"));
+  }
+  std::printf("parex launch: %zu of %zu nodes of %s here:", nodes.size(),
+              topology->nodes.size(), o.topology.c_str());
+  for (const TopologyNode* n : nodes) std::printf(" %s", n->name.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  std::vector<Child> children;
+  for (const TopologyNode* n : nodes) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      SignalAll(children, SIGTERM);
+      return Fail(cmd, IoError(std::string("pipe: ") + std::strerror(errno)));
+    }
+    std::vector<std::string> argv = {o.parex, "node", "--topology", o.topology, "--node",
+                                     n->name};
+    argv.insert(argv.end(), o.args.begin(), o.args.end());
+    const pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      dup2(fds[1], STDERR_FILENO);
+      std::vector<char*> raw;
+      for (std::string& a : argv) raw.push_back(a.data());
+      raw.push_back(nullptr);
+      execv(raw[0], raw.data());
+      std::fprintf(stderr, "parex launch: cannot run %s: %s\n", raw[0], std::strerror(errno));
+      _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      SignalAll(children, SIGTERM);
+      return Fail(cmd, IoError(std::string("fork: ") + std::strerror(errno)));
+    }
+    Child c;
+    c.name = n->name;
+    c.pid = pid;
+    c.fd = fds[0];
+    children.push_back(std::move(c));
+  }
+
+  // Until every child's output ended and every child exited.
+  std::string failed;  // the first node that failed
+  int failed_code = 0;
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  bool forwarded = false;
+  while (true) {
+    if (g_signal != 0 && !forwarded) {
+      forwarded = true;
+      SignalAll(children, g_signal);  // the nodes checkpoint and exit themselves
+    }
+    std::vector<pollfd> polls;
+    std::vector<Child*> polled;
+    for (Child& c : children) {
+      if (c.fd >= 0) {
+        polls.push_back({c.fd, POLLIN, 0});
+        polled.push_back(&c);
+      }
+    }
+    if (!polls.empty()) {
+      const int ready = poll(polls.data(), polls.size(), 100);
+      for (size_t i = 0; ready > 0 && i < polls.size(); ++i) {
+        if (polls[i].revents == 0) continue;
+        if (!Drain(*polled[i])) {
+          close(polled[i]->fd);
+          polled[i]->fd = -1;
+        }
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    bool all_done = true;
+    for (Child& c : children) {
+      if (c.done) continue;
+      int status = 0;
+      const pid_t r = waitpid(c.pid, &status, WNOHANG);
+      if (r == c.pid) {
+        c.done = true;
+        c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (c.code != 0 && failed.empty()) {
+          failed = c.name;
+          failed_code = c.code;
+          if (!forwarded) {
+            // One node failed: the cluster cannot go on; stop the others.
+            SignalAll(children, SIGTERM);
+            stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          }
+        }
+      } else {
+        all_done = false;
+      }
+    }
+    if (all_done) {
+      bool open = false;
+      for (const Child& c : children) open = open || c.fd >= 0;
+      if (!open) break;
+    }
+    if (std::chrono::steady_clock::now() > stop_deadline) {
+      SignalAll(children, SIGKILL);
+      stop_deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+  if (!failed.empty()) {
+    std::string how = failed_code > 128 ? "was killed by signal " + std::to_string(failed_code - 128)
+                                        : "exited with status " + std::to_string(failed_code);
+    return Fail(cmd, Aborted("node '" + failed + "' " + how + "; the other nodes were stopped"),
+                failed_code == 130 || failed_code == 143 ? failed_code : kExitRuntime);
+  }
+  std::printf("parex launch: %zu nodes finished\n", children.size());
+  return kExitOk;
+}
+
+}  // namespace parex::cli

@@ -1,0 +1,52 @@
+// Topology files (proto/topology.proto, text format): parsed and validated
+// into Topology. Every error names the file and, where the file has one, the
+// line and the node: "two.pbtxt:7: node 'b': port 70000 is not in 1..65535".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/place.h"
+#include "base/status.h"
+
+namespace parex {
+
+struct TopologyNode {
+  std::string name;
+  std::string host;
+  int port = 0;
+  std::vector<Place> places;
+  std::string places_text;  // as written
+  int line = 0;             // 1-based line of the node's block
+};
+
+struct Topology {
+  std::string path;     // the file it came from
+  std::string cluster;
+  std::vector<TopologyNode> nodes;  // rank order
+  std::string backend;              // "gloo"
+  std::string secret;               // the secret file's bytes
+  std::string secret_path;          // resolved
+  int64_t connect_timeout_ms = 60000;
+  int64_t collective_timeout_ms = 60000;
+  // SHA-256 (hex) of what every node must agree on: cluster, nodes in order
+  // (name, host, port, role, places), backend and timeouts. The secret
+  // file's path is left out (machines may keep it in different places).
+  std::string fingerprint;
+
+  // The rank of node `name`, or -1.
+  int Rank(const std::string& name) const;
+  // Places over all nodes, and the global index of node `rank`'s first place
+  // (ranks before it, in order).
+  int TotalPlaces() const;
+  int FirstPlace(int rank) const;
+};
+
+// Parses and validates `text` as if read from `path` (relative secret files
+// are resolved against path's folder, and read).
+StatusOr<Topology> ParseTopology(const std::string& text, const std::string& path);
+// Reads `path` (a regular file) and parses it.
+StatusOr<Topology> LoadTopology(const std::string& path);
+
+}  // namespace parex

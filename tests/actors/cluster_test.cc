@@ -1,0 +1,246 @@
+// Cluster::Join with every node a thread of this process (each its own CAF
+// actor system and Gloo context) on 127.0.0.1: ranks, the handshake's
+// refusals, and where the process listens.
+#include "actors/cluster.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <ctime>
+#include <functional>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "actors/node_actor.h"
+
+namespace parex {
+namespace {
+
+// A port of 127.0.0.1 nobody holds, below the ephemeral range (32768+), so
+// that no outgoing connection of another node takes it meanwhile.
+int FreePort() {
+  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u +
+                          static_cast<unsigned>(time(nullptr)));
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = 20000 + static_cast<int>(rng() % 12000);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
+}
+
+std::string Dir() {
+  std::string dir = std::string(PAREX_TEST_TMP_DIR) + "/cluster_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  mkdir(dir.c_str(), 0755);
+  return dir;
+}
+
+// A topology of `n` nodes on 127.0.0.1 with fresh ports and `secret`.
+Topology MakeTopology(int n, const std::string& secret, const std::string& name = "t",
+                      int timeout_ms = 20000) {
+  const std::string dir = Dir();
+  std::ofstream(dir + "/" + name + ".secret") << secret;
+  std::ostringstream text;
+  text << "cluster: \"test\"\nsecret_file: \"" << name << ".secret\"\n"
+       << "connect_timeout_ms: " << timeout_ms << "\ncollective_timeout_ms: 20000\n";
+  for (int i = 0; i < n; ++i) {
+    text << "node { name: \"n" << i << "\" host: \"127.0.0.1\" port: " << FreePort()
+         << " places: \"cpu:" << (i == 0 ? 2 : 1) << "\" }\n";
+  }
+  StatusOr<Topology> t = ParseTopology(text.str(), dir + "/" + name + ".pbtxt");
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return *t;
+}
+
+struct NodeResult {
+  Status status;
+  std::unique_ptr<Cluster> cluster;
+};
+
+// Joins node i of topologies[i] with identities[i], all at once.
+std::vector<NodeResult> JoinAll(const std::vector<Topology>& topologies,
+                                const std::vector<std::map<std::string, std::string>>& ids,
+                                const std::function<void(int, Cluster&)>& then = nullptr) {
+  std::vector<NodeResult> results(topologies.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < topologies.size(); ++i) {
+    threads.emplace_back([&, i] {
+      StatusOr<std::unique_ptr<Cluster>> c =
+          Cluster::Join(topologies[i], "n" + std::to_string(i), ids[i]);
+      results[i].status = c.status();
+      if (c.ok()) {
+        results[i].cluster = std::move(*c);
+        if (then) then(static_cast<int>(i), *results[i].cluster);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+const std::map<std::string, std::string> kId = {{"program", "abc"}, {"options", "--batch 8"}};
+
+TEST(ClusterTest, ThreeNodesAgreeOnRanksAndSumAcrossNodes) {
+  const Topology topo = MakeTopology(3, "0123456789abcdef-secret");
+  std::vector<std::vector<double>> sums(3);
+  std::vector<NodeResult> r = JoinAll({topo, topo, topo}, {kId, kId, kId}, [&](int i, Cluster& c) {
+    EXPECT_EQ(c.rank(), i);
+    EXPECT_EQ(c.size(), 3);
+    EXPECT_EQ(c.world_places(), 4);
+    EXPECT_EQ(c.first_place(), i == 0 ? 0 : i + 1);
+    EXPECT_EQ(c.cross().world_size(), 3);
+    if (i > 0) EXPECT_LT(std::abs(c.clock_offset_us()), c.clock_rtt_us() + 1000);
+    sums[i] = {1.0 * i, 2.0};
+    EXPECT_TRUE(c.SumAcrossNodes(&sums[i], "test").ok());
+    EXPECT_TRUE(c.Barrier("end").ok());
+  });
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(r[i].status.ok()) << r[i].status.ToString();
+    EXPECT_EQ(sums[i], (std::vector<double>{3.0, 6.0}));
+  }
+}
+
+TEST(ClusterTest, ANodeWithAnotherProgramIsRefusedByName) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  auto other = kId;
+  other["program"] = "def";
+  std::vector<NodeResult> r = JoinAll({topo, topo}, {kId, other});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(r[i].status.ok());
+    EXPECT_NE(r[i].status.message().find("trains a different program"), std::string::npos)
+        << r[i].status.message();
+  }
+  // The verifier (n1, whom n0 proves itself to) names n0.
+  EXPECT_NE(r[1].status.message().find("node 'n0'"), std::string::npos) << r[1].status.message();
+}
+
+TEST(ClusterTest, OtherOptionsAreRefused) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  auto other = kId;
+  other["options"] = "--batch 16";
+  std::vector<NodeResult> r = JoinAll({topo, topo}, {kId, other});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(r[i].status.ok());
+    EXPECT_NE(r[i].status.message().find("--batch"), std::string::npos) << r[i].status.message();
+  }
+}
+
+TEST(ClusterTest, AWrongSecretIsRefused) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  Topology wrong = topo;
+  wrong.secret = "0123456789abcdef-guess!";
+  std::vector<NodeResult> r = JoinAll({topo, wrong}, {kId, kId});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(r[i].status.ok());
+    EXPECT_NE(r[i].status.message().find("does not know the cluster secret"), std::string::npos)
+        << r[i].status.message();
+  }
+}
+
+TEST(ClusterTest, ADifferentTopologyIsRefused) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  Topology changed = topo;
+  changed.fingerprint = "f00d";  // as if its file differed (a timeout, a place)
+  std::vector<NodeResult> r = JoinAll({topo, changed}, {kId, kId});
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_FALSE(r[i].status.ok());
+    EXPECT_NE(r[i].status.message().find("read a different topology file"), std::string::npos)
+        << r[i].status.message();
+  }
+}
+
+TEST(ClusterTest, AnotherVersionIsNamed) {
+  std::map<std::string, std::string> ours = {{"version", "0.1.0"}, {"program", "a"}};
+  std::map<std::string, std::string> theirs = {{"version", "0.2.0"}, {"program", "a"}};
+  EXPECT_EQ(CompareInfo("b", ours, theirs), "node 'b' runs parex 0.2.0, this node 0.1.0");
+  EXPECT_EQ(CompareInfo("b", ours, ours), "");
+  theirs = ours;
+  theirs["extra"] = "1";
+  EXPECT_NE(CompareInfo("b", ours, theirs).find("'extra'"), std::string::npos);
+}
+
+TEST(ClusterTest, AMissingPeerEndsJoinWithinTheConnectTimeout) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret", "t", 1000);
+  const auto start = std::chrono::steady_clock::now();
+  StatusOr<std::unique_ptr<Cluster>> c = Cluster::Join(topo, "n0", kId);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("node 'n1' at 127.0.0.1:"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("did not answer"), std::string::npos);
+  EXPECT_LT(seconds, 5.0);
+  StatusOr<std::unique_ptr<Cluster>> unknown = Cluster::Join(topo, "zz", kId);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("no node 'zz' (nodes: n0, n1)"), std::string::npos);
+}
+
+// The socket inodes of this process's open descriptors.
+std::set<std::string> OwnSocketInodes() {
+  std::set<std::string> inodes;
+  DIR* dir = opendir("/proc/self/fd");
+  if (dir == nullptr) return inodes;
+  while (dirent* e = readdir(dir)) {
+    char target[256] = {};
+    const std::string link = std::string("/proc/self/fd/") + e->d_name;
+    const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+    const std::string t(target, n > 0 ? n : 0);
+    if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
+  }
+  closedir(dir);
+  return inodes;
+}
+
+TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  std::vector<std::string> listening;
+  JoinAll({topo, topo}, {kId, kId}, [&](int i, Cluster& c) {
+    if (i != 0) {
+      EXPECT_TRUE(c.Barrier("b").ok());
+      EXPECT_TRUE(c.Barrier("after").ok());
+      return;
+    }
+    EXPECT_TRUE(c.Barrier("b").ok());
+    // Both nodes are up: every listening TCP socket of this process.
+    const std::set<std::string> own = OwnSocketInodes();
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+      std::ifstream in(table);
+      std::string line;
+      std::getline(in, line);
+      while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string sl, local, remote, state, queues, timer, retr, uid, timeout, inode;
+        fields >> sl >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >>
+            inode;
+        if (state == "0A" && own.count(inode) > 0) listening.push_back(local);
+      }
+    }
+    EXPECT_TRUE(c.Barrier("after").ok());
+  });
+  ASSERT_FALSE(listening.empty());
+  std::set<int> ports;
+  for (const std::string& local : listening) {
+    // 0100007F:PORT is 127.0.0.1 (little-endian hex).
+    EXPECT_EQ(local.substr(0, 9), "0100007F:") << "listening on " << local;
+    ports.insert(std::stoi(local.substr(9), nullptr, 16));
+  }
+  for (const TopologyNode& n : topo.nodes) EXPECT_EQ(ports.count(n.port), 1u) << n.port;
+}
+
+}  // namespace
+}  // namespace parex

@@ -1,0 +1,185 @@
+// GlooCommunicator and HierarchicalCommunicator with N ranks as threads of
+// one process over Gloo's in-memory HashStore (STYLE.md 16), sweeping world
+// size and element count; the cross-process runs are in
+// tests/apps/cli/cluster_cli_test.cc.
+#include "actors/comm/gloo_communicator.h"
+
+#include <gloo/rendezvous/hash_store.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "actors/comm/hierarchical_communicator.h"
+
+namespace parex {
+namespace {
+
+// Runs body(rank, comm) on `size` threads joined by one rendezvous.
+void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body) {
+  gloo::rendezvous::HashStore store;
+  std::vector<std::string> names;
+  for (int r = 0; r < size; ++r) names.push_back("node '" + std::to_string(r) + "'");
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      StatusOr<std::shared_ptr<GlooCommunicator>> comm = GlooCommunicator::Connect(
+          store, r, size, "127.0.0.1", std::chrono::seconds(30), names);
+      ASSERT_TRUE(comm.ok()) << comm.status().ToString();
+      body(r, **comm);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+// Integer-valued floats: every order of summation gives the same bits, so
+// the expected sum is exact.
+float Value(int rank, int64_t i) { return static_cast<float>((rank + 1) * 1000 + i % 997); }
+
+TEST(GlooCommunicatorTest, AllReduceSumsEveryRankExactly) {
+  for (int size : {1, 2, 3, 4}) {
+    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1001}, int64_t{300000}}) {
+      WithRanks(size, [&](int rank, GlooCommunicator& comm) {
+        Tensor t(DType::kFP32, {count});
+        for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
+        PlaceTensors mine = {&t};
+        for (int repeat = 0; repeat < 2; ++repeat) {  // the registered buffers again
+          if (repeat == 1) {
+            for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
+          }
+          Status s = comm.AllReduce("g", mine);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          for (int64_t i = 0; i < count; ++i) {
+            float want = 0;
+            for (int r = 0; r < size; ++r) want += Value(r, i);
+            ASSERT_EQ(t.data<float>()[i], want) << "size " << size << " count " << count
+                                                << " element " << i;
+          }
+        }
+      });
+    }
+  }
+}
+
+// Rounding: every rank must end with the very same bits (the parameters of
+// the nodes would drift apart otherwise), and a rerun gives them again.
+TEST(GlooCommunicatorTest, EveryRankGetsTheSameBitsRunToRun) {
+  for (int size : {2, 3, 4}) {
+    const int64_t count = 70001;
+    std::vector<std::vector<float>> results(2 * size);
+    for (int run = 0; run < 2; ++run) {
+      WithRanks(size, [&](int rank, GlooCommunicator& comm) {
+        std::mt19937 rng(11 + rank);
+        std::uniform_real_distribution<float> dist(-1, 1);
+        Tensor t(DType::kFP32, {count});
+        for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = dist(rng);
+        PlaceTensors mine = {&t};
+        ASSERT_TRUE(comm.AllReduce("g", mine).ok());
+        results[run * size + rank].assign(t.data<float>(), t.data<float>() + count);
+      });
+    }
+    for (size_t r = 1; r < results.size(); ++r) {
+      ASSERT_EQ(results[r], results[0]) << "world " << size << ", rank/run " << r;
+    }
+  }
+}
+
+TEST(GlooCommunicatorTest, FusedGroupsReduceAndBroadcast) {
+  WithRanks(3, [](int rank, GlooCommunicator& comm) {
+    Tensor a(DType::kFP64, {5}), b(DType::kFP64, {2, 3});
+    for (int i = 0; i < 5; ++i) a.data<double>()[i] = rank + i;
+    for (int i = 0; i < 6; ++i) b.data<double>()[i] = 10 * rank + i;
+    std::vector<PlaceTensors> groups = {{&a}, {&b}};
+    ASSERT_TRUE(comm.AllReduce("bucket", groups).ok());
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(a.data<double>()[i], 3 + 3 * i);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(b.data<double>()[i], 30 + 3 * i);
+
+    Tensor r(DType::kInt64, {4});
+    for (int i = 0; i < 4; ++i) r.data<int64_t>()[i] = rank * 100 + i;
+    PlaceTensors one = {&r};
+    ASSERT_TRUE(comm.Reduce("r", one, 1).ok());
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(r.data<int64_t>()[i], rank == 1 ? 300 + 3 * i : rank * 100 + i);
+    }
+
+    Tensor c(DType::kUInt8, {7});
+    for (int i = 0; i < 7; ++i) c.data<uint8_t>()[i] = static_cast<uint8_t>(rank * 10 + i);
+    PlaceTensors bc = {&c};
+    ASSERT_TRUE(comm.Broadcast("c", bc, 2).ok());
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(c.data<uint8_t>()[i], 20 + i);
+  });
+}
+
+TEST(GlooCommunicatorTest, ErrorsNameTheCollectiveAndVariable) {
+  WithRanks(2, [](int rank, GlooCommunicator& comm) {
+    Tensor b(DType::kBool, {3});
+    PlaceTensors one = {&b};
+    Status s = comm.AllReduce("mask", one);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("all_reduce 'mask'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("bool"), std::string::npos) << s.message();
+    Tensor f(DType::kFP32, {2}), d(DType::kFP64, {2});
+    std::vector<PlaceTensors> mixed = {{&f}, {&d}};
+    s = comm.AllReduce("bucket", mixed);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("mixes fp32 and fp64"), std::string::npos) << s.message();
+    comm.Interrupt(Aborted("step 3 aborted: node 'x' is gone"));
+    PlaceTensors ff = {&f};
+    s = comm.AllReduce("w@GRAD", ff);
+    EXPECT_EQ(s.code(), StatusCode::kAborted);
+    EXPECT_NE(s.message().find("node 'x' is gone"), std::string::npos);
+    comm.Resume();
+  });
+}
+
+// Two nodes of two places each: the sum is (p0 + p1) + (p2 + p3), on every
+// place, and Reduce + Broadcast leave every node's owner with it.
+TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
+  for (int nodes : {1, 2, 3}) {
+    WithRanks(nodes, [&](int rank, GlooCommunicator& gloo) {
+      std::shared_ptr<GlooCommunicator> cross(&gloo, [](GlooCommunicator*) {});
+      HierarchicalCommunicator comm({Place::CPU(0), Place::CPU(1)}, cross, 2 * nodes, 2 * rank);
+      EXPECT_EQ(comm.world_size(), 2 * nodes);
+      EXPECT_EQ(comm.local_size(), 2);
+      EXPECT_EQ(comm.first_local_rank(), 2 * rank);
+      EXPECT_TRUE(comm.blocking());
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      // Every rank draws every place's values (same seed), keeps its own.
+      const int64_t count = 4099;
+      std::vector<std::vector<float>> all(2 * nodes, std::vector<float>(count));
+      for (auto& place : all) {
+        for (float& v : place) v = dist(rng);
+      }
+      Tensor p0(DType::kFP32, {count}), p1(DType::kFP32, {count});
+      std::copy(all[2 * rank].begin(), all[2 * rank].end(), p0.data<float>());
+      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(), p1.data<float>());
+      PlaceTensors places = {&p0, &p1};
+      ASSERT_TRUE(comm.AllReduce("w@GRAD", places).ok());
+      for (int64_t i = 0; i < count; ++i) {
+        double flat = 0;
+        for (int q = 0; q < 2 * nodes; ++q) flat += all[q][i];
+        ASSERT_EQ(p0.data<float>()[i], p1.data<float>()[i]);
+        ASSERT_NEAR(p0.data<float>()[i], flat, 1e-5) << i;
+        if (nodes == 2) {
+          // Gloo's ring adds the two node sums; a + b == b + a exactly.
+          const float want = (all[0][i] + all[1][i]) + (all[2][i] + all[3][i]);
+          ASSERT_EQ(p0.data<float>()[i], want) << i;
+        }
+      }
+      // Reduce to local place 1 on every node, then Broadcast from it.
+      std::copy(all[2 * rank].begin(), all[2 * rank].end(), p0.data<float>());
+      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(), p1.data<float>());
+      ASSERT_TRUE(comm.Reduce("w@GRAD", places, 1).ok());
+      EXPECT_EQ(p0.data<float>()[0], all[2 * rank][0]);  // untouched
+      ASSERT_TRUE(comm.Broadcast("w", places, 1).ok());
+      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(p0.data<float>()[i], p1.data<float>()[i]);
+    });
+  }
+}
+
+}  // namespace
+}  // namespace parex

@@ -1,0 +1,194 @@
+// parex launch / parex node: 2 and 3 processes on 127.0.0.1 train as one
+// process with the same places does (issue 14, acceptance 1), and refuse a
+// node that differs (acceptance 3).
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/apps/cli/cli_test_util.h"
+
+namespace parex::testing {
+namespace {
+
+// A free port of 127.0.0.1 below the ephemeral range (see cluster_test.cc).
+int FreePort() {
+  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 104729u +
+                          static_cast<unsigned>(time(nullptr)));
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int port = 20000 + static_cast<int>(rng() % 12000);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = {};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (free) return port;
+  }
+  return 0;
+}
+
+// Writes a topology of nodes a, b, c, ... with `places[i]` CPU places each.
+std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {
+  std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
+  const std::string path = dir + "/cluster.pbtxt";
+  std::ofstream out(path);
+  out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
+      << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
+  for (size_t i = 0; i < places.size(); ++i) {
+    out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \"127.0.0.1\" port: "
+        << FreePort() << " places: \"cpu:" << places[i] << "\" }\n";
+  }
+  return path;
+}
+
+std::vector<double> Losses(const std::string& metrics) {
+  std::vector<double> losses;
+  std::istringstream in(ReadFile(metrics));
+  std::string line;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  return losses;
+}
+
+// The digest each node printed ("[a] parameters      sha256 ...").
+std::vector<std::string> Digests(const std::string& out) {
+  std::vector<std::string> digests;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("parameters      sha256 ");
+    if (at != std::string::npos) digests.push_back(line.substr(at + 23, 64));
+  }
+  return digests;
+}
+
+struct ClusterCase {
+  std::string name;
+  std::vector<int> places;  // per node
+  std::string model;
+  std::string mode;
+  int steps;
+};
+
+class ClusterTrainTest : public ::testing::TestWithParam<ClusterCase> {};
+
+// Sums run in a fixed order: inside a node in place order, across nodes by
+// Gloo's ring (for 2 nodes a + b, which equals b + a), so the losses match a
+// single process (((p0 + p1) + p2) + p3) within rounding; every node ends
+// with the same parameters.
+TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
+  const ClusterCase& c = GetParam();
+  const std::string dir = ScratchDir("cluster_" + c.name);
+  const std::string topology = WriteTopology(dir, c.places);
+  int total = 0;
+  for (int p : c.places) total += p;
+  const std::vector<std::string> common = {
+      "--model", c.model, "--mode", c.mode, "--steps", std::to_string(c.steps), "--batch", "64",
+      "--no-progress"};
+  std::vector<std::string> launch = {"launch", "--topology", topology};
+  launch.insert(launch.end(), common.begin(), common.end());
+  launch.insert(launch.end(), {"--metrics", dir + "/nodes.jsonl", "--save", dir + "/model"});
+  CliRun nodes = RunParex(launch, dir);
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.out << nodes.err;
+  EXPECT_THAT(nodes.out, ::testing::HasSubstr("nodes finished"));
+
+  std::vector<std::string> train = {"train", "--places", "cpu:" + std::to_string(total)};
+  train.insert(train.end(), common.begin(), common.end());
+  train.insert(train.end(), {"--metrics", dir + "/one.jsonl", "--save", dir + "/one"});
+  CliRun one = RunParex(train, dir + "/one_process");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+
+  const std::vector<double> got = Losses(dir + "/nodes.jsonl");
+  const std::vector<double> want = Losses(dir + "/one.jsonl");
+  ASSERT_EQ(got.size(), static_cast<size_t>(c.steps));
+  ASSERT_EQ(want.size(), static_cast<size_t>(c.steps));
+  for (int s = 0; s < c.steps; ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::abs(want[s])) << "step " << s + 1;
+  }
+  const std::vector<std::string> digests = Digests(nodes.out);
+  ASSERT_EQ(digests.size(), c.places.size()) << nodes.out;
+  for (const std::string& d : digests) EXPECT_EQ(d, digests[0]);
+  if (c.places.size() == 2 && c.places[0] == c.places[1] && c.places[0] == 1) {
+    // Two ranks of one place: the very sums of one process, so the very bits.
+    const std::vector<std::string> single = Digests(one.out);
+    ASSERT_EQ(single.size(), 1u);
+    EXPECT_EQ(digests[0], single[0]);
+  }
+  // Rank 0 saved the model; nobody else did.
+  EXPECT_FALSE(ReadFile(dir + "/model/__model__").empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Topologies, ClusterTrainTest,
+    ::testing::Values(ClusterCase{"mlp_1x2", {1, 1}, "fashion_mlp", "allreduce", 20},
+                      ClusterCase{"cnn_2x2", {2, 2}, "fashion_cnn", "allreduce", 4},
+                      ClusterCase{"mlp_3_nodes_reduce", {2, 1, 1}, "fashion_mlp", "reduce", 20},
+                      ClusterCase{"cnn_3_nodes", {1, 1, 1}, "fashion_cnn", "allreduce", 4}),
+    [](const ::testing::TestParamInfo<ClusterCase>& info) { return info.param.name; });
+
+TEST(ClusterCliTest, ANodeWithAnotherLearningRateIsRefusedAtTheHandshake) {
+  const std::string dir = ScratchDir("cluster_refused");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  CliRun a, b;
+  std::thread ta([&] {
+    a = RunParex({"node", "--topology", topology, "--node", "a", "--model", "fashion_mlp",
+                  "--steps", "2", "--lr", "0.01"},
+                 dir + "/a");
+  });
+  std::thread tb([&] {
+    b = RunParex({"node", "--topology", topology, "--node", "b", "--model", "fashion_mlp",
+                  "--steps", "2", "--lr", "0.02"},
+                 dir + "/b");
+  });
+  ta.join();
+  tb.join();
+  for (const CliRun* r : {&a, &b}) {
+    EXPECT_EQ(r->exit_code, 1) << r->err;
+    EXPECT_THAT(r->err, ::testing::HasSubstr("trains a different program"));
+  }
+  EXPECT_THAT(b.err, ::testing::HasSubstr("refused node 'a'"));
+}
+
+TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {
+  const std::string dir = ScratchDir("cluster_bad");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  std::ofstream(dir + "/bad.pbtxt") << "cluster: \"x\"\nnode { name: \"a\" port: 99999 }\n";
+  ExpectFailures(
+      {
+          {{"node", "--topology", dir + "/bad.pbtxt", "--node", "a"}, 2, "bad.pbtxt:2: node 'a'"},
+          {{"node", "--topology", topology, "--node", "zz"}, 2, "no node 'zz' (nodes: a, b)"},
+          {{"node", "--topology", dir + "/missing.pbtxt", "--node", "a"}, 2, "missing.pbtxt"},
+          {{"launch", "--topology", topology, "--only", "zz"}, 2, "no node 'zz'"},
+          {{"launch", "--topology", topology, "--node", "a"}, 2, "is set by launch"},
+          {{"node", "--topology", topology}, 2, "--node is required"},
+      },
+      dir);
+}
+
+TEST(ClusterCliTest, LaunchFailsAsAWholeWhenANodeFails) {
+  const std::string dir = ScratchDir("cluster_fails");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  // Every node fails to read its data: launch reports the first one and
+  // exits nonzero (and returns: nobody waits for a peer that is gone).
+  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp",
+                         "--fashion-dir", "/nonexistent/f"},
+                        dir);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, ::testing::HasSubstr("exited with status 1"));
+  EXPECT_THAT(run.out, ::testing::HasSubstr("/nonexistent/f"));
+}
+
+}  // namespace
+}  // namespace parex::testing

@@ -1,0 +1,128 @@
+#include "proto/topology_io.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <string>
+
+namespace parex {
+namespace {
+
+std::string Scratch() {
+  std::string dir = std::string(PAREX_TEST_TMP_DIR) + "/topology_io_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/cluster.secret") << "0123456789abcdef-a-test-secret";
+  std::ofstream(dir + "/short.secret") << "short";
+  return dir;
+}
+
+const char* kGood = R"(cluster: "demo"
+secret_file: "cluster.secret"
+collective_timeout_ms: 5000
+node { name: "a" host: "127.0.0.1" port: 47100 places: "cpu:0-1" }
+node {
+  name: "b"
+  host: "127.0.0.1"
+  port: 47101
+  places: "cpu:1"
+}
+)";
+
+TEST(TopologyIoTest, ParsesNodesPlacesAndRanks) {
+  const std::string dir = Scratch();
+  StatusOr<Topology> t = ParseTopology(kGood, dir + "/two.pbtxt");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->cluster, "demo");
+  ASSERT_EQ(t->nodes.size(), 2u);
+  EXPECT_EQ(t->nodes[0].name, "a");
+  EXPECT_EQ(t->nodes[0].places.size(), 2u);
+  EXPECT_EQ(t->nodes[1].places.size(), 1u);
+  EXPECT_EQ(t->nodes[1].line, 5);
+  EXPECT_EQ(t->Rank("b"), 1);
+  EXPECT_EQ(t->Rank("c"), -1);
+  EXPECT_EQ(t->TotalPlaces(), 3);
+  EXPECT_EQ(t->FirstPlace(1), 2);
+  EXPECT_EQ(t->collective_timeout_ms, 5000);
+  EXPECT_EQ(t->connect_timeout_ms, 60000);
+  EXPECT_EQ(t->secret, "0123456789abcdef-a-test-secret");
+  EXPECT_EQ(t->fingerprint.size(), 64u);
+}
+
+TEST(TopologyIoTest, FingerprintCoversTheClusterButNotTheSecretsPath) {
+  const std::string dir = Scratch();
+  std::ofstream(dir + "/other.secret") << "0123456789abcdef-a-test-secret";
+  std::string moved = kGood;
+  moved.replace(moved.find("cluster.secret"), 14, "other.secret");
+  std::string port = kGood;
+  port.replace(port.find("47101"), 5, "47102");
+  StatusOr<Topology> a = ParseTopology(kGood, dir + "/t.pbtxt");
+  StatusOr<Topology> b = ParseTopology(moved, dir + "/t.pbtxt");
+  StatusOr<Topology> c = ParseTopology(port, dir + "/t.pbtxt");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->fingerprint, b->fingerprint);
+  EXPECT_NE(a->fingerprint, c->fingerprint);
+}
+
+TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
+  const std::string dir = Scratch();
+  const std::string path = dir + "/bad.pbtxt";
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  const std::string head = "cluster: \"demo\"\nsecret_file: \"cluster.secret\"\n";
+  const std::string a = "node { name: \"a\" host: \"127.0.0.1\" port: 47100 places: \"cpu:1\" }\n";
+  const std::vector<Case> cases = {
+      {head + a + "node { name: \"a\" host: \"127.0.0.1\" port: 47101 places: \"cpu:1\" }\n",
+       path + ":4: node 'a' is listed twice (also line 3)"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\"\n port: 70000 places: \"cpu:1\" }\n",
+       path + ":5: node 'b': port 70000 is not in 1..65535"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 47100 places: \"cpu:1\" }\n",
+       "node 'b': address 127.0.0.1:47100 is already another node's"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 1\n places: \"cpu:3-1\" }\n",
+       path + ":5: node 'b': places 'cpu:3-1'"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" }\n",
+       "node 'b': place cuda:0 is not a CPU place"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 }\n", "node 'b': no places"},
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cpu\" role: PSERVER }\n",
+       "node 'b': role PSERVER is not supported yet"},
+      {head + a + "node { name: \"b c\" host: \"h\" port: 2 places: \"cpu\" }\n",
+       path + ":4: node #1: name 'b c'"},
+      {head + a + "node { name: \"b\" host: \"h;rm\" port: 2 places: \"cpu\" }\n",
+       "node 'b': host 'h;rm' is not an address"},
+      {head + "collective: NCCL\n" + a, path + ":3: collective NCCL is not supported yet"},
+      {head + a + "node { name: \"b\" hots: \"x\" }\n", path + ":4:"},
+      {head + "connect_timeout_ms: 5\n" + a, path + ":3: connect_timeout_ms 5 is not in"},
+      {"cluster: \"demo\"\n" + a, path + ": secret_file is missing"},
+      {"cluster: \"demo\"\nsecret_file: \"missing.secret\"\n" + a, path + ":2: secret_file:"},
+      {"cluster: \"demo\"\nsecret_file: \"short.secret\"\n" + a, "holds 5 bytes"},
+      {head, path + ": no node { ... } listed"},
+      {"secret_file: \"cluster.secret\"\n" + a, "cluster name ''"},
+  };
+  for (const Case& c : cases) {
+    StatusOr<Topology> t = ParseTopology(c.text, path);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_NE(t.status().message().find(c.message), std::string::npos)
+        << "expected '" << c.message << "' in: " << t.status().message();
+  }
+}
+
+TEST(TopologyIoTest, LoadNamesAMissingFile) {
+  StatusOr<Topology> t = LoadTopology(std::string(PAREX_TEST_TMP_DIR) + "/no/such.pbtxt");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("no/such.pbtxt"), std::string::npos);
+}
+
+TEST(TopologyIoTest, TheExampleTopologiesLoad) {
+  for (const char* name : {"two_nodes.pbtxt", "three_nodes.pbtxt"}) {
+    StatusOr<Topology> t =
+        LoadTopology(std::string(PAREX_SOURCE_DIR) + "/examples/topology/" + name);
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status().ToString();
+    for (const TopologyNode& n : t->nodes) EXPECT_EQ(n.host, "127.0.0.1");
+  }
+}
+
+}  // namespace
+}  // namespace parex

@@ -33,6 +33,9 @@ struct Cluster::Impl {
   std::map<std::string, caf::actor> peers;  // name -> node actor
   std::shared_ptr<GlooCommunicator> gloo;
   uint16_t port = 0;
+  caf::actor holder;  // rank 0's node actor (the rendezvous keys)
+  std::string token;  // what this node shows it
+  int64_t timeout_ms = 60000;
 
   ~Impl() {
     gloo.reset();
@@ -234,6 +237,9 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
     holder = impl.peers[topology.nodes[0].name];
     token = tokens[topology.nodes[0].name];
   }
+  impl.holder = holder;
+  impl.token = token;
+  impl.timeout_ms = topology.connect_timeout_ms;
   if (cluster->size() > 1) {
     CafStore store(system, holder, token, "gloo/",
                    std::chrono::milliseconds(topology.connect_timeout_ms));
@@ -284,6 +290,20 @@ Status Cluster::SumAcrossNodes(std::vector<double>* values, const std::string& w
   PlaceTensors one = {&t};
   PAREX_RETURN_IF_ERROR(impl_->gloo->AllReduce(what, one));
   std::copy(t.data<double>(), t.data<double>() + values->size(), values->begin());
+  return Status::Ok();
+}
+
+Status Cluster::Leave() {
+  PAREX_RETURN_IF_ERROR(Barrier("leave"));
+  if (size() == 1) return Status::Ok();
+  CafStore store(*impl_->system, impl_->holder, impl_->token, "leave/",
+                 std::chrono::milliseconds(impl_->timeout_ms));
+  try {
+    store.set(std::to_string(rank_), {'1'});
+    for (int r = 0; r < size(); ++r) store.get(std::to_string(r));
+  } catch (const std::exception& e) {
+    LogWarn(Subsystem::kNode, "node '" + node().name + "' leaving: " + e.what());
+  }
   return Status::Ok();
 }
 

@@ -64,6 +64,11 @@ class Cluster {
   Status SumAcrossNodes(std::vector<double>* values, const std::string& what);
   // Returns once every node called it (or the collective timeout passed).
   Status Barrier(const std::string& what);
+  // The last call: a Gloo barrier, then every node tells rank 0's node actor
+  // it is done with Gloo and waits until all have, so that no node closes
+  // its connections while a peer still reads its last message. Errors of
+  // the second part are only logged (training is over).
+  Status Leave();
 
  private:
   Cluster() = default;

@@ -419,7 +419,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (cluster != nullptr) {
     // Leave together: no node closes its connections while a peer still
     // reads from them.
-    if (Status s = cluster->Barrier("end of training"); !s.ok()) return Fail(cmd, s);
+    if (Status s = cluster->Leave(); !s.ok()) return Fail(cmd, s);
   }
   return kExitOk;
 }

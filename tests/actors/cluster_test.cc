@@ -107,7 +107,7 @@ TEST(ClusterTest, ThreeNodesAgreeOnRanksAndSumAcrossNodes) {
     if (i > 0) EXPECT_LT(std::abs(c.clock_offset_us()), c.clock_rtt_us() + 1000);
     sums[i] = {1.0 * i, 2.0};
     EXPECT_TRUE(c.SumAcrossNodes(&sums[i], "test").ok());
-    EXPECT_TRUE(c.Barrier("end").ok());
+    EXPECT_TRUE(c.Leave().ok());
   });
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(r[i].status.ok()) << r[i].status.ToString();
@@ -212,7 +212,7 @@ TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
   JoinAll({topo, topo}, {kId, kId}, [&](int i, Cluster& c) {
     if (i != 0) {
       EXPECT_TRUE(c.Barrier("b").ok());
-      EXPECT_TRUE(c.Barrier("after").ok());
+      EXPECT_TRUE(c.Leave().ok());
       return;
     }
     EXPECT_TRUE(c.Barrier("b").ok());
@@ -230,7 +230,7 @@ TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
         if (state == "0A" && own.count(inode) > 0) listening.push_back(local);
       }
     }
-    EXPECT_TRUE(c.Barrier("after").ok());
+    EXPECT_TRUE(c.Leave().ok());
   });
   ASSERT_FALSE(listening.empty());
   std::set<int> ports;

@@ -7,7 +7,9 @@
 #include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <random>
 #include <thread>
@@ -18,9 +20,15 @@
 namespace parex {
 namespace {
 
-// Runs body(rank, comm) on `size` threads joined by one rendezvous.
+// Runs body(rank, comm) on `size` threads joined by one rendezvous. No
+// rank closes its connections before every rank's body returned (a rank
+// that closes while a peer still reads its last message resets it, as
+// Cluster::Leave avoids between processes).
 void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body) {
   gloo::rendezvous::HashStore store;
+  std::mutex mu;
+  std::condition_variable cv;
+  int finished = 0;
   std::vector<std::string> names;
   for (int r = 0; r < size; ++r) names.push_back("node '" + std::to_string(r) + "'");
   std::vector<std::thread> threads;
@@ -30,6 +38,10 @@ void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body
           store, r, size, "127.0.0.1", std::chrono::seconds(30), names);
       ASSERT_TRUE(comm.ok()) << comm.status().ToString();
       body(r, **comm);
+      std::unique_lock<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+      cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished == size; });
     });
   }
   for (std::thread& t : threads) t.join();

@@ -72,7 +72,11 @@ volatile sig_atomic_t g_signal = 0;
 void OnSignal(int sig) { g_signal = sig; }
 
 void Emit(const Child& c, const std::string& line) {
-  std::printf("[%s] %s\n", c.name.c_str(), line.c_str());
+  if (line.empty()) {
+    std::printf("[%s]\n", c.name.c_str());
+  } else {
+    std::printf("[%s] %s\n", c.name.c_str(), line.c_str());
+  }
   std::fflush(stdout);
 }
 

@@ -240,24 +240,14 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   impl.holder = holder;
   impl.token = token;
   impl.timeout_ms = topology.connect_timeout_ms;
-  if (cluster->size() > 1) {
-    CafStore store(system, holder, token, "gloo/",
-                   std::chrono::milliseconds(topology.connect_timeout_ms));
-    StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
-        store, rank, cluster->size(), me.host,
-        std::chrono::milliseconds(topology.collective_timeout_ms), names);
-    if (!gloo.ok()) return gloo.status();
-    impl.gloo = *gloo;
-  } else {
-    // One node: a Gloo context of one rank over an in-memory rendezvous is
-    // still what the executor talks to.
-    CafStore store(system, holder, token, "gloo/",
-                   std::chrono::milliseconds(topology.connect_timeout_ms));
-    StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
-        store, 0, 1, me.host, std::chrono::milliseconds(topology.collective_timeout_ms), names);
-    if (!gloo.ok()) return gloo.status();
-    impl.gloo = *gloo;
-  }
+  // One node too: a Gloo context of one rank is what the executor talks to.
+  CafStore store(system, holder, token, "gloo/",
+                 std::chrono::milliseconds(topology.connect_timeout_ms));
+  StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
+      store, rank, cluster->size(), me.host,
+      std::chrono::milliseconds(topology.collective_timeout_ms), names);
+  if (!gloo.ok()) return gloo.status();
+  impl.gloo = *gloo;
   return cluster;
 }
 

@@ -20,28 +20,12 @@
 #include <vector>
 
 #include "actors/node_actor.h"
+#include "tests/free_port.h"
 
 namespace parex {
 namespace {
 
-// A port of 127.0.0.1 nobody holds, below the ephemeral range (32768+), so
-// that no outgoing connection of another node takes it meanwhile.
-int FreePort() {
-  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 7919u +
-                          static_cast<unsigned>(time(nullptr)));
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    const int port = 20000 + static_cast<int>(rng() % 12000);
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  return 0;
-}
+using ::parex::testing::FreePort;
 
 std::string Dir() {
   std::string dir = std::string(PAREX_TEST_TMP_DIR) + "/cluster_" +

@@ -18,27 +18,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/apps/cli/cli_test_util.h"
+#include "tests/free_port.h"
 
 namespace parex::testing {
 namespace {
 
-// A free port of 127.0.0.1 below the ephemeral range (see cluster_test.cc).
-int FreePort() {
-  static std::mt19937 rng(static_cast<unsigned>(getpid()) * 104729u +
-                          static_cast<unsigned>(time(nullptr)));
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    const int port = 20000 + static_cast<int>(rng() % 12000);
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = {};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (free) return port;
-  }
-  return 0;
-}
+using ::parex::testing::FreePort;
 
 // Writes a topology of nodes a, b, c, ... with `places[i]` CPU places each.
 std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {

@@ -454,13 +454,14 @@ const SsaGraph& ParallelExecutor::graph() const {
   return *s->graph;
 }
 
-std::string ParallelExecutor::TraceJson() const {
+std::string ParallelExecutor::TraceJson(
+    const std::map<std::string, std::string>& metadata) const {
   if (impl_->exec.trace == nullptr) return "{}";
   const CompiledStep* s =
       impl_->last != nullptr ? impl_->last : impl_->compiled.begin()->second.get();
   std::vector<std::string> names;
   for (const Place& p : impl_->places) names.push_back(p.ToString());
-  return impl_->exec.trace->ToChromeJson(*s->tasks, names);
+  return impl_->exec.trace->ToChromeJson(*s->tasks, names, metadata);
 }
 
 void ParallelExecutor::Abort(const Status& reason) {

@@ -20,6 +20,7 @@
 // Thread-safety: one Run at a time.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -106,7 +107,9 @@ class ParallelExecutor {
   const SsaGraph& graph() const;
   // The trace of ExecutionStrategy::trace as Chrome trace JSON, labelled
   // with the op handles of the last fetch list run.
-  std::string TraceJson() const;
+  // `metadata`: added to the trace's "metadata" object (a node's name,
+  // rank and clock offset, for trace_merge.h).
+  std::string TraceJson(const std::map<std::string, std::string>& metadata = {}) const;
   // Aborts the step in flight, if any (a peer gone, a deadline passed): Run
   // returns `reason` within a bounded time, and the next Run starts clean.
   // Callable from any thread.

@@ -141,7 +141,8 @@ bool TraceRecorder::EndsBefore(int64_t step, int a, int b) const {
 }
 
 std::string TraceRecorder::ToChromeJson(
-    const TaskGraph& graph, const std::vector<std::string>& place_names) const {
+    const TaskGraph& graph, const std::vector<std::string>& place_names,
+    const std::map<std::string, std::string>& metadata) const {
   // Tracks: pid 0 holds the work spanning places (collectives, fetch) and
   // the coordinator; pid p+1 is place p. tid = the actor kind (and stream).
   static const char* const kTracks[] = {
@@ -215,8 +216,12 @@ std::string TraceRecorder::ToChromeJson(
                         {"pid", pid_of(m.receiver)}, {"tid", tid_of(m.receiver)}});
     }
   }
+  nlohmann::json meta = nlohmann::json::object();
+  for (const auto& [key, value] : metadata) meta[key] = value;
+  meta["parex_origin_steady_ns"] = origin_ns_;
   nlohmann::json doc = {{"traceEvents", std::move(events)},
-                        {"displayTimeUnit", "ms"}};
+                        {"displayTimeUnit", "ms"},
+                        {"metadata", std::move(meta)}};
   return doc.dump(1);
 }
 

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -70,6 +71,9 @@ class TraceRecorder {
 
   // Nanoseconds since the recorder was made.
   int64_t Now() const;
+  // When the recorder was made, on this process's steady clock (ns): what a
+  // trace's times count from (trace_merge.h aligns nodes with it).
+  int64_t origin_steady_ns() const { return origin_ns_; }
   void RecordSpan(const TraceSpan& span);
   // A new flow id for a message about to be sent.
   uint64_t RecordSend(int64_t step, int sender, int receiver);
@@ -87,9 +91,11 @@ class TraceRecorder {
   bool EndsBefore(int64_t step, int a, int b) const;
 
   // Chrome trace JSON; node labels, places and streams from `graph`, place
-  // names from `place_names` (index = place).
+  // names from `place_names` (index = place). Its "metadata" object holds
+  // `metadata` and "parex_origin_steady_ns".
   std::string ToChromeJson(const TaskGraph& graph,
-                           const std::vector<std::string>& place_names) const;
+                           const std::vector<std::string>& place_names,
+                           const std::map<std::string, std::string>& metadata = {}) const;
 
  private:
   struct ThreadBuffer;

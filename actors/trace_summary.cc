@@ -41,10 +41,10 @@ int64_t Covered(const std::vector<Interval>& cover, int64_t a, int64_t b) {
 
 TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
                             const std::vector<bool>& collective_node,
-                            int workers) {
+                            int workers, const std::vector<bool>* backward) {
   TraceSummary s;
   std::map<int64_t, Interval> window;  // per step
-  std::vector<Interval> compute;
+  std::vector<Interval> compute, backward_compute;
   std::vector<const TraceSpan*> collectives;
   int64_t busy = 0;
   for (const TraceSpan& span : spans) {
@@ -64,6 +64,10 @@ TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
     } else {
       s.compute_ms += task / 1e6;
       compute.emplace_back(span.begin_ns, span.task_end_ns);
+      if (backward != nullptr && span.node < static_cast<int>(backward->size()) &&
+          (*backward)[span.node]) {
+        backward_compute.emplace_back(span.begin_ns, span.task_end_ns);
+      }
     }
   }
   s.steps = static_cast<int64_t>(window.size());
@@ -71,24 +75,34 @@ TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
   for (const auto& [step, w] : window) wall += w.second - w.first;
   s.wall_ms = wall / 1e6;
   const std::vector<Interval> cover = Union(std::move(compute));
-  int64_t hidden = 0, collective = 0;
+  const std::vector<Interval> backward_cover = Union(std::move(backward_compute));
+  int64_t hidden = 0, hidden_backward = 0, collective = 0;
   for (const TraceSpan* c : collectives) {
     hidden += Covered(cover, c->begin_ns, c->task_end_ns);
+    hidden_backward += Covered(backward_cover, c->begin_ns, c->task_end_ns);
     collective += c->task_end_ns - c->begin_ns;
   }
   s.collective_hidden = collective > 0 ? static_cast<double>(hidden) / collective : 0;
+  s.has_backward = backward != nullptr;
+  s.collective_hidden_backward =
+      collective > 0 ? static_cast<double>(hidden_backward) / collective : 0;
   const double capacity = static_cast<double>(wall) * std::max(workers, 1);
   s.scheduler_idle = capacity > 0 ? std::max(0.0, 1.0 - busy / capacity) : 0;
   return s;
 }
 
 std::string TraceSummary::ToString() const {
-  char buf[256];
+  char backward[64] = "";
+  if (has_backward) {
+    std::snprintf(backward, sizeof(backward), ", %.0f%% behind backward",
+                  100 * collective_hidden_backward);
+  }
+  char buf[320];
   std::snprintf(buf, sizeof(buf),
                 "%lld traced steps, %.1f ms: compute %.1f ms, collectives "
-                "%.1f ms (%.0f%% hidden behind compute), scheduler idle %.0f%%",
+                "%.1f ms (%.0f%% hidden behind compute%s), scheduler idle %.0f%%",
                 static_cast<long long>(steps), wall_ms, compute_ms,
-                collective_ms, 100 * collective_hidden, 100 * scheduler_idle);
+                collective_ms, 100 * collective_hidden, backward, 100 * scheduler_idle);
   return buf;
 }
 

@@ -17,6 +17,11 @@ struct TraceSummary {
   // Share of collective time during which some other span computed: the
   // communication hidden behind compute. 0 when there is no collective.
   double collective_hidden = 0;
+  // Share of collective time during which a backward op (a `*_grad` op)
+  // computed: the overlap of gradient all-reduce with backward that
+  // data-parallel training counts on. 0 when not asked for.
+  double collective_hidden_backward = 0;
+  bool has_backward = false;
   // Share of (wall x workers) in which no span ran on a worker: waiting for
   // messages, waking up, or nothing ready.
   double scheduler_idle = 0;
@@ -27,8 +32,10 @@ struct TraceSummary {
 };
 
 // Summarises `spans`; `collective[node]` tells the nodes on a
-// communication stream from the rest; `workers` is the worker count.
+// communication stream from the rest; `workers` is the worker count;
+// `backward[node]` (optional) tells the backward ops.
 TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
-                            const std::vector<bool>& collective, int workers);
+                            const std::vector<bool>& collective, int workers,
+                            const std::vector<bool>* backward = nullptr);
 
 }  // namespace parex

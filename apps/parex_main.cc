@@ -138,6 +138,16 @@ int main(int argc, char** argv) {
   g->add_option("--format", graph.format, "dot or json (default: from -o)");
   g->add_option("-o,--output", graph.output, "output file")->required();
 
+  TraceMergeOptions merge;
+  CLI::App* tr = app.add_subcommand("trace", "work on traces: merge the nodes' traces");
+  tr->require_subcommand(1);
+  CLI::App* tm = tr->add_subcommand(
+      "merge", "one timeline of a cluster's node traces, clocks aligned (a process per node)");
+  tm->add_option("traces", merge.inputs, "the nodes' traces (parex node/launch --trace)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  tm->add_option("-o,--output", merge.output, "the merged trace")->required();
+
   if (argc < 2) {
     std::fprintf(stderr, "%s", app.help().c_str());
     return kExitUsage;
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
     if (!known) {
       std::fprintf(stderr,
                    "parex: unknown command '%s' (commands: train, node, launch, infer, "
-                   "inspect, graph; see parex --help)\n",
+                   "inspect, graph, trace; see parex --help)\n",
                    first.c_str());
       return kExitUsage;
     }
@@ -172,5 +182,6 @@ int main(int argc, char** argv) {
   }
   if (*i) return RunInfer(infer);
   if (*s) return RunInspect(inspect_path, inspect_params);
+  if (*tr) return RunTraceMerge(merge);
   return RunGraph(graph);
 }

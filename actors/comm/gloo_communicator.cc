@@ -1,7 +1,8 @@
 #include "actors/comm/gloo_communicator.h"
 
-#include <gloo/allreduce_ring_chunked.h>
-#include <gloo/broadcast_one_to_all.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -14,21 +15,26 @@
 namespace parex {
 
 struct GlooCommunicator::Entry {
-  Collective collective = Collective::kAllReduce;
   DType dtype = DType::kUndefined;
   int64_t count = 0;
-  int root = 0;
-  std::unique_ptr<char[]> staging;
-  std::unique_ptr<gloo::Algorithm> algorithm;  // null when count == 0
+  // A fused bucket's groups, end to end: 1-D, `count` elements of `dtype`.
+  Tensor staging;
 };
 
 namespace {
 
+// Gloo's collectives take the reduction as a function over raw memory.
+using ReduceFunction = void (*)(void*, const void*, const void*, size_t);
+
 template <typename T>
-std::unique_ptr<gloo::Algorithm> MakeAllReduce(const std::shared_ptr<gloo::Context>& context,
-                                               char* data, int64_t count) {
-  return std::make_unique<gloo::AllreduceRingChunked<T>>(
-      context, std::vector<T*>{reinterpret_cast<T*>(data)}, static_cast<int>(count));
+void AllReduceOf(const std::shared_ptr<gloo::Context>& context, void* in, void* out,
+                 int64_t count, uint32_t tag) {
+  gloo::AllreduceOptions opts(context);
+  if (in != out) opts.setInput(static_cast<T*>(in), static_cast<size_t>(count));
+  opts.setOutput(static_cast<T*>(out), static_cast<size_t>(count));
+  opts.setReduceFunction(static_cast<ReduceFunction>(&gloo::sum<T>));
+  opts.setTag(tag);
+  gloo::allreduce(opts);
 }
 
 }  // namespace
@@ -84,65 +90,22 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
   return s;
 }
 
-StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collective,
-                                                               std::string_view name,
-                                                               DType dtype, int64_t count,
-                                                               int root) {
+StatusOr<GlooCommunicator::Entry*> GlooCommunicator::StagingFor(std::string_view name,
+                                                                 DType dtype, int64_t count,
+                                                                 Place place) {
   auto it = entries_.find(name);
-  if (it != entries_.end() && it->second->collective == collective &&
-      it->second->dtype == dtype && it->second->count == count && it->second->root == root) {
+  if (it != entries_.end() && it->second->dtype == dtype && it->second->count == count &&
+      it->second->staging.place() == place) {
     return it->second.get();
   }
-  if (count > INT_MAX) {
-    return OutOfRange(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                      "': " + std::to_string(count) +
-                      " elements are more than one Gloo call takes (2^31 - 1)");
-  }
   auto entry = std::make_unique<Entry>();
-  entry->collective = collective;
   entry->dtype = dtype;
   entry->count = count;
-  entry->root = root;
-  const int64_t bytes = count * static_cast<int64_t>(SizeOf(dtype));
-  entry->staging.reset(new char[std::max<int64_t>(bytes, 1)]);
-  if (count > 0) {
-    char* data = entry->staging.get();
-    try {
-      if (collective == Collective::kBroadcast) {
-        entry->algorithm = std::make_unique<gloo::BroadcastOneToAll<uint8_t>>(
-            context_, std::vector<uint8_t*>{reinterpret_cast<uint8_t*>(data)},
-            static_cast<size_t>(bytes), root, 0);
-      } else {
-        switch (dtype) {
-          case DType::kFP32:
-            entry->algorithm = MakeAllReduce<float>(context_, data, count);
-            break;
-          case DType::kFP64:
-            entry->algorithm = MakeAllReduce<double>(context_, data, count);
-            break;
-          case DType::kInt32:
-            entry->algorithm = MakeAllReduce<int32_t>(context_, data, count);
-            break;
-          case DType::kInt64:
-            entry->algorithm = MakeAllReduce<int64_t>(context_, data, count);
-            break;
-          default:
-            return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                                   std::string(name) + "': dtype " + DTypeName(dtype) +
-                                   " cannot be summed across nodes (fp32, fp64, int32, "
-                                   "int64 can)");
-        }
-      }
-    } catch (const std::exception& e) {
-      return Failed(collective, name, e.what());
-    }
+  if (Status s = entry->staging.TryAllocate(dtype, {count}, place); !s.ok()) {
+    return s.WithContext("fused bucket '" + std::string(name) + "' across nodes");
   }
   Entry* raw = entry.get();
-  if (it != entries_.end()) {
-    it->second = std::move(entry);
-  } else {
-    entries_.emplace(std::string(name), std::move(entry));
-  }
+  entries_[std::string(name)] = std::move(entry);
   return raw;
 }
 
@@ -175,31 +138,101 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
     }
     count += t.numel();
   }
-  if (collective == Collective::kBroadcast) {
-    count *= static_cast<int64_t>(SizeOf(dtype));  // bytes
+  if (count == 0) return Status::Ok();  // every rank passes the same counts
+  if (count > INT_MAX) {
+    return OutOfRange(std::string(CollectiveName(collective)) + " '" + std::string(name) +
+                      "': " + std::to_string(count) +
+                      " elements are more than one Gloo call takes (2^31 - 1)");
   }
-  PAREX_ASSIGN_OR_RETURN(Entry * entry,
-                         EntryFor(collective, name,
-                                  collective == Collective::kBroadcast ? DType::kUInt8 : dtype,
-                                  count, collective == Collective::kBroadcast ? root : 0));
-  if (entry->algorithm == nullptr) return Status::Ok();
-  char* at = entry->staging.get();
-  for (const PlaceTensors& group : groups) {
-    const size_t bytes = group[0]->bytes();
-    if (bytes > 0) std::memcpy(at, group[0]->raw_data(), bytes);
-    at += bytes;
+  const bool sums = collective != Collective::kBroadcast;
+  if (sums && dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
+      dtype != DType::kInt64) {
+    return InvalidArgument(std::string(CollectiveName(collective)) + " '" + std::string(name) +
+                           "': dtype " + DTypeName(dtype) +
+                           " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
+
+  // One group: Gloo works on the tensor itself. A fused bucket: its groups
+  // are laid end to end in the staging memory; an all-reduce leaves each
+  // tensor viewing its range there (dims and LoD kept), so next step's
+  // gradients, written in place, need no copy in.
+  Tensor* single = groups.size() == 1 ? groups[0][0] : nullptr;
+  Entry* entry = nullptr;
+  bool staged = false;  // the bucket's tensors already view the staging
+  if (single == nullptr) {
+    PAREX_ASSIGN_OR_RETURN(entry, StagingFor(name, dtype, count, groups[0][0]->place()));
+    char* const base = static_cast<char*>(entry->staging.raw_data());
+    staged = true;
+    size_t at = 0;
+    for (const PlaceTensors& group : groups) {
+      staged = staged && group[0]->raw_data() == base + at;
+      at += group[0]->bytes();
+    }
+    if (!staged) {
+      at = 0;
+      for (const PlaceTensors& group : groups) {
+        const size_t bytes = group[0]->bytes();
+        if (bytes > 0) std::memcpy(base + at, group[0]->raw_data(), bytes);
+        at += bytes;
+      }
+    }
+  }
+  void* data = single != nullptr ? single->raw_data() : entry->staging.raw_data();
+  // A reduce leaves the tensors of the ranks other than root as they were:
+  // their sum goes to scratch memory.
+  void* out = data;
+  if (collective == Collective::kReduce && rank_ != root) {
+    if (scratch_.numel() < count * static_cast<int64_t>(SizeOf(dtype))) {
+      PAREX_RETURN_IF_ERROR(
+          scratch_.TryAllocate(DType::kUInt8, {count * static_cast<int64_t>(SizeOf(dtype))}));
+    }
+    out = scratch_.raw_data();
+  }
+  const uint32_t tag = next_tag_++;
   try {
-    entry->algorithm->run();
+    if (collective == Collective::kBroadcast) {
+      gloo::BroadcastOptions opts(context_);
+      if (rank_ == root) opts.setInput(static_cast<uint8_t*>(data), count * SizeOf(dtype));
+      opts.setOutput(static_cast<uint8_t*>(data), count * SizeOf(dtype));
+      opts.setRoot(root);
+      opts.setTag(tag);
+      gloo::broadcast(opts);
+    } else {
+      switch (dtype) {
+        case DType::kFP32:
+          AllReduceOf<float>(context_, data, out, count, tag);
+          break;
+        case DType::kFP64:
+          AllReduceOf<double>(context_, data, out, count, tag);
+          break;
+        case DType::kInt32:
+          AllReduceOf<int32_t>(context_, data, out, count, tag);
+          break;
+        default:
+          AllReduceOf<int64_t>(context_, data, out, count, tag);
+          break;
+      }
+    }
   } catch (const std::exception& e) {
     return Failed(collective, name, e.what());
   }
-  if (collective == Collective::kReduce && rank_ != root) return Status::Ok();
-  at = entry->staging.get();
+  if (single != nullptr || staged || out != data) return Status::Ok();
+  size_t at = 0;
+  int64_t element = 0;
   for (const PlaceTensors& group : groups) {
-    const size_t bytes = group[0]->bytes();
-    if (bytes > 0) std::memcpy(group[0]->raw_data(), at, bytes);
+    Tensor& t = *group[0];
+    const size_t bytes = t.bytes();
+    if (collective == Collective::kAllReduce) {
+      const Dims dims = t.dims();
+      LoD lod = t.lod();
+      t.ViewElements(entry->staging, element, element + t.numel());
+      t.Reshape(dims);
+      t.set_lod(std::move(lod));
+    } else if (bytes > 0) {
+      std::memcpy(t.raw_data(), static_cast<const char*>(data) + at, bytes);
+    }
     at += bytes;
+    element += t.numel();
   }
   return Status::Ok();
 }

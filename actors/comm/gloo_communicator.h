@@ -3,22 +3,31 @@
 //
 // Each call passes this rank's tensor of each group (local_size() == 1) and
 // blocks until every rank made the matching call, so its collective actor is
-// detached (blocking() is true). Buffers are registered once: the first call
-// of each collective (by name) makes a staging buffer of its size and the
-// Gloo algorithm over it (AllreduceRing / BroadcastOneToAll: their
-// constructors register the buffers, run() only moves data); later calls
-// copy the tensors in, run, and copy them out, allocating nothing. Ranks
-// therefore must make their calls in one order, and the first call of every
-// name in one order too (the collective actor's fixed order does both).
+// detached (blocking() is true). Calls use Gloo's collectives over unbound
+// buffers (gloo::allreduce, gloo::broadcast: a buffer is bound to the call,
+// and a peer's early send waits for the matching receive), with a tag per
+// call that follows the same sequence on every rank; ranks therefore must
+// make their calls in one order (the collective actor's fixed order).
+// Gloo's older algorithm classes that register buffers at construction
+// (AllreduceRingChunked) are not used: with two of them on one context of
+// this Gloo, the second stalled both ranks in waitRecv after a few hundred
+// runs (tests/actors/comm/gloo_communicator_test.cc keeps the pattern).
 //
-// Sums: Gloo's chunked ring: each chunk is summed once along the ring and
-// the finished chunk is copied to the other ranks, so every rank ends with
-// the same bits, and the same inputs give the same bits run to run. (Gloo's
-// plain AllreduceRing sums in a different order on each rank: with 3 ranks
-// the ranks' parameters drift apart, which tests/actors/comm catches.) Errors (a peer gone, a timeout:
-// the context's timeout is the topology's collective_timeout_ms) are Status
-// values naming the collective, the variable and the rank; after one, the
-// Gloo context is closed, so every later call fails with the same error.
+// Memory: one group is reduced in place in the tensor itself. A fused
+// bucket's groups are copied end to end into a staging tensor kept per name,
+// reduced there, and each tensor is left viewing its range of it (dims and
+// LoD kept), so the next step's gradients, written in place by their ops,
+// need no copy at all.
+//
+// Sums: Gloo's ring reduce-scatter then all-gather: each segment is summed
+// once along the ring and the finished segment is copied to every rank, so
+// every rank ends with the same bits, and the same inputs give the same bits
+// run to run. (Gloo's AllreduceRing class sums in a different order on each
+// rank: with 3 ranks the ranks' parameters drifted apart.) Errors (a peer
+// gone, a timeout: the context's timeout is the topology's
+// collective_timeout_ms) are Status values naming the collective, the
+// variable and the rank; after one, the Gloo context is closed, so every
+// later call fails with the same error.
 #pragma once
 
 #include <chrono>
@@ -77,10 +86,9 @@ class GlooCommunicator final : public Communicator {
  private:
   GlooCommunicator() = default;
   struct Entry;
-  // The entry of collective `name`, made (and its algorithm built) the first
-  // time, or rebuilt when the dtype or size changed.
-  StatusOr<Entry*> EntryFor(Collective collective, std::string_view name, DType dtype,
-                            int64_t count, int root);
+  // The staging memory of fused bucket `name` (made the first time, or
+  // again when its dtype, size or place changed).
+  StatusOr<Entry*> StagingFor(std::string_view name, DType dtype, int64_t count, Place place);
   Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name, const std::string& what);
 
@@ -89,6 +97,8 @@ class GlooCommunicator final : public Communicator {
   int size_ = 1;
   std::vector<std::string> rank_names_;
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
+  Tensor scratch_;           // a reduce's sum on the ranks other than root
+  uint32_t next_tag_ = 1;    // Gloo's tag per call: the same sequence on every rank
   std::mutex mu_;       // guards broken_ and interrupted_
   Status broken_;       // set by the first Gloo failure: the context is closed
   Status interrupted_;  // set by Interrupt until Resume

@@ -111,4 +111,11 @@ struct GraphOptions {
 };
 int RunGraph(const GraphOptions& options);
 
+// parex trace merge A.json B.json ... -o ALL.json
+struct TraceMergeOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+};
+int RunTraceMerge(const TraceMergeOptions& options);
+
 }  // namespace parex::cli

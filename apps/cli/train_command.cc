@@ -385,7 +385,14 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (Status s = trainer.SaveInferenceModel(save); !s.ok()) return Fail(cmd, s);
   }
   if (!trace_path.empty()) {
-    if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson()); !s.ok()) {
+    std::map<std::string, std::string> metadata;
+    if (cluster != nullptr) {  // what `parex trace merge` aligns the nodes by
+      metadata["parex_node"] = o.node;
+      metadata["parex_rank"] = std::to_string(cluster->rank());
+      metadata["parex_clock_offset_us"] = std::to_string(cluster->clock_offset_us());
+      metadata["parex_clock_rtt_us"] = std::to_string(cluster->clock_rtt_us());
+    }
+    if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson(metadata)); !s.ok()) {
       return Fail(cmd, s.WithContext("--trace"));
     }
   }
@@ -408,11 +415,15 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                 model->input.c_str(), model->prediction.c_str());
   }
   if (!trace_path.empty()) {
-    std::vector<bool> collective;
-    for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
+    std::vector<bool> collective, backward;
+    for (const SsaOp& op : (*pe)->graph().ops()) {
+      collective.push_back(IsCollective(op.kind));
+      backward.push_back(op.kind == SsaOpKind::kComputation && op.type.size() > 5 &&
+                         op.type.compare(op.type.size() - 5, 5, "_grad") == 0);
+    }
     std::printf("trace           %s\n", trace_path.c_str());
     std::printf("trace summary   %s\n",
-                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
+                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads(), &backward)
                     .ToString()
                     .c_str());
   }

@@ -47,5 +47,19 @@ TEST(TraceSummaryTest, OverlapAndIdle) {
   EXPECT_EQ(SummarizeTrace({}, collective, 2).steps, 0);
 }
 
+TEST(TraceSummaryTest, HiddenBehindBackward) {
+  // Node 0 forward [0, 100), node 1 backward [100, 200), node 2 a
+  // collective [50, 150): hidden behind compute 100%, behind backward only
+  // [100, 150) = 50%.
+  const std::vector<bool> collective = {false, false, true};
+  const std::vector<bool> backward = {false, true, false};
+  std::vector<TraceSpan> spans = {Span(0, 0, 0, 100, 0), Span(0, 1, 100, 200, 0),
+                                  Span(0, 2, 50, 150, 1)};
+  TraceSummary s = SummarizeTrace(spans, collective, 2, &backward);
+  EXPECT_DOUBLE_EQ(s.collective_hidden, 1.0);
+  EXPECT_DOUBLE_EQ(s.collective_hidden_backward, 0.5);
+  EXPECT_THAT(s.ToString(), ::testing::HasSubstr("(100% hidden behind compute, 50% behind backward)"));
+}
+
 }  // namespace
 }  // namespace parex

@@ -86,7 +86,7 @@ TEST(CliTrainTest, TracedTwoPlaceRun) {
   EXPECT_THAT(run.out, HasSubstr("trace           trace.json"));
   EXPECT_TRUE(std::regex_search(
       run.out, std::regex("trace summary   6 traced steps, [0-9.]+ ms: compute [0-9.]+ ms, "
-                          "collectives [0-9.]+ ms \\([0-9]+% hidden behind compute\\), "
+                          "collectives [0-9.]+ ms \\([0-9]+% hidden behind compute, [0-9]+% behind backward\\), "
                           "scheduler idle [0-9]+%")))
       << run.out;
   nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/trace.json"));

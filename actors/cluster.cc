@@ -241,8 +241,10 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   impl.token = token;
   impl.timeout_ms = topology.connect_timeout_ms;
   // One node too: a Gloo context of one rank is what the executor talks to.
-  CafStore store(system, holder, token, "gloo/",
-                 std::chrono::milliseconds(topology.connect_timeout_ms));
+  // The communicator keeps the store: each collective's first call meets
+  // its peers through it (a Gloo context per collective).
+  auto store = std::make_shared<CafStore>(system, holder, token, "gloo/",
+                                          std::chrono::milliseconds(topology.connect_timeout_ms));
   StatusOr<std::shared_ptr<GlooCommunicator>> gloo = GlooCommunicator::Connect(
       store, rank, cluster->size(), me.host,
       std::chrono::milliseconds(topology.collective_timeout_ms), names);

@@ -40,8 +40,9 @@ int main(int argc, char** argv) {
     int64_t batch = 0;
     double lr = 0;
     int64_t steps = 0;
+    int64_t fuse = 0;
     bool no_progress = false;
-    CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt;
+    CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt;
   };
   auto add_train_options = [](CLI::App* t, TrainOptions* o, TrainFlags* f) {
     o->data_dir = PAREX_DEFAULT_DATA_DIR;
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
     f->lr_opt =
         t->add_option("--lr", f->lr, "learning rate, finite and > 0 (default: the model's)");
     f->steps_opt = t->add_option("--steps", f->steps, "stop after this many steps in all");
+    f->fuse_opt = t->add_option("--fuse-buckets", f->fuse,
+                                "pack all-reduces into buckets of at most BYTES (0: off; "
+                                "default: off in one process, 1 MiB across nodes)");
     t->add_option("--mode", o->mode, "gradient exchange: allreduce or reduce")
         ->capture_default_str();
     t->add_option("--seed", o->seed, "seed of initialisers and shuffling")
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
     if (f.batch_opt->count() > 0) o->batch = f.batch;
     if (f.lr_opt->count() > 0) o->lr = f.lr;
     if (f.steps_opt->count() > 0) o->steps = f.steps;
+    if (f.fuse_opt->count() > 0) o->fuse_bucket_bytes = f.fuse;
   };
 
   TrainOptions train;

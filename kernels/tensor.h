@@ -126,6 +126,8 @@ class Tensor {
   Tensor Clone() const;
   // Shares `other`'s buffer, dims and dtype.
   void ShareDataWith(const Tensor& other) { *this = other; }
+  // Tensors (this one included) holding this tensor's buffer; 0 without one.
+  long buffer_holders() const { return buffer_ ? buffer_.use_count() : 0; }
   bool SharesBufferWith(const Tensor& other) const {
     return buffer_ != nullptr && buffer_ == other.buffer_;
   }

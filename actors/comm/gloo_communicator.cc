@@ -1,9 +1,10 @@
 #include "actors/comm/gloo_communicator.h"
 
-#include <gloo/allreduce.h>
-#include <gloo/broadcast.h>
-#include <gloo/math.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast_one_to_all.h>
 #include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
@@ -15,32 +16,33 @@
 namespace parex {
 
 struct GlooCommunicator::Entry {
+  Collective collective = Collective::kAllReduce;
   DType dtype = DType::kUndefined;
   int64_t count = 0;
-  // A fused bucket's groups, end to end: 1-D, `count` elements of `dtype`.
+  int root = 0;
+  // The memory the algorithm was built over (registered with Gloo): 1-D,
+  // `count` elements of `dtype` (bytes for a broadcast).
   Tensor staging;
+  std::shared_ptr<gloo::Context> context;      // this collective's own
+  std::unique_ptr<gloo::Algorithm> algorithm;
 };
 
 namespace {
 
-// Gloo's collectives take the reduction as a function over raw memory.
-using ReduceFunction = void (*)(void*, const void*, const void*, size_t);
+// The tag of the barrier that follows building an algorithm.
+constexpr uint32_t kBuildBarrierTag = 0x70617278;  // "parx"
 
 template <typename T>
-void AllReduceOf(const std::shared_ptr<gloo::Context>& context, void* in, void* out,
-                 int64_t count, uint32_t tag) {
-  gloo::AllreduceOptions opts(context);
-  if (in != out) opts.setInput(static_cast<T*>(in), static_cast<size_t>(count));
-  opts.setOutput(static_cast<T*>(out), static_cast<size_t>(count));
-  opts.setReduceFunction(static_cast<ReduceFunction>(&gloo::sum<T>));
-  opts.setTag(tag);
-  gloo::allreduce(opts);
+std::unique_ptr<gloo::Algorithm> MakeAllReduce(const std::shared_ptr<gloo::Context>& context,
+                                               void* data, int64_t count) {
+  return std::make_unique<gloo::AllreduceRingChunked<T>>(
+      context, std::vector<T*>{static_cast<T*>(data)}, static_cast<int>(count));
 }
 
 }  // namespace
 
 StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
-    gloo::rendezvous::Store& store, int rank, int size, const std::string& host,
+    std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size, const std::string& host,
     std::chrono::milliseconds timeout, std::vector<std::string> rank_names) {
   if (size < 1 || rank < 0 || rank >= size ||
       static_cast<int>(rank_names.size()) != size) {
@@ -52,13 +54,16 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
   comm->rank_ = rank;
   comm->size_ = size;
   comm->rank_names_ = std::move(rank_names);
+  comm->store_ = std::move(store);
+  comm->timeout_ = timeout;
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = host;
-    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    comm->device_ = gloo::transport::tcp::CreateDevice(attr);
+    gloo::rendezvous::PrefixStore prefixed("main/", *comm->store_);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
-    context->connectFullMesh(store, device);
+    context->connectFullMesh(prefixed, comm->device_);
     comm->context_ = std::move(context);
   } catch (const std::exception& e) {
     return Aborted("gloo: " + comm->rank_names_[rank] + " (rank " + std::to_string(rank) +
@@ -90,22 +95,76 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
   return s;
 }
 
-StatusOr<GlooCommunicator::Entry*> GlooCommunicator::StagingFor(std::string_view name,
-                                                                 DType dtype, int64_t count,
-                                                                 Place place) {
+StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collective,
+                                                               std::string_view name,
+                                                               DType dtype, int64_t count,
+                                                               int root, Place place) {
   auto it = entries_.find(name);
-  if (it != entries_.end() && it->second->dtype == dtype && it->second->count == count &&
+  if (it != entries_.end() && it->second->collective == collective &&
+      it->second->dtype == dtype && it->second->count == count && it->second->root == root &&
       it->second->staging.place() == place) {
     return it->second.get();
   }
   auto entry = std::make_unique<Entry>();
+  entry->collective = collective;
   entry->dtype = dtype;
   entry->count = count;
+  entry->root = root;
   if (Status s = entry->staging.TryAllocate(dtype, {count}, place); !s.ok()) {
-    return s.WithContext("fused bucket '" + std::string(name) + "' across nodes");
+    return s.WithContext(std::string(CollectiveName(collective)) + " '" + std::string(name) +
+                         "' across nodes");
+  }
+  void* data = entry->staging.raw_data();
+  try {
+    // A context of its own: with two of Gloo's registered-buffer
+    // algorithms on one context, this Gloo stalled both ranks for good in
+    // waitRecv (1024 then 4096 floats, within a few hundred runs); one
+    // algorithm per context never did. The prefix is the same on every
+    // rank: contexts are made in the same call order everywhere.
+    gloo::rendezvous::PrefixStore prefixed("c" + std::to_string(contexts_made_++) + "/",
+                                           *store_);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
+    context->setTimeout(timeout_);
+    context->connectFullMesh(prefixed, device_);
+    entry->context = context;
+    if (collective == Collective::kBroadcast) {
+      entry->algorithm = std::make_unique<gloo::BroadcastOneToAll<uint8_t>>(
+          context, std::vector<uint8_t*>{static_cast<uint8_t*>(data)},
+          static_cast<size_t>(count), root, 0);
+    } else {
+      switch (dtype) {
+        case DType::kFP32:
+          entry->algorithm = MakeAllReduce<float>(context, data, count);
+          break;
+        case DType::kFP64:
+          entry->algorithm = MakeAllReduce<double>(context, data, count);
+          break;
+        case DType::kInt32:
+          entry->algorithm = MakeAllReduce<int32_t>(context, data, count);
+          break;
+        default:
+          entry->algorithm = MakeAllReduce<int64_t>(context, data, count);
+          break;
+      }
+    }
+    // No rank may send to the new buffers before every rank registered
+    // them (bytes for a slot not registered yet are another way to stall
+    // this Gloo): a barrier of unbound buffers, which handle early sends.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(kBuildBarrierTag);
+    gloo::barrier(barrier);
+  } catch (const std::exception& e) {
+    return Failed(collective, name, e.what());
   }
   Entry* raw = entry.get();
-  entries_[std::string(name)] = std::move(entry);
+  if (it != entries_.end()) {
+    // The old one is kept (its context unused): closing it could reset a
+    // peer still finishing the last run on it.
+    retired_.push_back(std::move(it->second));
+    it->second = std::move(entry);
+  } else {
+    entries_.emplace(std::string(name), std::move(entry));
+  }
   return raw;
 }
 
@@ -144,92 +203,75 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
                       "': " + std::to_string(count) +
                       " elements are more than one Gloo call takes (2^31 - 1)");
   }
-  const bool sums = collective != Collective::kBroadcast;
-  if (sums && dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
+  if (collective != Collective::kBroadcast && dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
       dtype != DType::kInt64) {
     return InvalidArgument(std::string(CollectiveName(collective)) + " '" + std::string(name) +
                            "': dtype " + DTypeName(dtype) +
                            " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
-  // One group: Gloo works on the tensor itself. A fused bucket: its groups
-  // are laid end to end in the staging memory; an all-reduce leaves each
-  // tensor viewing its range there (dims and LoD kept), so next step's
-  // gradients, written in place, need no copy in.
-  Tensor* single = groups.size() == 1 ? groups[0][0] : nullptr;
-  Entry* entry = nullptr;
-  bool staged = false;  // the bucket's tensors already view the staging
-  if (single == nullptr) {
-    PAREX_ASSIGN_OR_RETURN(entry, StagingFor(name, dtype, count, groups[0][0]->place()));
-    char* const base = static_cast<char*>(entry->staging.raw_data());
-    staged = true;
-    size_t at = 0;
+  // An all-reduce leaves each tensor viewing its range of the staging
+  // memory the algorithm was built over (dims and LoD kept), so the next
+  // call on tensors written in place (a gradient, each step) copies
+  // nothing; a tensor that holds other memory again is copied in.
+  const int64_t elements = collective == Collective::kBroadcast
+                               ? count * static_cast<int64_t>(SizeOf(dtype))
+                               : count;
+  PAREX_ASSIGN_OR_RETURN(
+      Entry * entry,
+      EntryFor(collective, name, collective == Collective::kBroadcast ? DType::kUInt8 : dtype,
+               elements, collective == Collective::kBroadcast ? root : 0,
+               groups[0][0]->place()));
+  const bool alias = collective == Collective::kAllReduce;
+  char* const base = static_cast<char*>(entry->staging.raw_data());
+  bool in_place = alias;
+  size_t at = 0;
+  for (const PlaceTensors& group : groups) {
+    in_place = in_place && group[0]->raw_data() == base + at;
+    at += group[0]->bytes();
+  }
+  if (alias && !in_place) {
+    // Copying in would overwrite what tensors of an earlier call still
+    // view: a collective name stands for one set of tensors (the
+    // executor's collective op handles do).
+    long passed = 0;
     for (const PlaceTensors& group : groups) {
-      staged = staged && group[0]->raw_data() == base + at;
-      at += group[0]->bytes();
+      if (group[0]->SharesBufferWith(entry->staging)) ++passed;
     }
-    if (!staged) {
-      at = 0;
-      for (const PlaceTensors& group : groups) {
-        const size_t bytes = group[0]->bytes();
-        if (bytes > 0) std::memcpy(base + at, group[0]->raw_data(), bytes);
-        at += bytes;
-      }
+    if (entry->staging.buffer_holders() > 1 + passed) {
+      return FailedPrecondition(
+          std::string(CollectiveName(collective)) + " '" + std::string(name) +
+          "' across nodes: called with other tensors while the tensors of its last call still "
+          "view its memory (a collective name must stand for one set of tensors)");
     }
   }
-  void* data = single != nullptr ? single->raw_data() : entry->staging.raw_data();
-  // A reduce leaves the tensors of the ranks other than root as they were:
-  // their sum goes to scratch memory.
-  void* out = data;
-  if (collective == Collective::kReduce && rank_ != root) {
-    if (scratch_.numel() < count * static_cast<int64_t>(SizeOf(dtype))) {
-      PAREX_RETURN_IF_ERROR(
-          scratch_.TryAllocate(DType::kUInt8, {count * static_cast<int64_t>(SizeOf(dtype))}));
+  if (!in_place) {
+    at = 0;
+    for (const PlaceTensors& group : groups) {
+      const size_t bytes = group[0]->bytes();
+      if (bytes > 0) std::memcpy(base + at, group[0]->raw_data(), bytes);
+      at += bytes;
     }
-    out = scratch_.raw_data();
   }
-  const uint32_t tag = next_tag_++;
   try {
-    if (collective == Collective::kBroadcast) {
-      gloo::BroadcastOptions opts(context_);
-      if (rank_ == root) opts.setInput(static_cast<uint8_t*>(data), count * SizeOf(dtype));
-      opts.setOutput(static_cast<uint8_t*>(data), count * SizeOf(dtype));
-      opts.setRoot(root);
-      opts.setTag(tag);
-      gloo::broadcast(opts);
-    } else {
-      switch (dtype) {
-        case DType::kFP32:
-          AllReduceOf<float>(context_, data, out, count, tag);
-          break;
-        case DType::kFP64:
-          AllReduceOf<double>(context_, data, out, count, tag);
-          break;
-        case DType::kInt32:
-          AllReduceOf<int32_t>(context_, data, out, count, tag);
-          break;
-        default:
-          AllReduceOf<int64_t>(context_, data, out, count, tag);
-          break;
-      }
-    }
+    entry->algorithm->run();
   } catch (const std::exception& e) {
     return Failed(collective, name, e.what());
   }
-  if (single != nullptr || staged || out != data) return Status::Ok();
-  size_t at = 0;
+  if (in_place || (collective == Collective::kReduce && rank_ != root)) return Status::Ok();
+  at = 0;
   int64_t element = 0;
   for (const PlaceTensors& group : groups) {
     Tensor& t = *group[0];
     const size_t bytes = t.bytes();
-    if (collective == Collective::kAllReduce) {
+    if (alias) {
       const Dims dims = t.dims();
       LoD lod = t.lod();
       t.ViewElements(entry->staging, element, element + t.numel());
       t.Reshape(dims);
       t.set_lod(std::move(lod));
     } else if (bytes > 0) {
-      std::memcpy(t.raw_data(), static_cast<const char*>(data) + at, bytes);
+      std::memcpy(t.raw_data(), base + at, bytes);
     }
     at += bytes;
     element += t.numel();

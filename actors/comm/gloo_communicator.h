@@ -3,30 +3,34 @@
 //
 // Each call passes this rank's tensor of each group (local_size() == 1) and
 // blocks until every rank made the matching call, so its collective actor is
-// detached (blocking() is true). Calls use Gloo's collectives over unbound
-// buffers (gloo::allreduce, gloo::broadcast: a buffer is bound to the call,
-// and a peer's early send waits for the matching receive), with a tag per
-// call that follows the same sequence on every rank; ranks therefore must
-// make their calls in one order (the collective actor's fixed order).
-// Gloo's older algorithm classes that register buffers at construction
-// (AllreduceRingChunked) are not used: with two of them on one context of
-// this Gloo, the second stalled both ranks in waitRecv after a few hundred
-// runs (tests/actors/comm/gloo_communicator_test.cc keeps the pattern).
+// detached (blocking() is true). Each collective (by name) gets, at its first
+// call, a Gloo context of its own (a rendezvous through the store under a
+// prefix counted in call order, so every rank makes the same), a staging
+// tensor of its size, and a Gloo algorithm built over that memory
+// (AllreduceRingChunked, BroadcastOneToAll: their constructors register the
+// buffers; run() only moves data), followed by a barrier, so nobody sends to
+// buffers a peer has not registered yet. Ranks must make their calls in one
+// order (the collective actor's fixed order).
 //
-// Memory: one group is reduced in place in the tensor itself. A fused
-// bucket's groups are copied end to end into a staging tensor kept per name,
-// reduced there, and each tensor is left viewing its range of it (dims and
-// LoD kept), so the next step's gradients, written in place by their ops,
-// need no copy at all.
+// Why a context per collective: with two of these algorithms on one context,
+// this Gloo (Debian's 2022 snapshot) stalled both ranks for good in waitRecv
+// after a few hundred runs (1024 then 4096 floats); with a context each it
+// never did. Gloo's unbound-buffer collectives (gloo::allreduce) do not
+// stall, but pay a handshake per segment: 2-3 ms per call on 127.0.0.1
+// where the chunked ring takes 0.2-0.3 ms.
 //
-// Sums: Gloo's ring reduce-scatter then all-gather: each segment is summed
-// once along the ring and the finished segment is copied to every rank, so
-// every rank ends with the same bits, and the same inputs give the same bits
-// run to run. (Gloo's AllreduceRing class sums in a different order on each
-// rank: with 3 ranks the ranks' parameters drifted apart.) Errors (a peer
-// gone, a timeout: the context's timeout is the topology's
-// collective_timeout_ms) are Status values naming the collective, the
-// variable and the rank; after one, the Gloo context is closed, so every
+// Memory: the tensors are copied in end to end (a fused bucket is several)
+// and, for an all-reduce, each is then left viewing its range of the
+// staging memory (dims and LoD kept), so next step's gradients, written in
+// place by their ops, need no copy at all. Reduce and broadcast copy out.
+//
+// Sums: Gloo's chunked ring: each chunk is summed once along the ring and
+// the finished chunk is copied to the other ranks, so every rank ends with
+// the same bits, and the same inputs give the same bits run to run. (Gloo's
+// plain AllreduceRing sums in a different order on each rank: with 3 ranks
+// the ranks' parameters drifted apart.) Errors (a peer gone, a timeout: the
+// contexts' timeout is the topology's collective_timeout_ms) are Status
+// values naming the collective, the variable and the rank; after one, every
 // later call fails with the same error.
 #pragma once
 
@@ -42,6 +46,9 @@
 
 namespace gloo {
 class Context;
+namespace transport {
+class Device;
+}  // namespace transport
 namespace rendezvous {
 class Store;
 }  // namespace rendezvous
@@ -57,7 +64,8 @@ class GlooCommunicator final : public Communicator {
   // messages (node names). Errors: the rendezvous or a connection failed or
   // timed out.
   static StatusOr<std::shared_ptr<GlooCommunicator>> Connect(
-      gloo::rendezvous::Store& store, int rank, int size, const std::string& host,
+      std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size,
+      const std::string& host,
       std::chrono::milliseconds timeout, std::vector<std::string> rank_names);
   ~GlooCommunicator() override;
 
@@ -86,9 +94,11 @@ class GlooCommunicator final : public Communicator {
  private:
   GlooCommunicator() = default;
   struct Entry;
-  // The staging memory of fused bucket `name` (made the first time, or
-  // again when its dtype, size or place changed).
-  StatusOr<Entry*> StagingFor(std::string_view name, DType dtype, int64_t count, Place place);
+  // The entry of collective `name`, made (context, staging memory and
+  // algorithm) the first time, or again when the dtype, size, root or place
+  // changed (every rank sees the same change at the same call).
+  StatusOr<Entry*> EntryFor(Collective collective, std::string_view name, DType dtype,
+                            int64_t count, int root, Place place);
   Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name, const std::string& what);
 
@@ -97,8 +107,12 @@ class GlooCommunicator final : public Communicator {
   int size_ = 1;
   std::vector<std::string> rank_names_;
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
-  Tensor scratch_;           // a reduce's sum on the ranks other than root
-  uint32_t next_tag_ = 1;    // Gloo's tag per call: the same sequence on every rank
+  // Entries replaced by a rebuild, kept until destruction.
+  std::vector<std::unique_ptr<Entry>> retired_;
+  std::shared_ptr<gloo::rendezvous::Store> store_;  // the rendezvous of new contexts
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::chrono::milliseconds timeout_{60000};
+  int contexts_made_ = 0;
   std::mutex mu_;       // guards broken_ and interrupted_
   Status broken_;       // set by the first Gloo failure: the context is closed
   Status interrupted_;  // set by Interrupt until Resume

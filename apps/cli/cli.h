@@ -70,11 +70,17 @@ struct TrainOptions {
   bool progress = true;    // a live line when stdout is a terminal
   std::optional<int64_t> steps;  // stop after this many steps in all
   std::string metrics;     // JSON lines: one per step
+  // Dense all-reduces packed into buckets of at most this many bytes (0:
+  // one call per gradient). Unset: off in one process (its all-reduce is
+  // cheap per call), kClusterBucketBytes across nodes (a Gloo call costs a
+  // round trip or more).
+  std::optional<int64_t> fuse_bucket_bytes;
   // parex node: the topology file and this node's name in it (the places
   // are the node's; --save and --metrics are written by rank 0 only).
   std::string topology;
   std::string node;
 };
+constexpr int64_t kClusterBucketBytes = 1 << 20;
 int RunTrain(const TrainOptions& options);
 // parex node: RunTrain as one node of the topology's cluster.
 int RunNode(const TrainOptions& options);

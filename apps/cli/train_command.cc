@@ -132,6 +132,15 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
                                      std::to_string(*o.epochs)), kExitUsage);
   }
+  if (o.fuse_bucket_bytes && *o.fuse_bucket_bytes < 0) {
+    return Fail(cmd, InvalidArgument("--fuse-buckets must be 0 (off) or a byte count, not " +
+                                     std::to_string(*o.fuse_bucket_bytes)), kExitUsage);
+  }
+  {
+    const int64_t bucket = o.fuse_bucket_bytes.value_or(topology != nullptr ? kClusterBucketBytes : 0);
+    build.fuse_all_reduce_ops = bucket > 0;
+    if (bucket > 0) build.fuse_bucket_bytes = bucket;
+  }
   if (o.batch && *o.batch < 1) {
     return Fail(cmd, InvalidArgument("--batch must be at least 1, not " +
                                      std::to_string(*o.batch)), kExitUsage);
@@ -206,7 +215,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     identity["options"] = "--model " + o.model + " --mode " + o.mode + " --batch " +
                           std::to_string(batch) + " --epochs " + std::to_string(epochs) +
                           " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
-                          " --seed " + std::to_string(o.seed);
+                          " --seed " + std::to_string(o.seed) + " --fuse-buckets " +
+                          (build.fuse_all_reduce_ops ? std::to_string(build.fuse_bucket_bytes)
+                                                     : std::string("0"));
     StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);

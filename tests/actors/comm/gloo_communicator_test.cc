@@ -25,7 +25,7 @@ namespace {
 // that closes while a peer still reads its last message resets it, as
 // Cluster::Leave avoids between processes).
 void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body) {
-  gloo::rendezvous::HashStore store;
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
   std::mutex mu;
   std::condition_variable cv;
   int finished = 0;
@@ -127,25 +127,47 @@ TEST(GlooCommunicatorTest, AllReduceLeavesTensorsOnItsMemoryAndStaysRight) {
   });
 }
 
-// Sizes that change between calls, many calls each: the pattern that
-// stalled both ranks of Gloo's AllreduceRingChunked classes for good (a
-// second instance on one context, 1024 then 4096 floats, hung within 400
-// runs); the unbound-buffer collectives must go on.
+// Sizes that change between calls, and several collectives interleaved,
+// many calls each: the pattern that stalled both ranks for good when Gloo's
+// registered-buffer algorithms shared one context (1024 then 4096 floats
+// hung within 400 runs).
 TEST(GlooCommunicatorTest, ChangingSizesManyCallsNeverHang) {
   WithRanks(2, [](int rank, GlooCommunicator& comm) {
+    Tensor other(DType::kFP32, {2048});
+    PlaceTensors second = {&other};
     for (int64_t count : {int64_t{1024}, int64_t{4096}, int64_t{1024}}) {
       Tensor t(DType::kFP32, {count});
       PlaceTensors mine = {&t};
       for (int call = 0; call < 300; ++call) {
         for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i + call);
+        for (int64_t i = 0; i < 2048; ++i) other.data<float>()[i] = Value(rank, i);
         Status s = comm.AllReduce("g", mine);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        s = comm.AllReduce("h", second);
         ASSERT_TRUE(s.ok()) << s.ToString();
         for (int64_t i = 0; i < count; i += 97) {
           ASSERT_EQ(t.data<float>()[i], Value(0, i + call) + Value(1, i + call))
               << "count " << count << " call " << call;
         }
+        ASSERT_EQ(other.data<float>()[5], Value(0, 5) + Value(1, 5));
       }
     }
+  });
+}
+
+// A name stands for one set of tensors: other tensors under a name whose
+// last tensors still view its memory are refused, not silently overwritten.
+TEST(GlooCommunicatorTest, OtherTensorsUnderANameInUseAreRefused) {
+  WithRanks(2, [](int rank, GlooCommunicator& comm) {
+    Tensor a(DType::kFP32, {4}), b(DType::kFP32, {4});
+    for (int i = 0; i < 4; ++i) a.data<float>()[i] = b.data<float>()[i] = 1;
+    ASSERT_TRUE(comm.AllReduce("g", PlaceTensors{&a}).ok());
+    Status s = comm.AllReduce("g", PlaceTensors{&b});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("all_reduce 'g' across nodes: called with other tensors"),
+              std::string::npos)
+        << s.message();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(a.data<float>()[i], 2);
   });
 }
 
@@ -235,7 +257,7 @@ TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
       // Reduce to local place 1 on every node, then Broadcast from it.
       std::copy(all[2 * rank].begin(), all[2 * rank].end(), p0.data<float>());
       std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(), p1.data<float>());
-      ASSERT_TRUE(comm.Reduce("w@GRAD", places, 1).ok());
+      ASSERT_TRUE(comm.Reduce("w@GRAD/reduce", places, 1).ok());
       EXPECT_EQ(p0.data<float>()[0], all[2 * rank][0]);  // untouched
       ASSERT_TRUE(comm.Broadcast("w", places, 1).ok());
       for (int64_t i = 0; i < count; ++i) ASSERT_EQ(p0.data<float>()[i], p1.data<float>()[i]);

@@ -10,22 +10,28 @@
 // separately connects a raw Gloo context through a FileStore in the same
 // folder. Per size, in rounds whose order rotates, each measured by rank 0
 // between two barriers of the raw context:
-//   parex        ActorRunner steps of a one-node TaskGraph whose node is a
-//                collective of a blocking communicator: the coordinator
-//                sends it to the detached collective actor, which calls
+//   parex        an ActorRunner step of a TaskGraph of `ops` collectives of
+//                a blocking communicator in a chain: the detached
+//                collective actor issues them in order, each a call of
 //                GlooCommunicator::AllReduce on the rank's tensor (what a
-//                training step does per gradient bucket);
-//   gloo         gloo::allreduce (ring over unbound buffers; what
-//                PyTorch's ProcessGroupGloo calls), in place on a buffer of
-//                the same size, from the main thread.
-// (Gloo's AllreduceRingChunked class is left out: two instances of it on
-// one context stall for good, see actors/comm/gloo_communicator.h.)
+//                training step does with its gradient buckets);
+//   parex-direct GlooCommunicator::AllReduce called from the main thread:
+//                the communicator without the actors, to tell their cost;
+//   gloo-ring    gloo::AllreduceRingChunked, the algorithm parex's Gloo
+//                communicator runs, built over the buffer itself (no
+//                copies) on a context of its own per size, as parex makes
+//                one per collective (two such algorithms on one context of
+//                this Gloo stall: actors/comm/gloo_communicator.h), called
+//                from the main thread: raw Gloo;
+//   gloo-unbound gloo::allreduce (ring over unbound buffers; what PyTorch's
+//                ProcessGroupGloo calls) in place, on the main context.
 // Then `mpirun -np N` runs mpi_allreduce_peer (MPI_Allreduce in place,
 // OpenMPI's TCP transport over the loopback, as between machines) with the
 // same sizes, rounds and batch lengths.
 // Each cell is the median over rounds of (batch time / ops in the batch);
 // algbw = bytes / time, busbw = algbw * 2(N-1)/N (nccl-tests' convention).
 #include <gloo/allreduce.h>
+#include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
@@ -66,8 +72,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const char* const kMethods[] = {"parex", "gloo"};
-constexpr int kNumMethods = 2;
+const char* const kMethods[] = {"parex", "gloo-ring", "gloo-unbound", "parex-direct"};
+constexpr int kNumMethods = 4;
 
 struct Options {
   std::vector<int> ranks = {2, 3};
@@ -114,39 +120,58 @@ int Worker(const Options& o) {
     gloo::barrier(b);
   };
 
-  // parex: a one-node step graph, its node the collective.
-  Tensor parex_buffer;
-  auto graph = std::make_shared<TaskGraph>();
-  graph->communicators.push_back({"gloo", true});
-  TaskNode node;
-  node.label = "all_reduce bench";
-  node.stream = TaskStream::kCommunication;
-  node.communicator = 0;
-  graph->nodes.push_back(node);
-  graph->task = [&](int, int64_t) { return comm.AllReduce("bench", PlaceTensors{&parex_buffer}); };
-  if (Status s = graph->Finalize(); !s.ok()) {
-    std::fprintf(stderr, "%s\n", s.ToString().c_str());
-    return 1;
-  }
-  ActorRunnerOptions runner_options;
-  runner_options.num_threads = 2;
-  StatusOr<std::unique_ptr<ActorRunner>> runner = ActorRunner::Create(graph, runner_options);
-  if (!runner.ok()) {
-    std::fprintf(stderr, "%s\n", runner.status().ToString().c_str());
-    return 1;
-  }
+  // parex: per size, a step graph of `ops` collectives in a chain, each
+  // all-reducing the same gradient: one step is one batch, as a training
+  // step issues its gradients' collectives one after another.
+  Tensor parex_buffer, direct_buffer;
   int64_t step = 0;
+  auto make_runner = [&](int ops) -> StatusOr<std::unique_ptr<ActorRunner>> {
+    auto graph = std::make_shared<TaskGraph>();
+    graph->communicators.push_back({"gloo", true});
+    for (int i = 0; i < ops; ++i) {
+      TaskNode node;
+      node.label = "all_reduce bench #" + std::to_string(i);
+      node.stream = TaskStream::kCommunication;
+      node.communicator = 0;
+      if (i + 1 < ops) node.successors = {i + 1};
+      graph->nodes.push_back(node);
+    }
+    graph->task = [&](int, int64_t) {
+      return comm.AllReduce("bench", PlaceTensors{&parex_buffer});
+    };
+    PAREX_RETURN_IF_ERROR(graph->Finalize());
+    ActorRunnerOptions runner_options;
+    runner_options.num_threads = 2;
+    return ActorRunner::Create(graph, runner_options);
+  };
 
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
     const int64_t count = bytes / 4;
     const int ops = bench::OpsPerBatch(bytes);
-    parex_buffer = Tensor(DType::kFP32, {count});
-    std::vector<float> raw(count);
-    for (int64_t i = 0; i < count; ++i) {
-      parex_buffer.data<float>()[i] = raw[i] = 1.0f / (1 + i % 7);
+    StatusOr<std::unique_ptr<ActorRunner>> runner = make_runner(ops);
+    if (!runner.ok()) {
+      std::fprintf(stderr, "%s\n", runner.status().ToString().c_str());
+      return 1;
     }
+    parex_buffer = Tensor(DType::kFP32, {count});
+    direct_buffer = Tensor(DType::kFP32, {count});
+    std::vector<float> raw(count), ring_buffer(count);
+    for (int64_t i = 0; i < count; ++i) {
+      parex_buffer.data<float>()[i] = direct_buffer.data<float>()[i] = raw[i] = ring_buffer[i] =
+          1.0f / (1 + i % 7);
+    }
+    gloo::rendezvous::PrefixStore ring_store("ring" + std::to_string(bytes), file_store);
+    auto ring_context = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    ring_context->setTimeout(std::chrono::seconds(120));
+    ring_context->connectFullMesh(ring_store, device);
+    gloo::AllreduceRingChunked<float> ring(ring_context, {ring_buffer.data()},
+                                           static_cast<int>(count));
     auto run = [&](int method) -> Status {
-      if (method == 0) return (*runner)->Run(step++);
+      if (method == 1) {
+        ring.run();
+        return Status::Ok();
+      }
+      if (method == 3) return comm.AllReduce("direct", PlaceTensors{&direct_buffer});
       gloo::AllreduceOptions a(context);
       a.setOutput(raw.data(), raw.size());
       a.setReduceFunction(
@@ -161,8 +186,8 @@ int Worker(const Options& o) {
         const int method = (k + std::max(round, 0)) % kNumMethods;
         barrier();
         const auto start = Clock::now();
-        for (int i = 0; i < ops; ++i) {
-          if (Status s = run(method); !s.ok()) {
+        for (int i = 0; i < (method == 0 ? 1 : ops); ++i) {
+          if (Status s = method == 0 ? (*runner)->Run(step++) : run(method); !s.ok()) {
             std::fprintf(stderr, "%s: %s\n", kMethods[method], s.ToString().c_str());
             return 1;
           }
@@ -260,7 +285,7 @@ int Driver(const Options& o, const std::string& self) {
   }
   std::printf("cross-process all-reduce, fp32 in place, 127.0.0.1, %d rounds, median per op\n",
               o.rounds);
-  std::printf("busbw = bytes/time * 2(N-1)/N in GB/s; parex/peer = the busbw ratio\n");
+  std::printf("busbw = bytes/time * 2(N-1)/N in GB/s; /peer = parex's busbw over the peer's\n");
   bool all_ok = true;
   for (int n : o.ranks) {
     char tmpl[] = "/tmp/parex_allreduce_XXXXXX";
@@ -322,8 +347,9 @@ int Driver(const Options& o, const std::string& self) {
     }
     const double bus = 2.0 * (n - 1) / n;
     std::printf("\n%d processes\n", n);
-    std::printf("%9s %10s %10s %10s %10s %10s\n", "size", "parex", "gloo", "mpi",
-                "parex/gloo", "parex/mpi");
+    std::printf("%9s %10s %13s %10s %13s %10s %10s %13s %10s\n", "size", "parex",
+                "parex-direct", "gloo-ring", "gloo-unbound", "mpi", "/gloo-ring", "/gloo-unbound",
+                "/mpi");
     for (const auto& [bytes, row] : results) {
       auto busbw = [&](const char* m) {
         auto it = row.find(m);
@@ -333,8 +359,10 @@ int Driver(const Options& o, const std::string& self) {
         const double p = busbw("parex"), q = busbw(m);
         return q > 0 ? p / q : 0.0;
       };
-      std::printf("%9s %10.3f %10.3f %10.3f %10.2f %10.2f\n", HumanBytes(bytes).c_str(),
-                  busbw("parex"), busbw("gloo"), busbw("mpi"), ratio("gloo"), ratio("mpi"));
+      std::printf("%9s %10.3f %13.3f %10.3f %13.3f %10.3f %10.2f %13.2f %10.2f\n",
+                  HumanBytes(bytes).c_str(), busbw("parex"), busbw("parex-direct"), busbw("gloo-ring"),
+                  busbw("gloo-unbound"), busbw("mpi"), ratio("gloo-ring"), ratio("gloo-unbound"),
+                  ratio("mpi"));
     }
     std::fflush(stdout);
     std::error_code ec;

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -144,6 +145,43 @@ TEST(ClusterCliTest, ANodeWithAnotherLearningRateIsRefusedAtTheHandshake) {
     EXPECT_THAT(r->err, ::testing::HasSubstr("trains a different program"));
   }
   EXPECT_THAT(b.err, ::testing::HasSubstr("refused node 'a'"));
+}
+
+// Each node writes its trace with what merging needs; `parex trace merge`
+// gives one process per node and joins each step's all-reduce (one fused
+// bucket per step by default across nodes) from a to b; a trace that is
+// not a node's is refused naming the file.
+TEST(ClusterCliTest, NodeTracesMergeIntoOneTimeline) {
+  const std::string dir = ScratchDir("cluster_trace");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp", "--steps",
+                         "8", "--trace", "trace-{node}.json", "--trace-steps", "5"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, ::testing::HasSubstr("% behind backward)"));
+  for (const char* node : {"a", "b"}) {
+    nlohmann::json t = nlohmann::json::parse(ReadFile(dir + "/trace-" + node + ".json"));
+    EXPECT_EQ(t["metadata"]["parex_node"], node);
+    EXPECT_TRUE(t["metadata"].contains("parex_clock_offset_us"));
+  }
+  CliRun merge = RunParex({"trace", "merge", "trace-a.json", "trace-b.json", "-o", "all.json"},
+                          dir);
+  ASSERT_EQ(merge.exit_code, 0) << merge.err;
+  EXPECT_THAT(merge.out, ::testing::HasSubstr("merged 2 node traces into all.json"));
+  nlohmann::json all = nlohmann::json::parse(ReadFile(dir + "/all.json"));
+  std::set<std::string> processes;
+  int arrow_starts = 0;
+  for (const auto& e : all["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"]);
+    if (e.value("cat", "") == "cross-node" && e["ph"] == "s") ++arrow_starts;
+  }
+  EXPECT_EQ(processes, (std::set<std::string>{"node 'a' (rank 0)", "node 'b' (rank 1)"}));
+  EXPECT_EQ(arrow_starts, 5);  // one bucket in each of the 5 traced steps
+
+  std::ofstream(dir + "/plain.json") << R"({"traceEvents": []})";
+  CliRun bad = RunParex({"trace", "merge", "trace-a.json", "plain.json", "-o", "x.json"}, dir);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, ::testing::HasSubstr("plain.json: not a node's trace"));
 }
 
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {

@@ -272,9 +272,65 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   };
   const auto train_start = Clock::now();
   auto last_draw = train_start - std::chrono::seconds(1);
+  // A step's loss and accuracy, local sums until they are summed across
+  // nodes: a cluster sums kMetricWindow steps' at once (one Gloo call, not
+  // one per step), at points every node reaches at the same step.
+  struct StepMetrics {
+    int64_t step = 0, batch = 0;
+    int epoch = 0;
+    double loss = 0, accuracy = 0;  // sums over this node's places, or the values
+    double samples_per_s = 0, wall_s = 0;
+  };
+  constexpr size_t kMetricWindow = 64;
+  std::vector<StepMetrics> pending;
+  double loss_sum = 0, acc_sum = 0;
+  int64_t steps = 0;  // of this epoch, summed
+  // Sums the pending steps across nodes, checks each loss, adds them to the
+  // epoch's sums and the metrics lines.
+  auto settle = [&]() -> Status {
+    if (pending.empty()) return Status::Ok();
+    if (cluster != nullptr) {
+      std::vector<double> sums;
+      for (const StepMetrics& m : pending) {
+        sums.push_back(m.loss);
+        sums.push_back(m.accuracy);
+      }
+      PAREX_RETURN_IF_ERROR(cluster->SumAcrossNodes(&sums, "step metrics")
+                                .WithContext("epoch " + std::to_string(pending[0].epoch) +
+                                             ", steps " + std::to_string(pending[0].batch) + "-" +
+                                             std::to_string(pending.back().batch)));
+      for (size_t i = 0; i < pending.size(); ++i) {
+        pending[i].loss = sums[2 * i] / world;
+        pending[i].accuracy = sums[2 * i + 1] / world;
+      }
+    }
+    for (const StepMetrics& m : pending) {
+      if (!std::isfinite(m.loss)) {
+        pending.clear();
+        return Internal("the loss is " + std::to_string(m.loss) + " at epoch " +
+                        std::to_string(m.epoch) + ", step " + std::to_string(m.batch) +
+                        ": training diverged (try a smaller --lr)");
+      }
+      loss_sum += m.loss;
+      acc_sum += m.accuracy;
+      ++steps;
+      if (!metrics_path.empty()) {
+        char line[320];
+        std::snprintf(line, sizeof(line),
+                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g, \"accuracy\": %.9g, "
+                      "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
+                      static_cast<long long>(m.step), m.epoch + 1, m.loss, m.accuracy,
+                      m.samples_per_s, m.wall_s);
+        metrics += line;
+      }
+    }
+    pending.clear();
+    return Status::Ok();
+  };
   for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
-    double loss_sum = 0, acc_sum = 0;
-    int64_t steps = 0;
+    loss_sum = 0;
+    acc_sum = 0;
+    steps = 0;
     const auto epoch_start = Clock::now();
     BatchReader::Iterator batches = reader->Begin(epoch);
     FeedMap feed;
@@ -282,13 +338,15 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       const int64_t rows = feed.at(model->input).dim(0);
       if (rows < world) continue;  // a last batch too small to split
       if (!trace_path.empty() && step == o.trace_steps) trace.set_enabled(false);
-      double loss = 0, accuracy = 0;
+      StepMetrics m;
+      m.batch = b;
+      m.epoch = epoch;
       Status step_status;
       if (cluster == nullptr) {
         StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, fetch);
         if (out.ok()) {
-          loss = Mean((*out)[0]);
-          if (model->is_classifier()) accuracy = Mean((*out)[1]);
+          m.loss = Mean((*out)[0]);
+          if (model->is_classifier()) m.accuracy = Mean((*out)[1]);
         }
         step_status = out.status();
       } else {
@@ -306,42 +364,29 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         StatusOr<std::vector<std::vector<Tensor>>> out = (*pe)->RunPerPlace(feeds, fetch);
         step_status = out.status();
         if (out.ok()) {
-          std::vector<double> sums(2, 0.0);
           for (size_t i = 0; i < out->size(); ++i) {
-            for (const Tensor& t : (*out)[i]) sums[i] += Mean(t);
+            for (const Tensor& t : (*out)[i]) (i == 0 ? m.loss : m.accuracy) += Mean(t);
           }
-          step_status = cluster->SumAcrossNodes(&sums, "step metrics");
-          loss = sums[0] / world;
-          accuracy = sums[1] / world;
         }
       }
+      ++step;
+      samples += rows;
+      m.step = step;
+      m.samples_per_s = samples / std::max(Seconds(train_start), 1e-9);
+      m.wall_s = Seconds(wall_start);
       if (!step_status.ok()) {
         if (live) std::printf("\n");
         return Fail(cmd, step_status.WithContext("epoch " + std::to_string(epoch) +
                                                  ", step " + std::to_string(b)));
       }
-      if (!std::isfinite(loss)) {
-        if (live) std::printf("\n");
-        return Fail(cmd, Internal("the loss is " + std::to_string(loss) +
-                                  " at epoch " + std::to_string(epoch) +
-                                  ", step " + std::to_string(b) +
-                                  ": training diverged (try a smaller --lr)"));
+      pending.push_back(m);
+      if (cluster == nullptr || pending.size() == kMetricWindow) {
+        if (Status s = settle(); !s.ok()) {
+          if (live) std::printf("\n");
+          return Fail(cmd, s);
+        }
       }
-      loss_sum += loss;
-      acc_sum += accuracy;
-      ++steps;
-      ++step;
-      samples += rows;
-      if (!metrics_path.empty()) {
-        char line[320];
-        std::snprintf(line, sizeof(line),
-                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g, \"accuracy\": %.9g, "
-                      "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
-                      static_cast<long long>(step), epoch + 1, loss, accuracy,
-                      samples / std::max(Seconds(train_start), 1e-9), Seconds(wall_start));
-        metrics += line;
-      }
-      if (live && Seconds(last_draw) > 0.1) {
+      if (live && steps > 0 && Seconds(last_draw) > 0.1) {
         last_draw = Clock::now();
         const double elapsed = Seconds(train_start);
         const double eta = elapsed / step * (total_steps - step);
@@ -351,6 +396,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                     samples / elapsed, Duration(eta).c_str());
         std::fflush(stdout);
       }
+    }
+    if (Status s = settle(); !s.ok()) {  // every node ends the epoch at the same step
+      if (live) std::printf("\n");
+      return Fail(cmd, s);
     }
     const double secs = Seconds(epoch_start);
     if (live) std::printf("\r\033[K");

@@ -184,6 +184,28 @@ TEST(ClusterCliTest, NodeTracesMergeIntoOneTimeline) {
   EXPECT_THAT(bad.err, ::testing::HasSubstr("plain.json: not a node's trace"));
 }
 
+// The nodes sum their steps' losses in windows, not every step; a loss
+// that diverges still stops every node, naming the epoch and step, the
+// same on each (the launch fails as a whole).
+TEST(ClusterCliTest, DivergenceStopsEveryNodeAtTheSameStep) {
+  const std::string dir = ScratchDir("cluster_diverged");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fit_a_line", "--lr",
+                         "1e9", "--epochs", "3", std::string("--data-dir=") + PAREX_DATA_DIR},
+                        dir);
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  std::vector<std::string> messages;
+  std::istringstream in(run.out + run.err);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t at = line.find("the loss is ");
+    if (at != std::string::npos) messages.push_back(line.substr(at));
+  }
+  ASSERT_FALSE(messages.empty()) << run.out << run.err;
+  EXPECT_THAT(messages[0], ::testing::HasSubstr("training diverged"));
+  for (const std::string& m : messages) EXPECT_EQ(m, messages[0]);
+}
+
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {
   const std::string dir = ScratchDir("cluster_bad");
   const std::string topology = WriteTopology(dir, {1, 1});

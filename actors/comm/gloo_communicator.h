@@ -102,6 +102,8 @@ class GlooCommunicator final : public Communicator {
   Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name, const std::string& what);
 
+  // Made at Connect, used by no collective: a rank that cannot reach
+  // another fails at join time, not at the first step.
   std::shared_ptr<gloo::Context> context_;
   int rank_ = 0;
   int size_ = 1;

@@ -87,9 +87,19 @@ void GlooCommunicator::Resume() {
 
 Status GlooCommunicator::Failed(Collective collective, std::string_view name,
                                 const std::string& what) {
+  // Gloo names a lost peer by its address only; the ring's collectives talk
+  // to the two neighbours, so those are the nodes to look at.
+  std::string peers;
+  if (size_ == 2) {
+    peers = "; the peer: " + rank_names_[1 - rank_];
+  } else if (size_ > 2) {
+    peers = "; ring neighbours: " + rank_names_[(rank_ + size_ - 1) % size_] + " and " +
+            rank_names_[(rank_ + 1) % size_];
+  }
   Status s = Aborted(std::string(CollectiveName(collective)) + " '" + std::string(name) +
                      "' across nodes (" + rank_names_[rank_] + ", rank " +
-                     std::to_string(rank_) + " of " + std::to_string(size_) + "): " + what);
+                     std::to_string(rank_) + " of " + std::to_string(size_) + "): " + what +
+                     peers);
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
   return s;

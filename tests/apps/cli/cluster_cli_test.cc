@@ -206,6 +206,32 @@ TEST(ClusterCliTest, DivergenceStopsEveryNodeAtTheSameStep) {
   for (const std::string& m : messages) EXPECT_EQ(m, messages[0]);
 }
 
+// A node killed mid-training: its peer notices at its next collective (the
+// connection is reset), stops with an error naming the collective and the
+// peer, and exits nonzero long before the collective timeout (60 s here).
+TEST(ClusterCliTest, APeerKilledMidTrainingEndsTheOtherPromptly) {
+  const std::string dir = ScratchDir("cluster_killed");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  const std::string parex = PAREX_CLI;
+  const std::string node = " node --topology " + topology +
+                           " --model fashion_cnn --epochs 1 --no-progress --node ";
+  // b is killed once a has joined and a second has passed; a's exit is
+  // timed from the kill. Every wait is bounded.
+  const std::string script =
+      "cd " + dir + " || exit 1; " + parex + node + "b > b.out 2>&1 & bpid=$!; " +
+      "timeout 120 " + parex + node + "a > a.out 2>&1 & apid=$!; " +
+      "for i in $(seq 1 600); do grep -q \"parex node: a, rank\" " + dir +
+      "/a.out 2>/dev/null && break; sleep 0.1; done; sleep 1; kill -9 $bpid; " +
+      "start=$(date +%s%N); wait $apid; echo $? > " + dir + "/a.rc; " +
+      "echo $(( ($(date +%s%N) - start) / 1000000 )) > " + dir + "/a.ms";
+  ASSERT_EQ(std::system(("bash -c '" + script + "'").c_str()), 0);
+  const std::string out = ReadFile(dir + "/a.out");
+  EXPECT_EQ(std::stoi(ReadFile(dir + "/a.rc")), 1) << out;
+  EXPECT_LT(std::stoi(ReadFile(dir + "/a.ms")), 20000) << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("across nodes (node 'a', rank 0 of 2)")) << out;
+  EXPECT_THAT(out, ::testing::HasSubstr("the peer: node 'b'")) << out;
+}
+
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {
   const std::string dir = ScratchDir("cluster_bad");
   const std::string topology = WriteTopology(dir, {1, 1});

@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
     double lr = 0;
     int64_t steps = 0;
     int64_t fuse = 0;
+    int threads = 0;
     bool no_progress = false;
-    CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt;
+    CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt, *threads_opt;
   };
   auto add_train_options = [](CLI::App* t, TrainOptions* o, TrainFlags* f) {
     o->data_dir = PAREX_DEFAULT_DATA_DIR;
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
     f->fuse_opt = t->add_option("--fuse-buckets", f->fuse,
                                 "pack all-reduces into buckets of at most BYTES (0: off; "
                                 "default: off in one process, 1 MiB across nodes)");
+    f->threads_opt = t->add_option("--threads", f->threads,
+                                   "scheduler workers, >= 1 (default: this machine's cores; "
+                                   "parex launch shares them among its nodes)");
     t->add_option("--mode", o->mode, "gradient exchange: allreduce or reduce")
         ->capture_default_str();
     t->add_option("--seed", o->seed, "seed of initialisers and shuffling")
@@ -83,6 +87,7 @@ int main(int argc, char** argv) {
     if (f.lr_opt->count() > 0) o->lr = f.lr;
     if (f.steps_opt->count() > 0) o->steps = f.steps;
     if (f.fuse_opt->count() > 0) o->fuse_bucket_bytes = f.fuse;
+    if (f.threads_opt->count() > 0) o->threads = f.threads;
   };
 
   TrainOptions train;

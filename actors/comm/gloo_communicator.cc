@@ -2,7 +2,7 @@
 
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
-#include <gloo/broadcast_one_to_all.h>
+#include <gloo/broadcast.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
@@ -137,11 +137,7 @@ StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collect
     context->setTimeout(timeout_);
     context->connectFullMesh(prefixed, device_);
     entry->context = context;
-    if (collective == Collective::kBroadcast) {
-      entry->algorithm = std::make_unique<gloo::BroadcastOneToAll<uint8_t>>(
-          context, std::vector<uint8_t*>{static_cast<uint8_t*>(data)},
-          static_cast<size_t>(count), root, 0);
-    } else {
+    {
       switch (dtype) {
         case DType::kFP32:
           entry->algorithm = MakeAllReduce<float>(context, data, count);
@@ -220,18 +216,14 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
                            " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
+  if (collective == Collective::kBroadcast) return BroadcastOnce(name, groups, root, dtype, count);
+
   // An all-reduce leaves each tensor viewing its range of the staging
   // memory the algorithm was built over (dims and LoD kept), so the next
   // call on tensors written in place (a gradient, each step) copies
   // nothing; a tensor that holds other memory again is copied in.
-  const int64_t elements = collective == Collective::kBroadcast
-                               ? count * static_cast<int64_t>(SizeOf(dtype))
-                               : count;
-  PAREX_ASSIGN_OR_RETURN(
-      Entry * entry,
-      EntryFor(collective, name, collective == Collective::kBroadcast ? DType::kUInt8 : dtype,
-               elements, collective == Collective::kBroadcast ? root : 0,
-               groups[0][0]->place()));
+  PAREX_ASSIGN_OR_RETURN(Entry * entry,
+                         EntryFor(collective, name, dtype, count, 0, groups[0][0]->place()));
   const bool alias = collective == Collective::kAllReduce;
   char* const base = static_cast<char*>(entry->staging.raw_data());
   bool in_place = alias;
@@ -295,6 +287,45 @@ Status GlooCommunicator::AllReduce(std::string_view name, TensorGroups groups) {
 
 Status GlooCommunicator::Reduce(std::string_view name, TensorGroups groups, int root) {
   return Run(Collective::kReduce, name, groups, root);
+}
+
+Status GlooCommunicator::BroadcastOnce(std::string_view name, TensorGroups groups, int root,
+                                       DType dtype, int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  Tensor* single = groups.size() == 1 ? groups[0][0] : nullptr;
+  uint8_t* data = nullptr;
+  if (single != nullptr) {
+    data = static_cast<uint8_t*>(single->raw_data());
+  } else {
+    if (Status s = broadcast_staging_.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)});
+        !s.ok()) {
+      return s.WithContext("broadcast '" + std::string(name) + "' across nodes");
+    }
+    data = static_cast<uint8_t*>(broadcast_staging_.raw_data());
+    size_t at = 0;
+    for (const PlaceTensors& group : groups) {
+      if (group[0]->bytes() > 0) std::memcpy(data + at, group[0]->raw_data(), group[0]->bytes());
+      at += group[0]->bytes();
+    }
+  }
+  try {
+    gloo::BroadcastOptions opts(context_);
+    if (rank_ == root) opts.setInput(data, bytes);
+    opts.setOutput(data, bytes);
+    opts.setRoot(root);
+    opts.setTag(broadcast_tag_++);
+    gloo::broadcast(opts);
+  } catch (const std::exception& e) {
+    return Failed(Collective::kBroadcast, name, e.what());
+  }
+  if (single == nullptr) {
+    size_t at = 0;
+    for (const PlaceTensors& group : groups) {
+      if (group[0]->bytes() > 0) std::memcpy(group[0]->raw_data(), data + at, group[0]->bytes());
+      at += group[0]->bytes();
+    }
+  }
+  return Status::Ok();
 }
 
 Status GlooCommunicator::Broadcast(std::string_view name, TensorGroups groups, int root) {

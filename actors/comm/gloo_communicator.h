@@ -3,14 +3,15 @@
 //
 // Each call passes this rank's tensor of each group (local_size() == 1) and
 // blocks until every rank made the matching call, so its collective actor is
-// detached (blocking() is true). Each collective (by name) gets, at its first
-// call, a Gloo context of its own (a rendezvous through the store under a
-// prefix counted in call order, so every rank makes the same), a staging
-// tensor of its size, and a Gloo algorithm built over that memory
-// (AllreduceRingChunked, BroadcastOneToAll: their constructors register the
-// buffers; run() only moves data), followed by a barrier, so nobody sends to
-// buffers a peer has not registered yet. Ranks must make their calls in one
-// order (the collective actor's fixed order).
+// detached (blocking() is true). Each all-reduce or reduce (by name) gets, at
+// its first call, a Gloo context of its own (a rendezvous through the store
+// under a prefix counted in call order, so every rank makes the same), a
+// staging tensor of its size, and Gloo's AllreduceRingChunked built over that
+// memory (its constructor registers the buffers; run() only moves data),
+// followed by a barrier, so nobody sends to buffers a peer has not
+// registered yet. Broadcasts (one-off: the initial and final parameters) use
+// Gloo's unbound-buffer broadcast on the context made at Connect. Ranks must
+// make their calls in one order (the collective actor's fixed order).
 //
 // Why a context per collective: with two of these algorithms on one context,
 // this Gloo (Debian's 2022 snapshot) stalled both ranks for good in waitRecv
@@ -22,7 +23,7 @@
 // Memory: the tensors are copied in end to end (a fused bucket is several)
 // and, for an all-reduce, each is then left viewing its range of the
 // staging memory (dims and LoD kept), so next step's gradients, written in
-// place by their ops, need no copy at all. Reduce and broadcast copy out.
+// place by their ops, need no copy at all. A reduce copies out on its root.
 //
 // Sums: Gloo's chunked ring: each chunk is summed once along the ring and
 // the finished chunk is copied to the other ranks, so every rank ends with
@@ -99,12 +100,19 @@ class GlooCommunicator final : public Communicator {
   // changed (every rank sees the same change at the same call).
   StatusOr<Entry*> EntryFor(Collective collective, std::string_view name, DType dtype,
                             int64_t count, int root, Place place);
+  // A broadcast: Gloo's unbound-buffer broadcast on the context made at
+  // Connect (broadcasts are one-off, at the start and end of training: a
+  // context each would cost a rendezvous and sockets per persistable).
+  Status BroadcastOnce(std::string_view name, TensorGroups groups, int root, DType dtype,
+                       int64_t count);
   Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name, const std::string& what);
 
-  // Made at Connect, used by no collective: a rank that cannot reach
+  // Made at Connect: broadcasts run on it; and a rank that cannot reach
   // another fails at join time, not at the first step.
   std::shared_ptr<gloo::Context> context_;
+  Tensor broadcast_staging_;  // a fused broadcast's groups, end to end
+  uint32_t broadcast_tag_ = 1;  // the same sequence on every rank
   int rank_ = 0;
   int size_ = 1;
   std::vector<std::string> rank_names_;

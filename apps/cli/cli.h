@@ -75,6 +75,9 @@ struct TrainOptions {
   // cheap per call), kClusterBucketBytes across nodes (a Gloo call costs a
   // round trip or more).
   std::optional<int64_t> fuse_bucket_bytes;
+  // Scheduler workers; unset: this machine's cores (parex launch gives
+  // each node it starts its share of them).
+  std::optional<int> threads;
   // parex node: the topology file and this node's name in it (the places
   // are the node's; --save and --metrics are written by rank 0 only).
   std::string topology;

@@ -132,6 +132,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
                                      std::to_string(*o.epochs)), kExitUsage);
   }
+  if (o.threads && *o.threads < 1) {
+    return Fail(cmd, InvalidArgument("--threads must be at least 1, not " +
+                                     std::to_string(*o.threads)), kExitUsage);
+  }
   if (o.fuse_bucket_bytes && *o.fuse_bucket_bytes < 0) {
     return Fail(cmd, InvalidArgument("--fuse-buckets must be 0 (off) or a byte count, not " +
                                      std::to_string(*o.fuse_bucket_bytes)), kExitUsage);
@@ -208,6 +212,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   // compares the program's fingerprint and the options that shape training.
   std::unique_ptr<Cluster> cluster;
   ExecutionStrategy exec;
+  if (o.threads) exec.num_threads = *o.threads;
   if (topology != nullptr) {
     std::map<std::string, std::string> identity;
     identity["program"] = Sha256Hex(SerializeProgramBinary(model->main.proto()) + '\0' +
@@ -246,9 +251,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (!pe.ok()) return Fail(cmd, pe.status());
 
   if (cluster != nullptr) {
-    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d\n",
+    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s\n",
                 o.node.c_str(), cluster->rank(), cluster->size(), topology->path.c_str(),
-                first_place, first_place + n - 1, world);
+                first_place, first_place + n - 1, world, (*pe)->num_threads(),
+                (*pe)->num_threads() == 1 ? "" : "s");
   }
   std::printf("parex %s: %s on %d %s place%s (%s), %lld train rows, "
               "%d epoch%s of %lld batches of %lld, seed %d\n", cmd.c_str(),

@@ -232,6 +232,25 @@ TEST(ClusterCliTest, APeerKilledMidTrainingEndsTheOtherPromptly) {
   EXPECT_THAT(out, ::testing::HasSubstr("the peer: node 'b'")) << out;
 }
 
+// A launcher killed with SIGKILL takes its nodes with it (they get
+// SIGTERM): nothing of the cluster keeps running or holds its ports.
+TEST(ClusterCliTest, KillingTheLauncherEndsItsNodes) {
+  const std::string dir = ScratchDir("cluster_launcher_killed");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  const std::string script =
+      "cd " + dir + " || exit 1; " + PAREX_CLI + std::string(" launch --topology ") + topology +
+      " --model fashion_cnn --epochs 1 --no-progress > launch.out 2>&1 & lpid=$!; " +
+      "for i in $(seq 1 600); do grep -q \"rank 1 of 2\" launch.out 2>/dev/null && break; " +
+      "sleep 0.1; done; sleep 1; kill -9 $lpid; " +
+      // "[n]ode": the pattern must not match this script's own command line.
+      "for i in $(seq 1 30); do pgrep -f \"[n]ode --topology " + topology +
+      "\" > /dev/null || break; sleep 0.1; done; pgrep -f \"[n]ode --topology " + topology +
+      "\" > left.txt; echo done";
+  ASSERT_EQ(std::system(("bash -c '" + script + "'").c_str()), 0);
+  EXPECT_THAT(ReadFile(dir + "/launch.out"), ::testing::HasSubstr("rank 1 of 2"));
+  EXPECT_EQ(ReadFile(dir + "/left.txt"), "") << "nodes still running after the launcher died";
+}
+
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {
   const std::string dir = ScratchDir("cluster_bad");
   const std::string topology = WriteTopology(dir, {1, 1});

@@ -16,12 +16,10 @@
 namespace parex {
 
 struct GlooCommunicator::Entry {
-  Collective collective = Collective::kAllReduce;
   DType dtype = DType::kUndefined;
   int64_t count = 0;
-  int root = 0;
   // The memory the algorithm was built over (registered with Gloo): 1-D,
-  // `count` elements of `dtype` (bytes for a broadcast).
+  // `count` elements of `dtype`.
   Tensor staging;
   std::shared_ptr<gloo::Context> context;      // this collective's own
   std::unique_ptr<gloo::Algorithm> algorithm;
@@ -108,18 +106,15 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
 StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collective,
                                                                std::string_view name,
                                                                DType dtype, int64_t count,
-                                                               int root, Place place) {
+                                                               Place place) {
   auto it = entries_.find(name);
-  if (it != entries_.end() && it->second->collective == collective &&
-      it->second->dtype == dtype && it->second->count == count && it->second->root == root &&
+  if (it != entries_.end() && it->second->dtype == dtype && it->second->count == count &&
       it->second->staging.place() == place) {
     return it->second.get();
   }
   auto entry = std::make_unique<Entry>();
-  entry->collective = collective;
   entry->dtype = dtype;
   entry->count = count;
-  entry->root = root;
   if (Status s = entry->staging.TryAllocate(dtype, {count}, place); !s.ok()) {
     return s.WithContext(std::string(CollectiveName(collective)) + " '" + std::string(name) +
                          "' across nodes");
@@ -137,21 +132,19 @@ StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collect
     context->setTimeout(timeout_);
     context->connectFullMesh(prefixed, device_);
     entry->context = context;
-    {
-      switch (dtype) {
-        case DType::kFP32:
-          entry->algorithm = MakeAllReduce<float>(context, data, count);
-          break;
-        case DType::kFP64:
-          entry->algorithm = MakeAllReduce<double>(context, data, count);
-          break;
-        case DType::kInt32:
-          entry->algorithm = MakeAllReduce<int32_t>(context, data, count);
-          break;
-        default:
-          entry->algorithm = MakeAllReduce<int64_t>(context, data, count);
-          break;
-      }
+    switch (dtype) {
+      case DType::kFP32:
+        entry->algorithm = MakeAllReduce<float>(context, data, count);
+        break;
+      case DType::kFP64:
+        entry->algorithm = MakeAllReduce<double>(context, data, count);
+        break;
+      case DType::kInt32:
+        entry->algorithm = MakeAllReduce<int32_t>(context, data, count);
+        break;
+      default:  // Run let only the summable dtypes through
+        entry->algorithm = MakeAllReduce<int64_t>(context, data, count);
+        break;
     }
     // No rank may send to the new buffers before every rank registered
     // them (bytes for a slot not registered yet are another way to stall
@@ -209,21 +202,20 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
                       "': " + std::to_string(count) +
                       " elements are more than one Gloo call takes (2^31 - 1)");
   }
-  if (collective != Collective::kBroadcast && dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
+  if (collective == Collective::kBroadcast) return BroadcastOnce(name, groups, root, dtype, count);
+  if (dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
       dtype != DType::kInt64) {
     return InvalidArgument(std::string(CollectiveName(collective)) + " '" + std::string(name) +
                            "': dtype " + DTypeName(dtype) +
                            " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
-  if (collective == Collective::kBroadcast) return BroadcastOnce(name, groups, root, dtype, count);
-
   // An all-reduce leaves each tensor viewing its range of the staging
   // memory the algorithm was built over (dims and LoD kept), so the next
   // call on tensors written in place (a gradient, each step) copies
   // nothing; a tensor that holds other memory again is copied in.
   PAREX_ASSIGN_OR_RETURN(Entry * entry,
-                         EntryFor(collective, name, dtype, count, 0, groups[0][0]->place()));
+                         EntryFor(collective, name, dtype, count, groups[0][0]->place()));
   const bool alias = collective == Collective::kAllReduce;
   char* const base = static_cast<char*>(entry->staging.raw_data());
   bool in_place = alias;

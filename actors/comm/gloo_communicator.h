@@ -95,11 +95,12 @@ class GlooCommunicator final : public Communicator {
  private:
   GlooCommunicator() = default;
   struct Entry;
-  // The entry of collective `name`, made (context, staging memory and
-  // algorithm) the first time, or again when the dtype, size, root or place
-  // changed (every rank sees the same change at the same call).
+  // The entry of `name` (an all-reduce or a reduce, which runs as one),
+  // made (context, staging memory and algorithm) the first time, or again
+  // when the dtype, size or place changed (every rank sees the same change
+  // at the same call). `collective` names it in errors.
   StatusOr<Entry*> EntryFor(Collective collective, std::string_view name, DType dtype,
-                            int64_t count, int root, Place place);
+                            int64_t count, Place place);
   // A broadcast: Gloo's unbound-buffer broadcast on the context made at
   // Connect (broadcasts are one-off, at the start and end of training: a
   // context each would cost a rendezvous and sockets per persistable).

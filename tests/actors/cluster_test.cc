@@ -56,6 +56,14 @@ struct NodeResult {
   std::unique_ptr<Cluster> cluster;
 };
 
+// Every node's Join failed with a message that says `what`.
+void ExpectEveryNodeRefused(const std::vector<NodeResult>& r, const std::string& what) {
+  for (size_t i = 0; i < r.size(); ++i) {
+    ASSERT_FALSE(r[i].status.ok()) << "node " << i;
+    EXPECT_NE(r[i].status.message().find(what), std::string::npos) << r[i].status.message();
+  }
+}
+
 // Joins node i of topologies[i] with identities[i], all at once.
 std::vector<NodeResult> JoinAll(const std::vector<Topology>& topologies,
                                 const std::vector<std::map<std::string, std::string>>& ids,
@@ -104,11 +112,7 @@ TEST(ClusterTest, ANodeWithAnotherProgramIsRefusedByName) {
   auto other = kId;
   other["program"] = "def";
   std::vector<NodeResult> r = JoinAll({topo, topo}, {kId, other});
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_FALSE(r[i].status.ok());
-    EXPECT_NE(r[i].status.message().find("trains a different program"), std::string::npos)
-        << r[i].status.message();
-  }
+  ExpectEveryNodeRefused(r, "trains a different program");
   // The verifier (n1, whom n0 proves itself to) names n0.
   EXPECT_NE(r[1].status.message().find("node 'n0'"), std::string::npos) << r[1].status.message();
 }
@@ -118,10 +122,7 @@ TEST(ClusterTest, OtherOptionsAreRefused) {
   auto other = kId;
   other["options"] = "--batch 16";
   std::vector<NodeResult> r = JoinAll({topo, topo}, {kId, other});
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_FALSE(r[i].status.ok());
-    EXPECT_NE(r[i].status.message().find("--batch"), std::string::npos) << r[i].status.message();
-  }
+  ExpectEveryNodeRefused(r, "--batch");
 }
 
 TEST(ClusterTest, AWrongSecretIsRefused) {
@@ -129,11 +130,7 @@ TEST(ClusterTest, AWrongSecretIsRefused) {
   Topology wrong = topo;
   wrong.secret = "0123456789abcdef-guess!";
   std::vector<NodeResult> r = JoinAll({topo, wrong}, {kId, kId});
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_FALSE(r[i].status.ok());
-    EXPECT_NE(r[i].status.message().find("does not know the cluster secret"), std::string::npos)
-        << r[i].status.message();
-  }
+  ExpectEveryNodeRefused(r, "does not know the cluster secret");
 }
 
 TEST(ClusterTest, ADifferentTopologyIsRefused) {
@@ -141,11 +138,7 @@ TEST(ClusterTest, ADifferentTopologyIsRefused) {
   Topology changed = topo;
   changed.fingerprint = "f00d";  // as if its file differed (a timeout, a place)
   std::vector<NodeResult> r = JoinAll({topo, changed}, {kId, kId});
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_FALSE(r[i].status.ok());
-    EXPECT_NE(r[i].status.message().find("read a different topology file"), std::string::npos)
-        << r[i].status.message();
-  }
+  ExpectEveryNodeRefused(r, "read a different topology file");
 }
 
 TEST(ClusterTest, AnotherVersionIsNamed) {

@@ -58,12 +58,13 @@ void OpHandleTasks::ScopesChanged() {
     const OpDesc& desc = graph_->program().global_block().op(op.program_op);
     const OptimizerSlots* slots = SliceableOptimizer(desc.type());
     const int owner = op.slice >= 0 ? op.root : op.place;
-    Scope* owner_scope = (*exec_scopes_)[owner];
-    state->scope = owner_scope->NewScope();
+    state->scope = (*exec_scopes_)[owner]->NewScope();
     if (op.slice >= 0) {
       state->proto = std::make_unique<proto::OpDesc>(desc.proto());
       state->desc = std::make_unique<OpDesc>(state->proto.get(),
                                              desc.block_idx(), desc.index());
+    }
+    if (op.slice >= 0) {
       for (const std::string& slot : slots->scalar_outputs) {
         state->desc->SetOutput(slot, {});
       }
@@ -77,15 +78,41 @@ void OpHandleTasks::ScopesChanged() {
     }
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<std::pair<int, std::string>> sources;  // place, var
+    std::vector<std::string> view_names;
     for (const std::string& name : names) {
-      const Variable* source = owner_scope->FindVar(name);
+      sources.emplace_back(owner, name);
+      view_names.push_back(name);
+    }
+    // A slice that finishes its gradient's in-process reduce, with a kernel
+    // that adds gradients itself: Grad is place 0's range of the gradient
+    // and the addends places 1.. N-1's, the reduce's order, under names of
+    // their own (one pass over the range instead of sum, then update).
+    if (op.slice >= 0 && op.sliced_reduce >= 0 && in_process_ != nullptr &&
+        !slots->grad_addends.empty()) {
+      const std::string grad = desc.FirstInput("Grad");
+      std::vector<std::string> grads;
+      for (int p = 0; p < graph_->num_places(); ++p) {
+        grads.push_back(grad + "@parex_place" + std::to_string(p));
+        sources.emplace_back(p, grad);
+        view_names.push_back(grads.back());
+      }
+      state->desc->SetInput("Grad", {grads[0]});
+      state->desc->SetInput(
+          slots->grad_addends,
+          std::vector<std::string>(grads.begin() + 1, grads.end()));
+      state->sums_gradient = true;
+    }
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const auto& [place, name] = sources[i];
+      const Variable* source = (*exec_scopes_)[place]->FindVar(name);
       if (source == nullptr) {
         state->error = Internal(graph_->OpLabel(op.id) + ": no variable '" +
                                 name + "' on " +
-                                graph_->places()[owner].ToString());
+                                graph_->places()[place].ToString());
         break;
       }
-      state->views.emplace_back(source, state->scope->Var(name));
+      state->views.emplace_back(source, state->scope->Var(view_names[i]));
     }
     slices_[op.id] = std::move(state);
   }
@@ -99,7 +126,9 @@ Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
       continue;  // PreparedOp::Run names the empty input
     }
     int64_t begin = 0, end = 0;
-    if (op.slice >= 0) SliceRange(t->numel(), op.slice, op.num_slices, &begin, &end);
+    if (op.slice >= 0) {
+      SliceRange(t->numel(), op.slice, op.num_slices, &begin, &end);
+    }
     view->GetMutableTensor()->ViewElements(*t, begin, end);
   }
   return Status::Ok();
@@ -158,7 +187,8 @@ Status OpHandleTasks::RunComputation(const SsaOp& op) {
     }
   }
   if (s.ok() && slice != nullptr) s = RefreshSliceViews(op);
-  if (s.ok() && op.sliced_reduce >= 0 && plans_[op.sliced_reduce] != nullptr) {
+  if (s.ok() && op.sliced_reduce >= 0 && plans_[op.sliced_reduce] != nullptr &&
+      !slice->sums_gradient) {
     // This slice's share of its gradient's reduce, then its update.
     const InProcessPlan& plan = *plans_[op.sliced_reduce];
     int64_t begin = 0, end = 0;

@@ -79,6 +79,9 @@ class OpHandleTasks {
     std::unique_ptr<OpDesc> desc;
     std::vector<std::pair<const Variable*, Variable*>> views;  // source, view
     Status error;  // a var missing when the scope was made
+    // The slice reads every place's gradient (OptimizerSlots::grad_addends)
+    // instead of running its range of the reduce first.
+    bool sums_gradient = false;
   };
   std::vector<std::unique_ptr<SliceState>> slices_;
   // The in-process backend, when that is comm_: a reduce its optimizer's

@@ -8,18 +8,20 @@ namespace parex {
 
 const OptimizerSlots* SliceableOptimizer(const std::string& type) {
   static const std::map<std::string, OptimizerSlots> table = {
-      {"sgd", {{"Param", "Grad"}, {"ParamOut"}, {"LearningRate"}, {}}},
+      {"sgd", {{"Param", "Grad"}, {"ParamOut"}, {"LearningRate"}, {}, ""}},
       {"momentum",
        {{"Param", "Grad", "Velocity"},
         {"ParamOut", "VelocityOut"},
         {"LearningRate"},
-        {}}},
+        {},
+        ""}},
       {"adam",
        {{"Param", "Grad", "Moment1", "Moment2"},
         {"ParamOut", "Moment1Out", "Moment2Out"},
         {"LearningRate", "Beta1Pow", "Beta2Pow", "Beta1Tensor", "Beta2Tensor",
          "EpsilonTensor"},
-        {"Beta1PowOut", "Beta2PowOut"}}},
+        {"Beta1PowOut", "Beta2PowOut"},
+        "GradAddends"}},
   };
   auto it = table.find(type);
   return it == table.end() ? nullptr : &it->second;

@@ -21,6 +21,11 @@ struct OptimizerSlots {
   // Read whole by every slice (learning rate, beta powers); outputs among
   // them are written once, by the op that finishes the slices.
   std::vector<std::string> scalar_inputs, scalar_outputs;
+  // A duplicable input whose gradients the kernel adds onto Grad's, in
+  // order, before updating (adam's GradAddends), or empty. Given one, a slice
+  // that finishes its gradient's reduce reads every place's gradient there
+  // instead of summing into the owner's first: one pass over the range.
+  std::string grad_addends;
 };
 
 // The slots of optimizer `type` when it can run as slices, else nullptr.
@@ -41,6 +46,7 @@ bool CanSliceOptimizer(const OpDesc& op);
 // the slices also sum the gradient (SsaOp::sliced_reduce). No-op with
 // sequential execution (its per-place program order has no place for them).
 void SliceOptimizers(SsaGraph* graph);
+
 
 // Elements [begin, end) of slice `k` of `n` over `numel` elements: balanced,
 // contiguous, in order.

@@ -1,5 +1,6 @@
-// GEMM for CPU kernels, through OpenBLAS's CBLAS, single-threaded inside a
-// kernel (parallelism belongs to the executor).
+// GEMM for CPU kernels: fp32 through oneDNN's sgemm where parex is built
+// with it (OpenBLAS for tiny products), fp64 through OpenBLAS's CBLAS; one
+// thread inside a kernel (parallelism belongs to the executor).
 #pragma once
 
 #include <cstdint>

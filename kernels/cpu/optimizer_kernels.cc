@@ -7,8 +7,10 @@
 #include <cmath>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vector_loops.h"
 
 namespace parex {
 namespace {
@@ -110,6 +112,12 @@ Status MomentumKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// The GradAddends pointers of one adam op, kept between its runs.
+template <typename T>
+struct AddendsState : KernelState {
+  std::vector<const T*> pointers;
+};
+
 // Fluid's Adam:
 //   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
 //   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
@@ -119,10 +127,26 @@ Status MomentumKernel(KernelContext& ctx) {
 template <typename T>
 Status AdamKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(
-      ctx.CheckInputs<T>({"Param", "Grad", "Moment1", "Moment2"}));
+      ctx.CheckInputs<T>({"Param", "Grad", "Moment1", "Moment2", "GradAddends"}));
   const Tensor* param = ctx.Input("Param");
   PAREX_RETURN_IF_ERROR(
       CheckSameCount(ctx, *param, {"Grad", "Moment1", "Moment2"}));
+  // parex's GradAddends (Reduce mode's optimizer slices): other places'
+  // gradients, added onto Grad in order.
+  std::vector<const T*>* addends = nullptr;
+  if (const int count = ctx.InputCount("GradAddends"); count > 0) {
+    addends = &ctx.State<AddendsState<T>>()->pointers;
+    addends->clear();  // keeps its capacity: no allocation after step one
+    for (int i = 0; i < count; ++i) {
+      const Tensor* t = ctx.Input("GradAddends", i);
+      if (t->numel() != param->numel()) {
+        return ctx.Error("GradAddends " + DimsToString(t->dims()) +
+                         " does not match Param " +
+                         DimsToString(param->dims()));
+      }
+      addends->push_back(t->data<T>());
+    }
+  }
   double lr_value, beta1_pow, beta2_pow;
   PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
   PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Pow", &beta1_pow));
@@ -147,22 +171,13 @@ Status AdamKernel(KernelContext& ctx) {
   const T lr_t =
       static_cast<T>(lr_value * std::sqrt(1 - beta2_pow) / (1 - beta1_pow));
   const T eps_t = static_cast<T>(epsilon * std::sqrt(1 - beta2_pow));
-  const T* p = param->data<T>();
-  const T* grad = ctx.Input("Grad")->data<T>();
-  const T* m1 = ctx.Input("Moment1")->data<T>();
-  const T* m2 = ctx.Input("Moment2")->data<T>();
-  T* p_out = ctx.Output("ParamOut")->data<T>();
-  T* m1_out = ctx.Output("Moment1Out")->data<T>();
-  T* m2_out = ctx.Output("Moment2Out")->data<T>();
-#pragma GCC ivdep  // in place or disjoint: element i touches index i only
-  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i) {
-    const T g = grad[i];
-    const T a = b1 * m1[i] + (T(1) - b1) * g;
-    const T b = b2 * m2[i] + (T(1) - b2) * g * g;
-    m1_out[i] = a;
-    m2_out[i] = b;
-    p_out[i] = p[i] - lr_t * (a / (std::sqrt(b) + eps_t));
-  }
+  cpu::AdamLoop(cpu::AdamLoopArgs<T>{
+      param->numel(), param->data<T>(), ctx.Input("Grad")->data<T>(),
+      ctx.Input("Moment1")->data<T>(), ctx.Input("Moment2")->data<T>(),
+      ctx.Output("ParamOut")->data<T>(), ctx.Output("Moment1Out")->data<T>(),
+      ctx.Output("Moment2Out")->data<T>(), b1, b2, lr_t, eps_t,
+      addends ? addends->data() : nullptr,
+      addends ? static_cast<int>(addends->size()) : 0});
   if (!ctx.Attr<bool>("use_global_beta_pow")) {
     if (Tensor* out = ctx.Output("Beta1PowOut")) {
       WriteScalar(out, beta1_pow * beta1);

@@ -4,7 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "graph/ir/op_schema.h"
+#include "kernels/cpu/blas.h"
 #include "tests/kernels/op_tester.h"
 
 namespace parex::testing {
@@ -341,6 +345,53 @@ TEST(MatmulSchemaTest, UnknownBatchAtCompileTime) {
   op->SetOutput("Out", {"out"});
   ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
   EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 4, 5}));
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+namespace parex::testing {
+namespace {
+
+// cpu::Gemm<float> goes to oneDNN above a size and to OpenBLAS below it:
+// both sides of the threshold, every transpose, row strides wider than the
+// rows, alpha and beta, against a product summed in double here.
+TEST(BlasTest, FloatGemmMatchesANaiveProductOnBothBackends) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  for (const Shape& s : {Shape{3, 4, 5}, Shape{32, 256, 78}, Shape{50, 64, 500}}) {
+    for (int trans = 0; trans < 4; ++trans) {
+      const bool ta = trans & 1, tb = trans & 2;
+      const int64_t a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k;
+      const int64_t b_rows = tb ? s.n : s.k, b_cols = tb ? s.k : s.n;
+      const int64_t lda = a_cols + 3, ldb = b_cols + 1, ldc = s.n + 2;
+      std::vector<float> a(a_rows * lda), b(b_rows * ldb), c(s.m * ldc);
+      for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.3 * i);
+      for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.7 * i);
+      for (size_t i = 0; i < c.size(); ++i) c[i] = 0.25f * std::sin(1.1 * i);
+      const std::vector<float> c0 = c;
+      cpu::Gemm<float>(ta, tb, s.m, s.n, s.k, 0.5f, a.data(), lda, b.data(),
+                       ldb, 2.0f, c.data(), ldc);
+      for (int64_t i = 0; i < s.m; ++i) {
+        for (int64_t j = 0; j < ldc; ++j) {
+          if (j >= s.n) {  // the stride's padding is left alone
+            ASSERT_EQ(c[i * ldc + j], c0[i * ldc + j]);
+            continue;
+          }
+          double want = 0;
+          for (int64_t p = 0; p < s.k; ++p) {
+            want += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                    double(tb ? b[j * ldb + p] : b[p * ldb + j]);
+          }
+          want = 0.5 * want + 2.0 * c0[i * ldc + j];
+          ASSERT_NEAR(c[i * ldc + j], want, 1e-4 * (1 + std::abs(want)))
+              << "m " << s.m << " n " << s.n << " k " << s.k << " trans "
+              << trans << " at " << i << "," << j;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

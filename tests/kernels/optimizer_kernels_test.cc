@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/ir/op_schema.h"
+#include "kernels/cpu/vector_loops.h"
 #include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
 
@@ -264,6 +265,115 @@ TEST(AdamKernelTest, MomentShapeErrorNamesTheOp) {
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("adam"));
   EXPECT_THAT(s.message(), HasSubstr("Moment1"));
+}
+
+// parex's GradAddends (Reduce mode's optimizer slices sum the places'
+// gradients in the update): the same bits as Grad holding ((g0 + g1) + g2),
+// over a length that is not a multiple of the kernel's blocks.
+template <typename T>
+void ExpectAddendsGiveTheSumsBits() {
+  const int64_t n = 1500;
+  const Tensor p = RandomTensor({n}, -1, 1, 40, DTypeOf<T>());
+  const Tensor m1 = RandomTensor({n}, -0.1, 0.1, 41, DTypeOf<T>());
+  const Tensor m2 = RandomTensor({n}, 0, 0.1, 42, DTypeOf<T>());
+  std::vector<Tensor> g;
+  for (int k = 0; k < 3; ++k) {
+    g.push_back(RandomTensor({n}, -1, 1, 43 + k, DTypeOf<T>()));
+  }
+  Tensor sum = g[0].Clone();
+  for (int64_t i = 0; i < n; ++i) {
+    sum.data<T>()[i] = (g[0].data<T>()[i] + g[1].data<T>()[i]) +
+                       g[2].data<T>()[i];
+  }
+  auto run = [&](OpTester& t) {
+    t.Input("Param", p)
+        .Input("LearningRate", MakeTensor<T>({1}, {T(0.01)}))
+        .Input("Moment1", m1)
+        .Input("Moment2", m2)
+        .Input("Beta1Pow", MakeTensor<T>({1}, {T(0.9)}))
+        .Input("Beta2Pow", MakeTensor<T>({1}, {T(0.999)}))
+        .Output("ParamOut")
+        .Output("Moment1Out")
+        .Output("Moment2Out");
+    Status s = t.Run();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+  OpTester whole("adam"), added("adam");
+  whole.Input("Grad", sum);
+  added.Input("Grad", g[0]).Inputs("GradAddends", {g[1], g[2]});
+  run(whole);
+  run(added);
+  for (const char* out : {"ParamOut", "Moment1Out", "Moment2Out"}) {
+    EXPECT_EQ(ToVector<T>(added.Out(out)), ToVector<T>(whole.Out(out))) << out;
+  }
+  // Not just the gradient alone: the addends changed the update.
+  OpTester alone("adam");
+  alone.Input("Grad", g[0]);
+  run(alone);
+  EXPECT_NE(ToVector<T>(alone.Out("ParamOut")),
+            ToVector<T>(whole.Out("ParamOut")));
+}
+
+TEST(AdamKernelTest, GradAddendsGiveTheBitsOfTheirSumFloat) {
+  ExpectAddendsGiveTheSumsBits<float>();
+}
+
+TEST(AdamKernelTest, GradAddendsGiveTheBitsOfTheirSumDouble) {
+  ExpectAddendsGiveTheSumsBits<double>();
+}
+
+TEST(AdamKernelTest, GradAddendOfAnotherShapeNamesTheOp) {
+  OpTester t("adam");
+  t.Input("Param", RandomTensor({2, 2}, 0, 1, 1))
+      .Input("Grad", RandomTensor({2, 2}, 0, 1, 2))
+      .Inputs("GradAddends", {RandomTensor({3}, 0, 1, 5)})
+      .Input("LearningRate", MakeTensor<double>({1}, {0.1}))
+      .Input("Moment1", RandomTensor({2, 2}, 0, 1, 3))
+      .Input("Moment2", RandomTensor({2, 2}, 0, 1, 4))
+      .Input("Beta1Pow", MakeTensor<double>({1}, {0.9}))
+      .Input("Beta2Pow", MakeTensor<double>({1}, {0.999}))
+      .Output("ParamOut")
+      .Output("Moment1Out")
+      .Output("Moment2Out");
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("adam"));
+  EXPECT_THAT(s.message(), HasSubstr("GradAddends"));
+}
+
+// The AVX2 build of the Adam loop gives the baseline build's bits (no fused
+// multiply-add in either), with and without addends.
+TEST(VectorLoopsTest, Avx2AdamGivesTheBaselineBits) {
+  const int64_t n = 1037;
+  std::vector<float> p(n), g(n), g1(n), m1(n), m2(n);
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] = std::sin(0.1 * i);
+    g[i] = std::cos(0.37 * i) * 0.01f;
+    g1[i] = std::sin(0.71 * i) * 0.02f;
+    m1[i] = std::sin(0.05 * i) * 0.001f;
+    m2[i] = 1e-6f * (1 + std::cos(0.3 * i));
+  }
+  for (int addends = 0; addends <= 1; ++addends) {
+    std::vector<float> out[2][3];
+    const char* isas[2] = {"baseline", "avx2"};
+    for (int b = 0; b < 2; ++b) {
+      for (auto& v : out[b]) v.assign(n, 0);
+      const float* more[1] = {g1.data()};
+      cpu::AdamLoopArgs<float> a{n, p.data(), g.data(), m1.data(), m2.data(),
+                                 out[b][0].data(), out[b][1].data(),
+                                 out[b][2].data(), 0.9f, 0.999f, 1e-3f, 1e-8f,
+                                 more, addends};
+      if (!cpu::AdamLoopOn(isas[b], a)) {
+        ASSERT_EQ(b, 1) << "the baseline build is always there";
+        GTEST_SKIP() << "no AVX2 build or CPU: " << cpu::VectorLoopsIsa();
+      }
+    }
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(out[1][k], out[0][k]) << "output " << k << ", addends "
+                                      << addends;
+    }
+    EXPECT_NE(out[0][0], p);
+  }
 }
 
 TEST(SgdKernelTest, RegistersCpuKernelsForItsDTypes) {

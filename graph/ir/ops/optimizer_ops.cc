@@ -71,6 +71,15 @@ Status InferMomentum(ShapeContext& ctx) {
 
 Status InferAdam(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(CheckLikeParam(ctx, "Grad"));
+  const Dims param = ctx.InputDims("Param");
+  for (int i = 0; i < ctx.InputCount("GradAddends"); ++i) {
+    const Dims dims = ctx.InputDims("GradAddends", i);
+    if (Known(ctx, param) && Known(ctx, dims) && !SameDims(param, dims)) {
+      return ctx.Error("GradAddends #" + std::to_string(i) + " " +
+                       DimsToString(dims) + " does not match Param " +
+                       DimsToString(param));
+    }
+  }
   PAREX_RETURN_IF_ERROR(CheckLikeParam(ctx, "Moment1"));
   PAREX_RETURN_IF_ERROR(CheckLikeParam(ctx, "Moment2"));
   for (const char* slot : {"LearningRate", "Beta1Pow", "Beta2Pow",
@@ -124,6 +133,9 @@ void RegisterOptimizerOps(OpSchemaRegistry* r) {
              .Input("Beta1Tensor", kOptional)
              .Input("Beta2Tensor", kOptional)
              .Input("EpsilonTensor", kOptional)
+             // parex's own: gradients added onto Grad in order first (Reduce
+             // mode's optimizer slices, graph/ssa/optimizer_slices.h).
+             .Input("GradAddends", kOptional | kDuplicable)
              .Output("ParamOut")
              .Output("Moment1Out")
              .Output("Moment2Out")

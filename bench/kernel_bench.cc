@@ -2,7 +2,8 @@
 // run as the executor runs them (a PreparedOp of a one-op Program on a
 // Scope, fp32: shapes inferred once, oneDNN primitives cached), against
 // peers measured in the same run:
-//   - cblas_sgemm (OpenBLAS) on the same GEMM shape; for conv2d the
+//   - cblas_sgemm (OpenBLAS) and dnnl_sgemm (oneDNN, what parex's fp32
+//     GEMMs of these sizes call) on the same GEMM shape; for conv2d the
 //     im2col GEMM shapes (N products [M, C*K*K] x [C*K*K, OH*OW], without
 //     the im2col itself);
 //   - oneDNN's direct convolution on the same NCHW / OIHW tensors, when
@@ -163,6 +164,21 @@ void BM_CblasSgemm(benchmark::State& state, GemmShape s) {
   SetGflops(state, 2.0 * s.m * s.k * s.n);
 }
 
+#ifdef PAREX_BENCH_WITH_DNNL
+// oneDNN's sgemm, which parex's fp32 GEMMs of these sizes call.
+void BM_DnnlSgemm(benchmark::State& state, GemmShape s) {
+  std::vector<float> a = RandomFloats(s.m * s.k, 1);
+  std::vector<float> b = RandomFloats(s.k * s.n, 2);
+  std::vector<float> c(s.m * s.n);
+  for (auto _ : state) {
+    dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n,
+               0.0f, c.data(), s.n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  SetGflops(state, 2.0 * s.m * s.k * s.n);
+}
+#endif
+
 // parex's conv2d (`grad`: conv2d_grad, both gradients), through oneDNN or
 // (`dnnl` false) its im2col path.
 void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
@@ -280,6 +296,9 @@ void RegisterAll() {
     add(std::string("parex_mul/") + s.name, BM_ParexGemmOp, "mul", s);
     add(std::string("parex_matmul/") + s.name, BM_ParexGemmOp, "matmul", s);
     add(std::string("cblas_sgemm/") + s.name, BM_CblasSgemm, s);
+#ifdef PAREX_BENCH_WITH_DNNL
+    add(std::string("dnnl_sgemm/") + s.name, BM_DnnlSgemm, s);
+#endif
   }
   for (const ConvShape& s : kConvShapes) {
     add(std::string("parex_conv2d/") + s.name, BM_ParexConv2d, s, false, true);
@@ -307,6 +326,9 @@ void PrintTable(const RecordingReporter& r) {
       PrintRatio(r, std::string(op) + " " + shape,
                  std::string("parex_") + op + "/" + s.name, "cblas_sgemm",
                  std::string("cblas_sgemm/") + s.name);
+      PrintRatio(r, std::string(op) + " " + shape,
+                 std::string("parex_") + op + "/" + s.name, "dnnl_sgemm",
+                 std::string("dnnl_sgemm/") + s.name);
     }
   }
   for (const ConvShape& s : kConvShapes) {

@@ -59,8 +59,12 @@ def torch_step_ms(model_name, batch, threads, steps):
         opt.step()
         return loss
 
-    for _ in range(3):
+    # Warm-up as training_bench's: 3 steps and at least 0.3 s.
+    warm = time.perf_counter()
+    done = 0
+    while done < 3 or time.perf_counter() - warm < 0.3:
         step()
+        done += 1
     start = time.perf_counter()
     for _ in range(steps):
         step()
@@ -83,6 +87,8 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--pause", type=float, default=1.0,
+                    help="seconds of quiet before each turn")
     args = ap.parse_args()
     configs = [("fashion_mlp", 64, 1), ("fashion_mlp", 256, 1),
                ("fashion_cnn", 32, 1), ("fashion_cnn", 256, 1),
@@ -95,8 +101,15 @@ def main():
     for model_name, batch, threads in configs:
         ours, theirs = [], []
         for _ in range(args.rounds):
+            # A pause before each turn: PyTorch's OpenMP workers spin for a
+            # while after its last step, which would take a core from
+            # parex's first milliseconds (measured: the 2-thread MLP at
+            # batch 256 timed 3.9 ms a step for parex right after PyTorch's
+            # turn, 1.9 ms alone).
+            time.sleep(args.pause)
             ours.append(parex_step_ms(args.build, model_name, batch, threads,
                                       args.steps))
+            time.sleep(args.pause)
             theirs.append(torch_step_ms(model_name, batch, threads,
                                         args.steps))
         p, t = statistics.median(ours), statistics.median(theirs)

@@ -70,6 +70,10 @@ int main(int argc, char** argv) {
                   "write a Chrome trace (Perfetto, chrome://tracing) of the first steps");
     t->add_option("--trace-steps", o->trace_steps, "steps the trace records")
         ->capture_default_str();
+    t->add_option("--trace-from", o->trace_from,
+                  "the first step the trace records (0: from the start; later steps "
+                  "leave out the warm-up: first-use Gloo contexts, allocations)")
+        ->capture_default_str();
     t->add_option("--metrics", o->metrics,
                   "write one JSON line per step (step, epoch, loss, accuracy, samples/s)");
     t->add_option("--save", o->save,
@@ -116,6 +120,8 @@ int main(int argc, char** argv) {
                 "output prefixed by node");
   la->add_option("--topology", launch.topology, "the cluster's topology file")->required();
   la->add_option("--only", launch.only, "start only these nodes (default: every local one)");
+  la->add_flag("--no-pin", launch.no_pin,
+               "do not pin each node to its share of this machine's cores");
   la->fallthrough(false);
   la->prefix_command();
   la->footer("Other options go to every node: parex launch --topology two.pbtxt "

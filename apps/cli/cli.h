@@ -25,6 +25,10 @@ constexpr int kExitUsage = 2;
 int Fail(const std::string& command, const Status& status,
          int code = kExitRuntime);
 
+// CPU numbers as "cpu 3" or "cpus 0-3,6": runs shortened, for the lines that
+// say where a node runs. REQUIRES: ascending, not empty.
+std::string CpuList(const std::vector<int>& cpus);
+
 // "cpu:N" (N CPU places), "cpu" (one) or "cpu:0,1,3"; InvalidArgument
 // otherwise (CUDA places are not run by the CLI yet).
 StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec);
@@ -64,6 +68,7 @@ struct TrainOptions {
   int seed = 1;
   std::string trace;       // Chrome trace JSON of the first trace_steps steps
   int trace_steps = 20;
+  int64_t trace_from = 0;  // the first step traced (after a warm-up, say)
   std::string save;        // "": parex-<model> in the working directory
   std::string data_dir;    // UCI housing and digits CSVs
   std::string fashion_dir;
@@ -93,6 +98,7 @@ struct LaunchOptions {
   std::string parex;                 // this executable (argv[0] resolved)
   std::vector<std::string> args;     // node options passed to every node
   std::vector<std::string> only;     // nodes to start ("" : every local one)
+  bool no_pin = false;               // leave the nodes' CPU affinity alone
 };
 // parex launch: every node of the topology whose host is this machine, as
 // child processes of `parex node`; their output prefixed with the node name.

@@ -113,4 +113,17 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
   return LoadInferenceModel(file, params_file, scope);
 }
 
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string list;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!list.empty()) list += ",";
+    list += std::to_string(cpus[i]);
+    if (j > i) list += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return (cpus.size() > 1 ? "cpus " : "cpu ") + list;
+}
+
 }  // namespace parex::cli

@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -122,6 +123,16 @@ int RunLaunch(const LaunchOptions& o) {
                                        "pass only training options"), kExitUsage);
     }
   }
+  // --no-pin is launch's own wherever it stands among the node options.
+  bool no_pin = o.no_pin;
+  std::vector<std::string> node_args;
+  for (const std::string& arg : o.args) {
+    if (arg == "--no-pin") {
+      no_pin = true;
+    } else {
+      node_args.push_back(arg);
+    }
+  }
   const std::set<std::string> local = LocalNames();
   std::vector<const TopologyNode*> nodes;
   for (const std::string& name : o.only) {
@@ -139,9 +150,33 @@ int RunLaunch(const LaunchOptions& o) {
     return Fail(cmd, NotFound(o.topology + ": no node's host is this machine (start them "
                                            "with parex node on their machines)"));
   }
+  // Each node pinned to its own share of the CPUs this launcher may use,
+  // when they divide into whole shares: a node's workers and its Gloo and
+  // CAF threads then compete with each other only, not with the other
+  // nodes' (2 nodes on 2 cores, Fashion CNN: 5.5k -> 6.05k samples/s, and
+  // the nodes' steps no longer drift apart, which each collective waited
+  // out). --no-pin leaves them to the kernel.
+  std::vector<std::vector<int>> pins(nodes.size());
+  if (!no_pin) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+      }
+    }
+    const size_t per = cpus.size() / nodes.size();
+    for (size_t k = 0; per > 0 && k < nodes.size(); ++k) {
+      pins[k].assign(cpus.begin() + k * per, cpus.begin() + (k + 1) * per);
+    }
+  }
   std::printf("parex launch: %zu of %zu nodes of %s here:", nodes.size(),
               topology->nodes.size(), o.topology.c_str());
-  for (const TopologyNode* n : nodes) std::printf(" %s", n->name.c_str());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::printf(" %s", nodes[k]->name.c_str());
+    if (!pins[k].empty()) std::printf(" (%s)", CpuList(pins[k]).c_str());
+  }
   std::printf("\n");
   std::fflush(stdout);
 
@@ -155,14 +190,15 @@ int RunLaunch(const LaunchOptions& o) {
   // the Fashion MLP 15% and the CNN 7% faster than 2 each, which spin
   // against each other), unless the options say --threads.
   bool threads_given = false;
-  for (const std::string& arg : o.args) {
+  for (const std::string& arg : node_args) {
     threads_given = threads_given || arg == "--threads" || arg.rfind("--threads=", 0) == 0;
   }
   const int share = std::max(
       1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(nodes.size()));
 
   std::vector<Child> children;
-  for (const TopologyNode* n : nodes) {
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const TopologyNode* n = nodes[k];
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
       SignalAll(children, SIGTERM);
@@ -170,7 +206,7 @@ int RunLaunch(const LaunchOptions& o) {
     }
     std::vector<std::string> argv = {o.parex, "node", "--topology", o.topology, "--node",
                                      n->name};
-    argv.insert(argv.end(), o.args.begin(), o.args.end());
+    argv.insert(argv.end(), node_args.begin(), node_args.end());
     if (!threads_given) {
       argv.push_back("--threads");
       argv.push_back(std::to_string(share));
@@ -182,6 +218,12 @@ int RunLaunch(const LaunchOptions& o) {
       // its output is cut short): it is sent SIGTERM, as when a node fails.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(1);
+      if (!pins[k].empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : pins[k]) CPU_SET(c, &set);
+        sched_setaffinity(0, sizeof(set), &set);  // kept across exec; best effort
+      }
       dup2(fds[1], STDOUT_FILENO);
       dup2(fds[1], STDERR_FILENO);
       std::vector<char*> raw;

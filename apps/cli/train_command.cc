@@ -1,4 +1,5 @@
 // parex train: trains an example model with the ParallelExecutor.
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,9 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "actors/cluster.h"
 #include "actors/parallel_executor.h"
@@ -25,6 +29,23 @@
 
 namespace parex::cli {
 namespace {
+
+// ", on cpu 0" / ", on cpus 2-3" when this process may run on fewer CPUs
+// than the machine has (parex launch pins each node to its share), else "".
+std::string PinnedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty() ||
+      cpus.size() >= static_cast<size_t>(std::thread::hardware_concurrency())) {
+    return "";
+  }
+  return ", on " + CpuList(cpus);
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -153,6 +174,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     return Fail(cmd, InvalidArgument("--lr must be a finite number above 0, not " +
                                      std::to_string(*o.lr)), kExitUsage);
   }
+  if (o.trace_from < 0) {
+    return Fail(cmd, InvalidArgument("--trace-from must be at least 0, not " +
+                                     std::to_string(o.trace_from)), kExitUsage);
+  }
   if (o.trace_steps < 1) {
     return Fail(cmd, InvalidArgument("--trace-steps must be at least 1, not " +
                                      std::to_string(o.trace_steps)), kExitUsage);
@@ -244,17 +269,17 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       return Fail(cmd, s);
     }
   }
-  TraceRecorder trace(/*enabled=*/!trace_path.empty());
+  TraceRecorder trace(/*enabled=*/!trace_path.empty() && o.trace_from == 0);
   exec.trace = trace_path.empty() ? nullptr : &trace;
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, model->main, model->loss, &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
 
   if (cluster != nullptr) {
-    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s\n",
+    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s%s\n",
                 o.node.c_str(), cluster->rank(), cluster->size(), topology->path.c_str(),
                 first_place, first_place + n - 1, world, (*pe)->num_threads(),
-                (*pe)->num_threads() == 1 ? "" : "s");
+                (*pe)->num_threads() == 1 ? "" : "s", PinnedCpus().c_str());
   }
   std::printf("parex %s: %s on %d %s place%s (%s), %lld train rows, "
               "%d epoch%s of %lld batches of %lld, seed %d\n", cmd.c_str(),
@@ -343,7 +368,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     for (int64_t b = 0; step < total_steps && batches.Next(&feed); ++b) {
       const int64_t rows = feed.at(model->input).dim(0);
       if (rows < world) continue;  // a last batch too small to split
-      if (!trace_path.empty() && step == o.trace_steps) trace.set_enabled(false);
+      if (!trace_path.empty() && step == o.trace_from) trace.set_enabled(true);
+      if (!trace_path.empty() && step == o.trace_from + o.trace_steps) {
+        trace.set_enabled(false);
+      }
       StepMetrics m;
       m.batch = b;
       m.epoch = epoch;

@@ -374,6 +374,7 @@ TEST_F(BadInputMatrix, Arguments) {
       {{"train", "--lr", "nan"}, "--lr"},
       {{"train", "--lr", "inf"}, "--lr"},
       {{"train", "--trace", "t.json", "--trace-steps", "0"}, "--trace-steps"},
+      {{"train", "--trace", "t.json", "--trace-from", "-1"}, "--trace-from"},
       {{"train", "--places", "cpu:0"}, "--places"},
       {{"train", "--places", "cpu:-1"}, "--places"},
       {{"train", "--places", "tpu:1"}, "--places"},

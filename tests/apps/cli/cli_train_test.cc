@@ -122,6 +122,23 @@ TEST(CliTrainTest, TracedTwoPlaceRun) {
   EXPECT_GE(tracks.size(), 3u);  // compute per place, communication
 }
 
+// --trace-from leaves the first steps out: the trace holds exactly steps
+// [from, from + trace-steps).
+TEST(CliTrainTest, TraceFromStartsTheTraceLater) {
+  const std::string dir = ScratchDir("trace_from");
+  CliRun run = RunParex({"train", "--steps", "8", "--trace", "t.json", "--trace-from", "3",
+                         "--trace-steps", "2", "--no-progress", kData},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("trace summary   2 traced steps"));
+  nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/t.json"));
+  std::set<int64_t> steps;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "X") steps.insert(e["args"]["step"].get<int64_t>());
+  }
+  EXPECT_EQ(steps, (std::set<int64_t>{3, 4}));
+}
+
 TEST(CliTrainTest, BadArgumentsAndData) {
   ExpectFailures({
       {{"train", "--model", "resnet"}, 2, "unknown example model 'resnet'"},

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ namespace parex::testing {
 namespace {
 
 using ::parex::testing::FreePort;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Writes a topology of nodes a, b, c, ... with `places[i]` CPU places each.
 std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {
@@ -249,6 +252,47 @@ TEST(ClusterCliTest, KillingTheLauncherEndsItsNodes) {
   ASSERT_EQ(std::system(("bash -c '" + script + "'").c_str()), 0);
   EXPECT_THAT(ReadFile(dir + "/launch.out"), ::testing::HasSubstr("rank 1 of 2"));
   EXPECT_EQ(ReadFile(dir + "/left.txt"), "") << "nodes still running after the launcher died";
+}
+
+// parex launch pins each node to its share of the CPUs it may use (when they
+// divide into whole shares); each node says where it runs; --no-pin, given
+// among the training options, leaves them free.
+TEST(ClusterCliTest, LaunchPinsEachNodeToItsShareOfTheCores) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: nothing to share out";
+  const std::string dir = ScratchDir("cluster_pins");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "2",
+                                          "--no-progress"};
+  std::vector<std::string> launch = {"launch", "--topology", topology};
+  launch.insert(launch.end(), train.begin(), train.end());
+  CliRun pinned = RunParex(launch, dir);
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.out << pinned.err;
+  const size_t per = cpus.size() / 2;
+  auto list = [&](size_t k) {
+    if (per == 1) return "cpu " + std::to_string(cpus[k]);
+    return "cpus " + std::to_string(cpus[k * per]) + "-" +
+           std::to_string(cpus[k * per + per - 1]);
+  };
+  const bool contiguous = cpus.back() - cpus.front() + 1 == static_cast<int>(cpus.size());
+  if (contiguous) {
+    EXPECT_THAT(pinned.out, HasSubstr("here: a (" + list(0) + ") b (" + list(1) + ")"));
+    EXPECT_THAT(pinned.out, HasSubstr(", on " + list(0)));
+    EXPECT_THAT(pinned.out, HasSubstr(", on " + list(1)));
+  } else {
+    EXPECT_THAT(pinned.out, HasSubstr("here: a (cpu"));
+  }
+  launch.push_back("--no-pin");
+  CliRun free = RunParex(launch, dir);
+  ASSERT_EQ(free.exit_code, 0) << free.out << free.err;
+  EXPECT_THAT(free.out, HasSubstr("here: a b\n"));
+  EXPECT_THAT(free.out, Not(HasSubstr(", on cpu")));
 }
 
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {

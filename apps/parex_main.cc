@@ -151,6 +151,8 @@ int main(int argc, char** argv) {
   g->add_option("--model", graph.model, "an example's training program instead");
   g->add_option("--places", graph.places, "cpu:N places")->capture_default_str();
   g->add_option("--mode", graph.mode, "allreduce or reduce")->capture_default_str();
+  g->add_option("--loss", graph.loss,
+                "a training program's loss variable (default: the one marked as the loss)");
   g->add_option("--format", graph.format, "dot or json (default: from -o)");
   g->add_option("-o,--output", graph.output, "output file")->required();
 

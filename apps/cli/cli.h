@@ -25,6 +25,10 @@ constexpr int kExitUsage = 2;
 int Fail(const std::string& command, const Status& status,
          int code = kExitRuntime);
 
+// The *.pdmodel file of a directory, when it holds exactly one; NotFound /
+// InvalidArgument naming the directory otherwise.
+StatusOr<std::string> OnlyPdmodel(const std::string& dir);
+
 // CPU numbers as "cpu 3" or "cpus 0-3,6": runs shortened, for the lines that
 // say where a node runs. REQUIRES: ascending, not empty.
 std::string CpuList(const std::vector<int>& cpus);
@@ -121,6 +125,7 @@ struct GraphOptions {
   std::string model;  // an example's training program
   std::string places = "cpu:2";
   std::string mode = "allreduce";
+  std::string loss;    // a training program's loss ("": the one Fluid marked)
   std::string format;  // dot or json; "": from the output's extension
   std::string output;
 };

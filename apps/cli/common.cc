@@ -48,25 +48,25 @@ StatusOr<Parallelism> ParseParallelism(const std::string& places,
   return p;
 }
 
-namespace {
-
-// The *.pdmodel file of a directory, when it holds exactly one.
-StatusOr<std::string> OnlyPdmodel(const fs::path& dir) {
+StatusOr<std::string> OnlyPdmodel(const std::string& dir) {
   std::string found;
-  for (const auto& entry : fs::directory_iterator(dir)) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() != ".pdmodel") continue;
     if (!found.empty()) {
-      return InvalidArgument("'" + dir.string() +
+      return InvalidArgument("'" + dir +
                              "' holds several *.pdmodel files; name one");
     }
     found = entry.path().string();
   }
   if (found.empty()) {
-    return NotFound("'" + dir.string() +
+    return NotFound("'" + dir +
                     "' holds no __model__ and no *.pdmodel file");
   }
   return found;
 }
+
+namespace {
 
 StatusOr<InferenceModel> ProgramOnly(const std::string& file, bool validate) {
   PAREX_ASSIGN_OR_RETURN(Program program, Program::Load(file));

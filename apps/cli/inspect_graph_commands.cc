@@ -8,11 +8,14 @@
 #include "apps/cli/cli.h"
 #include "apps/models.h"
 #include "graph/ssa/multi_device_builder.h"
+#include "graph/ir/op_role.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/ssa_dump.h"
 #include "graph/ir/validate.h"
 #include "base/file_io.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/model_io.h"
+#include "kernels/scope.h"
 
 namespace parex::cli {
 namespace {
@@ -38,6 +41,59 @@ std::string CannotRun(const std::string& type, const std::set<std::string>& with
   if (type == "feed" || type == "fetch") return "";  // the executors' own
   if (with_kernels.count(type) == 0) return "no CPU kernel";
   return "";
+}
+
+// The parameter files a model at `path` (a directory, or a program file with
+// `params` or a *.pdiparams beside it) needs, and what is wrong with them:
+// one line per missing file of a one-file-per-var directory (every one, not
+// the first), or why a combined file does not load (read all-or-nothing into
+// a scratch scope, as the executors would). Empty lines: nothing is wrong,
+// or the model names no parameter files (a bare program).
+struct ParameterCheck {
+  std::string layout;                 // what was checked, for the report
+  std::vector<std::string> problems;  // one line each
+};
+
+ParameterCheck CheckParameterFiles(const std::string& path, const std::string& params,
+                                   const Program& program) {
+  namespace fs = std::filesystem;
+  ParameterCheck check;
+  const std::vector<std::string> names = PersistableTensorNames(program);
+  if (names.empty()) return check;
+  std::error_code ec;
+  std::string combined = params;
+  if (combined.empty() && fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "__params__", ec)) {
+      combined = (fs::path(path) / "__params__").string();
+    } else if (fs::exists(fs::path(path) / "__model__", ec)) {
+      check.layout = "one file per var in " + path;
+      for (const std::string& name : names) {
+        if (!fs::is_regular_file(fs::path(path) / name, ec)) {
+          check.problems.push_back("missing " + (fs::path(path) / name).string());
+        }
+      }
+      return check;
+    } else {
+      StatusOr<std::string> pdmodel = OnlyPdmodel(path);
+      if (!pdmodel.ok()) return check;
+      combined = fs::path(*pdmodel).replace_extension(".pdiparams").string();
+    }
+  } else if (combined.empty()) {
+    combined = fs::path(path).replace_extension(".pdiparams").string();
+  }
+  if (!fs::exists(combined, ec)) {
+    // A bare program file (no parameters beside it) is fine to inspect.
+    if (params.empty() && !fs::is_directory(path, ec)) return check;
+    check.layout = "combined file " + combined;
+    check.problems.push_back("missing " + combined);
+    return check;
+  }
+  check.layout = "combined file " + combined;
+  Scope scratch;
+  if (Status s = LoadCombinedPersistables(program, combined, &scratch); !s.ok()) {
+    check.problems.push_back(s.message());
+  }
+  return check;
 }
 
 }  // namespace
@@ -116,6 +172,15 @@ int RunInspect(const std::string& path, const std::string& params) {
               unknown_size ? (" (+" + std::to_string(unknown_size) +
                               " of unknown size)").c_str() : "");
 
+  const ParameterCheck files = CheckParameterFiles(path, params, program);
+  if (!files.layout.empty() && files.problems.empty()) {
+    std::printf("  parameter files  all present (%s)\n", files.layout.c_str());
+  } else if (!files.layout.empty()) {
+    std::printf("  parameter files  %zu problem%s (%s):\n", files.problems.size(),
+                files.problems.size() == 1 ? "" : "s", files.layout.c_str());
+    for (const std::string& p : files.problems) std::printf("    %s\n", p.c_str());
+  }
+
   std::set<std::string> with_kernels;
   for (const KernelKey& k : KernelRegistry::Global().Keys()) {
     if (k.place_kind == Place::Kind::kCPU) with_kernels.insert(k.op_type);
@@ -126,7 +191,8 @@ int RunInspect(const std::string& path, const std::string& params) {
     if (!why.empty()) cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
   }
   if (cannot.empty() && valid.ok()) {
-    std::printf("  parex runs every op of this program\n");
+    std::printf("  parex runs every op of this program%s\n",
+                files.problems.empty() ? "" : " (once its parameter files are there)");
   } else if (cannot.empty()) {
     std::printf("  invalid: %s\n", valid.message().c_str());
   } else {
@@ -162,6 +228,10 @@ int RunGraph(const GraphOptions& o) {
   const BuildStrategy& build = parallel->build;
   Program program;
   std::string loss, what;
+  if (!o.model.empty() && !o.loss.empty()) {
+    return Fail(cmd, InvalidArgument("--loss is for a program FILE; an example's loss is known"),
+                kExitUsage);
+  }
   if (!o.model.empty()) {
     StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
     if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
@@ -175,6 +245,28 @@ int RunGraph(const GraphOptions& o) {
     if (!model.ok()) return Fail(cmd, model.status());
     program = std::move(model->program);
     what = o.file;
+    const Block& block = program.global_block();
+    if (!o.loss.empty()) {
+      if (block.FindVar(o.loss) == nullptr) {
+        return Fail(cmd, NotFound("--loss: program '" + o.file + "' has no variable '" +
+                                  o.loss + "'"), kExitUsage);
+      }
+      loss = o.loss;
+    } else if (HasBackwardOps(block)) {
+      const std::vector<std::string> marked = MarkedLosses(block);
+      if (marked.size() != 1) {
+        std::string names;
+        for (const std::string& m : marked) names += (names.empty() ? "" : ", ") + m;
+        return Fail(cmd, InvalidArgument(
+                             "program '" + o.file + "' is a training program " +
+                             (marked.empty() ? std::string("but no op is marked as its loss")
+                                             : "with several losses marked (" + names + ")") +
+                             "; name the loss with --loss"),
+                    kExitUsage);
+      }
+      loss = marked[0];
+    }
+    if (!loss.empty()) what += " (training program, loss " + loss + ")";
   }
   StatusOr<SsaGraph> graph = BuildMultiDeviceGraph(program, *places, loss, build);
   if (!graph.ok()) return Fail(cmd, graph.status());

@@ -15,4 +15,26 @@ std::vector<std::string> OpRoleVar(const OpDesc& op) {
   return v.ok() ? *v : std::vector<std::string>{};
 }
 
+std::vector<std::string> MarkedLosses(const Block& block) {
+  std::vector<std::string> losses;
+  for (const auto& op : block.ops()) {
+    const int role = OpRole(*op);
+    if ((role & kOpRoleLoss) == 0 || (role & kOpRoleBackward) != 0) continue;
+    for (const std::string& out : op->OutputArgumentNames()) {
+      if (!out.empty()) {
+        losses.push_back(out);
+        break;
+      }
+    }
+  }
+  return losses;
+}
+
+bool HasBackwardOps(const Block& block) {
+  for (const auto& op : block.ops()) {
+    if ((OpRole(*op) & kOpRoleBackward) != 0) return true;
+  }
+  return false;
+}
+
 }  // namespace parex

@@ -22,4 +22,11 @@ int OpRole(const OpDesc& op);
 // The op's op_role_var ([param, grad, ...]); empty when it carries none.
 std::vector<std::string> OpRoleVar(const OpDesc& op);
 
+// The variables Fluid marks as the loss in `block`: the first output of each
+// forward op whose op_role carries Loss (append_backward marks the op that
+// computes the loss so), in op order.
+std::vector<std::string> MarkedLosses(const Block& block);
+// Whether `block` holds backward ops (a training program).
+bool HasBackwardOps(const Block& block);
+
 }  // namespace parex

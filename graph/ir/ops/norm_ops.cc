@@ -215,6 +215,10 @@ void RegisterNormOps(OpSchemaRegistry* r) {
       .Input("Mean", kOptional)
       .Input("Variance", kOptional)
       .Input("ReserveSpace", kOptional)
+      // Paddle 2.x's grad op also reads the updated running statistics;
+      // the gradient does not depend on them.
+      .Input("MeanOut", kOptional)
+      .Input("VarianceOut", kOptional)
       .Input("Y@GRAD")
       .Output("X@GRAD", kOptional)
       .Output("Scale@GRAD", kOptional)

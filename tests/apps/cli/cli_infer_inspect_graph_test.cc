@@ -161,6 +161,69 @@ TEST(CliInspectTest, PaddleModelsAndAnUnknownOp) {
   EXPECT_THAT(empty_dir.err, HasSubstr("holds no __model__ and no *.pdmodel"));
 }
 
+// inspect checks the parameter files as a load would: every missing file of
+// a one-file-per-var model is listed (not just the first), a combined file
+// that does not load is named with its fault; the program is still
+// described and the exit status stays 0 (a report, as for unknown ops).
+TEST(CliInspectTest, ListsMissingAndBrokenParameterFiles) {
+  const std::string dir = ScratchDir("inspect_params");
+  CliRun train = RunParex({"train", "--model", "fit_a_line", "--epochs", "1", "--save", "m",
+                           "--no-progress", std::string("--data-dir=") + PAREX_DATA_DIR},
+                          dir);
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  CliRun whole = RunParex({"inspect", "m"}, dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_THAT(whole.out, HasSubstr("parameter files  all present (one file per var in m)"));
+  EXPECT_THAT(whole.out, HasSubstr("parex runs every op of this program\n"));
+
+  std::vector<std::string> params;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/m")) {
+    if (e.path().filename() != "__model__") params.push_back(e.path().filename());
+  }
+  ASSERT_GE(params.size(), 2u);
+  std::sort(params.begin(), params.end());
+  std::filesystem::remove(dir + "/m/" + params[0]);
+  std::filesystem::remove(dir + "/m/" + params[1]);
+  CliRun missing = RunParex({"inspect", "m"}, dir);
+  ASSERT_EQ(missing.exit_code, 0) << missing.err;
+  EXPECT_THAT(missing.out, HasSubstr("parameter files  2 problems (one file per var in m)"));
+  EXPECT_THAT(missing.out, HasSubstr("missing m/" + params[0]));
+  EXPECT_THAT(missing.out, HasSubstr("missing m/" + params[1]));
+  EXPECT_THAT(missing.out, HasSubstr("(once its parameter files are there)"));
+
+  // A combined file cut short.
+  StatusOr<Program> program = Program::Load(dir + "/m/__model__");
+  ASSERT_TRUE(program.ok());
+  ASSERT_TRUE(program->Save(dir + "/c.pdmodel").ok());
+  { std::ofstream(dir + "/c.pdiparams") << std::string(10, '\0'); }
+  CliRun cut = RunParex({"inspect", "c.pdmodel"}, dir);
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  EXPECT_THAT(cut.out, HasSubstr("1 problem (combined file c.pdiparams)"));
+  EXPECT_THAT(cut.out, HasSubstr("c.pdiparams"));
+}
+
+// A training program saved by PaddlePaddle: graph finds the loss Fluid
+// marked (op_role Loss) and lays out its all-reduces; --loss names another
+// var; a var the program lacks is a usage error naming it.
+TEST(CliGraphTest, ATrainingProgramFileUsesItsMarkedLoss) {
+  const std::string dir = ScratchDir("graph_training");
+  const std::string program =
+      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_mlp_momentum/main.pdmodel";
+  CliRun marked = RunParex({"graph", program, "--places", "cpu:2", "-o", "g.json"}, dir);
+  ASSERT_EQ(marked.exit_code, 0) << marked.err;
+  EXPECT_THAT(marked.out, HasSubstr("(training program, loss mean_0.tmp_0) on 2 places"));
+  EXPECT_THAT(marked.out, HasSubstr("4 all_reduce"));
+  EXPECT_THAT(marked.out, HasSubstr("2 scale_loss_grad"));
+  CliRun named = RunParex({"graph", program, "--places", "cpu:2", "--mode", "reduce",
+                           "--loss", "mean_0.tmp_0", "-o", "g.json"},
+                          dir);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_THAT(named.out, HasSubstr(" reduce"));
+  CliRun bad = RunParex({"graph", program, "--loss", "nosuch", "-o", "g.json"}, dir);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("no variable 'nosuch'"));
+}
+
 TEST(CliGraphTest, DotAndJsonOfTrainingAndInferencePrograms) {
   const std::string dir = ScratchDir("graph");
   CliRun dot = RunParex({"graph", "--model", "fashion_cnn", "--places", "cpu:2",

@@ -43,6 +43,11 @@ Status DropoutKernel(KernelContext& ctx) {
   if (ctx.Attr<bool>("is_test")) {
     const T factor = upscale ? T(1) : static_cast<T>(1.0f - p);
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] * factor;
+    // Every element kept (a bound Mask is read by nothing in test mode, but
+    // it then holds a value, as Paddle's training programs expect).
+    if (Tensor* mask_t = ctx.Output("Mask")) {
+      std::fill_n(mask_t->data<uint8_t>(), n, uint8_t{1});
+    }
     return Status::Ok();
   }
   Tensor* mask_t = ctx.Output("Mask");

@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "graph/build/backward.h"
+#include "graph/ir/op_role.h"
+#include "graph/ir/validate.h"
 #include "kernels/model_io.h"
 #include "kernels/reference_executor.h"
 #include "kernels/tensor_io.h"
@@ -76,6 +78,73 @@ TEST(PaddleFixtureTest, MomentumMlpReproducesPaddleLosses) {
     double got = (*out)[0].data<float>()[0];
     EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << "step " << step;
   }
+}
+
+}  // namespace
+}  // namespace parex
+
+namespace parex {
+namespace {
+
+const std::string kCnnFixture =
+    std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
+
+// A CNN built by PaddlePaddle 2.6 with conv2d, batch_norm (whose grad op
+// reads Paddle 2.x's MeanOut / VarianceOut), pool2d, dropout (off), Adam and
+// a piecewise learning rate set before each step, as Paddle's LRScheduler
+// does (fixtures/paddle_cnn_bn_adam/make_fixture.py): parex's reference
+// executor reproduces Paddle's ten losses from Paddle's initial parameters,
+// and ends with Paddle's parameters and moments.
+TEST(PaddleFixtureTest, BatchNormAdamCnnWithPiecewiseRateReproducesPaddle) {
+  auto main = Program::Load(kCnnFixture + "/main.pdmodel");
+  ASSERT_TRUE(main.ok()) << main.status().ToString();
+  ASSERT_TRUE(ValidateProgram(*main).ok()) << ValidateProgram(*main).ToString();
+  auto startup = Program::Load(kCnnFixture + "/startup.pdmodel");
+  ASSERT_TRUE(startup.ok()) << startup.status().ToString();
+  ASSERT_TRUE(ValidateProgram(*startup).ok());
+  const std::vector<std::string> losses = MarkedLosses(main->global_block());
+  ASSERT_EQ(losses.size(), 1u);
+
+  Scope scope;
+  Status loaded = LoadPersistables(*main, kCnnFixture + "/params", &scope);
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  std::ifstream lr_file(kCnnFixture + "/lr.txt");
+  std::string lr_var;
+  ASSERT_TRUE(lr_file >> lr_var);
+  std::ifstream expected_file(kCnnFixture + "/losses.txt");
+  ReferenceExecutor executor;
+  for (int step = 0; step < 10; ++step) {
+    double expected = 0, rate = 0;
+    ASSERT_TRUE(expected_file >> expected);
+    ASSERT_TRUE(lr_file >> rate);
+    Tensor* lr = scope.FindVar(lr_var)->GetMutableTensor();
+    ASSERT_EQ(lr->numel(), 1);
+    lr->data<float>()[0] = static_cast<float>(rate);
+    Tensor x, label;
+    ASSERT_TRUE(LoadTensorFile(kCnnFixture + "/batches/x_" + std::to_string(step), &x).ok());
+    ASSERT_TRUE(
+        LoadTensorFile(kCnnFixture + "/batches/label_" + std::to_string(step), &label).ok());
+    auto out = executor.Run(*main, &scope, {{"x", x}, {"label", label}}, {losses[0]});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const double got = (*out)[0].data<float>()[0];
+    EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << "step " << step;
+  }
+  // Parameters, moments and batch-norm statistics after the ten steps.
+  Scope final_scope;
+  ASSERT_TRUE(LoadPersistables(*main, kCnnFixture + "/final", &final_scope).ok());
+  int compared = 0;
+  for (const std::string& name : PersistableTensorNames(*main)) {
+    const Tensor& want = *final_scope.FindVar(name)->GetTensor();
+    const Tensor& got = *scope.FindVar(name)->GetTensor();
+    if (want.dtype() != DType::kFP32) continue;
+    ASSERT_EQ(got.dims(), want.dims()) << name;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      const double w = want.data<float>()[i], g = got.data<float>()[i];
+      ASSERT_NEAR(g, w, 1e-5 + 1e-3 * std::abs(w)) << name << "[" << i << "]";
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
 }
 
 }  // namespace

@@ -145,7 +145,9 @@ Status InferDropout(ShapeContext& ctx) {
     return ctx.Error("Seed holds no value");
   }
   ctx.ShareDimsAndDType("X", "Out");
-  if (!ctx.Attr<bool>("is_test")) {
+  // In test mode too when bound: a training program may hold a dropout
+  // that is off (is_test) whose gradient op still names the Mask.
+  if (!ctx.Attr<bool>("is_test") || ctx.HasOutput("Mask")) {
     ctx.SetOutput("Mask", ctx.InputDims("X"), DType::kUInt8);
   }
   return Status::Ok();

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
     int64_t fuse = 0;
     int threads = 0;
     bool no_progress = false;
+    bool no_shuffle = false;
     CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt, *threads_opt;
   };
   auto add_train_options = [](CLI::App* t, TrainOptions* o, TrainFlags* f) {
@@ -50,6 +51,20 @@ int main(int argc, char** argv) {
     o->fashion_dir = parex::kFashionMnistDir;
     t->add_option("--model", o->model, "fit_a_line, digits_mlp, fashion_mlp or fashion_cnn")
         ->capture_default_str();
+    t->add_option("--program", o->program,
+                  "train your own Paddle program instead: main.pdmodel, or a directory with "
+                  "main.pdmodel (and startup.pdmodel)");
+    t->add_option("--startup", o->startup, "--program's startup program (initialises it)");
+    t->add_option("--params", o->params,
+                  "--program's persistables from a directory of Paddle tensor files "
+                  "(after --startup, if given)");
+    t->add_option("--data", o->data, "NAME=FILE.npy per variable --program reads (rows along dim 0)");
+    t->add_option("--loss", o->loss, "--program's loss variable (default: the op marked as the loss)");
+    t->add_option("--lr-schedule", o->lr_schedule,
+                  "--program's learning rate per step: constant:LR, piecewise:B1,..:V0,V1,.., "
+                  "exponential:LR,GAMMA, cosine:LR,T_MAX[,ETA_MIN], "
+                  "warmup:STEPS,START,END[:INNER]");
+    t->add_flag("--no-shuffle", f->no_shuffle, "the rows in file order every epoch");
     f->epochs_opt = t->add_option("--epochs", f->epochs, "epochs, >= 1 (default: the model's)");
     f->batch_opt = t->add_option(
         "--batch", f->batch, "global batch size, >= the places (default: the model's)");
@@ -86,6 +101,7 @@ int main(int argc, char** argv) {
   };
   auto apply_flags = [](TrainOptions* o, const TrainFlags& f) {
     o->progress = !f.no_progress;
+    o->shuffle = !f.no_shuffle;
     if (f.epochs_opt->count() > 0) o->epochs = f.epochs;
     if (f.batch_opt->count() > 0) o->batch = f.batch;
     if (f.lr_opt->count() > 0) o->lr = f.lr;

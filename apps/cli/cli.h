@@ -62,6 +62,14 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
 
 struct TrainOptions {
   std::string model = "digits_mlp";
+  // A user's program instead of an example (train_job.h): the main program
+  // (a file or a directory with main.pdmodel), its startup program and/or a
+  // directory of parameter files, NAME=FILE.npy per fed variable, the loss
+  // ("": the one Fluid marked).
+  std::string program, startup, params, loss;
+  std::vector<std::string> data;
+  std::string lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
+  bool shuffle = true;      // false: the rows in file order every epoch
   std::string places = "cpu:2";
   // Unset: the model's default. Set: checked up front (epochs and batch
   // positive, lr finite and positive), a usage error otherwise.

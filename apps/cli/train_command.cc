@@ -19,6 +19,7 @@
 #include "actors/parallel_executor.h"
 #include "actors/trace_summary.h"
 #include "apps/cli/cli.h"
+#include "apps/cli/train_job.h"
 #include "apps/datasets.h"
 #include "apps/models.h"
 #include "apps/reader.h"
@@ -53,25 +54,6 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-struct Defaults {
-  int epochs;
-  int64_t batch;
-};
-
-Defaults DefaultsOf(ExampleKind kind) {
-  switch (kind) {
-    case ExampleKind::kFitALine:
-      return {100, 20};
-    case ExampleKind::kDigitsMlp:
-      return {20, 32};
-    case ExampleKind::kFashionMlp:
-      return {5, 64};
-    case ExampleKind::kFashionCnn:
-      return {1, 64};
-  }
-  return {1, 32};
-}
-
 std::string Duration(double seconds) {
   char buf[32];
   if (seconds < 60) {
@@ -96,9 +78,7 @@ double Mean(const Tensor& t) {
 // name, dtype, dims and bytes): equal digests mean bit-identical parameters.
 // (Other persistables, such as batch_norm's running statistics, are each
 // place's own, as in Fluid.)
-std::string ParameterDigest(const Scope& scope, const ExampleProgram& model) {
-  std::vector<std::string> names;
-  for (const ParamGrad& pg : model.params) names.push_back(pg.param);
+std::string ParameterDigest(const Scope& scope, std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   std::string bytes;
   for (const std::string& name : names) {
@@ -126,8 +106,6 @@ std::string ForNode(std::string path, const std::string& node) {
 // RunTrain and RunNode: `topology` set for one node of a cluster.
 int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* topology) {
   const auto wall_start = Clock::now();
-  StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
-  if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
   std::string places_text = o.places;
   int rank = 0;
   if (topology != nullptr) {
@@ -148,7 +126,6 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                                         : static_cast<int>(places->size());
   const int first_place = topology != nullptr ? topology->FirstPlace(rank) : 0;
   const bool writer = rank == 0;  // --save and --metrics
-  const Defaults defaults = DefaultsOf(*kind);
   if (o.epochs && *o.epochs < 1) {
     return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
                                      std::to_string(*o.epochs)), kExitUsage);
@@ -182,12 +159,32 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     return Fail(cmd, InvalidArgument("--trace-steps must be at least 1, not " +
                                      std::to_string(o.trace_steps)), kExitUsage);
   }
-  const int epochs = o.epochs.value_or(defaults.epochs);
-  const int64_t batch = o.batch.value_or(defaults.batch);
   if (o.steps && *o.steps < 1) {
     return Fail(cmd, InvalidArgument("--steps must be at least 1, not " +
                                      std::to_string(*o.steps)), kExitUsage);
   }
+  const bool user_program = !o.program.empty();
+  if (!user_program && (!o.startup.empty() || !o.params.empty() || !o.data.empty() ||
+                        !o.loss.empty())) {
+    return Fail(cmd, InvalidArgument("--startup, --params, --data and --loss go with "
+                                     "--program"), kExitUsage);
+  }
+  if (!user_program && !o.lr_schedule.empty()) {
+    return Fail(cmd, InvalidArgument("--lr-schedule goes with --program (the examples "
+                                     "take --lr)"), kExitUsage);
+  }
+  if (user_program && o.lr) {
+    return Fail(cmd, InvalidArgument("--lr is for the examples; a program's learning rate "
+                                     "is its own"), kExitUsage);
+  }
+  const auto load_start = Clock::now();
+  bool usage = false;
+  StatusOr<TrainJob> job = user_program ? ProgramJob(o, &usage) : ExampleJob(o, &usage);
+  if (!job.ok()) return Fail(cmd, job.status(), usage ? kExitUsage : kExitRuntime);
+  LogInfo(Subsystem::kApp, "loaded " + std::to_string(job->columns[0].second.dim(0)) +
+                               " train rows in " + std::to_string(Seconds(load_start)) + " s");
+  const int epochs = o.epochs.value_or(job->default_epochs);
+  const int64_t batch = o.batch.value_or(job->default_batch);
   const int n = static_cast<int>(places->size());
   if (batch < world) {
     return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
@@ -197,7 +194,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   // Outputs are checked before any work: an unwritable --save or --trace is
   // found now, not after training.
   const std::string node_name = topology != nullptr ? o.node : "";
-  const std::string save = ForNode(o.save.empty() ? "parex-" + o.model : o.save, node_name);
+  const std::string save = ForNode(o.save.empty() ? job->default_save : o.save, node_name);
   const std::string trace_path = ForNode(o.trace, node_name);
   const std::string metrics_path = ForNode(o.metrics, node_name);
   if (writer) {
@@ -210,20 +207,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (Status s = CheckOutputFile(trace_path, "--trace"); !s.ok()) return Fail(cmd, s);
   }
 
-  ExampleOptions options;
-  options.random_seed = o.seed;
-  options.learning_rate = o.lr.value_or(0);  // 0: the example's own
-  StatusOr<ExampleProgram> model = BuildExample(*kind, options);
-  if (!model.ok()) return Fail(cmd, model.status());
-  const auto load_start = Clock::now();
-  StatusOr<ExampleData> data = LoadExampleData(*kind, o.data_dir, o.fashion_dir);
-  if (!data.ok()) return Fail(cmd, data.status());
-  LogInfo(Subsystem::kApp, "loaded " + std::to_string(data->train_x.dim(0)) +
-                               " train and " + std::to_string(data->test_x.dim(0)) +
-                               " test rows in " + std::to_string(Seconds(load_start)) + " s");
   StatusOr<BatchReader> reader = BatchReader::Create(
-      {{model->input, data->train_x}, {model->label, data->train_y}},
-      {batch, /*shuffle=*/true, static_cast<uint64_t>(o.seed),
+      job->columns,
+      {batch, o.shuffle, static_cast<uint64_t>(o.seed),
        /*drop_last=*/false});
   if (!reader.ok()) return Fail(cmd, reader.status());
   if (reader->num_rows() < batch) {
@@ -240,12 +226,13 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (o.threads) exec.num_threads = *o.threads;
   if (topology != nullptr) {
     std::map<std::string, std::string> identity;
-    identity["program"] = Sha256Hex(SerializeProgramBinary(model->main.proto()) + '\0' +
-                                    SerializeProgramBinary(model->startup.proto()));
-    identity["options"] = "--model " + o.model + " --mode " + o.mode + " --batch " +
+    identity["program"] = Sha256Hex(SerializeProgramBinary(job->main.proto()) + '\0' +
+                                    SerializeProgramBinary(job->startup.proto()));
+    identity["options"] = job->identity + " --mode " + o.mode + " --batch " +
                           std::to_string(batch) + " --epochs " + std::to_string(epochs) +
                           " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
-                          " --seed " + std::to_string(o.seed) + " --fuse-buckets " +
+                          " --seed " + std::to_string(o.seed) +
+                          (o.shuffle ? "" : " --no-shuffle") + " --fuse-buckets " +
                           (build.fuse_all_reduce_ops ? std::to_string(build.fuse_bucket_bytes)
                                                      : std::string("0"));
     StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
@@ -258,8 +245,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
 
   Scope scope;
-  Trainer trainer(&*model, &scope);
-  if (Status s = trainer.RunStartup(); !s.ok()) return Fail(cmd, s);
+  if (Status s = job->init(&scope); !s.ok()) return Fail(cmd, s);
   // The persistables the startup program made (sorted names).
   std::vector<std::string> persistables = scope.LocalVarNames();
   std::sort(persistables.begin(), persistables.end());
@@ -272,7 +258,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   TraceRecorder trace(/*enabled=*/!trace_path.empty() && o.trace_from == 0);
   exec.trace = trace_path.empty() ? nullptr : &trace;
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
-      *places, model->main, model->loss, &scope, build, exec);
+      *places, job->main, job->loss, &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
 
   if (cluster != nullptr) {
@@ -283,7 +269,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
   std::printf("parex %s: %s on %d %s place%s (%s), %lld train rows, "
               "%d epoch%s of %lld batches of %lld, seed %d\n", cmd.c_str(),
-              ExampleName(*kind), n, (*places)[0].is_sim() ? "simulated" : "CPU",
+              job->title.c_str(), n, (*places)[0].is_sim() ? "simulated" : "CPU",
               n == 1 ? "" : "s", o.mode.c_str(),
               static_cast<long long>(reader->num_rows()), epochs,
               epochs == 1 ? "" : "s",
@@ -291,8 +277,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
               static_cast<long long>(batch), o.seed);
   std::fflush(stdout);
   const bool live = o.progress && isatty(STDOUT_FILENO);
-  std::vector<std::string> fetch = {model->loss};
-  if (model->is_classifier()) fetch.push_back(model->accuracy);
+  const bool classifier = !job->accuracy.empty();
+  std::vector<std::string> fetch = {job->loss};
+  if (classifier) fetch.push_back(job->accuracy);
+  const std::string& rows_column = job->columns[0].first;
   const int64_t total_steps =
       std::min<int64_t>(epochs * reader->num_batches(), o.steps.value_or(INT64_MAX));
   int64_t step = 0, samples = 0;
@@ -366,11 +354,33 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     BatchReader::Iterator batches = reader->Begin(epoch);
     FeedMap feed;
     for (int64_t b = 0; step < total_steps && batches.Next(&feed); ++b) {
-      const int64_t rows = feed.at(model->input).dim(0);
+      const int64_t rows = feed.at(rows_column).dim(0);
       if (rows < world) continue;  // a last batch too small to split
       if (!trace_path.empty() && step == o.trace_from) trace.set_enabled(true);
       if (!trace_path.empty() && step == o.trace_from + o.trace_steps) {
         trace.set_enabled(false);
+      }
+      if (job->lr_at) {
+        // The schedule's rate on every place (each holds its own copy of a
+        // persistable in AllReduce mode), as LRScheduler sets it in Paddle.
+        const double rate = job->lr_at(step);
+        for (int p = 0; p < n; ++p) {
+          for (const std::string& name : job->lr_vars) {
+            Variable* v = (*pe)->local_scope(p)->FindVar(name);
+            Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
+            if (t == nullptr || t->numel() != 1 ||
+                (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
+              return Fail(cmd, InvalidArgument("--lr-schedule: '" + name + "' on " +
+                                               (*places)[p].ToString() +
+                                               " is not a one-element float tensor"));
+            }
+            if (t->dtype() == DType::kFP32) {
+              t->data<float>()[0] = static_cast<float>(rate);
+            } else {
+              t->data<double>()[0] = rate;
+            }
+          }
+        }
       }
       StepMetrics m;
       m.batch = b;
@@ -380,7 +390,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, fetch);
         if (out.ok()) {
           m.loss = Mean((*out)[0]);
-          if (model->is_classifier()) m.accuracy = Mean((*out)[1]);
+          if (classifier) m.accuracy = Mean((*out)[1]);
         }
         step_status = out.status();
       } else {
@@ -437,7 +447,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
     const double secs = Seconds(epoch_start);
     if (live) std::printf("\r\033[K");
-    if (model->is_classifier()) {
+    if (classifier) {
       std::printf("epoch %d/%d: loss %.4f, train accuracy %.4f, %lld steps, %.1f s\n",
                   epoch + 1, epochs, loss_sum / std::max<int64_t>(steps, 1),
                   acc_sum / std::max<int64_t>(steps, 1),
@@ -451,7 +461,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (Status s = write_metrics(); !s.ok()) return Fail(cmd, s);
   }
   const double train_seconds = Seconds(train_start);
-  const std::string digest = ParameterDigest(scope, *model);
+  const std::string digest = ParameterDigest(scope, job->params);
   if (cluster != nullptr) {
     // Every node must end with rank 0's parameters, bit for bit.
     Tensor mine(DType::kUInt8, {static_cast<int64_t>(digest.size())});
@@ -473,11 +483,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
   }
 
-  StatusOr<Evaluation> eval = trainer.Evaluate(data->test_x, data->test_y);
-  if (!eval.ok()) return Fail(cmd, eval.status());
-  if (writer) {
-    if (Status s = trainer.SaveInferenceModel(save); !s.ok()) return Fail(cmd, s);
-  }
+  StatusOr<TrainJob::Finished> finished = job->finish(&scope, writer, save);
+  if (!finished.ok()) return Fail(cmd, finished.status());
   if (!trace_path.empty()) {
     std::map<std::string, std::string> metadata;
     if (cluster != nullptr) {  // what `parex trace merge` aligns the nodes by
@@ -491,23 +498,13 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
   }
 
-  std::printf("\n");
-  if (model->is_classifier()) {
-    std::printf("test accuracy   %.4f on %lld rows\n", eval->accuracy,
-                static_cast<long long>(eval->rows));
-  } else {
-    std::printf("test MSE        %.4f on %lld rows\n", eval->mse,
-                static_cast<long long>(eval->rows));
-  }
+  std::printf("\n%s", finished->report.c_str());
   std::printf("wall time       %.1f s (training %.1f s)\n", Seconds(wall_start),
               train_seconds);
   std::printf("throughput      %.0f samples/s over %lld steps\n",
               samples / std::max(train_seconds, 1e-9), static_cast<long long>(step));
   std::printf("parameters      sha256 %s (trainable)\n", digest.c_str());
-  if (writer) {
-    std::printf("model saved to  %s (inference model: %s -> %s)\n", save.c_str(),
-                model->input.c_str(), model->prediction.c_str());
-  }
+  std::printf("%s", finished->saved.c_str());
   if (!trace_path.empty()) {
     std::vector<bool> collective, backward;
     for (const SsaOp& op : (*pe)->graph().ops()) {

@@ -1,0 +1,65 @@
+// What `parex train` / `parex node` train: one of the built-in examples
+// (--model) or a user's own Paddle program and data (--program, --data).
+// TrainMain (train_command.cc) runs either the same way; a TrainJob says
+// what differs: the programs, the loss and metrics, the rows per feed, how
+// the persistables start and what is written at the end.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/cli/cli.h"
+#include "graph/ir/program.h"
+#include "kernels/scope.h"
+#include "kernels/tensor.h"
+
+namespace parex::cli {
+
+struct TrainJob {
+  std::string title;  // the first line's subject: "fashion_mlp", "program 'p.pdmodel'"
+  Program main, startup;
+  std::string loss;
+  std::string accuracy;  // an accuracy op's output, "" when none
+  // Trainable parameters (sorted): what the parameter digest covers.
+  std::vector<std::string> params;
+  // Training rows, one column per fed variable; the first's dim 0 counts them.
+  std::vector<std::pair<std::string, Tensor>> columns;
+  int default_epochs = 1;
+  int64_t default_batch = 32;
+  std::string default_save;  // --save's default
+  // What a cluster's nodes must agree on beyond the programs and the common
+  // options (the example, or the fed variables and their rows).
+  std::string identity;
+  // --lr-schedule: the persistable learning-rate variables it sets on every
+  // place before each step, and the rate of step s (0-based); empty / null
+  // without one.
+  std::vector<std::string> lr_vars;
+  std::function<double(int64_t step)> lr_at;
+  // Sets the persistables of `scope` before training (startup program,
+  // parameter files).
+  std::function<Status(Scope* scope)> init;
+  // After training, with the trained persistables in `scope`: evaluation
+  // lines to print (may be empty), and when `writer` the model written to
+  // `save` and the line saying so.
+  struct Finished {
+    std::string report;  // printed before the timing lines
+    std::string saved;   // printed last, by the writer
+  };
+  std::function<StatusOr<Finished>(Scope* scope, bool writer, const std::string& save)> finish;
+};
+
+// The example `o.model` (its program built with o.seed and o.lr, its data
+// read from o.data_dir / o.fashion_dir). Usage errors (an unknown model)
+// come back as InvalidArgument with *usage set.
+StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage);
+
+// The program `o.program` with `o.startup` / `o.params` and the rows of
+// `o.data`. Errors name the file, the variable or the option; *usage is set
+// for mistakes in the options (a feed the program lacks, rows that differ,
+// a wrong dtype, no loss found).
+StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage);
+
+}  // namespace parex::cli

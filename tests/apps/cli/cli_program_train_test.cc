@@ -1,0 +1,183 @@
+// parex train --program: a user's Paddle program and .npy data (issue 15).
+// The fixture is a CNN PaddlePaddle 2.6 built and trained
+// (tests/apps/fixtures/paddle_cnn_bn_adam/make_fixture.py): conv2d,
+// batch_norm, pool2d, dropout off, Adam with a piecewise learning rate.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/npy.h"
+#include "graph/ir/program.h"
+#include "kernels/model_io.h"
+#include "kernels/scope.h"
+#include "kernels/tensor_io.h"
+#include "tests/apps/cli/cli_test_util.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kFixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
+
+// The fixture's ten batches as one .npy file per feed, in order.
+void WriteFixtureData(const std::string& dir) {
+  for (const char* name : {"x", "label"}) {
+    std::vector<Tensor> parts;
+    for (int i = 0; i < 10; ++i) {
+      Tensor t;
+      ASSERT_TRUE(LoadTensorFile(kFixture + "/batches/" + name + "_" + std::to_string(i), &t)
+                      .ok());
+      parts.push_back(std::move(t));
+    }
+    Dims dims = parts[0].dims();
+    dims[0] *= 10;
+    Tensor all(parts[0].dtype(), dims);
+    char* out = static_cast<char*>(all.raw_data());
+    for (const Tensor& p : parts) {
+      std::memcpy(out, p.raw_data(), p.bytes());
+      out += p.bytes();
+    }
+    ASSERT_TRUE(WriteNpy(dir + "/" + name + ".npy", all).ok());
+  }
+}
+
+std::vector<double> Lines(const std::string& path, bool json) {
+  std::vector<double> v;
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    v.push_back(json ? nlohmann::json::parse(line)["loss"].get<double>() : std::stod(line));
+  }
+  return v;
+}
+
+// On one place, from Paddle's initial parameters, with the batches in order
+// and the piecewise schedule Paddle's LRScheduler followed: Paddle's ten
+// losses within 1e-4, and its parameters, moments and batch-norm statistics
+// at the end (the persistables parex saved, in Paddle's tensor files).
+TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
+  const std::string dir = ScratchDir("program_cnn");
+  WriteFixtureData(dir);
+  CliRun run = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
+                         kFixture + "/params", "--data", "x=x.npy", "--data", "label=label.npy",
+                         "--batch", "16", "--no-shuffle", "--places", "cpu:1", "--lr-schedule",
+                         "piecewise:3,6:0.01,0.005,0.002", "--metrics", "m.jsonl", "--save",
+                         "trained", "--no-progress"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("main.pdmodel' on 1 CPU place (allreduce), 160 train rows, "
+                                 "1 epoch of 10 batches of 16"));
+  EXPECT_THAT(run.out, HasSubstr("persistables to trained (Paddle's tensor files"));
+  const std::vector<double> got = Lines(dir + "/m.jsonl", true);
+  const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
+  ASSERT_EQ(got.size(), 10u);
+  ASSERT_EQ(want.size(), 10u);
+  for (int s = 0; s < 10; ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
+  }
+  StatusOr<Program> main = Program::Load(kFixture + "/main.pdmodel");
+  ASSERT_TRUE(main.ok());
+  Scope saved, paddle;
+  ASSERT_TRUE(LoadPersistables(*main, dir + "/trained", &saved).ok());
+  ASSERT_TRUE(LoadPersistables(*main, kFixture + "/final", &paddle).ok());
+  int compared = 0;
+  for (const std::string& name : PersistableTensorNames(*main)) {
+    const Tensor& w = *paddle.FindVar(name)->GetTensor();
+    const Tensor& g = *saved.FindVar(name)->GetTensor();
+    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0) continue;
+    ASSERT_EQ(g.dims(), w.dims()) << name;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
+                  1e-5 + 1e-3 * std::abs(w.data<float>()[i]))
+          << name << "[" << i << "]";
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
+
+  // Without the schedule the rate stays at 0.01: from step 4 on the losses
+  // leave Paddle's (the schedule is what made them agree).
+  CliRun constant = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
+                              kFixture + "/params", "--data", "x=x.npy", "--data",
+                              "label=label.npy", "--batch", "16", "--no-shuffle", "--places",
+                              "cpu:1", "--metrics", "c.jsonl", "--save", "c", "--no-progress"},
+                             dir);
+  ASSERT_EQ(constant.exit_code, 0) << constant.err;
+  const std::vector<double> flat = Lines(dir + "/c.jsonl", true);
+  ASSERT_EQ(flat.size(), 10u);
+  EXPECT_NEAR(flat[2], want[2], 1e-4 * std::abs(want[2]));
+  EXPECT_GT(std::abs(flat[9] - want[9]), 1e-3 * std::abs(want[9]));
+}
+
+// Mistakes in what a user brings: one line naming the option, variable or
+// file, exit 2 (usage) or 1 (a file that cannot be read); nothing trained.
+TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
+  const std::string dir = ScratchDir("program_bad");
+  WriteFixtureData(dir);
+  {
+    Tensor rows(DType::kInt64, {150, 1});
+    for (int64_t i = 0; i < 150; ++i) rows.data<int64_t>()[i] = 0;
+    ASSERT_TRUE(WriteNpy(dir + "/short.npy", rows).ok());
+    Tensor f64(DType::kFP64, {160, 1, 12, 12});
+    for (int64_t i = 0; i < f64.numel(); ++i) f64.data<double>()[i] = 0;
+    ASSERT_TRUE(WriteNpy(dir + "/f64.npy", f64).ok());
+    Tensor wide(DType::kFP32, {160, 1, 12, 13});
+    for (int64_t i = 0; i < wide.numel(); ++i) wide.data<float>()[i] = 0;
+    ASSERT_TRUE(WriteNpy(dir + "/wide.npy", wide).ok());
+  }
+  const std::string main = kFixture + "/main.pdmodel";
+  const std::string params = kFixture + "/params";
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--data", "x=x.npy"}, 2, "reads 'label', which no --data label=FILE.npy feeds"},
+      {{"--data", "x=x.npy", "--data", "label=short.npy"}, 2,
+       "'label' has 150 rows, 'x' has 160"},
+      {{"--data", "x=f64.npy", "--data", "label=label.npy"}, 2,
+       "the file holds fp64, 'x' is fp32"},
+      {{"--data", "x=wide.npy", "--data", "label=label.npy"}, 2, "do not fit 'x'"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data", "nosuch=x.npy"}, 2,
+       "has no variable 'nosuch'"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--loss", "nosuch"}, 2,
+       "--loss: the program"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data", "conv2d_0.w_0=x.npy"}, 2,
+       "is persistable (a parameter), not a feed"},
+      {{"--data", "x=missing.npy", "--data", "label=label.npy"}, 1, "missing.npy"},
+      {{"--data", "x", "--data", "label=label.npy"}, 2, "expected NAME=FILE.npy"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule", "piecewise:3:0.1"},
+       2, "one value more than boundaries"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule", "linear:1"}, 2,
+       "unknown schedule 'linear'"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr", "0.1"}, 2,
+       "--lr is for the examples"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"train", "--program", main, "--params", params,
+                                      "--no-progress", "--save", "never"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    CliRun run = RunParex(args, dir);
+    EXPECT_EQ(run.exit_code, c.code) << c.message << "\n" << run.err;
+    EXPECT_THAT(run.err, HasSubstr(c.message));
+    EXPECT_THAT(run.out, Not(HasSubstr("epoch 1/"))) << c.message;
+  }
+  CliRun no_init = RunParex({"train", "--program", main, "--data", "x=x.npy"}, dir);
+  EXPECT_EQ(no_init.exit_code, 2);
+  EXPECT_THAT(no_init.err, HasSubstr("need --startup PROGRAM or --params DIR"));
+  CliRun stray = RunParex({"train", "--data", "x=x.npy"}, dir);
+  EXPECT_EQ(stray.exit_code, 2);
+  EXPECT_THAT(stray.err, HasSubstr("go with --program"));
+}
+
+}  // namespace
+}  // namespace parex::testing

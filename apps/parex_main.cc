@@ -65,6 +65,16 @@ int main(int argc, char** argv) {
                   "exponential:LR,GAMMA, cosine:LR,T_MAX[,ETA_MIN], "
                   "warmup:STEPS,START,END[:INNER]");
     t->add_flag("--no-shuffle", f->no_shuffle, "the rows in file order every epoch");
+    t->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "write checkpoints here (every persistable in Paddle's tensor files and "
+                  "where training stood): at the end, on SIGINT/SIGTERM, and every "
+                  "--checkpoint-every steps");
+    t->add_option("--checkpoint-every", o->checkpoint_every,
+                  "steps between checkpoints (0: only at the end and when stopped)")
+        ->capture_default_str();
+    t->add_option("--keep", o->keep, "checkpoints kept, newest first")->capture_default_str();
+    t->add_option("--resume", o->resume,
+                  "continue from the newest complete checkpoint in this directory");
     f->epochs_opt = t->add_option("--epochs", f->epochs, "epochs, >= 1 (default: the model's)");
     f->batch_opt = t->add_option(
         "--batch", f->batch, "global batch size, >= the places (default: the model's)");

@@ -70,6 +70,12 @@ struct TrainOptions {
   std::vector<std::string> data;
   std::string lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
   bool shuffle = true;      // false: the rows in file order every epoch
+  // Checkpoints (checkpoint.h): written into checkpoint_dir every
+  // checkpoint_every steps (0: only at the end and on SIGINT/SIGTERM), the
+  // newest `keep` kept; `resume` continues from the newest one in a dir.
+  std::string checkpoint_dir, resume;
+  int64_t checkpoint_every = 0;
+  int keep = 3;
   std::string places = "cpu:2";
   // Unset: the model's default. Set: checked up front (epochs and batch
   // positive, lr finite and positive), a usage error otherwise.

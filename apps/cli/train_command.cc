@@ -1,5 +1,6 @@
 // parex train: trains an example model with the ParallelExecutor.
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "actors/cluster.h"
 #include "actors/parallel_executor.h"
 #include "actors/trace_summary.h"
+#include "apps/cli/checkpoint.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/train_job.h"
 #include "apps/datasets.h"
@@ -25,6 +27,7 @@
 #include "apps/reader.h"
 #include "base/digest.h"
 #include "base/file_io.h"
+#include "kernels/model_io.h"
 #include "proto/program_io.h"
 #include "base/logging.h"
 
@@ -49,6 +52,11 @@ std::string PinnedCpus() {
 }
 
 using Clock = std::chrono::steady_clock;
+
+// SIGINT / SIGTERM while training: the running step finishes, a checkpoint
+// is written (--checkpoint-dir), and the run exits with 128 + the signal.
+volatile sig_atomic_t g_stop_signal = 0;
+void OnStopSignal(int sig) { g_stop_signal = sig; }
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
@@ -163,6 +171,13 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     return Fail(cmd, InvalidArgument("--steps must be at least 1, not " +
                                      std::to_string(*o.steps)), kExitUsage);
   }
+  if (o.checkpoint_every < 0 || o.keep < 1) {
+    return Fail(cmd, InvalidArgument("--checkpoint-every must be at least 0 and --keep at "
+                                     "least 1"), kExitUsage);
+  }
+  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) {
+    return Fail(cmd, InvalidArgument("--checkpoint-every needs --checkpoint-dir"), kExitUsage);
+  }
   const bool user_program = !o.program.empty();
   if (!user_program && (!o.startup.empty() || !o.params.empty() || !o.data.empty() ||
                         !o.loss.empty())) {
@@ -246,6 +261,38 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
 
   Scope scope;
   if (Status s = job->init(&scope); !s.ok()) return Fail(cmd, s);
+  // What a checkpoint must agree with to be resumed here.
+  CheckpointState where;
+  where.program = Sha256Hex(SerializeProgramBinary(job->main.proto()));
+  where.options = job->identity + " --mode " + o.mode + " --batch " + std::to_string(batch) +
+                  " --seed " + std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
+                  " --places " + std::to_string(world);
+  if (!o.resume.empty()) {
+    StatusOr<std::optional<FoundCheckpoint>> found = NewestCheckpoint(o.resume);
+    if (!found.ok()) return Fail(cmd, found.status());
+    if (!found->has_value()) {
+      return Fail(cmd, NotFound("--resume: no complete checkpoint in '" + o.resume + "'"));
+    }
+    const FoundCheckpoint& ckpt = **found;
+    if (ckpt.state.program != where.program) {
+      return Fail(cmd, InvalidArgument("--resume: checkpoint '" + ckpt.path +
+                                       "' was written by another program"));
+    }
+    if (ckpt.state.options != where.options) {
+      return Fail(cmd, InvalidArgument("--resume: checkpoint '" + ckpt.path +
+                                       "' was written with '" + ckpt.state.options +
+                                       "', this run has '" + where.options + "'"));
+    }
+    if (Status s = LoadPersistables(job->main, ckpt.path, &scope); !s.ok()) {
+      return Fail(cmd, s.WithContext("--resume"));
+    }
+    where.step = ckpt.state.step;
+    where.epoch = ckpt.state.epoch;
+    where.batch = ckpt.state.batch;
+    std::printf("parex %s: resuming from %s: step %lld, epoch %lld, batch %lld\n", cmd.c_str(),
+                ckpt.path.c_str(), static_cast<long long>(where.step),
+                static_cast<long long>(where.epoch + 1), static_cast<long long>(where.batch));
+  }
   // The persistables the startup program made (sorted names).
   std::vector<std::string> persistables = scope.LocalVarNames();
   std::sort(persistables.begin(), persistables.end());
@@ -283,8 +330,25 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   const std::string& rows_column = job->columns[0].first;
   const int64_t total_steps =
       std::min<int64_t>(epochs * reader->num_batches(), o.steps.value_or(INT64_MAX));
-  int64_t step = 0, samples = 0;
-  std::string metrics;  // JSON lines, rewritten at each epoch's end
+  int64_t step = where.step, samples = 0;
+  std::string metrics;  // JSON lines, rewritten at each epoch's end and checkpoint
+  if (!o.resume.empty() && !metrics_path.empty() && writer) {
+    // The lines of the steps the checkpoint holds, from the run it ended.
+    StatusOr<std::string> before = ReadFileBytes(metrics_path);
+    if (before.ok()) {
+      size_t begin = 0;
+      while (begin < before->size()) {
+        size_t end = before->find('\n', begin);
+        if (end == std::string::npos) break;
+        const std::string line = before->substr(begin, end - begin + 1);
+        long long s = -1;
+        if (std::sscanf(line.c_str(), "{\"step\": %lld", &s) == 1 && s <= where.step) {
+          metrics += line;
+        }
+        begin = end + 1;
+      }
+    }
+  }
   auto write_metrics = [&]() -> Status {
     if (metrics_path.empty() || !writer) return Status::Ok();
     return WriteFileBytes(metrics_path, metrics).WithContext("--metrics");
@@ -306,14 +370,18 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   int64_t steps = 0;  // of this epoch, summed
   // Sums the pending steps across nodes, checks each loss, adds them to the
   // epoch's sums and the metrics lines.
+  int stop = 0;  // the signal that stops every node after this settle
   auto settle = [&]() -> Status {
     if (pending.empty()) return Status::Ok();
+    if (cluster == nullptr && g_stop_signal != 0) stop = g_stop_signal;
     if (cluster != nullptr) {
       std::vector<double> sums;
       for (const StepMetrics& m : pending) {
         sums.push_back(m.loss);
         sums.push_back(m.accuracy);
       }
+      // A node told to stop tells the others here, at a step all reach.
+      sums.push_back(g_stop_signal != 0 ? 1 : 0);
       PAREX_RETURN_IF_ERROR(cluster->SumAcrossNodes(&sums, "step metrics")
                                 .WithContext("epoch " + std::to_string(pending[0].epoch) +
                                              ", steps " + std::to_string(pending[0].batch) + "-" +
@@ -322,6 +390,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         pending[i].loss = sums[2 * i] / world;
         pending[i].accuracy = sums[2 * i + 1] / world;
       }
+      if (sums.back() > 0) stop = g_stop_signal != 0 ? g_stop_signal : SIGTERM;
     }
     for (const StepMetrics& m : pending) {
       if (!std::isfinite(m.loss)) {
@@ -346,14 +415,35 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     pending.clear();
     return Status::Ok();
   };
-  for (int epoch = 0; epoch < epochs && step < total_steps; ++epoch) {
+  // Writes a checkpoint of the state after the step just run (rank 0).
+  auto checkpoint = [&](int64_t epoch, int64_t next_batch) -> StatusOr<std::string> {
+    if (o.checkpoint_dir.empty() || !writer) return std::string();
+    CheckpointState state = where;
+    state.step = step;
+    state.epoch = next_batch < reader->num_batches() ? epoch : epoch + 1;
+    state.batch = next_batch < reader->num_batches() ? next_batch : 0;
+    PAREX_RETURN_IF_ERROR(write_metrics());
+    return WriteCheckpoint(ForNode(o.checkpoint_dir, node_name), job->main, scope, state,
+                           o.keep);
+  };
+  struct sigaction on_stop = {}, old_int = {}, old_term = {};
+  on_stop.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &on_stop, &old_int);
+  sigaction(SIGTERM, &on_stop, &old_term);
+  int64_t last_epoch = where.epoch, last_batch = where.batch;  // the next batch
+  for (int epoch = static_cast<int>(where.epoch); epoch < epochs && step < total_steps;
+       ++epoch) {
     loss_sum = 0;
     acc_sum = 0;
     steps = 0;
     const auto epoch_start = Clock::now();
-    BatchReader::Iterator batches = reader->Begin(epoch);
+    const int64_t first_batch = epoch == where.epoch ? where.batch : 0;
+    BatchReader::Iterator batches = reader->Begin(epoch, first_batch);
     FeedMap feed;
-    for (int64_t b = 0; step < total_steps && batches.Next(&feed); ++b) {
+    for (int64_t b = first_batch; step < total_steps && stop == 0 && batches.Next(&feed);
+         ++b) {
+      last_epoch = epoch;
+      last_batch = b + 1;
       const int64_t rows = feed.at(rows_column).dim(0);
       if (rows < world) continue;  // a last batch too small to split
       if (!trace_path.empty() && step == o.trace_from) trace.set_enabled(true);
@@ -430,6 +520,12 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
           return Fail(cmd, s);
         }
       }
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && stop == 0) {
+        if (StatusOr<std::string> c = checkpoint(epoch, b + 1); !c.ok()) {
+          if (live) std::printf("\n");
+          return Fail(cmd, c.status());
+        }
+      }
       if (live && steps > 0 && Seconds(last_draw) > 0.1) {
         last_draw = Clock::now();
         const double elapsed = Seconds(train_start);
@@ -459,6 +555,27 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
     std::fflush(stdout);
     if (Status s = write_metrics(); !s.ok()) return Fail(cmd, s);
+    if (stop != 0) break;
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  if (stop != 0 || !o.checkpoint_dir.empty()) {
+    // The last checkpoint: where a stopped run resumes, or the end.
+    StatusOr<std::string> c = checkpoint(last_epoch, last_batch);
+    if (!c.ok()) return Fail(cmd, c.status());
+    if (stop != 0) {
+      std::printf("stopped by %s after step %lld%s\n", stop == SIGINT ? "SIGINT" : "SIGTERM",
+                  static_cast<long long>(step),
+                  c->empty() ? "" : ("; checkpoint " + *c + " (--resume " +
+                                     ForNode(o.checkpoint_dir, node_name) + ")").c_str());
+      std::fflush(stdout);
+      if (cluster != nullptr) {
+        Status left = cluster->Leave();  // a stop is the error to report
+        (void)left;
+      }
+      return 128 + stop;
+    }
+    if (!c->empty()) std::printf("checkpoint      %s\n", c->c_str());
   }
   const double train_seconds = Seconds(train_start);
   const std::string digest = ParameterDigest(scope, job->params);

@@ -123,7 +123,8 @@ int main(int argc, char** argv) {
   TrainOptions train;
   TrainFlags train_flags;
   CLI::App* t = app.add_subcommand(
-      "train", "train an example model (default: the digits MLP on 2 CPU places)");
+      "train", "train an example model (default: the digits MLP on 2 CPU places) or your own "
+               "Paddle program (--program)");
   add_train_options(t, &train, &train_flags);
   t->add_option("--places", train.places, "cpu:N places to split each batch over (sim:N: simulated asynchronous devices)")
       ->capture_default_str();
@@ -192,6 +193,15 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   tm->add_option("-o,--output", merge.output, "the merged trace")->required();
 
+  PlotOptions plot;
+  CLI::App* pl = app.add_subcommand(
+      "plot", "draw the loss and accuracy curves of a --metrics file (gnuplot: SVG or PNG)");
+  pl->add_option("metrics", plot.metrics, "a --metrics file (JSON lines)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  pl->add_option("-o,--output", plot.output, "the picture: curve.svg or curve.png")->required();
+  pl->add_option("--title", plot.title, "the picture's title (default: the file's name)");
+
   if (argc < 2) {
     std::fprintf(stderr, "%s", app.help().c_str());
     return kExitUsage;
@@ -203,7 +213,7 @@ int main(int argc, char** argv) {
     if (!known) {
       std::fprintf(stderr,
                    "parex: unknown command '%s' (commands: train, node, launch, infer, "
-                   "inspect, graph, trace; see parex --help)\n",
+                   "inspect, graph, trace, plot; see parex --help)\n",
                    first.c_str());
       return kExitUsage;
     }
@@ -227,5 +237,6 @@ int main(int argc, char** argv) {
   if (*i) return RunInfer(infer);
   if (*s) return RunInspect(inspect_path, inspect_params);
   if (*tr) return RunTraceMerge(merge);
+  if (*pl) return RunPlot(plot);
   return RunGraph(graph);
 }

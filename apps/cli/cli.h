@@ -152,4 +152,13 @@ struct TraceMergeOptions {
 };
 int RunTraceMerge(const TraceMergeOptions& options);
 
+// parex plot METRICS.jsonl -o curve.svg|png: the loss (and accuracy) of a
+// --metrics file, drawn by gnuplot.
+struct PlotOptions {
+  std::string metrics;
+  std::string output;
+  std::string title;  // "": the metrics file's name
+};
+int RunPlot(const PlotOptions& options);
+
 }  // namespace parex::cli

@@ -403,11 +403,12 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       acc_sum += m.accuracy;
       ++steps;
       if (!metrics_path.empty()) {
-        char line[320];
+        char line[320], accuracy[64] = "";
+        if (classifier) std::snprintf(accuracy, sizeof(accuracy), ", \"accuracy\": %.9g", m.accuracy);
         std::snprintf(line, sizeof(line),
-                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g, \"accuracy\": %.9g, "
+                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
                       "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
-                      static_cast<long long>(m.step), m.epoch + 1, m.loss, m.accuracy,
+                      static_cast<long long>(m.step), m.epoch + 1, m.loss, accuracy,
                       m.samples_per_s, m.wall_s);
         metrics += line;
       }

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <fstream>
 #include <set>
 
 #include "tests/apps/cli/cli_test_util.h"
@@ -169,6 +170,38 @@ TEST(CliTrainTest, HelpListsTheSubcommands) {
   EXPECT_EQ(train_help.exit_code, 0);
   EXPECT_THAT(train_help.out, HasSubstr("--places"));
   EXPECT_THAT(train_help.out, HasSubstr("--trace"));
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+namespace parex::testing {
+namespace {
+
+// parex plot draws a --metrics file through gnuplot: an SVG holding both
+// curves, a PNG; bad files and outputs are named.
+TEST(CliPlotTest, DrawsTheLossAndAccuracyOfAMetricsFile) {
+  const std::string dir = ScratchDir("plot");
+  CliRun train = RunParex({"train", "--steps", "40", "--metrics", "m.jsonl", "--no-progress",
+                           "--save", "m", kData},
+                          dir);
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  CliRun svg = RunParex({"plot", "m.jsonl", "-o", "curve.svg", "--title", "digits"}, dir);
+  ASSERT_EQ(svg.exit_code, 0) << svg.err;
+  EXPECT_THAT(svg.out, HasSubstr("plotted 40 steps of m.jsonl into curve.svg"));
+  const std::string picture = ReadFile(dir + "/curve.svg");
+  EXPECT_THAT(picture, HasSubstr("<svg"));
+  EXPECT_THAT(picture, HasSubstr("train accuracy"));
+  EXPECT_THAT(picture, HasSubstr("digits"));
+  CliRun png = RunParex({"plot", "m.jsonl", "-o", "curve.png"}, dir);
+  ASSERT_EQ(png.exit_code, 0) << png.err;
+  EXPECT_EQ(ReadFile(dir + "/curve.png").substr(1, 3), "PNG");
+  { std::ofstream(dir + "/bad.jsonl") << "{\"step\": 1, \"loss\": 2}\nnot json\n"; }
+  ExpectFailures({{{"plot", "bad.jsonl", "-o", "b.svg"}, 1, "'bad.jsonl' line 2: not JSON"},
+                  {{"plot", "m.jsonl", "-o", "b.pdf"}, 2, "must be .svg or .png"},
+                  {{"plot", "nothere.jsonl", "-o", "b.svg"}, 2, "nothere.jsonl"},
+                  {{"plot", "m.jsonl", "-o", "no/such/dir/b.svg"}, 1, "no/such/dir/b.svg"}},
+                 dir);
 }
 
 }  // namespace

@@ -1,0 +1,141 @@
+// parex plot: the loss (and accuracy) curves of a --metrics file, drawn by
+// gnuplot (Debian's gnuplot-nox) as SVG or PNG. parex writes the data and
+// the script; gnuplot draws: a plotting library in C++ would be more code
+// than this for a worse picture.
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/cli.h"
+#include "base/file_io.h"
+
+extern char** environ;
+
+namespace parex::cli {
+namespace fs = std::filesystem;
+namespace {
+
+struct Point {
+  double step, loss, accuracy;
+  bool has_accuracy;
+};
+
+StatusOr<std::vector<Point>> ReadMetrics(const std::string& path) {
+  PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
+  std::vector<Point> points;
+  std::istringstream in(text);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const std::string where = "'" + path + "' line " + std::to_string(n);
+    if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not JSON");
+    if (!j.contains("step") || !j["step"].is_number() || !j.contains("loss") ||
+        !j["loss"].is_number()) {
+      return InvalidArgument(where + ": no numeric \"step\" and \"loss\" (a --metrics file?)");
+    }
+    Point p{j["step"].get<double>(), j["loss"].get<double>(), 0, false};
+    if (j.contains("accuracy") && j["accuracy"].is_number()) {
+      p.accuracy = j["accuracy"].get<double>();
+      p.has_accuracy = true;
+    }
+    if (!std::isfinite(p.step) || !std::isfinite(p.loss)) {
+      return InvalidArgument(where + ": a step or loss that is not a finite number");
+    }
+    points.push_back(p);
+  }
+  if (points.empty()) return InvalidArgument("'" + path + "' holds no metrics lines");
+  return points;
+}
+
+// Runs gnuplot on `script`; its stderr goes to ours.
+Status RunGnuplot(const std::string& script) {
+  std::vector<std::string> argv = {"gnuplot", script};
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, raw.data(), environ);
+  if (rc != 0) {
+    return NotFound(std::string("cannot run gnuplot (") + std::strerror(rc) +
+                    "): apt-get install gnuplot-nox");
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    return Internal("gnuplot failed on the script '" + script + "' (its message above)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunPlot(const PlotOptions& o) {
+  const std::string cmd = "plot";
+  const std::string ext = fs::path(o.output).extension().string();
+  if (ext != ".svg" && ext != ".png") {
+    return Fail(cmd, InvalidArgument("-o '" + o.output + "': the picture must be .svg or .png"),
+                kExitUsage);
+  }
+  if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
+  StatusOr<std::vector<Point>> points = ReadMetrics(o.metrics);
+  if (!points.ok()) return Fail(cmd, points.status());
+  bool accuracy = false;
+  for (const Point& p : *points) accuracy = accuracy || p.has_accuracy;
+  // The loss per step is noisy: a running mean over ~1/50 of the run on top.
+  const size_t window = std::max<size_t>(1, points->size() / 50);
+  std::ostringstream data;
+  double sum = 0, acc_sum = 0;
+  for (size_t i = 0; i < points->size(); ++i) {
+    const Point& p = (*points)[i];
+    sum += p.loss;
+    acc_sum += p.accuracy;
+    if (i >= window) {
+      sum -= (*points)[i - window].loss;
+      acc_sum -= (*points)[i - window].accuracy;
+    }
+    const double n = static_cast<double>(std::min(i + 1, window));
+    char line[160];
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g %.9g\n", p.step, p.loss, sum / n,
+                  acc_sum / n);
+    data << line;
+  }
+  const std::string stem = o.output + ".parex-plot";
+  const std::string data_path = stem + ".dat", script_path = stem + ".gp";
+  std::ostringstream gp;
+  gp << "set terminal " << (ext == ".svg" ? "svg" : "pngcairo") << " size 900,500"
+     << (ext == ".svg" ? " dynamic" : "") << "\n"
+     << "set output '" << o.output << "'\n"
+     << "set title \"" << (o.title.empty() ? fs::path(o.metrics).filename().string() : o.title)
+     << "\" noenhanced\n"
+     << "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key outside top center horizontal\n";
+  if (accuracy) gp << "set y2label 'train accuracy'\nset y2range [0:1]\nset y2tics\nset ytics nomirror\n";
+  gp << "plot '" << data_path << "' using 1:2 with lines lc rgb '#b0c4de' title 'loss', "
+     << "'' using 1:3 with lines lw 2 lc rgb '#1f4e99' title 'loss, mean of " << window
+     << "'";
+  if (accuracy) {
+    gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title 'accuracy, mean of "
+       << window << "'";
+  }
+  gp << "\n";
+  Status written = WriteFileBytes(data_path, data.str());
+  if (written.ok()) written = WriteFileBytes(script_path, gp.str());
+  if (written.ok()) written = RunGnuplot(script_path);
+  std::error_code ec;
+  fs::remove(data_path, ec);
+  fs::remove(script_path, ec);
+  if (!written.ok()) return Fail(cmd, written);
+  std::printf("plotted %zu steps of %s into %s\n", points->size(), o.metrics.c_str(),
+              o.output.c_str());
+  return kExitOk;
+}
+
+}  // namespace parex::cli

@@ -60,6 +60,11 @@ int main(int argc, char** argv) {
                   "(after --startup, if given)");
     t->add_option("--data", o->data, "NAME=FILE.npy per variable --program reads (rows along dim 0)");
     t->add_option("--loss", o->loss, "--program's loss variable (default: the op marked as the loss)");
+    t->add_option("--eval-data", o->eval_data,
+                  "NAME=FILE.npy per variable of --program's evaluation set, run after each "
+                  "epoch on the trained parameters (mean loss, and accuracy when it has one)");
+    t->add_option("--fetch", o->fetch,
+                  "--program's variables to report each step (mean over elements and places)");
     t->add_option("--lr-schedule", o->lr_schedule,
                   "--program's learning rate per step: constant:LR, piecewise:B1,..:V0,V1,.., "
                   "exponential:LR,GAMMA, cosine:LR,T_MAX[,ETA_MIN], "

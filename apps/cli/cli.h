@@ -69,6 +69,8 @@ struct TrainOptions {
   std::string program, startup, params, loss;
   std::vector<std::string> data;
   std::string lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
+  std::vector<std::string> eval_data;  // NAME=FILE.npy: evaluated after each epoch
+  std::vector<std::string> fetch;      // more variables to report per step
   bool shuffle = true;      // false: the rows in file order every epoch
   // Checkpoints (checkpoint.h): written into checkpoint_dir every
   // checkpoint_every steps (0: only at the end and on SIGINT/SIGTERM), the

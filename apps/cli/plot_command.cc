@@ -29,7 +29,8 @@ struct Point {
   bool has_accuracy;
 };
 
-StatusOr<std::vector<Point>> ReadMetrics(const std::string& path) {
+// The training steps' points; `evals` gets the evaluations' (--eval-data).
+StatusOr<std::vector<Point>> ReadMetrics(const std::string& path, std::vector<Point>* evals) {
   PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
   std::vector<Point> points;
   std::istringstream in(text);
@@ -51,7 +52,7 @@ StatusOr<std::vector<Point>> ReadMetrics(const std::string& path) {
     if (!std::isfinite(p.step) || !std::isfinite(p.loss)) {
       return InvalidArgument(where + ": a step or loss that is not a finite number");
     }
-    points.push_back(p);
+    (j.contains("eval") ? evals : &points)->push_back(p);
   }
   if (points.empty()) return InvalidArgument("'" + path + "' holds no metrics lines");
   return points;
@@ -86,7 +87,8 @@ int RunPlot(const PlotOptions& o) {
                 kExitUsage);
   }
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
-  StatusOr<std::vector<Point>> points = ReadMetrics(o.metrics);
+  std::vector<Point> evals;
+  StatusOr<std::vector<Point>> points = ReadMetrics(o.metrics, &evals);
   if (!points.ok()) return Fail(cmd, points.status());
   bool accuracy = false;
   for (const Point& p : *points) accuracy = accuracy || p.has_accuracy;
@@ -109,7 +111,14 @@ int RunPlot(const PlotOptions& o) {
     data << line;
   }
   const std::string stem = o.output + ".parex-plot";
+  std::ostringstream eval_data;
+  for (const Point& p : evals) {
+    char line[120];
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g\n", p.step, p.loss, p.accuracy);
+    eval_data << line;
+  }
   const std::string data_path = stem + ".dat", script_path = stem + ".gp";
+  const std::string eval_path = stem + ".eval.dat";
   std::ostringstream gp;
   gp << "set terminal " << (ext == ".svg" ? "svg" : "pngcairo") << " size 900,500"
      << (ext == ".svg" ? " dynamic" : "") << "\n"
@@ -125,13 +134,23 @@ int RunPlot(const PlotOptions& o) {
     gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title 'accuracy, mean of "
        << window << "'";
   }
+  if (!evals.empty()) {
+    gp << ", '" << eval_path << "' using 1:2 with linespoints pt 7 lc rgb '#1e8449' "
+       << "title 'evaluation loss'";
+    if (accuracy) {
+      gp << ", '' using 1:3 axes x1y2 with linespoints pt 5 lc rgb '#e67e22' "
+         << "title 'evaluation accuracy'";
+    }
+  }
   gp << "\n";
   Status written = WriteFileBytes(data_path, data.str());
+  if (written.ok() && !evals.empty()) written = WriteFileBytes(eval_path, eval_data.str());
   if (written.ok()) written = WriteFileBytes(script_path, gp.str());
   if (written.ok()) written = RunGnuplot(script_path);
   std::error_code ec;
   fs::remove(data_path, ec);
   fs::remove(script_path, ec);
+  fs::remove(eval_path, ec);
   if (!written.ok()) return Fail(cmd, written);
   std::printf("plotted %zu steps of %s into %s\n", points->size(), o.metrics.c_str(),
               o.output.c_str());

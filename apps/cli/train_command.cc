@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "actors/cluster.h"
@@ -327,6 +329,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   const bool classifier = !job->accuracy.empty();
   std::vector<std::string> fetch = {job->loss};
   if (classifier) fetch.push_back(job->accuracy);
+  const size_t first_extra = fetch.size();  // --fetch's values follow
+  fetch.insert(fetch.end(), job->fetches.begin(), job->fetches.end());
+  std::vector<double> fetch_sums(job->fetches.size());  // of this epoch
   const std::string& rows_column = job->columns[0].first;
   const int64_t total_steps =
       std::min<int64_t>(epochs * reader->num_batches(), o.steps.value_or(INT64_MAX));
@@ -362,6 +367,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     int64_t step = 0, batch = 0;
     int epoch = 0;
     double loss = 0, accuracy = 0;  // sums over this node's places, or the values
+    std::vector<double> fetched;    // --fetch: means, summed like the loss
     double samples_per_s = 0, wall_s = 0;
   };
   constexpr size_t kMetricWindow = 64;
@@ -376,9 +382,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (cluster == nullptr && g_stop_signal != 0) stop = g_stop_signal;
     if (cluster != nullptr) {
       std::vector<double> sums;
+      const size_t width = 2 + job->fetches.size();
       for (const StepMetrics& m : pending) {
         sums.push_back(m.loss);
         sums.push_back(m.accuracy);
+        sums.insert(sums.end(), m.fetched.begin(), m.fetched.end());
       }
       // A node told to stop tells the others here, at a step all reach.
       sums.push_back(g_stop_signal != 0 ? 1 : 0);
@@ -387,8 +395,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                                              ", steps " + std::to_string(pending[0].batch) + "-" +
                                              std::to_string(pending.back().batch)));
       for (size_t i = 0; i < pending.size(); ++i) {
-        pending[i].loss = sums[2 * i] / world;
-        pending[i].accuracy = sums[2 * i + 1] / world;
+        pending[i].loss = sums[width * i] / world;
+        pending[i].accuracy = sums[width * i + 1] / world;
+        for (size_t f = 0; f < job->fetches.size(); ++f) {
+          pending[i].fetched[f] = sums[width * i + 2 + f] / world;
+        }
       }
       if (sums.back() > 0) stop = g_stop_signal != 0 ? g_stop_signal : SIGTERM;
     }
@@ -401,20 +412,87 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       }
       loss_sum += m.loss;
       acc_sum += m.accuracy;
+      for (size_t f = 0; f < m.fetched.size(); ++f) fetch_sums[f] += m.fetched[f];
       ++steps;
       if (!metrics_path.empty()) {
         char line[320], accuracy[64] = "";
         if (classifier) std::snprintf(accuracy, sizeof(accuracy), ", \"accuracy\": %.9g", m.accuracy);
+        std::string fetched;
+        for (size_t f = 0; f < m.fetched.size(); ++f) {
+          char value[64];
+          std::snprintf(value, sizeof(value), "%.9g", m.fetched[f]);
+          fetched += (f == 0 ? ", \"fetches\": {" : ", ") +
+                     nlohmann::json(job->fetches[f]).dump() + ": " + value;
+        }
+        if (!fetched.empty()) fetched += "}";
         std::snprintf(line, sizeof(line),
-                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
+                      "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s%s, "
                       "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
                       static_cast<long long>(m.step), m.epoch + 1, m.loss, accuracy,
-                      m.samples_per_s, m.wall_s);
+                      fetched.c_str(), m.samples_per_s, m.wall_s);
         metrics += line;
       }
     }
     pending.clear();
     return Status::Ok();
+  };
+  // --eval-data: a test executor on the trained parameters (Fluid's
+  // share_vars_from), made at the first evaluation; the mean loss (and
+  // accuracy) over the evaluation rows, each place's weighted by its rows.
+  std::unique_ptr<ParallelExecutor> eval_pe;
+  auto evaluate = [&](int epoch) -> StatusOr<std::string> {
+    if (eval_pe == nullptr) {
+      ExecutionStrategy eval_exec;
+      if (o.threads) eval_exec.num_threads = *o.threads;
+      PAREX_ASSIGN_OR_RETURN(eval_pe, ParallelExecutor::Create(*places, job->eval_program, "",
+                                                               &scope, BuildStrategy(),
+                                                               eval_exec, pe->get()));
+    }
+    std::vector<std::string> targets = {job->loss};
+    if (classifier) targets.push_back(job->accuracy);
+    PAREX_ASSIGN_OR_RETURN(BatchReader eval_reader,
+                           BatchReader::Create(job->eval_columns, {batch, false, 0, false}));
+    double loss = 0, accuracy = 0;
+    int64_t rows = 0;
+    BatchReader::Iterator it = eval_reader.Begin(0);
+    FeedMap eval_feed;
+    while (it.Next(&eval_feed)) {
+      const int64_t r = eval_feed.at(job->eval_columns[0].first).dim(0);
+      if (r < n) continue;  // too few rows to split over the places
+      PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out, eval_pe->Run(eval_feed, targets));
+      for (int p = 0; p < n; ++p) {
+        const int64_t share = p == n - 1 ? r - (r / n) * (n - 1) : r / n;
+        const auto at = [&](const Tensor& t) {
+          return t.dtype() == DType::kFP64 ? t.data<double>()[p] : t.data<float>()[p];
+        };
+        if (out[0].numel() != n) return Internal("the loss is not one value per place");
+        loss += at(out[0]) * share;
+        if (classifier) accuracy += at(out[1]) * share;
+      }
+      rows += r;
+    }
+    if (rows == 0) return InvalidArgument("no evaluation rows (fewer than the places)");
+    loss /= rows;
+    accuracy /= rows;
+    char line[200];
+    if (classifier) {
+      std::snprintf(line, sizeof(line), "  evaluation: loss %.4f, accuracy %.4f on %lld rows\n",
+                    loss, accuracy, static_cast<long long>(rows));
+    } else {
+      std::snprintf(line, sizeof(line), "  evaluation: loss %.4f on %lld rows\n", loss,
+                    static_cast<long long>(rows));
+    }
+    if (!metrics_path.empty()) {
+      char json[240], acc[64] = "";
+      if (classifier) std::snprintf(acc, sizeof(acc), ", \"accuracy\": %.9g", accuracy);
+      std::snprintf(json, sizeof(json),
+                    "{\"eval\": true, \"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
+                    "\"rows\": %lld}\n",
+                    static_cast<long long>(step), epoch + 1, loss, acc,
+                    static_cast<long long>(rows));
+      metrics += json;
+    }
+    return std::string(line);
   };
   // Writes a checkpoint of the state after the step just run (rank 0).
   auto checkpoint = [&](int64_t epoch, int64_t next_batch) -> StatusOr<std::string> {
@@ -436,6 +514,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
        ++epoch) {
     loss_sum = 0;
     acc_sum = 0;
+    std::fill(fetch_sums.begin(), fetch_sums.end(), 0.0);
     steps = 0;
     const auto epoch_start = Clock::now();
     const int64_t first_batch = epoch == where.epoch ? where.batch : 0;
@@ -482,6 +561,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         if (out.ok()) {
           m.loss = Mean((*out)[0]);
           if (classifier) m.accuracy = Mean((*out)[1]);
+          for (size_t i = first_extra; i < out->size(); ++i) {
+            m.fetched.push_back(Mean((*out)[i]));
+          }
         }
         step_status = out.status();
       } else {
@@ -499,8 +581,12 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         StatusOr<std::vector<std::vector<Tensor>>> out = (*pe)->RunPerPlace(feeds, fetch);
         step_status = out.status();
         if (out.ok()) {
+          m.fetched.assign(job->fetches.size(), 0);
           for (size_t i = 0; i < out->size(); ++i) {
-            for (const Tensor& t : (*out)[i]) (i == 0 ? m.loss : m.accuracy) += Mean(t);
+            for (const Tensor& t : (*out)[i]) {
+              (i == 0 ? m.loss : i < first_extra ? m.accuracy : m.fetched[i - first_extra]) +=
+                  Mean(t);
+            }
           }
         }
       }
@@ -544,15 +630,27 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
     const double secs = Seconds(epoch_start);
     if (live) std::printf("\r\033[K");
+    std::string extra;
+    for (size_t f = 0; f < fetch_sums.size(); ++f) {
+      char value[96];
+      std::snprintf(value, sizeof(value), ", %s %.4g", job->fetches[f].c_str(),
+                    fetch_sums[f] / std::max<int64_t>(steps, 1));
+      extra += value;
+    }
     if (classifier) {
-      std::printf("epoch %d/%d: loss %.4f, train accuracy %.4f, %lld steps, %.1f s\n",
+      std::printf("epoch %d/%d: loss %.4f, train accuracy %.4f%s, %lld steps, %.1f s\n",
                   epoch + 1, epochs, loss_sum / std::max<int64_t>(steps, 1),
-                  acc_sum / std::max<int64_t>(steps, 1),
+                  acc_sum / std::max<int64_t>(steps, 1), extra.c_str(),
                   static_cast<long long>(steps), secs);
     } else {
-      std::printf("epoch %d/%d: loss %.4f, %lld steps, %.1f s\n", epoch + 1,
-                  epochs, loss_sum / std::max<int64_t>(steps, 1),
+      std::printf("epoch %d/%d: loss %.4f%s, %lld steps, %.1f s\n", epoch + 1, epochs,
+                  loss_sum / std::max<int64_t>(steps, 1), extra.c_str(),
                   static_cast<long long>(steps), secs);
+    }
+    if (!job->eval_columns.empty() && steps > 0) {
+      StatusOr<std::string> evaluated = evaluate(epoch);
+      if (!evaluated.ok()) return Fail(cmd, evaluated.status().WithContext("--eval-data"));
+      std::printf("%s", evaluated->c_str());
     }
     std::fflush(stdout);
     if (Status s = write_metrics(); !s.ok()) return Fail(cmd, s);

@@ -10,6 +10,7 @@
 #include "apps/cli/npy.h"
 #include "apps/models.h"
 #include "base/digest.h"
+#include "graph/build/prune.h"
 #include "graph/ir/op_role.h"
 #include "graph/ir/validate.h"
 #include "kernels/model_io.h"
@@ -69,6 +70,67 @@ std::set<std::string> NeededFeeds(const Block& block) {
 Status Usage(bool* usage, Status s) {
   *usage = true;
   return s;
+}
+
+// NAME=FILE.npy columns for the variables of `block` (`option` names the
+// option in errors): each a non-persistable variable of the program, of its
+// dtype and shape past dim 0, all with the same rows.
+StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
+    const std::vector<std::string>& specs, const std::string& option, const Block& block,
+    const std::string& main_path, bool* usage) {
+  std::vector<std::pair<std::string, Tensor>> columns;
+  std::set<std::string> fed;
+  int64_t rows = -1;
+  std::string first;
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return Usage(usage, InvalidArgument(option + " '" + spec + "': expected NAME=FILE.npy"));
+    }
+    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    const std::string what = option + " " + name + "=" + path;
+    const VarDesc* var = block.FindVar(name);
+    if (var == nullptr) {
+      return Usage(usage, NotFound(what + ": the program '" + main_path +
+                                   "' has no variable '" + name + "'"));
+    }
+    if (var->persistable()) {
+      return Usage(usage, InvalidArgument(what + ": '" + name +
+                                          "' is persistable (a parameter), not a feed"));
+    }
+    if (!fed.insert(name).second) {
+      return Usage(usage, InvalidArgument(option + " names '" + name + "' twice"));
+    }
+    PAREX_ASSIGN_OR_RETURN(Tensor t, ReadNpy(path));
+    if (t.rank() < 1) {
+      return Usage(usage, InvalidArgument(what + ": a 0-d array has no rows"));
+    }
+    if (t.dtype() != var->dtype()) {
+      return Usage(usage, InvalidArgument(what + ": the file holds " + DTypeName(t.dtype()) +
+                                          ", '" + name + "' is " + DTypeName(var->dtype())));
+    }
+    const Dims& declared = var->dims();
+    bool dims_ok = declared.size() == static_cast<size_t>(t.rank());
+    for (size_t d = 1; dims_ok && d < declared.size(); ++d) {
+      dims_ok = declared[d] < 0 || declared[d] == t.dim(static_cast<int>(d));
+    }
+    if (!dims_ok) {
+      return Usage(usage, InvalidArgument(what + ": rows of " + DimsToString(t.dims()) +
+                                          " do not fit '" + name + "' " +
+                                          DimsToString(declared) + " (dim 0 counts rows)"));
+    }
+    if (rows >= 0 && t.dim(0) != rows) {
+      return Usage(usage, InvalidArgument(option + ": '" + name + "' has " +
+                                          std::to_string(t.dim(0)) + " rows, '" + first +
+                                          "' has " + std::to_string(rows)));
+    }
+    if (rows < 0) {
+      rows = t.dim(0);
+      first = name;
+    }
+    columns.emplace_back(name, std::move(t));
+  }
+  return columns;
 }
 
 }  // namespace
@@ -229,59 +291,9 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
   }
 
   // The data: NAME=FILE.npy per fed variable.
+  PAREX_ASSIGN_OR_RETURN(job.columns, ReadColumns(o.data, "--data", block, main_path, usage));
   std::set<std::string> fed;
-  int64_t rows = -1;
-  std::string first;
-  for (const std::string& spec : o.data) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Usage(usage, InvalidArgument("--data '" + spec + "': expected NAME=FILE.npy"));
-    }
-    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    const VarDesc* var = block.FindVar(name);
-    if (var == nullptr) {
-      return Usage(usage, NotFound("--data " + name + "=" + path + ": the program '" +
-                                   main_path + "' has no variable '" + name + "'"));
-    }
-    if (var->persistable()) {
-      return Usage(usage, InvalidArgument("--data " + name + "=" + path + ": '" + name +
-                                          "' is persistable (a parameter), not a feed"));
-    }
-    if (!fed.insert(name).second) {
-      return Usage(usage, InvalidArgument("--data names '" + name + "' twice"));
-    }
-    PAREX_ASSIGN_OR_RETURN(Tensor t, ReadNpy(path));
-    if (t.rank() < 1) {
-      return Usage(usage, InvalidArgument("--data " + name + "=" + path +
-                                          ": a 0-d array has no rows"));
-    }
-    if (t.dtype() != var->dtype()) {
-      return Usage(usage, InvalidArgument("--data " + name + "=" + path + ": the file holds " +
-                                          DTypeName(t.dtype()) + ", '" + name + "' is " +
-                                          DTypeName(var->dtype())));
-    }
-    const Dims& declared = var->dims();
-    bool dims_ok = declared.size() == static_cast<size_t>(t.rank());
-    for (size_t d = 1; dims_ok && d < declared.size(); ++d) {
-      dims_ok = declared[d] < 0 || declared[d] == t.dim(static_cast<int>(d));
-    }
-    if (!dims_ok) {
-      return Usage(usage, InvalidArgument("--data " + name + "=" + path + ": rows of " +
-                                          DimsToString(t.dims()) + " do not fit '" + name +
-                                          "' " + DimsToString(declared) +
-                                          " (dim 0 counts rows)"));
-    }
-    if (rows >= 0 && t.dim(0) != rows) {
-      return Usage(usage, InvalidArgument("--data: '" + name + "' has " +
-                                          std::to_string(t.dim(0)) + " rows, '" + first +
-                                          "' has " + std::to_string(rows)));
-    }
-    if (rows < 0) {
-      rows = t.dim(0);
-      first = name;
-    }
-    job.columns.emplace_back(name, std::move(t));
-  }
+  for (const auto& [name, t] : job.columns) fed.insert(name);
   for (const std::string& need : NeededFeeds(block)) {
     if (fed.count(need) == 0) {
       return Usage(usage, InvalidArgument("the program '" + main_path + "' reads '" + need +
@@ -291,6 +303,25 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
   if (job.columns.empty()) {
     return Usage(usage, InvalidArgument("--program needs its data: --data NAME=FILE.npy "
                                         "for each variable it reads"));
+  }
+  for (const std::string& f : o.fetch) {
+    if (block.FindVar(f) == nullptr) {
+      return Usage(usage, NotFound("--fetch: the program '" + main_path +
+                                   "' has no variable '" + f + "'"));
+    }
+    job.fetches.push_back(f);
+  }
+  if (!o.eval_data.empty()) {
+    PAREX_ASSIGN_OR_RETURN(job.eval_columns,
+                           ReadColumns(o.eval_data, "--eval-data", block, main_path, usage));
+    std::vector<std::string> eval_feeds, eval_fetches = {job.loss};
+    for (const auto& [name, t] : job.eval_columns) eval_feeds.push_back(name);
+    if (!job.accuracy.empty()) eval_fetches.push_back(job.accuracy);
+    StatusOr<Program> pruned = Prune(job.main, eval_feeds, eval_fetches);
+    if (!pruned.ok()) {
+      return Usage(usage, pruned.status().WithContext("--eval-data (the evaluation program)"));
+    }
+    job.eval_program = std::move(*pruned);
   }
   job.default_epochs = 1;
   job.default_batch = 32;

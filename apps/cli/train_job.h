@@ -27,6 +27,12 @@ struct TrainJob {
   std::vector<std::string> params;
   // Training rows, one column per fed variable; the first's dim 0 counts them.
   std::vector<std::pair<std::string, Tensor>> columns;
+  // An evaluation set (--eval-data) and the forward program that evaluates
+  // it (loss and accuracy, is_test); empty without one.
+  std::vector<std::pair<std::string, Tensor>> eval_columns;
+  Program eval_program;
+  // More variables reported each step (--fetch).
+  std::vector<std::string> fetches;
   int default_epochs = 1;
   int64_t default_batch = 32;
   std::string default_save;  // --save's default

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/npy.h"
+#include "graph/build/prune.h"
 #include "graph/ir/program.h"
+#include "kernels/reference_executor.h"
 #include "kernels/model_io.h"
 #include "kernels/scope.h"
 #include "kernels/tensor_io.h"
@@ -117,6 +119,55 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   EXPECT_GT(std::abs(flat[9] - want[9]), 1e-3 * std::abs(want[9]));
 }
 
+// --eval-data runs the program's forward pass (is_test: batch norm on its
+// running statistics) on the trained parameters after each epoch: its last
+// loss is the one the reference executor computes over the same rows from
+// the saved persistables. --fetch adds a variable to every step's line.
+TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
+  const std::string dir = ScratchDir("program_eval");
+  WriteFixtureData(dir);
+  CliRun run = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
+                         kFixture + "/params", "--data", "x=x.npy", "--data", "label=label.npy",
+                         "--eval-data", "x=x.npy", "--eval-data", "label=label.npy", "--fetch",
+                         "batch_norm_0.tmp_3", "--batch", "16", "--epochs", "2", "--places",
+                         "cpu:1", "--metrics", "m.jsonl", "--save", "trained", "--no-progress"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("  evaluation: loss "));
+  EXPECT_THAT(run.out, HasSubstr(", batch_norm_0.tmp_3 "));
+  std::istringstream lines(ReadFile(dir + "/m.jsonl"));
+  std::string line;
+  std::vector<nlohmann::json> evals;
+  int steps = 0;
+  while (std::getline(lines, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j.contains("eval")) {
+      evals.push_back(j);
+    } else {
+      ++steps;
+      EXPECT_TRUE(j["fetches"].contains("batch_norm_0.tmp_3")) << line;
+    }
+  }
+  EXPECT_EQ(steps, 20);
+  ASSERT_EQ(evals.size(), 2u);
+  EXPECT_EQ(evals[1]["rows"], 160);
+
+  StatusOr<Program> main = Program::Load(kFixture + "/main.pdmodel");
+  ASSERT_TRUE(main.ok());
+  StatusOr<Program> test = Prune(*main, {"x", "label"}, {"mean_0.tmp_0"});
+  ASSERT_TRUE(test.ok()) << test.status().ToString();
+  Scope scope;
+  ASSERT_TRUE(LoadPersistables(*main, dir + "/trained", &scope).ok());
+  StatusOr<Tensor> x = ReadNpy(dir + "/x.npy");
+  StatusOr<Tensor> label = ReadNpy(dir + "/label.npy");
+  ASSERT_TRUE(x.ok() && label.ok());
+  ReferenceExecutor executor;
+  auto out = executor.Run(*test, &scope, {{"x", *x}, {"label", *label}}, {"mean_0.tmp_0"});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  const double want = (*out)[0].data<float>()[0];
+  EXPECT_NEAR(evals[1]["loss"].get<double>(), want, 1e-5 * std::abs(want));
+}
+
 // Mistakes in what a user brings: one line naming the option, variable or
 // file, exit 2 (usage) or 1 (a file that cannot be read); nothing trained.
 TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
@@ -161,6 +212,13 @@ TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
        "unknown schedule 'linear'"},
       {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr", "0.1"}, 2,
        "--lr is for the examples"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--fetch", "nosuch"}, 2,
+       "--fetch: the program"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data", "x=x.npy"}, 2,
+       "--eval-data (the evaluation program)"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data", "x=x.npy",
+        "--eval-data", "label=short.npy"},
+       2, "--eval-data: 'label' has 150 rows"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"train", "--program", main, "--params", params,

@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
     t->add_option("--params", o->params,
                   "--program's persistables from a directory of Paddle tensor files "
                   "(after --startup, if given)");
-    t->add_option("--data", o->data, "NAME=FILE.npy per variable --program reads (rows along dim 0)");
+    t->add_option("--data", o->data,
+                  "NAME=FILE.npy per variable --program reads (rows along dim 0), or a "
+                  "directory of NAME.npy files");
     t->add_option("--loss", o->loss, "--program's loss variable (default: the op marked as the loss)");
     t->add_option("--eval-data", o->eval_data,
                   "NAME=FILE.npy per variable of --program's evaluation set, run after each "

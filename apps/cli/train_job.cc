@@ -82,10 +82,32 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
   std::set<std::string> fed;
   int64_t rows = -1;
   std::string first;
+  // A directory stands for NAME=DIR/NAME.npy for each *.npy file in it.
+  std::vector<std::string> expanded;
   for (const std::string& spec : specs) {
+    std::error_code ec;
+    if (spec.find('=') != std::string::npos || !fs::is_directory(spec, ec)) {
+      expanded.push_back(spec);
+      continue;
+    }
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(spec, ec)) {
+      if (e.path().extension() == ".npy") {
+        files.push_back(e.path().stem().string() + "=" + e.path().string());
+      }
+    }
+    if (files.empty()) {
+      return Usage(usage, NotFound(option + " '" + spec + "': the directory holds no *.npy"));
+    }
+    std::sort(files.begin(), files.end());
+    expanded.insert(expanded.end(), files.begin(), files.end());
+  }
+  for (const std::string& spec : expanded) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Usage(usage, InvalidArgument(option + " '" + spec + "': expected NAME=FILE.npy"));
+      return Usage(usage, InvalidArgument(option + " '" + spec +
+                                          "': expected NAME=FILE.npy or a directory of "
+                                          "NAME.npy files"));
     }
     const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
     const std::string what = option + " " + name + "=" + path;

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -149,6 +150,16 @@ TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
     }
   }
   EXPECT_EQ(steps, 20);
+  // A directory of NAME.npy files feeds the same as NAME=FILE pairs.
+  std::filesystem::create_directories(dir + "/d");
+  std::filesystem::copy_file(dir + "/x.npy", dir + "/d/x.npy");
+  std::filesystem::copy_file(dir + "/label.npy", dir + "/d/label.npy");
+  CliRun from_dir = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
+                              kFixture + "/params", "--data", "d", "--batch", "16", "--places",
+                              "cpu:1", "--steps", "3", "--save", "d_out", "--no-progress"},
+                             dir);
+  ASSERT_EQ(from_dir.exit_code, 0) << from_dir.err;
+  EXPECT_THAT(from_dir.out, HasSubstr("160 train rows"));
   ASSERT_EQ(evals.size(), 2u);
   EXPECT_EQ(evals[1]["rows"], 160);
 

@@ -1,7 +1,9 @@
-// Element-wise activations relu, sigmoid, tanh and square, and their Fluid
-// gradient ops. relu/sigmoid/tanh gradients read Out (their derivative is a
-// function of the output); square's reads X.
+// Element-wise activations and their Fluid gradient ops (Paddle 2.6's slots
+// and attributes): relu, sigmoid, tanh and exp gradients read Out (their
+// derivative is a function of the output); the others' read X.
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "graph/ir/ops/op_groups.h"
 
@@ -31,19 +33,33 @@ InferShapeFn InferUnaryGrad(std::string source) {
   };
 }
 
+// `attrs` adds the op's attributes (with Paddle's defaults) to the op and
+// its gradient op; `extra_inputs` are optional inputs of both (clip's Min
+// and Max tensors).
 void AddActivation(OpSchemaRegistry* r, const std::string& type,
-                   const std::string& grad_source) {
-  r->Add(OpSchema(type)
-             .Input("X")
-             .Output("Out")
-             .Inplace("X", "Out")
-             .InferShape(InferUnary)
-             .Grad(type + "_grad", {grad_source, "Out@GRAD"}, {"X@GRAD"}));
-  r->Add(OpSchema(type + "_grad")
-             .Input(grad_source)
-             .Input("Out@GRAD")
-             .Output("X@GRAD")
-             .InferShape(InferUnaryGrad(grad_source)));
+                   const std::string& grad_source,
+                   const std::function<void(OpSchema&)>& attrs = {},
+                   const std::vector<std::string>& extra_inputs = {}) {
+  OpSchema op(type);
+  op.Input("X");
+  for (const std::string& in : extra_inputs) op.Input(in, kOptional);
+  std::vector<std::string> grad_reads = {grad_source};
+  grad_reads.insert(grad_reads.end(), extra_inputs.begin(), extra_inputs.end());
+  grad_reads.push_back("Out@GRAD");
+  op.Output("Out")
+      .Inplace("X", "Out")
+      .InferShape(InferUnary)
+      .Grad(type + "_grad", grad_reads, {"X@GRAD"});
+  OpSchema grad(type + "_grad");
+  grad.Input(grad_source);
+  for (const std::string& in : extra_inputs) grad.Input(in, kOptional);
+  grad.Input("Out@GRAD").Output("X@GRAD").InferShape(InferUnaryGrad(grad_source));
+  if (attrs) {
+    attrs(op);
+    attrs(grad);
+  }
+  r->Add(std::move(op));
+  r->Add(std::move(grad));
 }
 
 }  // namespace
@@ -53,6 +69,18 @@ void RegisterActivationOps(OpSchemaRegistry* r) {
   AddActivation(r, "sigmoid", "Out");
   AddActivation(r, "tanh", "Out");
   AddActivation(r, "square", "X");
+  AddActivation(r, "exp", "Out");
+  AddActivation(r, "log", "X");
+  AddActivation(r, "abs", "X");
+  AddActivation(r, "gelu", "X", [](OpSchema& s) { s.Attr("approximate", false); });
+  AddActivation(r, "leaky_relu", "X", [](OpSchema& s) { s.Attr("alpha", 0.02f); });
+  AddActivation(r, "hard_swish", "X", [](OpSchema& s) {
+    s.Attr("threshold", 6.0f).Attr("scale", 6.0f).Attr("offset", 3.0f);
+  });
+  AddActivation(r, "swish", "X", [](OpSchema& s) { s.Attr("beta", 1.0f); });
+  AddActivation(
+      r, "clip", "X",
+      [](OpSchema& s) { s.Attr("min", 0.0f).Attr("max", 0.0f); }, {"Min", "Max"});
 }
 
 }  // namespace parex

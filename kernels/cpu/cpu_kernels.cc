@@ -15,6 +15,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterConv2dKernels(r);
   RegisterPool2dKernels(r);
   RegisterBatchNormKernels(r);
+  RegisterLayerNormKernels(r);
   RegisterDropoutKernels(r);
   RegisterShapeKernels(r);
   RegisterLookupTableKernels(r);

@@ -184,7 +184,7 @@ namespace parex::testing {
 namespace {
 
 // PaddlePaddle 2.6.2's own outputs and gradients (fp64), saved by
-// tests/kernels/paddle_goldens/make_activations.py: parex's kernels agree
+// tests/kernels/paddle_goldens/make_goldens.py: parex's kernels agree
 // with Paddle's functors, attributes included.
 TEST(ActivationKernelsTest, MatchPaddleGoldens) {
   std::ifstream file(std::string(PAREX_SOURCE_DIR) +

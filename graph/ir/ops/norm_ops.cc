@@ -123,6 +123,84 @@ OpSchema& BatchNormAttrs(OpSchema& s) {
       .Attr("trainable_statistics", false);
 }
 
+// ---- layer_norm -------------------------------------------------------------
+
+// X's dims split at begin_norm_axis: rows (left) and the normalised extent.
+Status LayerNormSplit(const ShapeContext& ctx, const Dims& x, int64_t* left,
+                      int64_t* right) {
+  const int axis = ctx.Attr<int>("begin_norm_axis");
+  if (axis < 1 || axis > static_cast<int>(x.size())) {
+    return ctx.Error("begin_norm_axis " + std::to_string(axis) + " is outside [1, " +
+                     std::to_string(x.size()) + "] for X " + DimsToString(x));
+  }
+  *left = 1;
+  *right = 1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    int64_t& side = static_cast<int>(i) < axis ? *left : *right;
+    side = x[i] < 0 || side < 0 ? -1 : side * x[i];
+  }
+  return Status::Ok();
+}
+
+Status CheckLayerNormVectors(const ShapeContext& ctx, int64_t right,
+                             std::initializer_list<const char*> slots) {
+  for (const char* slot : slots) {
+    if (!ctx.HasInput(slot)) continue;
+    const Dims d = ctx.InputDims(slot);
+    if (ctx.IsUnknown(d) || right < 0) continue;
+    if (Numel(d) != right) {
+      return ctx.Error(std::string(slot) + " " + DimsToString(d) + " must hold " +
+                       std::to_string(right) + " values (X's extent past begin_norm_axis)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status InferLayerNorm(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Scale", "Bias"}));
+  const Dims x = ctx.InputDims("X");
+  const DType dtype = ctx.InputDType("X");
+  for (const char* out : {"Y", "Mean", "Variance"}) ctx.SetOutputDType(out, 0, dtype);
+  if (ctx.IsUnknown(x)) return Status::Ok();
+  int64_t left = 0, right = 0;
+  PAREX_RETURN_IF_ERROR(LayerNormSplit(ctx, x, &left, &right));
+  PAREX_RETURN_IF_ERROR(CheckLayerNormVectors(ctx, right, {"Scale", "Bias"}));
+  ctx.SetOutputDims("Y", 0, x);
+  ctx.SetOutputDims("Mean", 0, {left});
+  ctx.SetOutputDims("Variance", 0, {left});
+  return Status::Ok();
+}
+
+Status InferLayerNormGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"}));
+  const Dims x = ctx.InputDims("X");
+  const DType dtype = ctx.InputDType("X");
+  if (!ctx.IsUnknown(x)) {
+    int64_t left = 0, right = 0;
+    PAREX_RETURN_IF_ERROR(LayerNormSplit(ctx, x, &left, &right));
+    PAREX_RETURN_IF_ERROR(CheckLayerNormVectors(ctx, right, {"Scale", "Bias"}));
+    for (const char* slot : {"Mean", "Variance"}) {
+      const Dims d = ctx.InputDims(slot);
+      if (ctx.IsRuntime() && left >= 0 && Numel(d) != left) {
+        return ctx.Error(std::string(slot) + " " + DimsToString(d) + " must hold " +
+                         std::to_string(left) + " values (one per row)");
+      }
+    }
+    const Dims dy = ctx.InputDims("Y@GRAD");
+    if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, x)) {
+      return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " + DimsToString(x));
+    }
+    ctx.SetOutputDims("X@GRAD", 0, x);
+  }
+  ctx.SetOutputDType("X@GRAD", 0, dtype);
+  for (const char* slot : {"Scale", "Bias"}) {
+    if (ctx.HasInput(slot)) {
+      ctx.SetOutput(std::string(slot) + "@GRAD", ctx.InputDims(slot), dtype);
+    }
+  }
+  return Status::Ok();
+}
+
 // ---- dropout ----------------------------------------------------------------
 
 Status CheckDropoutAttrs(const ShapeContext& ctx) {
@@ -227,6 +305,34 @@ void RegisterNormOps(OpSchemaRegistry* r) {
       .Output("Bias@GRAD", kOptional)
       .InferShape(InferBatchNormGrad);
   r->Add(BatchNormAttrs(bn_grad));
+
+  OpSchema ln("layer_norm");
+  ln.Input("X")
+      .Input("Scale", kOptional)
+      .Input("Bias", kOptional)
+      .Output("Y")
+      .Output("Mean")
+      .Output("Variance")
+      .InferShape(InferLayerNorm)
+      .Attr("epsilon", 1e-5f)
+      .Attr("begin_norm_axis", 1)
+      .Grad("layer_norm_grad", {"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"},
+            {"X@GRAD", "Scale@GRAD", "Bias@GRAD"});
+  r->Add(std::move(ln));
+  OpSchema ln_grad("layer_norm_grad");
+  ln_grad.Input("X")
+      .Input("Scale", kOptional)
+      .Input("Bias", kOptional)
+      .Input("Mean")
+      .Input("Variance")
+      .Input("Y@GRAD")
+      .Output("X@GRAD", kOptional)
+      .Output("Scale@GRAD", kOptional)
+      .Output("Bias@GRAD", kOptional)
+      .InferShape(InferLayerNormGrad)
+      .Attr("epsilon", 1e-5f)
+      .Attr("begin_norm_axis", 1);
+  r->Add(std::move(ln_grad));
 
   OpSchema dropout("dropout");
   dropout.Input("X")

@@ -607,6 +607,16 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
           return Fail(cmd, s);
         }
       }
+      if (cluster != nullptr && g_stop_signal != 0 && o.checkpoint_dir.empty()) {
+        // Nothing to save: a node told to stop (its launcher gone, say)
+        // stops now rather than at the nodes' next agreed step; a peer that
+        // was not told sees it leave, as any lost node, naming it.
+        if (live) std::printf("\n");
+        std::printf("stopped by %s after step %lld\n",
+                    g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(step));
+        std::fflush(stdout);
+        return 128 + g_stop_signal;
+      }
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && stop == 0) {
         if (StatusOr<std::string> c = checkpoint(epoch, b + 1); !c.ok()) {
           if (live) std::printf("\n");

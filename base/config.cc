@@ -18,6 +18,8 @@ const std::vector<ConfigVar>& ConfigVars() {
        "machine's physical memory); larger requests fail the step"},
       {"PAREX_LOG_LEVEL", "warn",
        "spdlog level: trace, debug, info, warn, error, off"},
+      {"PAREX_DNNL_CONV", "",
+       "fp32 conv2d through oneDNN: 1 always, 0 never, unset where it is faster"},
   };
   return vars;
 }

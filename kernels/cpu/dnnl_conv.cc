@@ -3,7 +3,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <tuple>
+
+#include "base/config.h"
 
 #ifdef PAREX_WITH_DNNL
 #include <memory>
@@ -32,10 +35,9 @@ bool DnnlConvParams::operator==(const DnnlConvParams& o) const {
 
 namespace {
 DnnlConvMode ModeFromEnvironment() {
-  const char* v = std::getenv("PAREX_DNNL_CONV");
-  if (v == nullptr) return DnnlConvMode::kWhereFaster;
-  if (std::strcmp(v, "0") == 0) return DnnlConvMode::kNever;
-  if (std::strcmp(v, "1") == 0) return DnnlConvMode::kAlways;
+  const std::string v = GetConfig("PAREX_DNNL_CONV");
+  if (v == "0") return DnnlConvMode::kNever;
+  if (v == "1") return DnnlConvMode::kAlways;
   return DnnlConvMode::kWhereFaster;
 }
 std::atomic<DnnlConvMode> g_dnnl_conv_mode{ModeFromEnvironment()};

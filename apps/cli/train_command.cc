@@ -1,4 +1,5 @@
-// parex train: trains an example model with the ParallelExecutor.
+// parex train / parex node: trains an example model or a user's program
+// (train_job.h) with the ParallelExecutor; checkpoints, resume, signals.
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -14,9 +15,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
-#include <vector>
 
 #include "actors/cluster.h"
 #include "actors/parallel_executor.h"
@@ -182,9 +183,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
   const bool user_program = !o.program.empty();
   if (!user_program && (!o.startup.empty() || !o.params.empty() || !o.data.empty() ||
-                        !o.loss.empty())) {
-    return Fail(cmd, InvalidArgument("--startup, --params, --data and --loss go with "
-                                     "--program"), kExitUsage);
+                        !o.loss.empty() || !o.eval_data.empty() || !o.fetch.empty())) {
+    return Fail(cmd, InvalidArgument("--startup, --params, --data, --loss, --eval-data and "
+                                     "--fetch go with --program"), kExitUsage);
   }
   if (!user_program && !o.lr_schedule.empty()) {
     return Fail(cmd, InvalidArgument("--lr-schedule goes with --program (the examples "

@@ -205,6 +205,11 @@ Status SplitKernel(KernelContext& ctx) {
 void RegisterShapeKernels(KernelRegistry* r) {
   PAREX_SHAPE_KERNEL(r, "reshape2", Reshape2Kernel);
   PAREX_SHAPE_KERNEL(r, "reshape2_grad", Reshape2GradKernel);
+  // Views with other dims rules, the same copies (graph/ir/ops/shape_ops.cc).
+  for (const char* view : {"unsqueeze2", "squeeze2", "flatten_contiguous_range"}) {
+    PAREX_SHAPE_KERNEL(r, view, Reshape2Kernel);
+    PAREX_SHAPE_KERNEL(r, std::string(view) + "_grad", Reshape2GradKernel);
+  }
   PAREX_SHAPE_KERNEL(r, "transpose2", Transpose2Kernel);
   PAREX_SHAPE_KERNEL(r, "transpose2_grad", Transpose2GradKernel);
   PAREX_SHAPE_KERNEL(r, "concat", ConcatKernel);

@@ -5,6 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
 
@@ -282,6 +286,77 @@ TEST(SplitSchemaTest, GradientIsConcatByFluidConvention) {
   ASSERT_NE(split, nullptr);
   EXPECT_FALSE(split->has_grad());
   ASSERT_NE(OpSchemaRegistry::Global().Find("concat"), nullptr);
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+namespace parex::testing {
+namespace {
+
+// unsqueeze2, squeeze2 and flatten_contiguous_range give the dims PaddlePaddle
+// 2.6.2 gives (tests/kernels/paddle_goldens/views.json), copy the data in
+// order, write XShape, and their gradients restore X's dims (finite
+// differences).
+TEST(ViewKernelsTest, DimsMatchPaddleAndGradientsRestoreX) {
+  std::ifstream file(std::string(PAREX_SOURCE_DIR) + "/tests/kernels/paddle_goldens/views.json");
+  ASSERT_TRUE(file.good());
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  uint32_t seed = 40;
+  int checked = 0;
+  for (const auto& c : doc["cases"]) {
+    const std::string op = c["op"];
+    const Dims x = c["x"].get<std::vector<int64_t>>();
+    SCOPED_TRACE(op + " " + DimsToString(x) + " " + c["attrs"].dump());
+    auto set_attrs = [&](OpTester& t) {
+      for (const auto& [name, value] : c["attrs"].items()) {
+        if (value.is_array()) {
+          t.Attr<std::vector<int>>(name, value.get<std::vector<int>>());
+        } else {
+          t.Attr<int>(name, value.get<int>());
+        }
+      }
+    };
+    const Tensor input = RandomTensor(x, -1, 1, seed++);
+    OpTester t(op);
+    t.Input("X", input).Output("Out").Output("XShape");
+    set_attrs(t);
+    ASSERT_TRUE(t.Run().ok());
+    EXPECT_EQ(t.Out("Out").dims(), Dims(c["out"].get<std::vector<int64_t>>()));
+    EXPECT_EQ(ToVector<double>(t.Out("Out")), ToVector<double>(input));
+    Dims xshape = {0};
+    xshape.insert(xshape.end(), x.begin(), x.end());
+    EXPECT_EQ(t.Out("XShape").dims(), xshape);
+    EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+    ++checked;
+  }
+  EXPECT_EQ(checked, 15);
+}
+
+TEST(ViewKernelsTest, BadAxesNameTheOp) {
+  OpTester unsqueeze("unsqueeze2");
+  unsqueeze.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Output("Out")
+      .Attr<std::vector<int>>("axes", {4});
+  Status s = unsqueeze.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("unsqueeze2"));
+  EXPECT_THAT(s.message(), HasSubstr("axes entry 4"));
+  OpTester flatten("flatten_contiguous_range");
+  flatten.Input("X", RandomTensor({2, 3, 4}, 0, 1, 1))
+      .Output("Out")
+      .Attr<int>("start_axis", 2)
+      .Attr<int>("stop_axis", 1);
+  s = flatten.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("start_axis 2 is after stop_axis 1"));
+  OpTester squeeze("squeeze2");
+  squeeze.Input("X", RandomTensor({2, 1}, 0, 1, 1))
+      .Output("Out")
+      .Attr<std::vector<int>>("axes", {5});
+  s = squeeze.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("axis 5 is out of range"));
 }
 
 }  // namespace

@@ -137,6 +137,85 @@ Status InferReshape2Grad(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// ---- unsqueeze2, squeeze2, flatten_contiguous_range -------------------------
+// Views with new dims, like reshape2 (same kernels, same XShape and
+// gradient); Paddle 2.6's rules for the dims.
+
+// unsqueeze2: a 1 inserted at each of `axes` in turn, a negative axis
+// counting from the end of the dims so far (+1).
+StatusOr<Dims> UnsqueezeDims(const ShapeContext& ctx, const Dims& x) {
+  const std::vector<int> axes = ctx.Attr<std::vector<int>>("axes");
+  if (x.size() + axes.size() > kMaxRank) {
+    return ctx.Error("unsqueezing X " + DimsToString(x) + " at " +
+                     std::to_string(axes.size()) + " axes exceeds rank " +
+                     std::to_string(kMaxRank));
+  }
+  Dims out = x;
+  for (int axis : axes) {
+    const int rank = Rank(out);
+    const int at = axis < 0 ? axis + rank + 1 : axis;
+    if (at < 0 || at > rank) {
+      return ctx.Error("axes entry " + std::to_string(axis) + " is out of range for " +
+                       DimsToString(out));
+    }
+    out.insert(out.begin() + at, 1);
+  }
+  return out;
+}
+
+// squeeze2: the dims of extent 1 at `axes` removed (all of them when axes is
+// empty); an axis whose extent is not 1 stays, as in Paddle 2.x.
+StatusOr<Dims> SqueezeDims(const ShapeContext& ctx, const Dims& x) {
+  const std::vector<int> axes = ctx.Attr<std::vector<int>>("axes");
+  std::vector<bool> drop(x.size(), false);
+  if (axes.empty()) {
+    for (size_t i = 0; i < x.size(); ++i) drop[i] = x[i] == 1;
+  }
+  for (int axis : axes) {
+    PAREX_ASSIGN_OR_RETURN(int a, NormalizeAxis(ctx, axis, Rank(x)));
+    drop[a] = x[a] == 1;
+  }
+  Dims out;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (!drop[i]) out.push_back(x[i]);
+  }
+  return out;
+}
+
+// flatten_contiguous_range: dims start_axis..stop_axis become one.
+StatusOr<Dims> FlattenDims(const ShapeContext& ctx, const Dims& x) {
+  if (x.empty()) return Dims{1};  // a scalar flattens to one element
+  PAREX_ASSIGN_OR_RETURN(int start, NormalizeAxis(ctx, ctx.Attr<int>("start_axis"), Rank(x)));
+  PAREX_ASSIGN_OR_RETURN(int stop, NormalizeAxis(ctx, ctx.Attr<int>("stop_axis"), Rank(x)));
+  if (start > stop) {
+    return ctx.Error("start_axis " + std::to_string(start) + " is after stop_axis " +
+                     std::to_string(stop));
+  }
+  Dims out(x.begin(), x.begin() + start);
+  int64_t merged = 1;
+  for (int i = start; i <= stop; ++i) merged = x[i] < 0 || merged < 0 ? -1 : merged * x[i];
+  out.push_back(merged);
+  out.insert(out.end(), x.begin() + stop + 1, x.end());
+  return out;
+}
+
+InferShapeFn InferView(StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&),
+                       std::vector<const char*> rejected) {
+  return [dims, rejected](ShapeContext& ctx) -> Status {
+    for (const char* slot : rejected) {
+      PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {slot}));
+    }
+    const Dims x = ctx.InputDims("X");
+    ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
+    ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
+    if (ctx.IsUnknown(x) && !ctx.IsRuntime()) return Status::Ok();
+    PAREX_ASSIGN_OR_RETURN(Dims out, dims(ctx, x));
+    ctx.SetOutputDims("Out", 0, out);
+    ctx.SetOutputDims("XShape", 0, XShapeOf(x));
+    return Status::Ok();
+  };
+}
+
 // ---- transpose2 -------------------------------------------------------------
 
 StatusOr<Dims> TransposeOutDims(const ShapeContext& ctx, const Dims& x) {
@@ -309,6 +388,40 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
              .Attr("shape", std::vector<int>{})
              .InferShape(InferReshape2Grad)
              .KernelDTypeFromInput("Out@GRAD"));
+
+  // The views: reshape2's XShape and gradient, their own dims.
+  struct View {
+    const char* type;
+    StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&);
+    std::vector<const char*> tensor_attrs;
+  };
+  for (const View& v : {View{"unsqueeze2", UnsqueezeDims, {"AxesTensor", "AxesTensorList"}},
+                        View{"squeeze2", SqueezeDims, {}},
+                        View{"flatten_contiguous_range", FlattenDims, {}}}) {
+    OpSchema op(v.type);
+    op.Input("X");
+    for (const char* t : v.tensor_attrs) op.Input(t, kOptional | kDuplicable);
+    op.Output("Out")
+        .Output("XShape", kOptional)
+        .Inplace("X", "Out")
+        .InferShape(InferView(v.dims, v.tensor_attrs))
+        .Grad(std::string(v.type) + "_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"});
+    OpSchema grad(std::string(v.type) + "_grad");
+    grad.Input("XShape")
+        .Input("Out@GRAD")
+        .Output("X@GRAD")
+        .InferShape(InferReshape2Grad)
+        .KernelDTypeFromInput("Out@GRAD");
+    for (OpSchema* s : {&op, &grad}) {
+      if (std::string(v.type) == "flatten_contiguous_range") {
+        s->Attr("start_axis", 1).Attr("stop_axis", 1);
+      } else {
+        s->Attr("axes", std::vector<int>{});
+      }
+    }
+    r->Add(std::move(op));
+    r->Add(std::move(grad));
+  }
 
   r->Add(OpSchema("transpose2")
              .Input("X")

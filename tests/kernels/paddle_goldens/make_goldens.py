@@ -3,6 +3,9 @@
   activations.json  (tests/kernels/activation_kernels_test.cc) for each op
                     and attribute set: x, Paddle's output, and Paddle's
                     gradient of sum(w * out) with respect to x;
+  views.json        (tests/kernels/shape_kernels_test.cc) unsqueeze2,
+                    squeeze2 and flatten_contiguous_range: input dims,
+                    attributes, the output dims Paddle gives;
   layer_norm.json   (tests/kernels/layer_norm_kernel_test.cc) x, scale,
                     bias, begin_norm_axis, epsilon, w: Y and the gradients of
                     sum(w * Y) with respect to x, scale and bias.
@@ -80,6 +83,27 @@ def main():
     with open(os.path.join(HERE, "layer_norm.json"), "w") as f:
         json.dump({"paddle": paddle.__version__, "cases": norms}, f, indent=1)
     print(len(norms), "layer_norm cases")
+
+    views = []
+    for shape, axes in [((2, 3), [0]), ((2, 3), [-1]), ((2, 3), [1, 2]),
+                        ((2, 3), [0, -1]), ((4,), [-1, 0]), ((2, 1, 3), [2, 0])]:
+        y = paddle.unsqueeze(paddle.zeros(shape), axes)
+        views.append({"op": "unsqueeze2", "x": list(shape), "attrs": {"axes": axes},
+                      "out": list(y.shape)})
+    for shape, axes in [((2, 1, 3, 1), []), ((2, 1, 3, 1), [1]), ((2, 1, 3, 1), [-1]),
+                        ((2, 1, 3, 1), [0, 1]), ((1, 1), [0])]:
+        y = paddle.squeeze(paddle.zeros(shape), axes)
+        views.append({"op": "squeeze2", "x": list(shape), "attrs": {"axes": axes},
+                      "out": list(y.shape)})
+    for shape, start, stop in [((2, 3, 4, 5), 1, 2), ((2, 3, 4, 5), 0, -1),
+                               ((2, 3, 4, 5), -2, -1), ((2, 3, 4), 1, 1)]:
+        y = paddle.flatten(paddle.zeros(shape), start, stop)
+        views.append({"op": "flatten_contiguous_range", "x": list(shape),
+                      "attrs": {"start_axis": start, "stop_axis": stop},
+                      "out": list(y.shape)})
+    with open(os.path.join(HERE, "views.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "cases": views}, f, indent=1)
+    print(len(views), "view cases")
 
 
 if __name__ == "__main__":

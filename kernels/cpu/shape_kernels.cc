@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <vector>
 
+#include "graph/ir/ops/slice_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
@@ -35,6 +37,58 @@ Status Reshape2Kernel(KernelContext& ctx) {
 template <typename T>
 Status Reshape2GradKernel(KernelContext& ctx) {
   Copy<T>(*ctx.Input("Out@GRAD"), ctx.Output("X@GRAD"));
+  return Status::Ok();
+}
+
+// ---- slice ------------------------------------------------------------------
+
+// Calls f(input offset, output offset) for every element of the slice, in
+// output order.
+template <typename F>
+void ForEachSliced(const Dims& in, const SliceSpec& spec, F&& f) {
+  const int rank = static_cast<int>(in.size());
+  const int64_t total = Numel(spec.out);
+  if (total <= 0) return;
+  std::vector<int64_t> stride(rank, 1), index(rank, 0);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * in[d + 1];
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d) offset += (spec.begin[d] + index[d]) * stride[d];
+    f(offset, o);
+    for (int d = rank - 1; d >= 0; --d) {  // next output index, row-major
+      if (++index[d] < spec.out[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+StatusOr<SliceSpec> KernelSliceSpec(const KernelContext& ctx, const Dims& in) {
+  StatusOr<SliceSpec> spec = ComputeSlice(
+      in, ctx.Attr<std::vector<int>>("axes"), ctx.Attr<std::vector<int64_t>>("starts"),
+      ctx.Attr<std::vector<int64_t>>("ends"), ctx.Attr<std::vector<int>>("decrease_axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  return spec;
+}
+
+template <typename T>
+Status SliceKernel(KernelContext& ctx) {
+  const Tensor& in = *ctx.Input("Input");
+  PAREX_ASSIGN_OR_RETURN(SliceSpec spec, KernelSliceSpec(ctx, in.dims()));
+  const T* src = in.data<T>();
+  T* dst = ctx.Output("Out")->data<T>();
+  ForEachSliced(in.dims(), spec, [&](int64_t i, int64_t o) { dst[o] = src[i]; });
+  return Status::Ok();
+}
+
+template <typename T>
+Status SliceGradKernel(KernelContext& ctx) {
+  const Tensor& in = *ctx.Input("Input");
+  PAREX_ASSIGN_OR_RETURN(SliceSpec spec, KernelSliceSpec(ctx, in.dims()));
+  const T* dout = ctx.Input("Out@GRAD")->data<T>();
+  Tensor* dx_t = ctx.Output("Input@GRAD");
+  T* dx = dx_t->data<T>();
+  std::fill(dx, dx + dx_t->numel(), T(0));
+  ForEachSliced(in.dims(), spec, [&](int64_t i, int64_t o) { dx[i] = dout[o]; });
   return Status::Ok();
 }
 
@@ -212,6 +266,8 @@ void RegisterShapeKernels(KernelRegistry* r) {
   }
   PAREX_SHAPE_KERNEL(r, "transpose2", Transpose2Kernel);
   PAREX_SHAPE_KERNEL(r, "transpose2_grad", Transpose2GradKernel);
+  PAREX_SHAPE_KERNEL(r, "slice", SliceKernel);
+  PAREX_CPU_KERNEL(r, "slice_grad", SliceGradKernel, float, double);
   PAREX_SHAPE_KERNEL(r, "concat", ConcatKernel);
   PAREX_SHAPE_KERNEL(r, "concat_grad", ConcatGradKernel);
   PAREX_SHAPE_KERNEL(r, "split", SplitKernel);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/ops/slice_spec.h"
 
 namespace parex {
 namespace {
@@ -214,6 +215,47 @@ InferShapeFn InferView(StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&),
     ctx.SetOutputDims("XShape", 0, XShapeOf(x));
     return Status::Ok();
   };
+}
+
+// ---- slice ------------------------------------------------------------------
+// Paddle's slice: along each of `axes`, elements [start, end) with negative
+// bounds counted from the end and both clamped to [0, extent] (an end before
+// its start gives none); `decrease_axis` then drops axes left with extent 1.
+
+// The slice of `in` the op's attributes describe (slice_spec.h).
+StatusOr<SliceSpec> GetSliceSpec(const ShapeContext& ctx, const Dims& in) {
+  StatusOr<SliceSpec> spec = ComputeSlice(
+      in, ctx.Attr<std::vector<int>>("axes"), ctx.Attr<std::vector<int64_t>>("starts"),
+      ctx.Attr<std::vector<int64_t>>("ends"), ctx.Attr<std::vector<int>>("decrease_axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  return spec;
+}
+
+Status InferSlice(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
+      ctx, {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
+  const Dims in = ctx.InputDims("Input");
+  ctx.SetOutputDType("Out", 0, ctx.InputDType("Input"));
+  if (ctx.IsUnknown(in)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(SliceSpec spec, GetSliceSpec(ctx, in));
+  ctx.SetOutputDims("Out", 0, spec.decreased);
+  return Status::Ok();
+}
+
+Status InferSliceGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
+      ctx, {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
+  const Dims in = ctx.InputDims("Input");
+  if (!ctx.IsUnknown(in)) {
+    PAREX_ASSIGN_OR_RETURN(SliceSpec spec, GetSliceSpec(ctx, in));
+    const Dims dout = ctx.InputDims("Out@GRAD");
+    if (ctx.IsRuntime() && Numel(dout) != Numel(spec.out)) {
+      return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not hold the slice's " +
+                       std::to_string(Numel(spec.out)) + " elements");
+    }
+  }
+  ctx.SetOutput("Input@GRAD", in, ctx.InputDType("Out@GRAD"));
+  return Status::Ok();
 }
 
 // ---- transpose2 -------------------------------------------------------------
@@ -421,6 +463,28 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
     }
     r->Add(std::move(op));
     r->Add(std::move(grad));
+  }
+
+  for (bool grad : {false, true}) {
+    OpSchema s(grad ? "slice_grad" : "slice");
+    s.Input("Input")
+        .Input("StartsTensor", kOptional)
+        .Input("EndsTensor", kOptional)
+        .Input("StartsTensorList", kOptional | kDuplicable)
+        .Input("EndsTensorList", kOptional | kDuplicable);
+    if (grad) {
+      s.Input("Out@GRAD").Output("Input@GRAD").InferShape(InferSliceGrad);
+      s.KernelDTypeFromInput("Out@GRAD");
+    } else {
+      s.Output("Out").InferShape(InferSlice).Grad("slice_grad", {"Input", "Out@GRAD"},
+                                                  {"Input@GRAD"});
+    }
+    s.RequiredAttr("axes", proto::INTS)
+        .Attr("starts", std::vector<int>{})  // INTS in Paddle's programs; read as int64
+        .Attr("ends", std::vector<int>{})
+        .Attr("decrease_axis", std::vector<int>{})
+        .Attr("infer_flags", std::vector<int>{});
+    r->Add(std::move(s));
   }
 
   r->Add(OpSchema("transpose2")

@@ -6,6 +6,10 @@
   views.json        (tests/kernels/shape_kernels_test.cc) unsqueeze2,
                     squeeze2 and flatten_contiguous_range: input dims,
                     attributes, the output dims Paddle gives;
+  slice.json        (tests/kernels/shape_kernels_test.cc) slice: x's dims,
+                    axes, starts, ends, decrease_axis; Paddle's output dims,
+                    its values (x = 0, 1, 2, ...) and the gradient of
+                    sum(w * out);
   layer_norm.json   (tests/kernels/layer_norm_kernel_test.cc) x, scale,
                     bias, begin_norm_axis, epsilon, w: Y and the gradients of
                     sum(w * Y) with respect to x, scale and bias.
@@ -104,6 +108,29 @@ def main():
     with open(os.path.join(HERE, "views.json"), "w") as f:
         json.dump({"paddle": paddle.__version__, "cases": views}, f, indent=1)
     print(len(views), "view cases")
+
+    slices = []
+    # (dims, axes, starts, ends, decrease_axis): negative and clamped bounds,
+    # dropped axes (what x[:, 1] records). An end before its
+    # start is an error in Paddle 2.6.
+    for dims, axes, starts, ends, decrease in [
+            ((3, 4, 5), [1], [1], [3], []), ((3, 4, 5), [0, 2], [-2, 1], [100, -1], []),
+            ((3, 4, 5), [2], [-100], [2], []), ((3, 4), [1], [1], [2], [1]),
+            ((3, 4), [1, 0], [2, 0], [3, 1], [1]), ((6,), [0], [-2], [6], [])]:
+        x = np.arange(int(np.prod(dims)), dtype=np.float64).reshape(dims)
+        xt = paddle.to_tensor(x, stop_gradient=False)
+        y = paddle.slice(xt, axes, starts, ends)
+        if decrease:  # what slice's decrease_axis does to the dims
+            y = paddle.squeeze(y, decrease)
+        w = rng.uniform(-1, 1, size=y.shape)
+        (y * paddle.to_tensor(w)).sum().backward()
+        slices.append({"x": list(dims), "axes": axes, "starts": starts, "ends": ends,
+                       "decrease_axis": decrease, "out_dims": list(y.shape),
+                       "out": y.numpy().ravel().tolist(), "w": w.ravel().tolist(),
+                       "x_grad": xt.grad.numpy().ravel().tolist()})
+    with open(os.path.join(HERE, "slice.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "cases": slices}, f, indent=1)
+    print(len(slices), "slice cases")
 
 
 if __name__ == "__main__":

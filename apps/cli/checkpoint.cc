@@ -127,4 +127,22 @@ StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(const std::string& dir
   return std::optional<FoundCheckpoint>(FoundCheckpoint{best_path.string(), state});
 }
 
+StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
+                                 const CheckpointState& want, Scope* scope) {
+  PAREX_ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found, NewestCheckpoint(dir));
+  if (!found.has_value()) {
+    return NotFound("--resume: no complete checkpoint in '" + dir + "'");
+  }
+  if (found->state.program != want.program) {
+    return InvalidArgument("--resume: checkpoint '" + found->path +
+                           "' was written by another program");
+  }
+  if (found->state.options != want.options) {
+    return InvalidArgument("--resume: checkpoint '" + found->path + "' was written with '" +
+                           found->state.options + "', this run has '" + want.options + "'");
+  }
+  PAREX_RETURN_IF_ERROR(LoadPersistables(main, found->path, scope).WithContext("--resume"));
+  return *std::move(found);
+}
+
 }  // namespace parex::cli

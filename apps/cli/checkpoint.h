@@ -39,4 +39,10 @@ struct FoundCheckpoint {
 // DIR unreadable, a checkpoint whose state file is corrupt (named).
 StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(const std::string& dir);
 
+// --resume DIR: loads the newest complete checkpoint's persistables of
+// `main` into `scope` and returns its state. Errors: none there, or one
+// written by another program or with other options than `want` holds.
+StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
+                                 const CheckpointState& want, Scope* scope);
+
 }  // namespace parex::cli

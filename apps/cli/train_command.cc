@@ -271,24 +271,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                   " --seed " + std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
                   " --places " + std::to_string(world);
   if (!o.resume.empty()) {
-    StatusOr<std::optional<FoundCheckpoint>> found = NewestCheckpoint(o.resume);
-    if (!found.ok()) return Fail(cmd, found.status());
-    if (!found->has_value()) {
-      return Fail(cmd, NotFound("--resume: no complete checkpoint in '" + o.resume + "'"));
-    }
-    const FoundCheckpoint& ckpt = **found;
-    if (ckpt.state.program != where.program) {
-      return Fail(cmd, InvalidArgument("--resume: checkpoint '" + ckpt.path +
-                                       "' was written by another program"));
-    }
-    if (ckpt.state.options != where.options) {
-      return Fail(cmd, InvalidArgument("--resume: checkpoint '" + ckpt.path +
-                                       "' was written with '" + ckpt.state.options +
-                                       "', this run has '" + where.options + "'"));
-    }
-    if (Status s = LoadPersistables(job->main, ckpt.path, &scope); !s.ok()) {
-      return Fail(cmd, s.WithContext("--resume"));
-    }
+    StatusOr<FoundCheckpoint> resumed = Resume(o.resume, job->main, where, &scope);
+    if (!resumed.ok()) return Fail(cmd, resumed.status());
+    const FoundCheckpoint& ckpt = *resumed;
     where.step = ckpt.state.step;
     where.epoch = ckpt.state.epoch;
     where.batch = ckpt.state.batch;
@@ -449,32 +434,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                                                                &scope, BuildStrategy(),
                                                                eval_exec, pe->get()));
     }
-    std::vector<std::string> targets = {job->loss};
-    if (classifier) targets.push_back(job->accuracy);
-    PAREX_ASSIGN_OR_RETURN(BatchReader eval_reader,
-                           BatchReader::Create(job->eval_columns, {batch, false, 0, false}));
-    double loss = 0, accuracy = 0;
-    int64_t rows = 0;
-    BatchReader::Iterator it = eval_reader.Begin(0);
-    FeedMap eval_feed;
-    while (it.Next(&eval_feed)) {
-      const int64_t r = eval_feed.at(job->eval_columns[0].first).dim(0);
-      if (r < n) continue;  // too few rows to split over the places
-      PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out, eval_pe->Run(eval_feed, targets));
-      for (int p = 0; p < n; ++p) {
-        const int64_t share = p == n - 1 ? r - (r / n) * (n - 1) : r / n;
-        const auto at = [&](const Tensor& t) {
-          return t.dtype() == DType::kFP64 ? t.data<double>()[p] : t.data<float>()[p];
-        };
-        if (out[0].numel() != n) return Internal("the loss is not one value per place");
-        loss += at(out[0]) * share;
-        if (classifier) accuracy += at(out[1]) * share;
-      }
-      rows += r;
-    }
-    if (rows == 0) return InvalidArgument("no evaluation rows (fewer than the places)");
-    loss /= rows;
-    accuracy /= rows;
+    PAREX_ASSIGN_OR_RETURN(EvalResult e, EvaluateJob(*job, eval_pe.get(), n, batch));
+    const double loss = e.loss, accuracy = e.accuracy;
+    const int64_t rows = e.rows;
     char line[200];
     if (classifier) {
       std::snprintf(line, sizeof(line), "  evaluation: loss %.4f, accuracy %.4f on %lld rows\n",

@@ -9,6 +9,7 @@
 #include "apps/cli/lr_schedule.h"
 #include "apps/cli/npy.h"
 #include "apps/models.h"
+#include "apps/reader.h"
 #include "base/digest.h"
 #include "graph/build/prune.h"
 #include "graph/ir/op_role.h"
@@ -156,6 +157,38 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
 }
 
 }  // namespace
+
+StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval, int places,
+                                 int64_t batch) {
+  const int n = places;
+  const bool classifier = !job.accuracy.empty();
+  std::vector<std::string> targets = {job.loss};
+  if (classifier) targets.push_back(job.accuracy);
+  PAREX_ASSIGN_OR_RETURN(BatchReader reader,
+                         BatchReader::Create(job.eval_columns, {batch, false, 0, false}));
+  EvalResult result;
+  BatchReader::Iterator it = reader.Begin(0);
+  FeedMap feed;
+  while (it.Next(&feed)) {
+    const int64_t r = feed.at(job.eval_columns[0].first).dim(0);
+    if (r < n) continue;  // too few rows to split over the places
+    PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out, eval->Run(feed, targets));
+    if (out[0].numel() != n) return Internal("the loss is not one value per place");
+    for (int p = 0; p < n; ++p) {
+      const int64_t share = p == n - 1 ? r - (r / n) * (n - 1) : r / n;
+      const auto at = [&](const Tensor& t) {
+        return t.dtype() == DType::kFP64 ? t.data<double>()[p] : t.data<float>()[p];
+      };
+      result.loss += at(out[0]) * share;
+      if (classifier) result.accuracy += at(out[1]) * share;
+    }
+    result.rows += r;
+  }
+  if (result.rows == 0) return InvalidArgument("no evaluation rows (fewer than the places)");
+  result.loss /= result.rows;
+  result.accuracy /= result.rows;
+  return result;
+}
 
 StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
   StatusOr<ExampleKind> kind = ParseExampleKind(o.model);

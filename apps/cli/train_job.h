@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/parallel_executor.h"
 #include "apps/cli/cli.h"
 #include "graph/ir/program.h"
 #include "kernels/scope.h"
@@ -56,6 +57,18 @@ struct TrainJob {
   };
   std::function<StatusOr<Finished>(Scope* scope, bool writer, const std::string& save)> finish;
 };
+
+// Runs `job`'s evaluation set through `eval` (an executor of
+// job.eval_program on `places` places, sharing the trained parameters) in
+// batches of `batch`: the mean loss (and accuracy, when job.accuracy is
+// set) over the rows, each place's value weighted by its rows. Batches
+// smaller than the places are left out.
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  int64_t rows = 0;
+};
+StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval, int places,
+                                 int64_t batch);
 
 // The example `o.model` (its program built with o.seed and o.lr, its data
 // read from o.data_dir / o.fashion_dir). Usage errors (an unknown model)

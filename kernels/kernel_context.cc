@@ -40,6 +40,15 @@ Variable* KernelContext::OutputVar(std::string_view slot, int i) const {
   return (*vars)[i];
 }
 
+std::string_view KernelContext::InputSlotOf(const Variable* var) const {
+  for (const auto& [slot, vars] : inputs_) {
+    for (const Variable* v : vars) {
+      if (v != nullptr && v == var) return slot;
+    }
+  }
+  return {};
+}
+
 const Tensor* KernelContext::Input(std::string_view slot, int i) const {
   Variable* v = InputVar(slot, i);
   return v ? v->GetTensor() : nullptr;

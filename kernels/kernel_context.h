@@ -51,6 +51,9 @@ class KernelContext {
   std::vector<Tensor*> Outputs(std::string_view slot) const;
   Variable* InputVar(std::string_view slot, int i = 0) const;
   Variable* OutputVar(std::string_view slot, int i = 0) const;
+  // The first input slot bound to `var`; empty when `var` is no input (an
+  // output that is also an input is written in place).
+  std::string_view InputSlotOf(const Variable* var) const;
 
   // The attribute (or its schema default).
   // REQUIRES: the program was validated, so the attribute has a usable type.

@@ -134,6 +134,21 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
   if (!schema.infer_shape()) return Status::Ok();
   RuntimeShapeContext shapes(ctx);
   PAREX_RETURN_IF_ERROR(schema.infer_shape()(shapes));
+  auto var_name = [&ctx](const std::string& slot, int i) {
+    const auto names = ctx.op().Output(slot);
+    return i < static_cast<int>(names.size()) ? names[i] : std::string();
+  };
+  // What each output becomes, checked before anything is allocated: an
+  // output that is also an input (in place) or another output keeps one
+  // dtype and shape, or the kernel would read a tensor another slot has
+  // just reshaped (a crafted program's top_k writing Indices over X).
+  struct Target {
+    const std::pair<std::string, int>* key;
+    Variable* var;
+    DType dtype;
+    const Dims* dims;
+  };
+  std::vector<Target> targets;
   for (const auto& [key, pending] : shapes.pending()) {
     if (!pending.has_dims) continue;
     for (int64_t d : pending.dims) {
@@ -147,15 +162,37 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
     if (dtype == DType::kUndefined) {
       return ctx.Error("output '" + key.first + "' has no dtype");
     }
-    Status allocated = ctx.Output(key.first, key.second)
-                           ->TryAllocate(dtype, pending.dims, ctx.place());
+    Variable* var = ctx.OutputVar(key.first, key.second);
+    const std::string what = DTypeName(dtype) + DimsToString(pending.dims);
+    for (const Target& t : targets) {
+      if (t.var == var && (t.dtype != dtype || *t.dims != pending.dims)) {
+        return ctx.Error("outputs '" + t.key->first + "' and '" + key.first +
+                         "' both write variable '" +
+                         var_name(key.first, key.second) + "', as " +
+                         DTypeName(t.dtype) + DimsToString(*t.dims) +
+                         " and " + what);
+      }
+    }
+    const std::string_view in_slot = ctx.InputSlotOf(var);
+    const Tensor* in = var->GetTensor();
+    if (!in_slot.empty() && in != nullptr && in->defined() &&
+        (in->dtype() != dtype || in->dims() != pending.dims)) {
+      return ctx.Error("output '" + key.first + "' writes variable '" +
+                       var_name(key.first, key.second) +
+                       "' in place of its input '" + std::string(in_slot) +
+                       "' (" + DTypeName(in->dtype()) +
+                       DimsToString(in->dims()) + ") as " + what);
+    }
+    targets.push_back({&key, var, dtype, &pending.dims});
+  }
+  for (const Target& t : targets) {
+    Status allocated =
+        t.var->GetMutableTensor()->TryAllocate(t.dtype, *t.dims, ctx.place());
     if (!allocated.ok()) {
-      const auto names = ctx.op().Output(key.first);
-      const std::string var =
-          key.second < static_cast<int>(names.size()) ? names[key.second] : "";
       return Status(allocated.code(),
-                    ctx.op().Label() + ": output '" + key.first + "' (var '" +
-                        var + "'): " + allocated.message());
+                    ctx.op().Label() + ": output '" + t.key->first +
+                        "' (var '" + var_name(t.key->first, t.key->second) +
+                        "'): " + allocated.message());
     }
   }
   return Status::Ok();

@@ -91,5 +91,76 @@ TEST(PreparedOpTest, ErrorsNameTheOpAndVariable) {
               HasSubstr("no_such_op"));
 }
 
+
+// top_k over x [2, 3] with its outputs renamed, as a crafted program could.
+Program TopKProgram(const std::string& out, const std::string& indices) {
+  Program program;
+  Block& block = program.global_block();
+  for (const char* name : {"x", "v", "i"}) {
+    VarDesc* v = block.Var(name);
+    v->SetDType(DType::kFP32);
+    v->SetDims({2, 3});
+  }
+  OpDesc* op = block.AppendOp("top_k");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {out});
+  op->SetOutput("Indices", {indices});
+  op->SetAttr<int>("k", 1);
+  return program;
+}
+
+// An output that is another output or an input of a different dtype or
+// shape is refused, naming both slots, before anything is allocated (the
+// kernel would otherwise read a tensor the other slot reshaped).
+TEST(PreparedOpTest, RefusesOutputsAliasingWithAnotherDTypeOrShape) {
+  CpuDeviceContext ctx(Place::CPU(0));
+  struct Case {
+    std::string out, indices, want;
+  };
+  for (const Case& c :
+       {Case{"v", "v", "outputs 'Indices' and 'Out' both write variable 'v'"},
+        Case{"v", "x", "output 'Indices' writes variable 'x' in place of its "
+                       "input 'X' (fp32[2,3]) as int64[2,1]"},
+        Case{"x", "i", "output 'Out' writes variable 'x' in place of its "
+                       "input 'X' (fp32[2,3]) as fp32[2,1]"}}) {
+    Program program = TopKProgram(c.out, c.indices);
+    const OpDesc& op = program.global_block().op(0);
+    for (bool prepared : {false, true}) {
+      Scope scope;
+      for (const char* name : {"x", "v", "i"}) scope.Var(name);
+      *scope.FindVar("x")->GetMutableTensor() = Filled(2, 1);
+      Status s;
+      if (prepared) {
+        auto p = PreparedOp::Prepare(op, &scope, &ctx);
+        ASSERT_TRUE(p.ok()) << p.status().ToString();
+        s = (*p)->Run();
+      } else {
+        s = RunOp(op, &scope, &ctx);
+      }
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+      EXPECT_THAT(s.message(), HasSubstr("'top_k'"));
+      EXPECT_THAT(s.message(), HasSubstr(c.want));
+      // x is untouched.
+      EXPECT_EQ(scope.FindVar("x")->GetTensor()->DebugString(),
+                "fp32[2,3]@cpu:0");
+    }
+  }
+}
+
+// In place with the same dtype and shape stays allowed: x *= y.
+TEST(PreparedOpTest, InPlaceWithTheSameShapeRuns) {
+  Program program = MulProgram();
+  OpDesc& op = program.global_block().op(0);
+  op.SetOutput("Out", {"x"});
+  Scope scope;
+  scope.Var("x");
+  scope.Var("y");
+  *scope.FindVar("x")->GetMutableTensor() = Filled(2, 1);
+  *scope.FindVar("y")->GetMutableTensor() = Filled(2, 1);
+  CpuDeviceContext ctx(Place::CPU(0));
+  ASSERT_TRUE(RunOp(op, &scope, &ctx).ok());
+  EXPECT_EQ(scope.FindVar("x")->GetTensor()->data<float>()[2], 9.0f);
+}
+
 }  // namespace
 }  // namespace parex

@@ -13,6 +13,7 @@
 #include "actors/task_graph.h"
 #include "base/config.h"
 #include "base/logging.h"
+#include "graph/ir/op_role.h"
 #include "graph/ssa/multi_device_builder.h"
 
 namespace parex {
@@ -367,13 +368,24 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   const bool share_params =
       build_strategy.reduce == BuildStrategy::ReduceStrategy::kReduce &&
       build_strategy.share_cpu_parameters;
+  // Shared: the trained parameters, whose gradients the graph merges and
+  // whose one update the owner makes (SsaGraph::IsSharedStorage). Other
+  // persistables, batch norm's running statistics included (Paddle makes
+  // them untrained parameters), are written by every place: each has its
+  // own copy.
   std::set<std::string> params;
   std::vector<std::string> persistables;
   const Block& block = main_program.global_block();
   for (const auto& var : block.vars()) {
     if (!var->persistable() || !var->is_tensor()) continue;
     persistables.push_back(var->name());
-    if (var->is_parameter()) params.insert(var->name());
+  }
+  for (const auto& op : block.ops()) {
+    if ((OpRole(*op) & kOpRoleBackward) == 0) continue;
+    const std::vector<std::string> role_var = OpRoleVar(*op);
+    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+      params.insert(role_var[k]);
+    }
   }
   std::sort(persistables.begin(), persistables.end());
   impl->local.resize(n);

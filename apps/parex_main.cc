@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
     int threads = 0;
     bool no_progress = false;
     bool no_shuffle = false;
+    bool sync_batch_norm = false;
     CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt, *threads_opt;
   };
   auto add_train_options = [](CLI::App* t, TrainOptions* o, TrainFlags* f) {
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
                   "exponential:LR,GAMMA, cosine:LR,T_MAX[,ETA_MIN], "
                   "warmup:STEPS,START,END[:INNER]");
     t->add_flag("--no-shuffle", f->no_shuffle, "the rows in file order every epoch");
+    t->add_flag("--sync-batch-norm", f->sync_batch_norm,
+                "batch norm statistics over every place's rows (and every node's), so the "
+                "places train as one place with the whole batch");
     t->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "write checkpoints here (every persistable in Paddle's tensor files and "
                   "where training stood): at the end, on SIGINT/SIGTERM, and every "
@@ -119,6 +123,7 @@ int main(int argc, char** argv) {
   auto apply_flags = [](TrainOptions* o, const TrainFlags& f) {
     o->progress = !f.no_progress;
     o->shuffle = !f.no_shuffle;
+    o->sync_batch_norm = f.sync_batch_norm;
     if (f.epochs_opt->count() > 0) o->epochs = f.epochs;
     if (f.batch_opt->count() > 0) o->batch = f.batch;
     if (f.lr_opt->count() > 0) o->lr = f.lr;

@@ -72,6 +72,8 @@ struct TrainOptions {
   std::vector<std::string> eval_data;  // NAME=FILE.npy: evaluated after each epoch
   std::vector<std::string> fetch;      // more variables to report per step
   bool shuffle = true;      // false: the rows in file order every epoch
+  // BuildStrategy::sync_batch_norm: batch statistics over every place.
+  bool sync_batch_norm = false;
   // Checkpoints (checkpoint.h): written into checkpoint_dir every
   // checkpoint_every steps (0: only at the end and on SIGINT/SIGTERM), the
   // newest `keep` kept; `resume` continues from the newest one in a dir.

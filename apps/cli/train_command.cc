@@ -154,6 +154,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     build.fuse_all_reduce_ops = bucket > 0;
     if (bucket > 0) build.fuse_bucket_bytes = bucket;
   }
+  build.sync_batch_norm = o.sync_batch_norm;
+  const std::string sync_bn = o.sync_batch_norm ? " --sync-batch-norm" : "";
   if (o.batch && *o.batch < 1) {
     return Fail(cmd, InvalidArgument("--batch must be at least 1, not " +
                                      std::to_string(*o.batch)), kExitUsage);
@@ -250,7 +252,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                           std::to_string(batch) + " --epochs " + std::to_string(epochs) +
                           " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
                           " --seed " + std::to_string(o.seed) +
-                          (o.shuffle ? "" : " --no-shuffle") + " --fuse-buckets " +
+                          (o.shuffle ? "" : " --no-shuffle") + sync_bn + " --fuse-buckets " +
                           (build.fuse_all_reduce_ops ? std::to_string(build.fuse_bucket_bytes)
                                                      : std::string("0"));
     StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
@@ -269,6 +271,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   where.program = Sha256Hex(SerializeProgramBinary(job->main.proto()));
   where.options = job->identity + " --mode " + o.mode + " --batch " + std::to_string(batch) +
                   " --seed " + std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
+                  sync_bn +
                   " --places " + std::to_string(world);
   if (!o.resume.empty()) {
     StatusOr<FoundCheckpoint> resumed = Resume(o.resume, job->main, where, &scope);

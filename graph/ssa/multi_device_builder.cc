@@ -8,6 +8,7 @@
 #include "base/dims.h"
 #include "base/dtype.h"
 #include "graph/build/backward.h"
+#include "graph/build/sync_batch_norm.h"
 #include "graph/ssa/memory_plan.h"
 #include "graph/ssa/optimizer_slices.h"
 #include "graph/ir/op_schema.h"
@@ -343,7 +344,8 @@ void Builder::AddCollective(SsaOpKind kind, std::vector<std::string> grads,
     for (int p = 0; p < n_; ++p) {
       if (kind != SsaOpKind::kReduce || p == root) writes.emplace_back(g, p);
     }
-    graph_.grads[grad_index_.at(g)].collective = op;
+    auto info = grad_index_.find(g);
+    if (info != grad_index_.end()) graph_.grads[info->second].collective = op;
   }
   Wire(op, reads, writes);
   graph_.mutable_op(op).var_names = std::move(grads);
@@ -453,6 +455,10 @@ Status Builder::AddProgramOp(int index) {
       for (int p = 0; p < n_; ++p) {
         PAREX_RETURN_IF_ERROR(AddComputation(index, p));
       }
+      // Synchronised batch norm's sums: every place's, added up.
+      for (const std::string& name : SyncedOutputs(desc)) {
+        AddCollective(SsaOpKind::kAllReduce, {name}, -1);
+      }
     }
     if ((role & kOpRoleBackward) != 0) {
       for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
@@ -552,6 +558,16 @@ StatusOr<SsaGraph> BuildMultiDeviceGraph(
     const Program& program, const std::vector<Place>& places,
     const std::string& loss_name, const BuildStrategy& strategy,
     const std::vector<std::string>& fetch_names) {
+  const size_t world = strategy.world_places > 0
+                           ? static_cast<size_t>(strategy.world_places)
+                           : places.size();
+  if (world > 1 && HasBatchNormToSync(program, strategy.sync_batch_norm)) {
+    PAREX_ASSIGN_OR_RETURN(Program synced,
+                           SyncBatchNorm(program, strategy.sync_batch_norm));
+    Builder builder(synced, places, loss_name, strategy);
+    PAREX_RETURN_IF_ERROR(builder.Build(fetch_names));
+    return builder.Take();
+  }
   Builder builder(program, places, loss_name, strategy);
   PAREX_RETURN_IF_ERROR(builder.Build(fetch_names));
   return builder.Take();

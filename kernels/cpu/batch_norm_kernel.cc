@@ -1,4 +1,5 @@
-// batch_norm and batch_norm_grad on CPU, for NCHW (rank 2..5) and NHWC. X is
+// batch_norm and batch_norm_grad on CPU, for NCHW (rank 2..5) and NHWC, and
+// the stages of synchronised batch norm (graph/build/sync_batch_norm.h). X is
 // viewed as [outer, C, inner]: NCHW gives [N, C, H*W...] (a 2-D [N, C] has
 // inner 1), NHWC gives [N*H*W, C, 1]. Semantics: graph/ops/norm_ops.cc.
 //
@@ -78,11 +79,71 @@ T ScalarOf(const Tensor& t) {
   return static_cast<T>(t.data<float>()[0]);
 }
 
+// Per channel sums of X (in double), then of its squared deviations from
+// `mean`: the two passes of the batch statistics.
 template <typename T>
-Status BatchNormKernel(KernelContext& ctx) {
-  const Tensor& x_t = *ctx.Input("X");
-  const BnShape s = GetBnShape(ctx, x_t.dims());
-  const double epsilon = ctx.Attr<float>("epsilon");
+void ChannelSums(const BnShape& s, const T* x, double* sum) {
+  std::fill_n(sum, s.c, 0.0);
+  ForEachRow(s, [&](int64_t row, int64_t c) {
+    const T* xr = x + row;
+    sum[c] += LaneSum(s.inner, [xr](int64_t i) { return double{xr[i]}; });
+  });
+}
+
+template <typename T>
+void ChannelSquaredDeviations(const BnShape& s, const T* x, const double* mean,
+                              double* sq) {
+  std::fill_n(sq, s.c, 0.0);
+  ForEachRow(s, [&](int64_t row, int64_t c) {
+    const T* xr = x + row;
+    const double m = mean[c];
+    sq[c] += LaneSum(s.inner, [xr, m](int64_t i) {
+      const double d = xr[i] - m;
+      return d * d;
+    });
+  });
+}
+
+// The forward op's outputs for batch statistics `mean` / `var` (biased):
+// the saved statistics, the running ones and Y.
+template <typename T>
+struct BnForward {
+  const T *x, *scale, *bias, *mean, *variance;
+  T *y, *mean_out, *variance_out, *saved_mean, *saved_inv_std;
+
+  explicit BnForward(KernelContext& ctx)
+      : x(ctx.Input("X")->data<T>()),
+        scale(ctx.Input("Scale")->data<T>()),
+        bias(ctx.Input("Bias")->data<T>()),
+        mean(ctx.Input("Mean")->data<T>()),
+        variance(ctx.Input("Variance")->data<T>()),
+        y(ctx.Output("Y")->data<T>()),
+        mean_out(ctx.Output("MeanOut")->data<T>()),
+        variance_out(ctx.Output("VarianceOut")->data<T>()),
+        saved_mean(ctx.Output("SavedMean")->data<T>()),
+        saved_inv_std(ctx.Output("SavedVariance")->data<T>()) {}
+
+  void SaveBatchStatistics(int64_t c, double batch_mean, double var,
+                           double momentum, double epsilon) {
+    saved_mean[c] = static_cast<T>(batch_mean);
+    saved_inv_std[c] = static_cast<T>(1.0 / std::sqrt(var + epsilon));
+    mean_out[c] =
+        static_cast<T>(momentum * mean[c] + (1 - momentum) * batch_mean);
+    variance_out[c] =
+        static_cast<T>(momentum * variance[c] + (1 - momentum) * var);
+  }
+
+  // y = (x - mean) * inv_std * scale + bias = x * a + b per channel.
+  void Normalize(const BnShape& s) {
+    ForEachRow(s, [&](int64_t row, int64_t c) {
+      const T a = saved_inv_std[c] * scale[c];
+      const T b = bias[c] - saved_mean[c] * a;
+      for (int64_t i = 0; i < s.inner; ++i) y[row + i] = x[row + i] * a + b;
+    });
+  }
+};
+
+StatusOr<double> Momentum(const KernelContext& ctx) {
   double momentum = ctx.Attr<float>("momentum");
   if (const Tensor* m = ctx.Input("MomentumTensor")) {
     if (m->dtype() != DType::kFP32 && m->dtype() != DType::kFP64) {
@@ -90,97 +151,104 @@ Status BatchNormKernel(KernelContext& ctx) {
     }
     momentum = ScalarOf<double>(*m);
   }
+  return momentum;
+}
+
+template <typename T>
+Status BatchNormKernel(KernelContext& ctx) {
+  const Tensor& x_t = *ctx.Input("X");
+  const BnShape s = GetBnShape(ctx, x_t.dims());
+  const double epsilon = ctx.Attr<float>("epsilon");
+  PAREX_ASSIGN_OR_RETURN(const double momentum, Momentum(ctx));
   const bool global =
       (ctx.Attr<bool>("is_test") && !ctx.Attr<bool>("trainable_statistics")) ||
       ctx.Attr<bool>("use_global_stats");
-  const T* x = x_t.data<T>();
-  const T* scale = ctx.Input("Scale")->data<T>();
-  const T* bias = ctx.Input("Bias")->data<T>();
-  const T* mean = ctx.Input("Mean")->data<T>();
-  const T* variance = ctx.Input("Variance")->data<T>();
-  T* y = ctx.Output("Y")->data<T>();
-  T* mean_out = ctx.Output("MeanOut")->data<T>();
-  T* variance_out = ctx.Output("VarianceOut")->data<T>();
-  T* saved_mean = ctx.Output("SavedMean")->data<T>();
-  T* saved_inv_std = ctx.Output("SavedVariance")->data<T>();
-
+  BnForward<T> f(ctx);
   if (global) {
     for (int64_t c = 0; c < s.c; ++c) {
-      saved_mean[c] = mean[c];
-      saved_inv_std[c] = static_cast<T>(1.0 / std::sqrt(variance[c] + epsilon));
-      mean_out[c] = mean[c];
-      variance_out[c] = variance[c];
+      f.saved_mean[c] = f.mean[c];
+      f.saved_inv_std[c] =
+          static_cast<T>(1.0 / std::sqrt(f.variance[c] + epsilon));
+      f.mean_out[c] = f.mean[c];
+      f.variance_out[c] = f.variance[c];
     }
   } else {
     // Two passes (mean, then squared deviations), each row summed in double.
     std::vector<double>& acc = Scratch(2 * s.c);
-    double* sum = acc.data();
+    double* mean = acc.data();
     double* sq = acc.data() + s.c;
-    std::fill_n(acc.data(), 2 * s.c, 0.0);
-    ForEachRow(s, [&](int64_t row, int64_t c) {
-      const T* xr = x + row;
-      sum[c] += LaneSum(s.inner, [xr](int64_t i) { return double{xr[i]}; });
-    });
+    ChannelSums(s, f.x, mean);
     const double n = static_cast<double>(s.count());
-    for (int64_t c = 0; c < s.c; ++c) sum[c] = n > 0 ? sum[c] / n : 0.0;
-    ForEachRow(s, [&](int64_t row, int64_t c) {
-      const T* xr = x + row;
-      const double m = sum[c];
-      sq[c] += LaneSum(s.inner, [xr, m](int64_t i) {
-        const double d = xr[i] - m;
-        return d * d;
-      });
-    });
+    for (int64_t c = 0; c < s.c; ++c) mean[c] = n > 0 ? mean[c] / n : 0.0;
+    ChannelSquaredDeviations(s, f.x, mean, sq);
     for (int64_t c = 0; c < s.c; ++c) {
-      const double var = n > 0 ? sq[c] / n : 0.0;
-      saved_mean[c] = static_cast<T>(sum[c]);
-      saved_inv_std[c] = static_cast<T>(1.0 / std::sqrt(var + epsilon));
-      mean_out[c] =
-          static_cast<T>(momentum * mean[c] + (1 - momentum) * sum[c]);
-      variance_out[c] =
-          static_cast<T>(momentum * variance[c] + (1 - momentum) * var);
+      f.SaveBatchStatistics(c, mean[c], n > 0 ? sq[c] / n : 0.0, momentum,
+                            epsilon);
     }
   }
-  // y = (x - mean) * inv_std * scale + bias = x * a + b per channel.
-  ForEachRow(s, [&](int64_t row, int64_t c) {
-    const T a = saved_inv_std[c] * scale[c];
-    const T b = bias[c] - saved_mean[c] * a;
-    for (int64_t i = 0; i < s.inner; ++i) y[row + i] = x[row + i] * a + b;
-  });
+  f.Normalize(s);
   return Status::Ok();
 }
 
+// ---- synchronised batch norm's stages (graph/build/sync_batch_norm.h) -------
+// The statistics of the whole batch over every place: each place sums its
+// rows, the sums are all-reduced between the stages, and every place then
+// finishes with the same numbers, as batch_norm does over the whole batch.
+
+// Sum [C + 1] (double) = each channel's sum of X, then the element count.
 template <typename T>
-Status BatchNormGradKernel(KernelContext& ctx) {
+Status SyncBnSumKernel(KernelContext& ctx) {
   const Tensor& x_t = *ctx.Input("X");
   const BnShape s = GetBnShape(ctx, x_t.dims());
-  const bool global =
-      ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
-  const double epsilon = ctx.Attr<float>("epsilon");
-  const T* x = x_t.data<T>();
-  const T* scale = ctx.Input("Scale")->data<T>();
-  const T* dy = ctx.Input("Y@GRAD")->data<T>();
-  Tensor* dx_t = ctx.Output("X@GRAD");
-  Tensor* dscale_t = ctx.Output("Scale@GRAD");
-  Tensor* dbias_t = ctx.Output("Bias@GRAD");
+  double* sum = ctx.Output("Sum")->data<double>();
+  ChannelSums(s, x_t.data<T>(), sum);
+  sum[s.c] = static_cast<double>(s.count());
+  return Status::Ok();
+}
 
-  // Per channel: mean, inverse std, sum(dy), sum(dy * x_hat).
-  std::vector<double>& acc = Scratch(4 * s.c);
-  double* mu = acc.data();
-  double* inv_std = mu + s.c;
-  double* sum_dy = inv_std + s.c;
-  double* sum_dy_xhat = sum_dy + s.c;
+// The mean of channel c from the all-reduced Sum; 0 for an empty batch.
+double MeanOf(const double* sum, int64_t c, int64_t channels) {
+  const double n = sum[channels];
+  return n > 0 ? sum[c] / n : 0.0;
+}
+
+// SqDev [C] (double) = each channel's sum of (X - mean)^2.
+template <typename T>
+Status SyncBnSqDevKernel(KernelContext& ctx) {
+  const Tensor& x_t = *ctx.Input("X");
+  const BnShape s = GetBnShape(ctx, x_t.dims());
+  const double* sum = ctx.Input("Sum")->data<double>();
+  std::vector<double>& mean = Scratch(s.c);
+  for (int64_t c = 0; c < s.c; ++c) mean[c] = MeanOf(sum, c, s.c);
+  ChannelSquaredDeviations(s, x_t.data<T>(), mean.data(),
+                           ctx.Output("SqDev")->data<double>());
+  return Status::Ok();
+}
+
+// batch_norm's outputs from the all-reduced Sum and SqDev.
+template <typename T>
+Status SyncBnApplyKernel(KernelContext& ctx) {
+  const BnShape s = GetBnShape(ctx, ctx.Input("X")->dims());
+  const double epsilon = ctx.Attr<float>("epsilon");
+  PAREX_ASSIGN_OR_RETURN(const double momentum, Momentum(ctx));
+  const double* sum = ctx.Input("Sum")->data<double>();
+  const double* sq = ctx.Input("SqDev")->data<double>();
+  const double n = sum[s.c];
+  BnForward<T> f(ctx);
   for (int64_t c = 0; c < s.c; ++c) {
-    if (global) {
-      mu[c] = ctx.Input("Mean")->data<T>()[c];
-      inv_std[c] =
-          1.0 / std::sqrt(ctx.Input("Variance")->data<T>()[c] + epsilon);
-    } else {
-      mu[c] = ctx.Input("SavedMean")->data<T>()[c];
-      inv_std[c] = ctx.Input("SavedVariance")->data<T>()[c];
-    }
-    sum_dy[c] = sum_dy_xhat[c] = 0;
+    f.SaveBatchStatistics(c, MeanOf(sum, c, s.c), n > 0 ? sq[c] / n : 0.0,
+                          momentum, epsilon);
   }
+  f.Normalize(s);
+  return Status::Ok();
+}
+
+// Per channel sum(dy) and sum(dy * x_hat), x_hat = (x - mu) * inv_std.
+template <typename T>
+void GradSums(const BnShape& s, const T* x, const T* dy, const double* mu,
+              const double* inv_std, double* sum_dy, double* sum_dy_xhat) {
+  std::fill_n(sum_dy, s.c, 0.0);
+  std::fill_n(sum_dy_xhat, s.c, 0.0);
   ForEachRow(s, [&](int64_t row, int64_t c) {
     const T* xr = x + row;
     const T* dyr = dy + row;
@@ -193,37 +261,130 @@ Status BatchNormGradKernel(KernelContext& ctx) {
     sum_dy[c] += a;
     sum_dy_xhat[c] += b * inv_std[c];
   });
-  if (dbias_t) {
-    for (int64_t c = 0; c < s.c; ++c) {
-      dbias_t->data<T>()[c] = static_cast<T>(sum_dy[c]);
+}
+
+// X@GRAD with batch statistics over n elements per channel:
+// dx = scale * inv_std / n * (n * dy - sum(dy) - x_hat * sum(dy x_hat)).
+template <typename T>
+void InputGrad(const BnShape& s, double n, const T* x, const T* dy,
+               const T* scale, const double* mu, const double* inv_std,
+               const double* sum_dy, const double* sum_dy_xhat, T* dx) {
+  ForEachRow(s, [&](int64_t row, int64_t c) {
+    const double k = scale[c] * inv_std[c];
+    const double mean_dy = sum_dy[c] / n;
+    const double mean_dy_xhat = sum_dy_xhat[c] / n;
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const double x_hat = (x[row + i] - mu[c]) * inv_std[c];
+      dx[row + i] =
+          static_cast<T>(k * (dy[row + i] - mean_dy - x_hat * mean_dy_xhat));
+    }
+  });
+}
+
+// The saved batch statistics as doubles: mu and inv_std, [C] each.
+template <typename T>
+void SavedStatistics(const KernelContext& ctx, int64_t channels, double* mu,
+                     double* inv_std) {
+  const T* saved_mean = ctx.Input("SavedMean")->data<T>();
+  const T* saved_inv_std = ctx.Input("SavedVariance")->data<T>();
+  for (int64_t c = 0; c < channels; ++c) {
+    mu[c] = saved_mean[c];
+    inv_std[c] = saved_inv_std[c];
+  }
+}
+
+// Scale@GRAD = sum(dy * x_hat), Bias@GRAD = sum(dy), where bound.
+template <typename T>
+void ParameterGrads(KernelContext& ctx, int64_t channels, const double* sum_dy,
+                    const double* sum_dy_xhat) {
+  if (Tensor* dbias = ctx.Output("Bias@GRAD")) {
+    for (int64_t c = 0; c < channels; ++c) {
+      dbias->data<T>()[c] = static_cast<T>(sum_dy[c]);
     }
   }
-  if (dscale_t) {
-    for (int64_t c = 0; c < s.c; ++c) {
-      dscale_t->data<T>()[c] = static_cast<T>(sum_dy_xhat[c]);
+  if (Tensor* dscale = ctx.Output("Scale@GRAD")) {
+    for (int64_t c = 0; c < channels; ++c) {
+      dscale->data<T>()[c] = static_cast<T>(sum_dy_xhat[c]);
     }
   }
-  if (dx_t) {
-    T* dx = dx_t->data<T>();
-    const double n = static_cast<double>(s.count());
+}
+
+template <typename T>
+Status BatchNormGradKernel(KernelContext& ctx) {
+  const Tensor& x_t = *ctx.Input("X");
+  const BnShape s = GetBnShape(ctx, x_t.dims());
+  const bool global =
+      ctx.Attr<bool>("is_test") || ctx.Attr<bool>("use_global_stats");
+  const double epsilon = ctx.Attr<float>("epsilon");
+  const T* x = x_t.data<T>();
+  const T* scale = ctx.Input("Scale")->data<T>();
+  const T* dy = ctx.Input("Y@GRAD")->data<T>();
+
+  // Per channel: mean, inverse std, sum(dy), sum(dy * x_hat).
+  std::vector<double>& acc = Scratch(4 * s.c);
+  double* mu = acc.data();
+  double* inv_std = mu + s.c;
+  double* sum_dy = inv_std + s.c;
+  double* sum_dy_xhat = sum_dy + s.c;
+  if (global) {
+    for (int64_t c = 0; c < s.c; ++c) {
+      mu[c] = ctx.Input("Mean")->data<T>()[c];
+      inv_std[c] =
+          1.0 / std::sqrt(ctx.Input("Variance")->data<T>()[c] + epsilon);
+    }
+  } else {
+    SavedStatistics<T>(ctx, s.c, mu, inv_std);
+  }
+  GradSums(s, x, dy, mu, inv_std, sum_dy, sum_dy_xhat);
+  ParameterGrads<T>(ctx, s.c, sum_dy, sum_dy_xhat);
+  Tensor* dx_t = ctx.Output("X@GRAD");
+  if (dx_t == nullptr) return Status::Ok();
+  T* dx = dx_t->data<T>();
+  if (global) {
     ForEachRow(s, [&](int64_t row, int64_t c) {
       const double k = scale[c] * inv_std[c];
-      if (global) {
-        for (int64_t i = 0; i < s.inner; ++i) {
-          dx[row + i] = static_cast<T>(k * dy[row + i]);
-        }
-        return;
-      }
-      // dx = scale * inv_std / n * (n * dy - sum(dy) - x_hat * sum(dy x_hat))
-      const double mean_dy = sum_dy[c] / n;
-      const double mean_dy_xhat = sum_dy_xhat[c] / n;
       for (int64_t i = 0; i < s.inner; ++i) {
-        const double x_hat = (x[row + i] - mu[c]) * inv_std[c];
-        dx[row + i] =
-            static_cast<T>(k * (dy[row + i] - mean_dy - x_hat * mean_dy_xhat));
+        dx[row + i] = static_cast<T>(k * dy[row + i]);
       }
     });
+    return Status::Ok();
   }
+  InputGrad(s, static_cast<double>(s.count()), x, dy, scale, mu, inv_std,
+            sum_dy, sum_dy_xhat, dx);
+  return Status::Ok();
+}
+
+// GradSum [2C] (double) = this place's sum(dy), then sum(dy * x_hat); the
+// place's own Scale@GRAD / Bias@GRAD (the gradient all-reduce adds them).
+template <typename T>
+Status SyncBnGradSumKernel(KernelContext& ctx) {
+  const Tensor& x_t = *ctx.Input("X");
+  const BnShape s = GetBnShape(ctx, x_t.dims());
+  std::vector<double>& acc = Scratch(2 * s.c);
+  double* mu = acc.data();
+  double* inv_std = mu + s.c;
+  SavedStatistics<T>(ctx, s.c, mu, inv_std);
+  double* sums = ctx.Output("GradSum")->data<double>();
+  GradSums(s, x_t.data<T>(), ctx.Input("Y@GRAD")->data<T>(), mu, inv_std,
+           sums, sums + s.c);
+  ParameterGrads<T>(ctx, s.c, sums, sums + s.c);
+  return Status::Ok();
+}
+
+// X@GRAD from the all-reduced GradSum and the element count in Sum.
+template <typename T>
+Status SyncBnGradApplyKernel(KernelContext& ctx) {
+  const Tensor& x_t = *ctx.Input("X");
+  const BnShape s = GetBnShape(ctx, x_t.dims());
+  std::vector<double>& acc = Scratch(2 * s.c);
+  double* mu = acc.data();
+  double* inv_std = mu + s.c;
+  SavedStatistics<T>(ctx, s.c, mu, inv_std);
+  const double* sums = ctx.Input("GradSum")->data<double>();
+  const double n = ctx.Input("Sum")->data<double>()[s.c];
+  InputGrad(s, n, x_t.data<T>(), ctx.Input("Y@GRAD")->data<T>(),
+            ctx.Input("Scale")->data<T>(), mu, inv_std, sums, sums + s.c,
+            ctx.Output("X@GRAD")->data<T>());
   return Status::Ok();
 }
 
@@ -232,6 +393,17 @@ Status BatchNormGradKernel(KernelContext& ctx) {
 void RegisterBatchNormKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "batch_norm", BatchNormKernel, float, double);
   PAREX_CPU_KERNEL(r, "batch_norm_grad", BatchNormGradKernel, float, double);
+  // A program's own sync_batch_norm: on one place it is batch_norm; over
+  // several, graph/build/sync_batch_norm.h replaces it with the stages.
+  PAREX_CPU_KERNEL(r, "sync_batch_norm", BatchNormKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sync_batch_norm_grad", BatchNormGradKernel, float,
+                   double);
+  PAREX_CPU_KERNEL(r, "sync_bn_sum", SyncBnSumKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sync_bn_sq_dev", SyncBnSqDevKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sync_bn_apply", SyncBnApplyKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sync_bn_grad_sum", SyncBnGradSumKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sync_bn_grad_apply", SyncBnGradApplyKernel, float,
+                   double);
 }
 
 }  // namespace parex

@@ -114,6 +114,98 @@ Status InferBatchNormGrad(ShapeContext& ctx) {
   return InferGradShapesFromForwardInputs(ctx);
 }
 
+// ---- synchronised batch norm's stages (graph/build/sync_batch_norm.h) -------
+// Their double sums are all-reduced across places between the stages.
+
+// Checks that `slot` is a double vector of `extent` values.
+Status CheckSums(const ShapeContext& ctx, const char* slot, int64_t extent) {
+  const DType t = ctx.InputDType(slot);
+  if (t != DType::kUndefined && t != DType::kFP64) {
+    return ctx.Error(std::string(slot) + " must be fp64, got " +
+                     DTypeName(t));
+  }
+  const Dims d = ctx.InputDims(slot);
+  if (ctx.IsUnknown(d)) return Status::Ok();
+  if (d.size() != 1 || !ExtentsAgree(d[0], extent)) {
+    return ctx.Error(std::string(slot) + " has dims " + DimsToString(d) +
+                     ", expected [" + std::to_string(extent) + "]");
+  }
+  return Status::Ok();
+}
+
+// Channels of X, or -1 while X's dims are unknown.
+StatusOr<int64_t> ChannelsOrUnknown(const ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (ctx.IsUnknown(x)) return int64_t{-1};
+  return BatchNormChannels(ctx, x);
+}
+
+Status InferSyncBnSum(ShapeContext& ctx) {
+  PAREX_ASSIGN_OR_RETURN(const int64_t c, ChannelsOrUnknown(ctx));
+  ctx.SetOutputDType("Sum", 0, DType::kFP64);
+  if (c >= 0) ctx.SetOutputDims("Sum", 0, {c + 1});
+  return Status::Ok();
+}
+
+Status InferSyncBnSqDev(ShapeContext& ctx) {
+  PAREX_ASSIGN_OR_RETURN(const int64_t c, ChannelsOrUnknown(ctx));
+  ctx.SetOutputDType("SqDev", 0, DType::kFP64);
+  if (c < 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(CheckSums(ctx, "Sum", c + 1));
+  ctx.SetOutputDims("SqDev", 0, {c});
+  return Status::Ok();
+}
+
+Status InferSyncBnApply(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(InferBatchNorm(ctx));
+  PAREX_ASSIGN_OR_RETURN(const int64_t c, ChannelsOrUnknown(ctx));
+  if (c < 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(CheckSums(ctx, "Sum", c + 1));
+  return CheckSums(ctx, "SqDev", c);
+}
+
+Status InferSyncBnGradSum(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(
+      ctx.CheckSameDType({"X", "SavedMean", "SavedVariance", "Y@GRAD"}));
+  PAREX_ASSIGN_OR_RETURN(const int64_t c, ChannelsOrUnknown(ctx));
+  ctx.SetOutputDType("GradSum", 0, DType::kFP64);
+  for (const char* out : {"Scale@GRAD", "Bias@GRAD"}) {
+    ctx.SetOutputDType(out, 0, ctx.InputDType("X"));
+  }
+  if (c < 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(
+      CheckChannelVectors(ctx, c, {"SavedMean", "SavedVariance"}));
+  const Dims dy = ctx.InputDims("Y@GRAD");
+  if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, ctx.InputDims("X"))) {
+    return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " +
+                     DimsToString(ctx.InputDims("X")));
+  }
+  ctx.SetOutputDims("GradSum", 0, {2 * c});
+  ctx.SetOutputDims("Scale@GRAD", 0, {c});
+  ctx.SetOutputDims("Bias@GRAD", 0, {c});
+  return Status::Ok();
+}
+
+Status InferSyncBnGradApply(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType(
+      {"X", "Scale", "SavedMean", "SavedVariance", "Y@GRAD"}));
+  const Dims x = ctx.InputDims("X");
+  ctx.SetOutputDType("X@GRAD", 0, ctx.InputDType("X"));
+  PAREX_ASSIGN_OR_RETURN(const int64_t c, ChannelsOrUnknown(ctx));
+  if (c < 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(
+      CheckChannelVectors(ctx, c, {"Scale", "SavedMean", "SavedVariance"}));
+  PAREX_RETURN_IF_ERROR(CheckSums(ctx, "Sum", c + 1));
+  PAREX_RETURN_IF_ERROR(CheckSums(ctx, "GradSum", 2 * c));
+  const Dims dy = ctx.InputDims("Y@GRAD");
+  if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, x)) {
+    return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " +
+                     DimsToString(x));
+  }
+  ctx.SetOutputDims("X@GRAD", 0, x);
+  return Status::Ok();
+}
+
 OpSchema& BatchNormAttrs(OpSchema& s) {
   return s.Attr("epsilon", 1e-5f)
       .Attr("momentum", 0.9f)
@@ -264,47 +356,102 @@ OpSchema& DropoutAttrs(OpSchema& s) {
 }  // namespace
 
 void RegisterNormOps(OpSchemaRegistry* r) {
-  OpSchema bn("batch_norm");
-  bn.Input("X")
+  // A program's sync_batch_norm (Paddle's SyncBatchNorm) has batch_norm's
+  // slots; graph/build/sync_batch_norm.h synchronises it over places.
+  for (const std::string type : {"batch_norm", "sync_batch_norm"}) {
+    OpSchema bn(type);
+    bn.Input("X")
+        .Input("Scale")
+        .Input("Bias")
+        .Input("Mean")
+        .Input("Variance")
+        .Input("MomentumTensor", kOptional)
+        .Output("Y")
+        .Output("MeanOut")
+        .Output("VarianceOut")
+        .Output("SavedMean")
+        .Output("SavedVariance")
+        .Output("ReserveSpace", kOptional)
+        .Inplace("Mean", "MeanOut")
+        .Inplace("Variance", "VarianceOut")
+        .InferShape(InferBatchNorm)
+        .Grad(type + "_grad",
+              {"X", "Scale", "Bias", "SavedMean", "SavedVariance", "Mean",
+               "Variance", "Y@GRAD"},
+              {"X@GRAD", "Scale@GRAD", "Bias@GRAD"});
+    r->Add(BatchNormAttrs(bn));
+
+    OpSchema bn_grad(type + "_grad");
+    bn_grad.Input("X")
+        .Input("Scale")
+        .Input("Bias", kOptional)
+        .Input("SavedMean")
+        .Input("SavedVariance")
+        .Input("Mean", kOptional)
+        .Input("Variance", kOptional)
+        .Input("ReserveSpace", kOptional)
+        // Paddle 2.x's grad op also reads the updated running statistics;
+        // the gradient does not depend on them.
+        .Input("MeanOut", kOptional)
+        .Input("VarianceOut", kOptional)
+        .Input("Y@GRAD")
+        .Output("X@GRAD", kOptional)
+        .Output("Scale@GRAD", kOptional)
+        .Output("Bias@GRAD", kOptional)
+        .InferShape(InferBatchNormGrad);
+    r->Add(BatchNormAttrs(bn_grad));
+  }
+
+  OpSchema bn_sum("sync_bn_sum");
+  bn_sum.Input("X").Output("Sum").InferShape(InferSyncBnSum)
+      .KernelDTypeFromInput("X");
+  r->Add(BatchNormAttrs(bn_sum));
+  OpSchema bn_sq("sync_bn_sq_dev");
+  bn_sq.Input("X").Input("Sum").Output("SqDev").InferShape(InferSyncBnSqDev)
+      .KernelDTypeFromInput("X");
+  r->Add(BatchNormAttrs(bn_sq));
+  OpSchema bn_apply("sync_bn_apply");
+  bn_apply.Input("X")
       .Input("Scale")
       .Input("Bias")
       .Input("Mean")
       .Input("Variance")
       .Input("MomentumTensor", kOptional)
+      .Input("Sum")
+      .Input("SqDev")
       .Output("Y")
       .Output("MeanOut")
       .Output("VarianceOut")
       .Output("SavedMean")
       .Output("SavedVariance")
-      .Output("ReserveSpace", kOptional)
       .Inplace("Mean", "MeanOut")
       .Inplace("Variance", "VarianceOut")
-      .InferShape(InferBatchNorm)
-      .Grad("batch_norm_grad",
-            {"X", "Scale", "Bias", "SavedMean", "SavedVariance", "Mean",
-             "Variance", "Y@GRAD"},
-            {"X@GRAD", "Scale@GRAD", "Bias@GRAD"});
-  r->Add(BatchNormAttrs(bn));
-
-  OpSchema bn_grad("batch_norm_grad");
-  bn_grad.Input("X")
-      .Input("Scale")
-      .Input("Bias", kOptional)
+      .InferShape(InferSyncBnApply)
+      .KernelDTypeFromInput("X");
+  r->Add(BatchNormAttrs(bn_apply));
+  OpSchema bn_grad_sum("sync_bn_grad_sum");
+  bn_grad_sum.Input("X")
       .Input("SavedMean")
       .Input("SavedVariance")
-      .Input("Mean", kOptional)
-      .Input("Variance", kOptional)
-      .Input("ReserveSpace", kOptional)
-      // Paddle 2.x's grad op also reads the updated running statistics;
-      // the gradient does not depend on them.
-      .Input("MeanOut", kOptional)
-      .Input("VarianceOut", kOptional)
       .Input("Y@GRAD")
-      .Output("X@GRAD", kOptional)
+      .Output("GradSum")
       .Output("Scale@GRAD", kOptional)
       .Output("Bias@GRAD", kOptional)
-      .InferShape(InferBatchNormGrad);
-  r->Add(BatchNormAttrs(bn_grad));
+      .InferShape(InferSyncBnGradSum)
+      .KernelDTypeFromInput("X");
+  r->Add(BatchNormAttrs(bn_grad_sum));
+  OpSchema bn_grad_apply("sync_bn_grad_apply");
+  bn_grad_apply.Input("X")
+      .Input("Scale")
+      .Input("SavedMean")
+      .Input("SavedVariance")
+      .Input("Y@GRAD")
+      .Input("Sum")
+      .Input("GradSum")
+      .Output("X@GRAD")
+      .InferShape(InferSyncBnGradApply)
+      .KernelDTypeFromInput("X");
+  r->Add(BatchNormAttrs(bn_grad_apply));
 
   OpSchema ln("layer_norm");
   ln.Input("X")

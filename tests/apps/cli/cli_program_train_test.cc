@@ -62,6 +62,31 @@ std::vector<double> Lines(const std::string& path, bool json) {
   return v;
 }
 
+// The persistables parex saved in `saved_dir` are Paddle's at the end of the
+// fixture's training: parameters, Adam's moments, batch norm's statistics.
+void ExpectPaddlesFinalPersistables(const std::string& saved_dir) {
+  StatusOr<Program> main = Program::Load(kFixture + "/main.pdmodel");
+  ASSERT_TRUE(main.ok());
+  Scope saved, paddle;
+  ASSERT_TRUE(LoadPersistables(*main, saved_dir, &saved).ok());
+  ASSERT_TRUE(LoadPersistables(*main, kFixture + "/final", &paddle).ok());
+  int compared = 0;
+  for (const std::string& name : PersistableTensorNames(*main)) {
+    const Tensor& w = *paddle.FindVar(name)->GetTensor();
+    const Tensor& g = *saved.FindVar(name)->GetTensor();
+    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0) continue;
+    ASSERT_EQ(g.dims(), w.dims()) << name;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
+                  1e-5 + 1e-3 * std::abs(w.data<float>()[i]))
+          << name << "[" << i << "]";
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
+
+}
+
 // On one place, from Paddle's initial parameters, with the batches in order
 // and the piecewise schedule Paddle's LRScheduler followed: Paddle's ten
 // losses within 1e-4, and its parameters, moments and batch-norm statistics
@@ -86,25 +111,7 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   for (int s = 0; s < 10; ++s) {
     EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
   }
-  StatusOr<Program> main = Program::Load(kFixture + "/main.pdmodel");
-  ASSERT_TRUE(main.ok());
-  Scope saved, paddle;
-  ASSERT_TRUE(LoadPersistables(*main, dir + "/trained", &saved).ok());
-  ASSERT_TRUE(LoadPersistables(*main, kFixture + "/final", &paddle).ok());
-  int compared = 0;
-  for (const std::string& name : PersistableTensorNames(*main)) {
-    const Tensor& w = *paddle.FindVar(name)->GetTensor();
-    const Tensor& g = *saved.FindVar(name)->GetTensor();
-    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0) continue;
-    ASSERT_EQ(g.dims(), w.dims()) << name;
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
-                  1e-5 + 1e-3 * std::abs(w.data<float>()[i]))
-          << name << "[" << i << "]";
-    }
-    ++compared;
-  }
-  EXPECT_GE(compared, 20);
+  ExpectPaddlesFinalPersistables(dir + "/trained");
 
   // Without the schedule the rate stays at 0.01: from step 4 on the losses
   // leave Paddle's (the schedule is what made them agree).
@@ -118,6 +125,38 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   ASSERT_EQ(flat.size(), 10u);
   EXPECT_NEAR(flat[2], want[2], 1e-4 * std::abs(want[2]));
   EXPECT_GT(std::abs(flat[9] - want[9]), 1e-3 * std::abs(want[9]));
+}
+
+// Two places with --sync-batch-norm train as Paddle's one device did with
+// the whole batch of 16: its ten losses and final persistables again. Without
+// the flag each place's batch norm sees its own 8 rows, and the losses leave
+// Paddle's.
+TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
+  const std::string dir = ScratchDir("program_cnn_sync_bn");
+  WriteFixtureData(dir);
+  const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
+  for (bool sync : {true, false}) {
+    std::vector<std::string> args = {
+        "train", "--program", kFixture + "/main.pdmodel", "--params", kFixture + "/params",
+        "--data", "x=x.npy", "--data", "label=label.npy", "--batch", "16", "--no-shuffle",
+        "--places", "cpu:2", "--lr-schedule", "piecewise:3,6:0.01,0.005,0.002", "--metrics",
+        sync ? "s.jsonl" : "u.jsonl", "--save", sync ? "s" : "u", "--no-progress"};
+    if (sync) args.push_back("--sync-batch-norm");
+    CliRun run = RunParex(args, dir);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    const std::vector<double> got = Lines(dir + (sync ? "/s.jsonl" : "/u.jsonl"), true);
+    ASSERT_EQ(got.size(), 10u);
+    double worst = 0;
+    for (int s = 0; s < 10; ++s) {
+      worst = std::max(worst, std::abs(got[s] - want[s]) / std::abs(want[s]));
+    }
+    if (sync) {
+      EXPECT_LT(worst, 1e-4);
+      ExpectPaddlesFinalPersistables(dir + "/s");
+    } else {
+      EXPECT_GT(worst, 1e-3);
+    }
+  }
 }
 
 // --eval-data runs the program's forward pass (is_test: batch norm on its

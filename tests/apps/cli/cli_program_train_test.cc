@@ -159,6 +159,29 @@ TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
   }
 }
 
+// Across nodes too: two `parex node`s of one place each, launched together,
+// synchronise their batch norms through Gloo and reproduce Paddle's losses.
+TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
+  const std::string dir = ScratchDir("program_cnn_sync_bn_nodes");
+  WriteFixtureData(dir);
+  const std::string topology = WriteTopology(dir, {1, 1});
+  CliRun run = RunParex(
+      {"launch", "--topology", topology, "--program", kFixture + "/main.pdmodel", "--params",
+       kFixture + "/params", "--data", "x=" + dir + "/x.npy", "--data",
+       "label=" + dir + "/label.npy", "--batch", "16", "--no-shuffle", "--sync-batch-norm",
+       "--lr-schedule", "piecewise:3,6:0.01,0.005,0.002", "--metrics", dir + "/n.jsonl",
+       "--save", dir + "/n", "--no-progress"},
+      dir);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::vector<double> got = Lines(dir + "/n.jsonl", true);
+  const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
+  ASSERT_EQ(got.size(), 10u);
+  for (int s = 0; s < 10; ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
+  }
+  ExpectPaddlesFinalPersistables(dir + "/n");
+}
+
 // --eval-data runs the program's forward pass (is_test: batch norm on its
 // running statistics) on the trained parameters after each epoch: its last
 // loss is the one the reference executor computes over the same rows from

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/free_port.h"
+
 namespace parex::testing {
 namespace fs = std::filesystem;
 
@@ -23,6 +25,19 @@ std::string Quote(const std::string& s) {
 }
 
 }  // namespace
+
+std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {
+  std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
+  const std::string path = dir + "/cluster.pbtxt";
+  std::ofstream out(path);
+  out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
+      << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
+  for (size_t i = 0; i < places.size(); ++i) {
+    out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \"127.0.0.1\" port: "
+        << FreePort() << " places: \"cpu:" << places[i] << "\" }\n";
+  }
+  return path;
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

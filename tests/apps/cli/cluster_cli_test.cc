@@ -29,20 +29,6 @@ using ::parex::testing::FreePort;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Writes a topology of nodes a, b, c, ... with `places[i]` CPU places each.
-std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {
-  std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
-  const std::string path = dir + "/cluster.pbtxt";
-  std::ofstream out(path);
-  out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
-      << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
-  for (size_t i = 0; i < places.size(); ++i) {
-    out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \"127.0.0.1\" port: "
-        << FreePort() << " places: \"cpu:" << places[i] << "\" }\n";
-  }
-  return path;
-}
-
 std::vector<double> Losses(const std::string& metrics) {
   std::vector<double> losses;
   std::istringstream in(ReadFile(metrics));

@@ -1,5 +1,8 @@
 // top_k, top_k_grad and accuracy on CPU.
 #include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
 #include <initializer_list>
 #include <string>
 
@@ -17,42 +20,108 @@ Status CheckInt64(const KernelContext& ctx, const char* slot) {
   return Status::Ok();
 }
 
-// Per row of X [rows, n]: the k largest values in descending order, ties
-// broken by the lower index. Index buffers of a row live in Indices itself,
-// so the kernel allocates nothing.
+// X viewed as [outer, n, inner] around the op's axis: top_k's is the last
+// dim (inner 1); top_k_v2's is its `axis` attribute.
+struct TopKShape {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+StatusOr<TopKShape> TopKAxis(const KernelContext& ctx, const Dims& x) {
+  TopKShape s;
+  if (x.empty()) return s;
+  int64_t axis = static_cast<int64_t>(x.size()) - 1;
+  if (ctx.op().type() == "top_k_v2" || ctx.op().type() == "top_k_v2_grad") {
+    axis = ctx.Attr<int>("axis");
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(x.size())) {
+      return ctx.Error("axis " + std::to_string(ctx.Attr<int>("axis")) +
+                       " is outside X " + DimsToString(x));
+    }
+  }
+  for (int64_t d = 0; d < axis; ++d) s.outer *= x[d];
+  s.n = x[axis];
+  for (size_t d = axis + 1; d < x.size(); ++d) s.inner *= x[d];
+  return s;
+}
+
+
+// Paddle 2.6's order for top_k_v2 (its CPU kernel's sequence of standard
+// algorithms, whose ties fall where those algorithms leave them): over the
+// (value, index) pairs of one row, partial_sort when 64 k < n; otherwise
+// nth_element at k - 1, then (sorted) a sort of the first k - 1. NaN counts
+// as the largest value.
+template <typename T>
+void PaddleTopKRow(std::vector<std::pair<T, int64_t>>* row, int64_t k,
+                   bool largest, bool sorted) {
+  auto before = [largest](const std::pair<T, int64_t>& l,
+                          const std::pair<T, int64_t>& r) {
+    const bool lnan = std::isnan(static_cast<double>(l.first));
+    const bool rnan = std::isnan(static_cast<double>(r.first));
+    return largest ? (lnan && !rnan) || l.first > r.first
+                   : (!lnan && rnan) || l.first < r.first;
+  };
+  const int64_t n = static_cast<int64_t>(row->size());
+  if (k * 64 < n) {
+    std::partial_sort(row->begin(), row->begin() + k, row->end(), before);
+    return;
+  }
+  std::nth_element(row->begin(), row->begin() + (k - 1), row->end(), before);
+  if (sorted) std::sort(row->begin(), row->begin() + (k - 1), before);
+}
+
+// Along the axis of every [outer, inner] position: the k largest (or, with
+// top_k_v2's largest = false, smallest) values in that order. top_k breaks
+// ties by the lower index; top_k_v2 leaves them where Paddle's does
+// (PaddleTopKRow). Out and Indices are [outer, k, inner].
 template <typename T>
 Status TopKKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  Tensor* indices = ctx.Output("Indices");
+  PAREX_ASSIGN_OR_RETURN(const TopKShape s, TopKAxis(ctx, x->dims()));
   const int64_t k = ctx.Attr<int>("k");
-  const int64_t n = x->rank() > 0 ? x->dims().back() : 1;
-  if (k < 1 || k > n) {
+  if (k < 1 || k > s.n) {
     return ctx.Error("k = " + std::to_string(k) + " is outside [1, " +
-                     std::to_string(n) + "]");
+                     std::to_string(s.n) + "]");
   }
-  const int64_t rows = n > 0 ? x->numel() / n : 0;
+  const bool v2 = ctx.op().type() == "top_k_v2";
+  const bool largest = !v2 || ctx.Attr<bool>("largest");
+  const bool sorted = !v2 || ctx.Attr<bool>("sorted");
   const T* xd = x->data<T>();
-  T* od = out->data<T>();
-  int64_t* id = indices->data<int64_t>();
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = xd + r * n;
-    int64_t* best = id + r * k;
-    // Insertion into the sorted top-k so far: O(n k), small k is the norm.
-    int64_t size = 0;
-    for (int64_t j = 0; j < n; ++j) {
+  T* od = ctx.Output("Out")->data<T>();
+  int64_t* id = ctx.Output("Indices")->data<int64_t>();
+  thread_local std::vector<std::pair<T, int64_t>> pairs;
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const T* row = xd + o * s.n * s.inner + i;  // element j at row[j * inner]
+      const int64_t base = o * k * s.inner + i;    // slot m at base + m * inner
+      auto at = [&](int64_t m) -> int64_t& { return id[base + m * s.inner]; };
+      if (v2) {
+        pairs.clear();
+        for (int64_t j = 0; j < s.n; ++j) pairs.emplace_back(row[j * s.inner], j);
+        PaddleTopKRow(&pairs, k, largest, sorted);
+        for (int64_t m = 0; m < k; ++m) {
+          od[base + m * s.inner] = pairs[m].first;
+          at(m) = pairs[m].second;
+        }
+        continue;
+      }
+      // Insertion into the sorted top-k so far: O(n k), small k is the norm.
       // Strictly greater moves ahead, so an equal value keeps its lower
       // index first.
-      int64_t pos = size;
-      while (pos > 0 && row[j] > row[best[pos - 1]]) --pos;
-      if (pos >= k) continue;
-      const int64_t end = std::min(size, k - 1);
-      for (int64_t m = end; m > pos; --m) best[m] = best[m - 1];
-      best[pos] = j;
-      size = std::min(size + 1, k);
+      int64_t size = 0;
+      for (int64_t j = 0; j < s.n; ++j) {
+        int64_t pos = size;
+        while (pos > 0 && row[j * s.inner] > row[at(pos - 1) * s.inner]) --pos;
+        if (pos >= k) continue;
+        const int64_t end = std::min(size, k - 1);
+        for (int64_t m = end; m > pos; --m) at(m) = at(m - 1);
+        at(pos) = j;
+        size = std::min(size + 1, k);
+      }
+      for (int64_t m = 0; m < k; ++m) {
+        od[base + m * s.inner] = row[at(m) * s.inner];
+      }
     }
-    for (int64_t m = 0; m < k; ++m) od[r * k + m] = row[best[m]];
   }
   return Status::Ok();
 }
@@ -66,10 +135,11 @@ Status TopKGradKernel(KernelContext& ctx) {
   const Tensor* indices = ctx.Input("Indices");
   const Tensor* dout = ctx.Input("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
-  const int64_t n = x->rank() > 0 ? x->dims().back() : 1;
-  const int64_t k = indices->rank() > 0 ? indices->dims().back() : 1;
-  const int64_t rows = n > 0 ? x->numel() / n : 0;
-  if (indices->numel() != rows * k || dout->numel() != indices->numel()) {
+  PAREX_ASSIGN_OR_RETURN(const TopKShape s, TopKAxis(ctx, x->dims()));
+  const int64_t slots = s.outer * s.inner;
+  const int64_t k = slots > 0 ? indices->numel() / slots : 0;
+  if (indices->numel() != slots * k || dout->numel() != indices->numel() ||
+      indices->rank() != x->rank()) {
     return ctx.Error("Indices " + DimsToString(indices->dims()) +
                      " and Out@GRAD " + DimsToString(dout->dims()) +
                      " do not match X " + DimsToString(x->dims()));
@@ -78,14 +148,17 @@ Status TopKGradKernel(KernelContext& ctx) {
   const T* g = dout->data<T>();
   T* dxd = dx->data<T>();
   std::fill(dxd, dxd + x->numel(), T(0));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t m = 0; m < k; ++m) {
-      const int64_t j = id[r * k + m];
-      if (j < 0 || j >= n) {
-        return ctx.Error("index " + std::to_string(j) + " is outside [0, " +
-                         std::to_string(n) + ")");
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t i = 0; i < s.inner; ++i) {
+      for (int64_t m = 0; m < k; ++m) {
+        const int64_t at = (o * k + m) * s.inner + i;
+        const int64_t j = id[at];
+        if (j < 0 || j >= s.n) {
+          return ctx.Error("index " + std::to_string(j) + " is outside [0, " +
+                           std::to_string(s.n) + ")");
+        }
+        dxd[(o * s.n + j) * s.inner + i] += g[at];
       }
-      dxd[r * n + j] += g[r * k + m];
     }
   }
   return Status::Ok();
@@ -129,6 +202,8 @@ Status AccuracyKernel(KernelContext& ctx) {
 void RegisterMetricKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "top_k", TopKKernel, float, double);
   PAREX_CPU_KERNEL(r, "top_k_grad", TopKGradKernel, float, double);
+  PAREX_CPU_KERNEL(r, "top_k_v2", TopKKernel, float, double);
+  PAREX_CPU_KERNEL(r, "top_k_v2_grad", TopKGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "accuracy", AccuracyKernel, float, double);
 }
 

@@ -1,10 +1,14 @@
 // Tests of kernels/cpu/metric_kernels.cc and graph/ops/metric_ops.cc: top_k
-// (values, index order on ties, gradient) and accuracy.
+// and top_k_v2 (values, index order on ties, gradient; top_k_v2 against
+// PaddlePaddle 2.6.2) and accuracy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -181,6 +185,84 @@ TEST(TopKKernelTest, RegistersCpuKernelsForItsDTypes) {
                                            {"top_k_grad", kFloats},
                                            {"accuracy", kFloats}}) {
     ExpectCpuKernels(e.type, e.dtypes);
+  }
+}
+
+// top_k_v2 along any axis, largest or smallest, ties by the lower index:
+// Paddle's values, indices and gradients (paddle_goldens/top_k_v2.json).
+TEST(TopKV2KernelTest, MatchesPaddleGoldens) {
+  std::ifstream file(std::string(PAREX_SOURCE_DIR) +
+                     "/tests/kernels/paddle_goldens/top_k_v2.json");
+  ASSERT_TRUE(file.good());
+  const nlohmann::json doc = nlohmann::json::parse(file);
+  int checked = 0;
+  for (const auto& c : doc["cases"]) {
+    const Dims dims = c["x_dims"].get<std::vector<int64_t>>();
+    const Dims out_dims = c["out_dims"].get<std::vector<int64_t>>();
+    SCOPED_TRACE(DimsToString(dims) + " axis " + std::to_string(c["axis"].get<int>()));
+    const Tensor x = MakeTensor<double>(dims, c["x"].get<std::vector<double>>());
+    OpTester fwd("top_k_v2");
+    fwd.Input("X", x)
+        .Output("Out")
+        .Output("Indices")
+        .Attr<int>("k", c["k"])
+        .Attr<int>("axis", c["axis"])
+        .Attr<bool>("largest", c["largest"]);
+    ASSERT_TRUE(fwd.Run().ok());
+    EXPECT_EQ(fwd.Out("Out").dims(), out_dims);
+    EXPECT_EQ(ToVector<double>(fwd.Out("Out")), c["out"].get<std::vector<double>>());
+    EXPECT_EQ(ToVector<int64_t>(fwd.Out("Indices")), c["indices"].get<std::vector<int64_t>>());
+    OpTester bwd("top_k_v2_grad");
+    bwd.Input("X", x)
+        .Input("Indices", fwd.Out("Indices"))
+        .Input("Out@GRAD", MakeTensor<double>(out_dims, c["w"].get<std::vector<double>>()))
+        .Output("X@GRAD")
+        .Attr<int>("k", c["k"])
+        .Attr<int>("axis", c["axis"]);
+    ASSERT_TRUE(bwd.Run().ok());
+    EXPECT_EQ(CompareTensors(bwd.Out("X@GRAD"),
+                             MakeTensor<double>(dims, c["x_grad"].get<std::vector<double>>()),
+                             0, 0),
+              "");
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);
+}
+
+TEST(TopKV2KernelTest, GradientMatchesFiniteDifferences) {
+  for (int axis : {0, 1, -1}) {
+    for (bool largest : {true, false}) {
+      SCOPED_TRACE("axis " + std::to_string(axis) + (largest ? " largest" : " smallest"));
+      OpTester t("top_k_v2");
+      t.Input("X", DistinctRandomTensor({3, 4, 5}, -2, 2, 11))
+          .Output("Out")
+          .Output("Indices")
+          .Attr<int>("k", 2)
+          .Attr<int>("axis", axis)
+          .Attr<bool>("largest", largest);
+      EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+    }
+  }
+}
+
+TEST(TopKV2KernelTest, BadAttributesAreNamed) {
+  struct Bad {
+    int k, axis;
+    std::string message;
+  };
+  for (const Bad& b : {Bad{2, 3, "axis 3 is outside X [2,3]"},
+                       Bad{4, -1, "k = 4 exceeds dim 1 of X [2,3]"},
+                       Bad{0, 0, "k = 0 must be >= 1"}}) {
+    OpTester t("top_k_v2");
+    t.Input("X", RandomTensor({2, 3}, -1, 1, 3))
+        .Output("Out")
+        .Output("Indices")
+        .Attr<int>("k", b.k)
+        .Attr<int>("axis", b.axis);
+    const Status s = t.Run();
+    EXPECT_FALSE(s.ok());
+    EXPECT_THAT(s.message(), HasSubstr("top_k_v2"));
+    EXPECT_THAT(s.message(), HasSubstr(b.message));
   }
 }
 

@@ -1,5 +1,6 @@
 // Metric ops: top_k (the k largest values along the last dim and their
-// indices) with its Fluid gradient op, and accuracy (the fraction of rows
+// indices) and top_k_v2 (along `axis`, the largest or the smallest, Paddle
+// 2.x's accuracy uses it) with their gradient ops, and accuracy (the fraction of rows
 // whose label is among their top-k indices).
 #include <string>
 
@@ -37,6 +38,37 @@ Status InferTopK(ShapeContext& ctx) {
                      " exceeds the last dim of X " + DimsToString(dims));
   }
   dims.back() = k;
+  ctx.SetOutput("Out", dims, ctx.InputDType("X"));
+  ctx.SetOutput("Indices", dims, DType::kInt64);
+  return Status::Ok();
+}
+
+// top_k_v2: Out and Indices are X's dims with extent k along `axis`.
+Status InferTopKV2(ShapeContext& ctx) {
+  if (ctx.HasInput("K")) {
+    return ctx.Error("a K input (k from a tensor) is not supported; set the "
+                     "attribute k");
+  }
+  const int k = ctx.Attr<int>("k");
+  if (k < 1) return ctx.Error("k = " + std::to_string(k) + " must be >= 1");
+  Dims dims = ctx.InputDims("X");
+  if (!Known(ctx, dims)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    ctx.SetOutput("Indices", {}, DType::kInt64);
+    return Status::Ok();
+  }
+  const int rank = static_cast<int>(dims.size());
+  const int attr = ctx.Attr<int>("axis");
+  const int axis = attr < 0 ? attr + rank : attr;
+  if (axis < 0 || axis >= rank) {
+    return ctx.Error("axis " + std::to_string(attr) + " is outside X " +
+                     DimsToString(dims));
+  }
+  if (dims[axis] >= 0 && dims[axis] < k) {
+    return ctx.Error("k = " + std::to_string(k) + " exceeds dim " +
+                     std::to_string(axis) + " of X " + DimsToString(dims));
+  }
+  dims[axis] = k;
   ctx.SetOutput("Out", dims, ctx.InputDType("X"));
   ctx.SetOutput("Indices", dims, DType::kInt64);
   return Status::Ok();
@@ -106,6 +138,28 @@ void RegisterMetricOps(OpSchemaRegistry* r) {
              .Input("Out@GRAD")
              .Output("X@GRAD")
              .Attr("k", 1)
+             .InferShape(InferTopKGrad)
+             .KernelDTypeFromInput("Out@GRAD"));
+  r->Add(OpSchema("top_k_v2")
+             .Input("X")
+             .Input("K", kOptional)
+             .Output("Out")
+             .Output("Indices")
+             .Attr("k", 1)
+             .Attr("axis", -1)
+             .Attr("largest", true)
+             .Attr("sorted", true)
+             .InferShape(InferTopKV2)
+             .Grad("top_k_v2_grad", {"X", "Indices", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("top_k_v2_grad")
+             .Input("X")
+             .Input("Indices")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("k", 1)
+             .Attr("axis", -1)
+             .Attr("largest", true)
+             .Attr("sorted", true)
              .InferShape(InferTopKGrad)
              .KernelDTypeFromInput("Out@GRAD"));
   r->Add(OpSchema("accuracy")

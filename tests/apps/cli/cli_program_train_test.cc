@@ -63,13 +63,15 @@ std::vector<double> Lines(const std::string& path, bool json) {
 }
 
 // The persistables parex saved in `saved_dir` are Paddle's at the end of the
-// fixture's training: parameters, Adam's moments, batch norm's statistics.
-void ExpectPaddlesFinalPersistables(const std::string& saved_dir) {
-  StatusOr<Program> main = Program::Load(kFixture + "/main.pdmodel");
+// fixture's training (`fixture`/final): parameters, Adam's moments, batch
+// norm's statistics.
+void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
+                                    const std::string& fixture = kFixture) {
+  StatusOr<Program> main = Program::Load(fixture + "/main.pdmodel");
   ASSERT_TRUE(main.ok());
   Scope saved, paddle;
   ASSERT_TRUE(LoadPersistables(*main, saved_dir, &saved).ok());
-  ASSERT_TRUE(LoadPersistables(*main, kFixture + "/final", &paddle).ok());
+  ASSERT_TRUE(LoadPersistables(*main, fixture + "/final", &paddle).ok());
   int compared = 0;
   for (const std::string& name : PersistableTensorNames(*main)) {
     const Tensor& w = *paddle.FindVar(name)->GetTensor();
@@ -180,6 +182,52 @@ TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
     EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
   }
   ExpectPaddlesFinalPersistables(dir + "/n");
+}
+
+// A Transformer encoder classifier PaddlePaddle 2.6 built and trained
+// (paddle_transformer_adam/make_fixture.py: embedding, layer_norm,
+// multi-head attention from matmul_v2 / reshape2 / transpose2 / softmax, gelu,
+// Adam with L2 regularisation, accuracy through top_k_v2). On one place and
+// on two: Paddle's ten losses within 1e-4 relative, its final persistables,
+// and the evaluation Paddle made of its final parameters.
+TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
+  const std::string fixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_transformer_adam";
+  const std::vector<double> want = Lines(fixture + "/losses.txt", false);
+  const nlohmann::json paddle_eval = nlohmann::json::parse(ReadFile(fixture + "/eval/paddle.json"));
+  for (const std::string places : {"cpu:1", "cpu:2"}) {
+    SCOPED_TRACE(places);
+    const std::string dir = ScratchDir("program_transformer_" + places.substr(4));
+    CliRun run = RunParex(
+        {"train", "--program", fixture + "/main.pdmodel", "--params", fixture + "/params",
+         "--data", "tokens=" + fixture + "/data/tokens.npy", "--data",
+         "label=" + fixture + "/data/label.npy", "--eval-data",
+         "tokens=" + fixture + "/eval/tokens.npy", "--eval-data",
+         "label=" + fixture + "/eval/label.npy", "--batch", "16", "--no-shuffle", "--places",
+         places, "--metrics", "m.jsonl", "--save", "trained", "--no-progress"},
+        dir);
+    ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+    std::vector<double> got;
+    nlohmann::json eval;
+    std::istringstream in(ReadFile(dir + "/m.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      nlohmann::json j = nlohmann::json::parse(line);
+      if (j.contains("eval")) {
+        eval = j;
+      } else {
+        got.push_back(j["loss"].get<double>());
+      }
+    }
+    ASSERT_EQ(got.size(), 10u);
+    for (int s = 0; s < 10; ++s) {
+      EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
+    }
+    ExpectPaddlesFinalPersistables(dir + "/trained", fixture);
+    ASSERT_FALSE(eval.is_null()) << run.out;
+    EXPECT_NEAR(eval["loss"].get<double>(), paddle_eval["loss"].get<double>(),
+                1e-4 * paddle_eval["loss"].get<double>());
+    EXPECT_NEAR(eval["accuracy"].get<double>(), paddle_eval["accuracy"].get<double>(), 1e-6);
+    EXPECT_EQ(eval["rows"].get<int>(), 24);
+  }
 }
 
 // --eval-data runs the program's forward pass (is_test: batch norm on its

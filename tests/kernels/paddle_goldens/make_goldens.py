@@ -10,6 +10,9 @@
                     axes, starts, ends, decrease_axis; Paddle's output dims,
                     its values (x = 0, 1, 2, ...) and the gradient of
                     sum(w * out);
+  top_k_v2.json     (tests/kernels/metric_kernels_test.cc) top_k_v2 with
+                    ties: x, k, axis, largest; Paddle's values, indices and
+                    the gradient of sum(w * values);
   layer_norm.json   (tests/kernels/layer_norm_kernel_test.cc) x, scale,
                     bias, begin_norm_axis, epsilon, w: Y and the gradients of
                     sum(w * Y) with respect to x, scale and bias.
@@ -131,6 +134,26 @@ def main():
     with open(os.path.join(HERE, "slice.json"), "w") as f:
         json.dump({"paddle": paddle.__version__, "cases": slices}, f, indent=1)
     print(len(slices), "slice cases")
+
+    topk = []
+    # (dims, k, axis, largest): small integers as values give ties, which
+    # Paddle breaks by the lower index.
+    for dims, k, axis, largest in [((2, 5), 2, -1, True), ((2, 4, 3), 3, 1, True),
+                                   ((2, 4, 3), 2, 1, False), ((3, 2, 4), 1, 0, False),
+                                   ((6,), 6, 0, True)]:
+        x = rng.randint(0, 4, size=dims).astype(np.float64)
+        xt = paddle.to_tensor(x, stop_gradient=False)
+        values, indices = paddle.topk(xt, k, axis=axis, largest=largest)
+        w = rng.uniform(-1, 1, size=values.shape)
+        (values * paddle.to_tensor(w)).sum().backward()
+        topk.append({"x_dims": list(dims), "x": x.ravel().tolist(), "k": k, "axis": axis,
+                     "largest": largest, "out_dims": list(values.shape),
+                     "out": values.numpy().ravel().tolist(),
+                     "indices": indices.numpy().ravel().tolist(), "w": w.ravel().tolist(),
+                     "x_grad": xt.grad.numpy().ravel().tolist()})
+    with open(os.path.join(HERE, "top_k_v2.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "cases": topk}, f, indent=1)
+    print(len(topk), "top_k_v2 cases")
 
 
 if __name__ == "__main__":

@@ -60,11 +60,12 @@ int main(int argc, char** argv) {
                   "--program's persistables from a directory of Paddle tensor files "
                   "(after --startup, if given)");
     t->add_option("--data", o->data,
-                  "NAME=FILE.npy per variable --program reads (rows along dim 0), or a "
-                  "directory of NAME.npy files");
+                  "NAME=FILE.npy per variable --program reads (rows along dim 0), a "
+                  "directory of NAME.npy files, or a FILE.npz holding one array per variable");
     t->add_option("--loss", o->loss, "--program's loss variable (default: the op marked as the loss)");
     t->add_option("--eval-data", o->eval_data,
-                  "NAME=FILE.npy per variable of --program's evaluation set, run after each "
+                  "NAME=FILE.npy (or a directory or .npz as for --data) per variable of "
+                  "--program's evaluation set, run after each "
                   "epoch on the trained parameters (mean loss, and accuracy when it has one)");
     t->add_option("--fetch", o->fetch,
                   "--program's variables to report each step (mean over elements and places)");

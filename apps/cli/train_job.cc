@@ -4,10 +4,12 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "apps/cli/lr_schedule.h"
 #include "apps/cli/npy.h"
+#include "apps/cli/npz.h"
 #include "apps/models.h"
 #include "apps/reader.h"
 #include "base/digest.h"
@@ -75,7 +77,8 @@ Status Usage(bool* usage, Status s) {
 
 // NAME=FILE.npy columns for the variables of `block` (`option` names the
 // option in errors): each a non-persistable variable of the program, of its
-// dtype and shape past dim 0, all with the same rows.
+// dtype and shape past dim 0, all with the same rows. A directory stands for
+// its NAME.npy files, a FILE.npz for its arrays.
 StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
     const std::vector<std::string>& specs, const std::string& option, const Block& block,
     const std::string& main_path, bool* usage) {
@@ -83,35 +86,48 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
   std::set<std::string> fed;
   int64_t rows = -1;
   std::string first;
-  // A directory stands for NAME=DIR/NAME.npy for each *.npy file in it.
-  std::vector<std::string> expanded;
+  // Each column: its name, where it comes from, and its array when an
+  // archive held it (else read from the path).
+  struct Source {
+    std::string name, path;
+    std::optional<Tensor> loaded;
+  };
+  std::vector<Source> sources;
   for (const std::string& spec : specs) {
     std::error_code ec;
-    if (spec.find('=') != std::string::npos || !fs::is_directory(spec, ec)) {
-      expanded.push_back(spec);
+    const bool is_dir = fs::is_directory(spec, ec);
+    if (spec.find('=') == std::string::npos && !is_dir &&
+        fs::path(spec).extension() == ".npz") {
+      StatusOr<NamedArrays> arrays = ReadNpz(spec);
+      if (!arrays.ok()) return Usage(usage, arrays.status().WithContext(option));
+      for (auto& [name, t] : *arrays) sources.push_back({name, spec + ":" + name, std::move(t)});
+      continue;
+    }
+    if (spec.find('=') != std::string::npos || !is_dir) {
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+        return Usage(usage, InvalidArgument(option + " '" + spec +
+                                            "': expected NAME=FILE.npy, a directory of "
+                                            "NAME.npy files or a FILE.npz"));
+      }
+      sources.push_back({spec.substr(0, eq), spec.substr(eq + 1), std::nullopt});
       continue;
     }
     std::vector<std::string> files;
     for (const auto& e : fs::directory_iterator(spec, ec)) {
-      if (e.path().extension() == ".npy") {
-        files.push_back(e.path().stem().string() + "=" + e.path().string());
-      }
+      if (e.path().extension() == ".npy") files.push_back(e.path().string());
     }
     if (files.empty()) {
       return Usage(usage, NotFound(option + " '" + spec + "': the directory holds no *.npy"));
     }
     std::sort(files.begin(), files.end());
-    expanded.insert(expanded.end(), files.begin(), files.end());
-  }
-  for (const std::string& spec : expanded) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Usage(usage, InvalidArgument(option + " '" + spec +
-                                          "': expected NAME=FILE.npy or a directory of "
-                                          "NAME.npy files"));
+    for (const std::string& f : files) {
+      sources.push_back({fs::path(f).stem().string(), f, std::nullopt});
     }
-    const std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
-    const std::string what = option + " " + name + "=" + path;
+  }
+  for (Source& source : sources) {
+    const std::string& name = source.name;
+    const std::string what = option + " " + name + "=" + source.path;
     const VarDesc* var = block.FindVar(name);
     if (var == nullptr) {
       return Usage(usage, NotFound(what + ": the program '" + main_path +
@@ -124,7 +140,12 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
     if (!fed.insert(name).second) {
       return Usage(usage, InvalidArgument(option + " names '" + name + "' twice"));
     }
-    PAREX_ASSIGN_OR_RETURN(Tensor t, ReadNpy(path));
+    Tensor t;
+    if (source.loaded) {
+      t = std::move(*source.loaded);
+    } else {
+      PAREX_ASSIGN_OR_RETURN(t, ReadNpy(source.path));
+    }
     if (t.rank() < 1) {
       return Usage(usage, InvalidArgument(what + ": a 0-d array has no rows"));
     }

@@ -194,17 +194,26 @@ TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
   const std::string fixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_transformer_adam";
   const std::vector<double> want = Lines(fixture + "/losses.txt", false);
   const nlohmann::json paddle_eval = nlohmann::json::parse(ReadFile(fixture + "/eval/paddle.json"));
-  for (const std::string places : {"cpu:1", "cpu:2"}) {
-    SCOPED_TRACE(places);
-    const std::string dir = ScratchDir("program_transformer_" + places.substr(4));
-    CliRun run = RunParex(
-        {"train", "--program", fixture + "/main.pdmodel", "--params", fixture + "/params",
-         "--data", "tokens=" + fixture + "/data/tokens.npy", "--data",
-         "label=" + fixture + "/data/label.npy", "--eval-data",
-         "tokens=" + fixture + "/eval/tokens.npy", "--eval-data",
-         "label=" + fixture + "/eval/label.npy", "--batch", "16", "--no-shuffle", "--places",
-         places, "--metrics", "m.jsonl", "--save", "trained", "--no-progress"},
-        dir);
+  // The data as two .npy files, then as one .npz archive (numpy's
+  // savez_compressed), then as a directory of .npy files.
+  const std::vector<std::vector<std::string>> datas = {
+      {"--data", "tokens=" + fixture + "/data/tokens.npy", "--data",
+       "label=" + fixture + "/data/label.npy"},
+      {"--data", fixture + "/train.npz"},
+      {"--data", fixture + "/data"}};
+  for (const auto& [places, data] : std::vector<std::pair<std::string, int>>{
+           {"cpu:1", 0}, {"cpu:2", 0}, {"cpu:2", 1}, {"cpu:1", 2}}) {
+    SCOPED_TRACE(places + " data " + std::to_string(data));
+    const std::string dir =
+        ScratchDir("program_transformer_" + places.substr(4) + "_" + std::to_string(data));
+    std::vector<std::string> args = {"train", "--program", fixture + "/main.pdmodel",
+                                     "--params", fixture + "/params"};
+    args.insert(args.end(), datas[data].begin(), datas[data].end());
+    args.insert(args.end(), {"--eval-data", "tokens=" + fixture + "/eval/tokens.npy",
+                             "--eval-data", "label=" + fixture + "/eval/label.npy", "--batch",
+                             "16", "--no-shuffle", "--places", places, "--metrics", "m.jsonl",
+                             "--save", "trained", "--no-progress"});
+    CliRun run = RunParex(args, dir);
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     std::vector<double> got;
     nlohmann::json eval;

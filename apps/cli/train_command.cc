@@ -274,15 +274,39 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                   sync_bn +
                   " --places " + std::to_string(world);
   if (!o.resume.empty()) {
-    StatusOr<FoundCheckpoint> resumed = Resume(o.resume, job->main, where, &scope);
-    if (!resumed.ok()) return Fail(cmd, resumed.status());
-    const FoundCheckpoint& ckpt = *resumed;
-    where.step = ckpt.state.step;
-    where.epoch = ckpt.state.epoch;
-    where.batch = ckpt.state.batch;
-    std::printf("parex %s: resuming from %s: step %lld, epoch %lld, batch %lld\n", cmd.c_str(),
-                ckpt.path.c_str(), static_cast<long long>(where.step),
-                static_cast<long long>(where.epoch + 1), static_cast<long long>(where.batch));
+    // Rank 0 reads the checkpoint it wrote (the other nodes may not see its
+    // directory); its persistables reach every node with the broadcast
+    // below, its position through a sum to which only rank 0 adds.
+    if (writer) {
+      StatusOr<FoundCheckpoint> resumed =
+          Resume(ForNode(o.resume, node_name), job->main, where, &scope);
+      if (!resumed.ok()) return Fail(cmd, resumed.status());
+      const FoundCheckpoint& ckpt = *resumed;
+      where.step = ckpt.state.step;
+      where.epoch = ckpt.state.epoch;
+      where.batch = ckpt.state.batch;
+      std::printf("parex %s: resuming from %s: step %lld, epoch %lld, batch %lld\n",
+                  cmd.c_str(), ckpt.path.c_str(), static_cast<long long>(where.step),
+                  static_cast<long long>(where.epoch + 1), static_cast<long long>(where.batch));
+    }
+    if (cluster != nullptr) {
+      std::vector<double> at = {static_cast<double>(where.step),
+                                static_cast<double>(where.epoch),
+                                static_cast<double>(where.batch)};
+      if (!writer) at.assign(3, 0.0);
+      if (Status s = cluster->SumAcrossNodes(&at, "the resumed position"); !s.ok()) {
+        return Fail(cmd, s);
+      }
+      where.step = static_cast<int64_t>(at[0]);
+      where.epoch = static_cast<int64_t>(at[1]);
+      where.batch = static_cast<int64_t>(at[2]);
+      if (!writer) {
+        std::printf("parex %s: resuming with rank 0 at step %lld, epoch %lld, batch %lld\n",
+                    cmd.c_str(), static_cast<long long>(where.step),
+                    static_cast<long long>(where.epoch + 1),
+                    static_cast<long long>(where.batch));
+      }
+    }
   }
   // The persistables the startup program made (sorted names).
   std::vector<std::string> persistables = scope.LocalVarNames();

@@ -176,5 +176,43 @@ TEST(CliCheckpointTest, BadCheckpointOptionsAndDirectories) {
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck/ckpt-20/parex_state"));
 }
 
+// Across nodes: rank 0 writes the checkpoints and alone reads them back;
+// every node resumes at its position with its persistables. Here each node
+// names its own directory (ck-{node}), so node b has none to read, as on
+// another machine.
+TEST(CliCheckpointTest, NodesResumeFromRankZerosCheckpoint) {
+  const std::string dir = ScratchDir("checkpoint_nodes");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  auto args = [&topology](const char* steps, std::vector<std::string> more) {
+    std::vector<std::string> a = {"launch", "--topology", topology, "--model", "fashion_mlp",
+                                  "--batch", "32", "--no-progress", "--seed", "3", "--steps",
+                                  steps};
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  CliRun whole = RunParex(args("12", {"--save", "whole"}), dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
+  // The first 5 steps, checkpointed; then the rest from the checkpoint.
+  CliRun part = RunParex(args("5", {"--save", "first", "--checkpoint-dir", "ck-{node}"}), dir);
+  ASSERT_EQ(part.exit_code, 0) << part.out << part.err;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck-a/ckpt-5"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck-b"));
+  CliRun resumed = RunParex(args("12", {"--save", "resumed", "--resume", "ck-{node}"}), dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("[a] parex node: resuming from ck-a/ckpt-5: step 5"));
+  EXPECT_THAT(resumed.out, HasSubstr("[b] parex node: resuming with rank 0 at step 5"));
+  const std::string want = Digest(whole.out);
+  ASSERT_FALSE(want.empty());
+  // Both nodes end with the uninterrupted run's parameters.
+  std::istringstream lines(resumed.out);
+  int digests = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("parameters      sha256 ") == std::string::npos) continue;
+    EXPECT_EQ(Digest(line), want) << line;
+    ++digests;
+  }
+  EXPECT_EQ(digests, 2);
+}
+
 }  // namespace
 }  // namespace parex::testing

@@ -15,7 +15,8 @@ namespace {
 
 OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
                              const std::vector<Scope*>* exec_scopes,
-                             bool dry_run, std::shared_ptr<Communicator> comm)
+                             bool dry_run, std::shared_ptr<Communicator> comm,
+                             int first_place)
     : graph_(graph),
       exec_scopes_(exec_scopes),
       dry_run_(dry_run),
@@ -34,7 +35,8 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
     if (op.kind == SsaOpKind::kComputation) {
       auto ctx =
           std::make_unique<CpuDeviceContext>(graph->places()[op.place]);
-      ctx->SetSeed(seed * 1000003u + static_cast<uint64_t>(op.place) * 7919u +
+      ctx->SetSeed(seed * 1000003u +
+                   static_cast<uint64_t>(first_place + op.place) * 7919u +
                    static_cast<uint64_t>(op.program_op));
       contexts_[op.id] = std::move(ctx);
     } else if (op.kind == SsaOpKind::kFetch) {
@@ -134,8 +136,11 @@ Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
   return Status::Ok();
 }
 
-void OpHandleTasks::BeginStep() {
+void OpHandleTasks::BeginStep(int64_t step) {
   for (auto& slot : fetched_) slot.assign(graph_->num_places(), Tensor());
+  for (auto& ctx : contexts_) {
+    if (ctx != nullptr) ctx->SetStep(step);
+  }
 }
 
 std::vector<std::vector<Tensor>> OpHandleTasks::TakeFetched() {

@@ -1,8 +1,9 @@
 // OpHandleTasks: what each op handle of an SsaGraph does when the actor
 // runtime fires it, on the per-place execution scopes of a ParallelExecutor:
 // computation ops run their kernel (RunOp) with a device context of their
-// own (seeded from PAREX_SEED, the place and the op, so random ops draw the
-// same numbers whatever the schedule); scale_loss_grad fills loss@GRAD;
+// own (seeded from PAREX_SEED, the place's index among all nodes' places and
+// the op, and keyed by the step: random ops draw the same numbers whatever
+// the schedule, and a resumed run draws what an uninterrupted one would); scale_loss_grad fills loss@GRAD;
 // collectives merge gradients over the places through the Communicator
 // interface (whatever backend is behind it; in place order, bit for bit
 // repeatable); fetch copies each place's value out.
@@ -33,14 +34,18 @@ class OpHandleTasks {
   // replace the scopes between steps.
   // `comm` joins the graph's places; the collective op handles call it one
   // at a time (their collective actor serialises them).
+  // `first_place`: the global index of the graph's place 0 (a node's first
+  // place among every node's).
   OpHandleTasks(const SsaGraph* graph, const std::vector<Scope*>* exec_scopes,
-                bool dry_run, std::shared_ptr<Communicator> comm);
+                bool dry_run, std::shared_ptr<Communicator> comm,
+                int first_place = 0);
   ~OpHandleTasks();
 
   // The executor replaced the execution scopes: tensors bound from the old
   // ones are forgotten. REQUIRES: between steps.
   void ScopesChanged();
-  void BeginStep();
+  // `step`: the step's number, which keys the random ops' draws.
+  void BeginStep(int64_t step);
   // Runs op handle `op`; errors name the op and the place.
   Status Run(int op);
   // result[i][p]: the i-th fetch handle's value on place p.

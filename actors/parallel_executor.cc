@@ -119,6 +119,7 @@ struct ParallelExecutor::Impl {
   std::map<std::vector<std::string>, std::unique_ptr<CompiledStep>> compiled;
   const CompiledStep* last = nullptr;
   int64_t steps = 0;
+  int64_t next_step = 0;  // the number random ops key the next step's draws by
   int64_t steps_since_drop = 0;
 
   int n() const { return static_cast<int>(places.size()); }
@@ -140,7 +141,7 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
   auto step = std::make_unique<CompiledStep>();
   step->graph = std::make_unique<SsaGraph>(std::move(graph));
   step->ops = std::make_unique<OpHandleTasks>(step->graph.get(), &exec_scopes,
-                                              exec.dry_run, comm);
+                                              exec.dry_run, comm, exec.first_place);
   std::shared_ptr<TaskGraph> tasks =
       TaskGraphOf(*step->graph, places, *comm, exec.sim_delay_us);
   OpHandleTasks* ops = step->ops.get();
@@ -256,12 +257,13 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     for (int p = 0; p < n(); ++p) {
       PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
     }
-    step->ops->BeginStep();
+    step->ops->BeginStep(next_step);
     return Status::Ok();
   };
   hooks.end = [this, &frame](bool ran, bool ok) -> Status {
     if (!ran) return Status::Ok();  // a bad feed: nothing ran
     ++steps;
+    ++next_step;
     ++steps_since_drop;
     // A failed step may leave temporaries half written: start afresh.
     if (!ok) exec_scopes[0] = nullptr;
@@ -493,6 +495,8 @@ Scope* ParallelExecutor::local_scope(int place) const {
 }
 
 int64_t ParallelExecutor::steps_run() const { return impl_->steps; }
+
+void ParallelExecutor::SetNextStep(int64_t step) { impl_->next_step = step; }
 
 int ParallelExecutor::num_threads() const { return impl_->num_threads; }
 

@@ -67,6 +67,10 @@ struct ExecutionStrategy {
   // `skip_wait_consumer` does not wait for op handle `skip_wait_producer`.
   int skip_wait_producer = -1;
   int skip_wait_consumer = -1;
+  // The global index of place 0 among every node's places (a node's first
+  // place): random ops seed their draws by the global place, so two nodes'
+  // places draw as two places of one process do.
+  int first_place = 0;
 };
 
 class ParallelExecutor {
@@ -123,6 +127,10 @@ class ParallelExecutor {
   // CAF scheduler workers this executor runs on.
   int num_threads() const;
   int64_t steps_run() const;
+  // The number of the next step (0 at creation, then one more per step run):
+  // random ops key their draws by it, so a run resumed at step N draws what
+  // an uninterrupted run draws at step N.
+  void SetNextStep(int64_t step);
 
   struct Impl;
 

@@ -17,10 +17,20 @@ class CompletedEvent : public Event {
 
 DeviceContext::DeviceContext(Place place)
     : place_(place),
-      seed_generator_(static_cast<uint64_t>(GetConfigInt("PAREX_SEED"))) {}
+      seed_(static_cast<uint64_t>(GetConfigInt("PAREX_SEED"))),
+      seed_generator_(seed_) {}
 
 uint64_t DeviceContext::NextSeed(int64_t op_seed) {
   if (op_seed != 0) return static_cast<uint64_t>(op_seed);
+  if (step_ >= 0 && !keyed_) {
+    // SplitMix64's finaliser over the seed and the step: distinct steps
+    // give unrelated generator states.
+    uint64_t z = seed_ + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(step_) + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    seed_generator_.seed(z ^ (z >> 31));
+    keyed_ = true;
+  }
   return seed_generator_();
 }
 

@@ -46,12 +46,26 @@ class DeviceContext {
 
   // Seed for a random op: `op_seed` when non-zero, else the next draw of
   // this context's generator (seeded by PAREX_SEED or SetSeed), so a program
-  // run twice from the same seed draws the same numbers.
+  // run twice from the same seed draws the same numbers. After SetStep the
+  // generator restarts from a key of (seed, step) at the step's first draw:
+  // what a step draws then depends on the step's number only, not on the
+  // steps this process ran before it (a resumed run draws as an
+  // uninterrupted one would).
   uint64_t NextSeed(int64_t op_seed);
-  void SetSeed(uint64_t seed) { seed_generator_.seed(seed); }
+  void SetSeed(uint64_t seed) {
+    seed_ = seed;
+    seed_generator_.seed(seed);
+  }
+  void SetStep(int64_t step) {
+    step_ = step;
+    keyed_ = false;
+  }
 
  private:
   Place place_;
+  uint64_t seed_ = 0;
+  int64_t step_ = -1;  // -1: no SetStep, one stream from the seed
+  bool keyed_ = false;
   std::mt19937_64 seed_generator_;
 };
 

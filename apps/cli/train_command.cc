@@ -262,6 +262,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     build.num_trainers = cluster->size();
     build.trainer_id = cluster->rank();
     exec.communicator = cluster->MakeCommunicator();
+    exec.first_place = first_place;
   }
 
   Scope scope;
@@ -322,6 +323,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, job->main, job->loss, &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
+  // Random ops (training-mode dropout) draw by the step's number: a resumed
+  // run draws what the uninterrupted one did at its steps.
+  (*pe)->SetNextStep(where.step);
 
   if (cluster != nullptr) {
     std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s%s\n",

@@ -21,5 +21,6 @@ void RegisterNormOps(OpSchemaRegistry* r);        // batch_norm, dropout
 void RegisterShapeOps(OpSchemaRegistry* r);       // reshape2, transpose2, concat, split
 void RegisterLookupTableOps(OpSchemaRegistry* r); // lookup_table, lookup_table_v2
 void RegisterMathOps(OpSchemaRegistry* r);        // sqrt, squared_l2_norm, increment, ... (optimizers, LR schedules)
+void RegisterTensorOps(OpSchemaRegistry* r);      // stack, gather, expand_v2, where
 
 }  // namespace parex

@@ -8,8 +8,8 @@
 namespace parex {
 
 void RegisterIoOps(OpSchemaRegistry* r);          // feed, fetch
-void RegisterFillOps(OpSchemaRegistry* r);        // fill_constant, *_random, assign, scale, cast
-void RegisterElementwiseOps(OpSchemaRegistry* r); // elementwise_add/sub/mul/div/max/min/pow, less_than
+void RegisterFillOps(OpSchemaRegistry* r);        // fill_constant(_batch_size_like), *_random, assign, scale, cast
+void RegisterElementwiseOps(OpSchemaRegistry* r); // elementwise_add/sub/mul/div/max/min/pow, less_than, equal
 void RegisterActivationOps(OpSchemaRegistry* r);  // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpSchemaRegistry* r);     // softmax, cross_entropy, softmax_with_cross_entropy
 void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_mean, sum

@@ -11,8 +11,9 @@ void RegisterIoOps(OpSchemaRegistry* r);          // feed, fetch
 void RegisterFillOps(OpSchemaRegistry* r);        // fill_constant(_batch_size_like), *_random, assign, scale, cast
 void RegisterElementwiseOps(OpSchemaRegistry* r); // elementwise_add/sub/mul/div/max/min/pow, less_than, equal
 void RegisterActivationOps(OpSchemaRegistry* r);  // relu, sigmoid, tanh, square
-void RegisterSoftmaxOps(OpSchemaRegistry* r);     // softmax, cross_entropy, softmax_with_cross_entropy
-void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_mean, sum
+void RegisterSoftmaxOps(OpSchemaRegistry* r);     // softmax, cross_entropy, softmax_with_cross_entropy,
+                                                  // sigmoid_cross_entropy_with_logits
+void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_mean, sum, cumsum
 void RegisterMetricOps(OpSchemaRegistry* r);      // accuracy, top_k
 void RegisterOptimizerOps(OpSchemaRegistry* r);   // sgd, momentum, adam
 void RegisterMatmulOps(OpSchemaRegistry* r);      // mul, matmul, matmul_v2

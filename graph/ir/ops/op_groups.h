@@ -14,7 +14,7 @@ void RegisterActivationOps(OpSchemaRegistry* r);  // relu, sigmoid, tanh, square
 void RegisterSoftmaxOps(OpSchemaRegistry* r);     // softmax, cross_entropy, softmax_with_cross_entropy,
                                                   // sigmoid_cross_entropy_with_logits
 void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_mean, sum, cumsum
-void RegisterMetricOps(OpSchemaRegistry* r);      // accuracy, top_k
+void RegisterMetricOps(OpSchemaRegistry* r);      // accuracy, top_k, arg_max, one_hot_v2
 void RegisterOptimizerOps(OpSchemaRegistry* r);   // sgd, momentum, adam
 void RegisterMatmulOps(OpSchemaRegistry* r);      // mul, matmul, matmul_v2
 void RegisterConvOps(OpSchemaRegistry* r);        // conv2d, pool2d

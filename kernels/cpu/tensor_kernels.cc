@@ -91,21 +91,24 @@ GatherLayout GatherLayoutOf(const KernelContext& ctx, const Dims& x) {
   return {Product(x, 0, axis), x[axis], Product(x, axis + 1, x.size())};
 }
 
-// The indices as int64, each checked against [0, extent).
-Status ReadIndices(const KernelContext& ctx, int64_t extent,
-                   std::vector<int64_t>* out) {
-  const Tensor& index = *ctx.Input("Index");
-  out->resize(index.numel());
+// Index j as int64. REQUIRES: Index is int32 or int64 (the schema checked).
+int64_t IndexAt(const Tensor& index, int64_t j) {
+  return index.dtype() == DType::kInt32 ? index.data<int32_t>()[j]
+                                        : index.data<int64_t>()[j];
+}
+
+// Every index lies in [0, extent). The kernels then read them in place, so a
+// step allocates nothing.
+Status CheckIndices(const KernelContext& ctx, const Tensor& index,
+                    int64_t extent) {
   for (int64_t j = 0; j < index.numel(); ++j) {
-    const int64_t v = index.dtype() == DType::kInt32 ? index.data<int32_t>()[j]
-                                                     : index.data<int64_t>()[j];
+    const int64_t v = IndexAt(index, j);
     if (v < 0 || v >= extent) {
       return ctx.Error("Index[" + std::to_string(j) +
                        "] = " + std::to_string(v) + " is outside [0, " +
                        std::to_string(extent) + ") along axis " +
                        std::to_string(ctx.Attr<int>("axis")));
     }
-    (*out)[j] = v;
   }
   return Status::Ok();
 }
@@ -115,15 +118,15 @@ Status GatherKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor& x = *ctx.Input("X");
   const GatherLayout l = GatherLayoutOf(ctx, x.dims());
-  std::vector<int64_t> index;
-  PAREX_RETURN_IF_ERROR(ReadIndices(ctx, l.extent, &index));
-  const int64_t k = static_cast<int64_t>(index.size());
+  const Tensor& index = *ctx.Input("Index");
+  PAREX_RETURN_IF_ERROR(CheckIndices(ctx, index, l.extent));
+  const int64_t k = index.numel();
   const T* xd = x.data<T>();
   T* out = ctx.Output("Out")->data<T>();
   for (int64_t o = 0; o < l.outer && l.inner > 0; ++o) {
     for (int64_t j = 0; j < k; ++j) {
       std::memcpy(out + (o * k + j) * l.inner,
-                  xd + (o * l.extent + index[j]) * l.inner,
+                  xd + (o * l.extent + IndexAt(index, j)) * l.inner,
                   l.inner * sizeof(T));
     }
   }
@@ -137,16 +140,16 @@ Status GatherGradKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
   Tensor* dx_t = ctx.Output("X@GRAD");
   const GatherLayout l = GatherLayoutOf(ctx, dx_t->dims());
-  std::vector<int64_t> index;
-  PAREX_RETURN_IF_ERROR(ReadIndices(ctx, l.extent, &index));
-  const int64_t k = static_cast<int64_t>(index.size());
+  const Tensor& index = *ctx.Input("Index");
+  PAREX_RETURN_IF_ERROR(CheckIndices(ctx, index, l.extent));
+  const int64_t k = index.numel();
   const T* dout = ctx.Input("Out@GRAD")->data<T>();
   T* dx = dx_t->data<T>();
   std::fill(dx, dx + dx_t->numel(), T(0));
   for (int64_t o = 0; o < l.outer; ++o) {
     for (int64_t j = 0; j < k; ++j) {
       const T* src = dout + (o * k + j) * l.inner;
-      T* dst = dx + (o * l.extent + index[j]) * l.inner;
+      T* dst = dx + (o * l.extent + IndexAt(index, j)) * l.inner;
       for (int64_t i = 0; i < l.inner; ++i) dst[i] += src[i];
     }
   }

@@ -27,7 +27,8 @@ std::string StripGradSuffix(const std::string& name) {
 OpInfo DescribeOp(const OpDesc& op) {
   static const std::set<std::string> kNoGradient = {
       "feed",           "fetch",           "fill_constant",
-      "uniform_random", "gaussian_random", "accuracy"};
+      "uniform_random", "gaussian_random", "accuracy",
+      "fill_constant_batch_size_like"};
   OpInfo info;
   info.schema = OpSchemaRegistry::Global().Find(op.type());
   const int r = OpRole(op);

@@ -20,6 +20,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterShapeKernels(r);
   RegisterLookupTableKernels(r);
   RegisterMathKernels(r);
+  RegisterTensorKernels(r);
 }
 
 }  // namespace parex

@@ -23,5 +23,6 @@ void RegisterDropoutKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterLookupTableKernels(KernelRegistry* r);
 void RegisterMathKernels(KernelRegistry* r);
+void RegisterTensorKernels(KernelRegistry* r);
 
 }  // namespace parex

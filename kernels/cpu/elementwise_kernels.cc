@@ -1,15 +1,19 @@
 // elementwise_add/sub/mul/div/max/min/pow and their gradients, and
 // less_than, on CPU, broadcasting Y into X by Fluid's `axis` rule
-// (kernels/cpu/broadcast.h).
+// (kernels/cpu/broadcast.h); equal, broadcasting either operand
+// (graph/ir/ops/broadcast_spec.h).
 //
 // Out may be the same variable as X (in-place "x = x + y"), and X@GRAD the
 // same as Out@GRAD: every element is read before the element at the same
 // index is written.
+#include <array>
 #include <cmath>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
 
+#include "base/checked_math.h"
+#include "graph/ir/ops/broadcast_spec.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -255,6 +259,59 @@ Status LessThanKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// Paddle 2.6's equality: floats within 1e-8 of each other (their
+// difference taken in T), an infinity only to itself, NaN to nothing.
+template <typename T>
+bool PaddleEqual(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isinf(a) || std::isinf(b)) return a == b;
+    if (std::isnan(a) || std::isnan(b)) return false;
+    return std::fabs(static_cast<double>(a - b)) < 1e-8;
+  } else {
+    return a == b;
+  }
+}
+
+// Out[i] = PaddleEqual(X[.], Y[.]), each operand broadcast over Out's dims.
+template <typename T>
+Status EqualKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* y = ctx.Input("Y");
+  StatusOr<BroadcastSpec> spec = BroadcastBoth(x->dims(), y->dims(), ctx.Attr<int>("axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  const int rank = static_cast<int>(spec->out.size());
+  if (rank > static_cast<int>(kMaxRank)) {
+    return ctx.Error("rank " + std::to_string(rank) + " is above " + std::to_string(kMaxRank));
+  }
+  // Strides of X and Y along Out's dims; 0 where an operand repeats.
+  std::array<int64_t, kMaxRank> x_stride{}, y_stride{}, index{};
+  int64_t xs = 1, ys = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    x_stride[d] = spec->x[d] == 1 ? 0 : xs;
+    y_stride[d] = spec->y[d] == 1 ? 0 : ys;
+    xs *= spec->x[d];
+    ys *= spec->y[d];
+  }
+  const T* xd = x->data<T>();
+  const T* yd = y->data<T>();
+  Tensor* out = ctx.Output("Out");
+  bool* od = out->data<bool>();
+  int64_t xo = 0, yo = 0;
+  for (int64_t i = 0, n = out->numel(); i < n; ++i) {
+    od[i] = PaddleEqual(xd[xo], yd[yo]);
+    for (int d = rank - 1; d >= 0; --d) {  // next index of Out, row-major
+      xo += x_stride[d];
+      yo += y_stride[d];
+      if (++index[d] < spec->out[d]) break;
+      xo -= x_stride[d] * spec->out[d];
+      yo -= y_stride[d] * spec->out[d];
+      index[d] = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 // Registers ElementwiseKernel<T, Op> for each T as `type` and
 // ElementwiseGradKernel<T, Op> for float and double as `type`_grad.
 template <typename Op, typename... Ts>
@@ -286,6 +343,8 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
       r, "elementwise_pow");
   PAREX_CPU_KERNEL(r, "less_than", LessThanKernel, float, double, int32_t,
                    int64_t);
+  PAREX_CPU_KERNEL(r, "equal", EqualKernel, float, double, int32_t, int64_t,
+                   bool);
 }
 
 }  // namespace parex

@@ -1,5 +1,6 @@
-// fill_constant, uniform_random, gaussian_random, assign, scale and cast on
-// CPU.
+// fill_constant (and fill_constant_batch_size_like, the same fill once its
+// schema has shaped Out), uniform_random, gaussian_random, assign, scale and
+// cast on CPU.
 //
 // The random ops draw from std::mt19937_64 seeded by
 // DeviceContext::NextSeed(seed attribute) and map its 64-bit outputs to
@@ -235,6 +236,8 @@ Status CastKernel(KernelContext& ctx) {
 void RegisterFillKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "fill_constant", FillConstantKernel, float, double,
                    int32_t, int64_t, bool);
+  PAREX_CPU_KERNEL(r, "fill_constant_batch_size_like", FillConstantKernel, float,
+                   double, int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "uniform_random", UniformRandomKernel, float, double);
   PAREX_CPU_KERNEL(r, "gaussian_random", GaussianRandomKernel, float, double);
   PAREX_CPU_KERNEL(r, "assign", AssignKernel, float, double, int32_t, int64_t,

@@ -1,4 +1,5 @@
-// top_k, top_k_grad and accuracy on CPU.
+// top_k, top_k_grad, accuracy, arg_max and one_hot_v2 on CPU. Semantics:
+// graph/ir/ops/metric_ops.cc.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -197,6 +198,83 @@ Status AccuracyKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// ---- arg_max ----------------------------------------------------------------
+
+template <typename T, typename Index>
+void ArgMax(const T* x, Index* out, int64_t outer, int64_t extent, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* row = x + o * extent * inner + i;
+      int64_t best = 0;
+      for (int64_t k = 1; k < extent; ++k) {
+        if (row[k * inner] > row[best * inner]) best = k;
+      }
+      out[o * inner + i] = static_cast<Index>(best);
+    }
+  }
+}
+
+// X viewed as [outer, extent, inner] around `axis` (flatten: [1, numel, 1]).
+template <typename T>
+Status ArgMaxKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor& x = *ctx.Input("X");
+  if (x.numel() == 0) return ctx.Error("X " + DimsToString(x.dims()) + " holds no element");
+  int64_t outer = 1, extent = x.numel(), inner = 1;
+  if (!ctx.Attr<bool>("flatten")) {
+    const int rank = x.rank();
+    int64_t axis = ctx.Attr<int64_t>("axis");  // in range: the schema checked it
+    if (axis < 0) axis += rank;
+    outer = extent = inner = 1;
+    for (int d = 0; d < rank; ++d) (d < axis ? outer : d == axis ? extent : inner) *= x.dims()[d];
+  }
+  Tensor* out = ctx.Output("Out");
+  if (out->dtype() == DType::kInt32) {
+    ArgMax(x.data<T>(), out->data<int32_t>(), outer, extent, inner);
+  } else {
+    ArgMax(x.data<T>(), out->data<int64_t>(), outer, extent, inner);
+  }
+  return Status::Ok();
+}
+
+// ---- one_hot_v2 --------------------------------------------------------------
+
+template <typename Index, typename T>
+Status OneHot(const KernelContext& ctx, const Tensor& x, Tensor* out) {
+  const int64_t depth = ctx.Attr<int>("depth");
+  const bool allow = ctx.Attr<bool>("allow_out_of_range");
+  const Index* in = x.data<Index>();
+  T* od = out->data<T>();
+  std::fill(od, od + out->numel(), T(0));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t v = in[i];
+    if (v >= 0 && v < depth) {
+      od[i * depth + v] = T(1);
+    } else if (!allow) {
+      return ctx.Error("X[" + std::to_string(i) + "] = " + std::to_string(v) +
+                       " is outside [0, depth " + std::to_string(depth) +
+                       ") (allow_out_of_range is false)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Chosen by X's dtype (the index type); Out's dtype is the attribute's.
+template <typename Index>
+Status OneHotKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<Index>({"X"}));
+  const Tensor& x = *ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  switch (out->dtype()) {
+    case DType::kFP32: return OneHot<Index, float>(ctx, x, out);
+    case DType::kFP64: return OneHot<Index, double>(ctx, x, out);
+    case DType::kInt32: return OneHot<Index, int32_t>(ctx, x, out);
+    case DType::kInt64: return OneHot<Index, int64_t>(ctx, x, out);
+    default:
+      return ctx.Error(std::string("Out cannot be ") + DTypeName(out->dtype()));
+  }
+}
+
 }  // namespace
 
 void RegisterMetricKernels(KernelRegistry* r) {
@@ -205,6 +283,8 @@ void RegisterMetricKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "top_k_v2", TopKKernel, float, double);
   PAREX_CPU_KERNEL(r, "top_k_v2_grad", TopKGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "accuracy", AccuracyKernel, float, double);
+  PAREX_CPU_KERNEL(r, "arg_max", ArgMaxKernel, float, double, int32_t, int64_t);
+  PAREX_CPU_KERNEL(r, "one_hot_v2", OneHotKernel, int32_t, int64_t);
 }
 
 }  // namespace parex

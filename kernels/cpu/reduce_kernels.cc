@@ -1,4 +1,5 @@
-// mean, reduce_sum, reduce_mean, their gradients, and sum on CPU.
+// mean, reduce_sum, reduce_mean, their gradients, sum, and cumsum with its
+// gradient on CPU.
 // Reductions pair X (full) with Out viewed with X's rank and 1s on the
 // reduced dims (kernels/cpu/broadcast.h); removing those 1s (keep_dim false)
 // does not move any element, so the same map serves both layouts.
@@ -164,6 +165,68 @@ Status SumKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// ---- cumsum -----------------------------------------------------------------
+// X viewed as [outer, extent, inner] around the scanned axis (with flatten:
+// [1, numel, 1]).
+
+struct ScanLayout {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+
+ScanLayout ScanLayoutOf(const KernelContext& ctx, const Dims& x) {
+  ScanLayout l;
+  if (ctx.Attr<bool>("flatten")) {
+    l.extent = Numel(x);
+    return l;
+  }
+  const int rank = static_cast<int>(x.size());
+  int axis = ctx.Attr<int>("axis");  // in range: the schema checked it
+  if (axis < 0) axis += rank;
+  for (int d = 0; d < rank; ++d) {
+    (d < axis ? l.outer : d == axis ? l.extent : l.inner) *= x[d];
+  }
+  return l;
+}
+
+// out = the running sums of `in` along the layout's extent, from the end
+// when `reverse`; `exclusive` leaves each element out of its own sum.
+template <typename T>
+void Scan(const T* in, T* out, const ScanLayout& l, bool exclusive, bool reverse) {
+  for (int64_t o = 0; o < l.outer; ++o) {
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const int64_t base = o * l.extent * l.inner + i;
+      T sum = T(0);
+      for (int64_t k = 0; k < l.extent; ++k) {
+        const int64_t at = base + (reverse ? l.extent - 1 - k : k) * l.inner;
+        const T v = in[at];
+        if (!exclusive) sum += v;
+        out[at] = sum;
+        if (exclusive) sum += v;
+      }
+    }
+  }
+}
+
+template <typename T>
+Status CumsumKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor& x = *ctx.Input("X");
+  Scan(x.data<T>(), ctx.Output("Out")->data<T>(), ScanLayoutOf(ctx, x.dims()),
+       ctx.Attr<bool>("exclusive"), ctx.Attr<bool>("reverse"));
+  return Status::Ok();
+}
+
+// X@GRAD[j] sums Out@GRAD[k] over the k whose sum took X[j]: the same scan
+// the other way round.
+template <typename T>
+Status CumsumGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
+  Tensor* dx = ctx.Output("X@GRAD");
+  Scan(ctx.Input("Out@GRAD")->data<T>(), dx->data<T>(), ScanLayoutOf(ctx, dx->dims()),
+       ctx.Attr<bool>("exclusive"), !ctx.Attr<bool>("reverse"));
+  return Status::Ok();
+}
+
 // Registers ReduceKernel<T, kMean> for each T as `type` and
 // ReduceGradKernel<T, kMean> for float and double as `type`_grad.
 template <bool kMean, typename... Ts>
@@ -184,6 +247,8 @@ void RegisterReduceKernels(KernelRegistry* r) {
   RegisterReduce<false, float, double, int32_t, int64_t>(r, "reduce_sum");
   RegisterReduce<true, float, double>(r, "reduce_mean");
   PAREX_CPU_KERNEL(r, "sum", SumKernel, float, double, int32_t, int64_t);
+  PAREX_CPU_KERNEL(r, "cumsum", CumsumKernel, float, double, int32_t, int64_t);
+  PAREX_CPU_KERNEL(r, "cumsum_grad", CumsumGradKernel, float, double);
 }
 
 }  // namespace parex

@@ -1,5 +1,5 @@
-// softmax, cross_entropy, softmax_with_cross_entropy and their gradients on
-// CPU. A tensor normalised along `axis` is viewed as [outer, n, inner]: the
+// softmax, cross_entropy, softmax_with_cross_entropy,
+// sigmoid_cross_entropy_with_logits and their gradients on CPU. A tensor normalised along `axis` is viewed as [outer, n, inner]: the
 // element (o, k, i) sits at (o * n + k) * inner + i, and the per-row values
 // (labels, losses) of the collapsed [outer, 1, inner] view at o * inner + i.
 #include <algorithm>
@@ -303,6 +303,68 @@ Status SoftmaxWithCrossEntropyGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// ---- sigmoid_cross_entropy_with_logits --------------------------------------
+// Formulas: graph/ir/ops/softmax_ops.cc.
+
+template <typename T>
+bool Ignored(T label, int ignore_index) {
+  return static_cast<int>(label) == ignore_index;
+}
+
+// What normalize divides by: Paddle's count of labels farther than 1e-6
+// from ignore_index (1 without normalize).
+template <typename T>
+T SigmoidCrossEntropyNorm(const KernelContext& ctx, const T* label, int64_t n) {
+  if (!ctx.Attr<bool>("normalize")) return T(1);
+  const T ignore = static_cast<T>(ctx.Attr<int>("ignore_index"));
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T diff = label[i] - ignore;
+    if (diff < T(-1e-6) || diff > T(1e-6)) ++count;
+  }
+  return static_cast<T>(count);
+}
+
+template <typename T>
+Status SigmoidCrossEntropyKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Label"}));
+  const Tensor& x_t = *ctx.Input("X");
+  const T* x = x_t.data<T>();
+  const T* label = ctx.Input("Label")->data<T>();
+  T* out = ctx.Output("Out")->data<T>();
+  const int64_t n = x_t.numel();
+  const int ignore_index = ctx.Attr<int>("ignore_index");
+  const T norm = SigmoidCrossEntropyNorm(ctx, label, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const T loss = Ignored(label[i], ignore_index)
+                       ? T(0)
+                       : std::max(v, T(0)) - v * label[i] + std::log1p(std::exp(-std::abs(v)));
+    out[i] = loss / norm;
+  }
+  return Status::Ok();
+}
+
+// X@GRAD = (sigmoid(X) - Label) * Out@GRAD, 0 where ignored, over the
+// forward's norm.
+template <typename T>
+Status SigmoidCrossEntropyGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Label", "Out@GRAD"}));
+  const Tensor& x_t = *ctx.Input("X");
+  const T* x = x_t.data<T>();
+  const T* label = ctx.Input("Label")->data<T>();
+  const T* dout = ctx.Input("Out@GRAD")->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  const int64_t n = x_t.numel();
+  const int ignore_index = ctx.Attr<int>("ignore_index");
+  const T norm = SigmoidCrossEntropyNorm(ctx, label, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const T sigmoid = T(1) / (T(1) + std::exp(-x[i]));
+    dx[i] = (Ignored(label[i], ignore_index) ? T(0) : (sigmoid - label[i]) * dout[i]) / norm;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterSoftmaxKernels(KernelRegistry* r) {
@@ -315,6 +377,10 @@ void RegisterSoftmaxKernels(KernelRegistry* r) {
                    SoftmaxWithCrossEntropyKernel, float, double);
   PAREX_CPU_KERNEL(r, "softmax_with_cross_entropy_grad",
                    SoftmaxWithCrossEntropyGradKernel, float, double);
+  PAREX_CPU_KERNEL(r, "sigmoid_cross_entropy_with_logits", SigmoidCrossEntropyKernel, float,
+                   double);
+  PAREX_CPU_KERNEL(r, "sigmoid_cross_entropy_with_logits_grad",
+                   SigmoidCrossEntropyGradKernel, float, double);
 }
 
 }  // namespace parex

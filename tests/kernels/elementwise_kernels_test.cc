@@ -13,6 +13,7 @@
 #include "kernels/kernel_registry.h"
 #include "kernels/op_runner.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -284,6 +285,87 @@ TEST(ElementwiseKernelsTest, RegistersCpuKernelsForItsDTypes) {
                                            {"elementwise_div_grad", kFloats}}) {
     ExpectCpuKernels(e.type, e.dtypes);
   }
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+// ---- equal ------------------------------------------------------------------
+
+namespace parex::testing {
+namespace {
+
+// Against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/tensor_ops.json):
+// floats within 1e-8, infinities, NaN, broadcasting either operand, Y at
+// axis 0, bool and int operands.
+TEST(EqualKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("equal"), 6);
+  ExpectCpuKernels("equal",
+                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64, DType::kBool});
+}
+
+// Y lined up with X's middle dim: out[i, j, k] = x[i, j, k] == y[j]
+// (Paddle 2.6's shape inference refuses this axis, its kernel does it).
+TEST(EqualKernelTest, AxisLinesYUpInsideX) {
+  std::vector<int64_t> x(24);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<int64_t>(i % 3);
+  const std::vector<int64_t> y = {0, 1, 2};
+  OpTester t("equal");
+  t.Input("X", MakeTensor<int64_t>({2, 3, 4}, x))
+      .Input("Y", MakeTensor<int64_t>({3}, y))
+      .Output("Out")
+      .Attr<int>("axis", 1);
+  ASSERT_TRUE(t.Run().ok());
+  ASSERT_EQ(t.Out("Out").dims(), (Dims{2, 3, 4}));
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      for (int k = 0; k < 4; ++k) {
+        const int at = (i * 3 + j) * 4 + k;
+        EXPECT_EQ(t.Out("Out").data<bool>()[at], x[at] == y[j]) << at;
+      }
+    }
+  }
+}
+
+TEST(EqualKernelTest, BadShapesAndAxisNameTheOp) {
+  OpTester dims("equal");
+  dims.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Input("Y", RandomTensor({4}, 0, 1, 2)).Output("Out");
+  Status s = dims.Run();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'equal'"));
+  EXPECT_THAT(s.message(), HasSubstr("X [2,3] and Y [4] do not broadcast at axis -1"));
+  OpTester axis("equal");
+  axis.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Input("Y", RandomTensor({3}, 0, 1, 2))
+      .Output("Out")
+      .Attr<int>("axis", 2);
+  s = axis.Run();
+  EXPECT_THAT(s.message(), HasSubstr("'equal'"));
+  EXPECT_THAT(s.message(), HasSubstr("axis 2 is outside [-1, 1]"));
+  OpTester dtype("equal");
+  dtype.Input("X", RandomTensor({2}, 0, 1, 1))
+      .Input("Y", RandomIntTensor({2}, 0, 1, 2))
+      .Output("Out");
+  s = dtype.Run();
+  EXPECT_THAT(s.message(), HasSubstr("'equal'"));
+  EXPECT_THAT(s.message(), HasSubstr("input X is fp64 but Y is int64"));
+}
+
+TEST(EqualSchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 1});
+  block.Var("x")->SetDType(DType::kInt64);
+  block.Var("y")->SetDims({4});
+  block.Var("y")->SetDType(DType::kInt64);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("equal");
+  op->SetInput("X", {"x"});
+  op->SetInput("Y", {"y"});
+  op->SetOutput("Out", {"out"});
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 4}));
+  EXPECT_EQ(block.FindVar("out")->dtype(), DType::kBool);
 }
 
 }  // namespace

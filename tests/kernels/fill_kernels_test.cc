@@ -11,7 +11,9 @@
 
 #include "graph/ir/op_schema.h"
 #include "kernels/kernel_registry.h"
+#include "graph/ir/validate.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -355,6 +357,70 @@ TEST(FillKernelsTest, RegistersCpuKernelsForItsDTypes) {
                                            {"cast", kNumbers}}) {
     ExpectCpuKernels(e.type, e.dtypes);
   }
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+// ---- fill_constant_batch_size_like --------------------------------------------
+
+namespace parex::testing {
+namespace {
+
+// Against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/tensor_ops.json):
+// the batch extent at other indices, str_value for an int64, int32 and bool.
+TEST(FillConstantBatchSizeLikeKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("fill_constant_batch_size_like"), 5);
+  ExpectCpuKernels("fill_constant_batch_size_like",
+                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64, DType::kBool});
+}
+
+TEST(FillConstantBatchSizeLikeKernelTest, BadAttributesNameTheOp) {
+  struct Case {
+    std::vector<int> shape;
+    int input_dim_idx, output_dim_idx, dtype;
+    std::string message;
+  };
+  for (const Case& c : {Case{{}, 0, 0, 5, "attribute shape is empty"},
+                        Case{{-1, 3}, 0, 2, 5, "output_dim_idx 2 is outside shape [-1,3]"},
+                        Case{{-1, 3}, 2, 0, 5, "input_dim_idx 2 is outside Input [4,2]"},
+                        Case{{-1, -1}, 0, 0, 5, "shape [4,-1] (with Input's extent at 0) has a "
+                                                "negative extent"},
+                        Case{{-1, 3}, 0, 0, 99, "attribute dtype 99 is no element type"}}) {
+    OpTester t("fill_constant_batch_size_like");
+    t.Input("Input", RandomTensor({4, 2}, 0, 1, 1))
+        .Output("Out")
+        .Attr("shape", c.shape)
+        .Attr<int>("input_dim_idx", c.input_dim_idx)
+        .Attr<int>("output_dim_idx", c.output_dim_idx)
+        .Attr<int>("dtype", c.dtype);
+    Status s = t.Run();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(s.message(), HasSubstr("'fill_constant_batch_size_like'"));
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+  }
+}
+
+TEST(FillConstantBatchSizeLikeSchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 3});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("fill_constant_batch_size_like");
+  op->SetInput("Input", {"x"});
+  op->SetOutput("Out", {"out"});
+  op->SetAttr("shape", std::vector<int>{7, 5});
+  op->SetAttr<int>("dtype", kInt64);
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 5}));
+  EXPECT_EQ(block.FindVar("out")->dtype(), DType::kInt64);
+  // Paddle's programs always carry shape.
+  OpDesc* bare = block.AppendOp("fill_constant_batch_size_like");
+  bare->SetInput("Input", {"x"});
+  bare->SetOutput("Out", {"out"});
+  Status s = ValidateProgram(program);
+  EXPECT_THAT(s.message(), HasSubstr("required attribute 'shape'"));
 }
 
 }  // namespace

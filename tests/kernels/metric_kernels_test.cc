@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "graph/ir/op_schema.h"
+#include "graph/ir/validate.h"
 #include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -264,6 +266,121 @@ TEST(TopKV2KernelTest, BadAttributesAreNamed) {
     EXPECT_THAT(s.message(), HasSubstr("top_k_v2"));
     EXPECT_THAT(s.message(), HasSubstr(b.message));
   }
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+// ---- arg_max, one_hot_v2 ------------------------------------------------------
+
+namespace parex::testing {
+namespace {
+
+// Against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/tensor_ops.json):
+// ties to the first, keepdims, flatten (Paddle's 0-D result is [1] here),
+// int32 indices; one_hot_v2 of int32 and int64 X into fp32, fp64, int64.
+TEST(ArgMaxKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("arg_max"), 7);
+  ExpectCpuKernels("arg_max", {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
+}
+
+TEST(OneHotV2KernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("one_hot_v2"), 3);
+  ExpectCpuKernels("one_hot_v2", {DType::kInt32, DType::kInt64});
+}
+
+TEST(ArgMaxKernelTest, BadAttributesNameTheOp) {
+  OpTester dtype("arg_max");
+  dtype.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Output("Out")
+      .Attr<int64_t>("axis", 1)
+      .Attr<int>("dtype", 5);
+  Status s = dtype.Run();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'arg_max'"));
+  EXPECT_THAT(s.message(), HasSubstr("dtype 5 is neither int64 (3) nor int32 (2)"));
+  OpTester axis("arg_max");
+  axis.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Output("Out").Attr<int64_t>("axis", -3);
+  s = axis.Run();
+  EXPECT_THAT(s.message(), HasSubstr("'arg_max'"));
+  EXPECT_THAT(s.message(), HasSubstr("axis -3 is out of range for X [2,3]"));
+  // axis has no default in Paddle: a program must carry it.
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({2, 3});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("arg_max");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"out"});
+  s = ValidateProgram(program);
+  EXPECT_THAT(s.message(), HasSubstr("'arg_max'"));
+  EXPECT_THAT(s.message(), HasSubstr("required attribute 'axis'"));
+}
+
+TEST(OneHotV2KernelTest, OutOfRangeIndicesAreErrorsUnlessAllowed) {
+  for (int64_t bad : {3, -1}) {
+    OpTester t("one_hot_v2");
+    t.Input("X", MakeTensor<int64_t>({3}, {0, bad, 2})).Output("Out").Attr<int>("depth", 3);
+    Status s = t.Run();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("'one_hot_v2'"));
+    EXPECT_THAT(s.message(), HasSubstr("X[1] = " + std::to_string(bad) +
+                                       " is outside [0, depth 3)"));
+  }
+  OpTester allowed("one_hot_v2");
+  allowed.Input("X", MakeTensor<int32_t>({3}, {0, 7, 2}))
+      .Output("Out")
+      .Attr<int>("depth", 3)
+      .Attr<bool>("allow_out_of_range", true);
+  ASSERT_TRUE(allowed.Run().ok());
+  EXPECT_EQ(allowed.Out("Out").dtype(), DType::kFP32);
+  EXPECT_EQ(ToVector<float>(allowed.Out("Out")),
+            (std::vector<float>{1, 0, 0, 0, 0, 0, 0, 0, 1}));
+}
+
+TEST(OneHotV2KernelTest, BadAttributesNameTheOp) {
+  struct Case {
+    int depth, dtype;
+    std::string message;
+  };
+  for (const Case& c : {Case{0, 5, "depth 0 must be >= 1"},
+                        Case{-1, 5, "depth -1 must be >= 1"},
+                        Case{3, 0, "dtype 0 is not fp32 (5), fp64 (6), int32 (2) or int64 (3)"}}) {
+    OpTester t("one_hot_v2");
+    t.Input("X", MakeTensor<int64_t>({2}, {0, 1}))
+        .Output("Out")
+        .Attr<int>("depth", c.depth)
+        .Attr<int>("dtype", c.dtype);
+    Status s = t.Run();
+    EXPECT_THAT(s.message(), HasSubstr("'one_hot_v2'"));
+    EXPECT_THAT(s.message(), HasSubstr(c.message));
+  }
+  OpTester floats("one_hot_v2");
+  floats.Input("X", RandomTensor({2}, 0, 1, 1)).Output("Out").Attr<int>("depth", 3);
+  EXPECT_THAT(floats.Run().message(), HasSubstr("X must be int32 or int64, got fp64"));
+  OpTester tensor("one_hot_v2");
+  tensor.Input("X", MakeTensor<int64_t>({2}, {0, 1}))
+      .Input("depth_tensor", MakeTensor<int32_t>({1}, {3}))
+      .Output("Out");
+  Status s = tensor.Run();
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("input 'depth_tensor'"));
+}
+
+TEST(OneHotV2SchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 1});
+  block.Var("x")->SetDType(DType::kInt64);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("one_hot_v2");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"out"});
+  op->SetAttr<int>("depth", 10);
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 1, 10}));
+  EXPECT_EQ(block.FindVar("out")->dtype(), DType::kFP32);
 }
 
 }  // namespace

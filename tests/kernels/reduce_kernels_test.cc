@@ -10,6 +10,7 @@
 #include "graph/ir/op_schema.h"
 #include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -284,6 +285,77 @@ TEST(ReduceKernelsTest, RegistersCpuKernelsForItsDTypes) {
                                            {"sum", kNumbers}}) {
     ExpectCpuKernels(e.type, e.dtypes);
   }
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+// ---- cumsum -------------------------------------------------------------------
+
+namespace parex::testing {
+namespace {
+
+// Against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/tensor_ops.json):
+// exclusive, reverse, flatten; gradients through Paddle's cumsum_grad.
+TEST(CumsumKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("cumsum"), 7);
+  ExpectCpuKernels("cumsum", {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
+  ExpectCpuKernels("cumsum_grad", {DType::kFP32, DType::kFP64});
+}
+
+TEST(CumsumKernelTest, GradMatchesFiniteDifferences) {
+  uint32_t seed = 80;
+  for (bool flatten : {false, true}) {
+    for (bool exclusive : {false, true}) {
+      for (bool reverse : {false, true}) {
+        for (int axis : {0, 1, -1}) {
+          SCOPED_TRACE("axis " + std::to_string(axis) + " flatten " + std::to_string(flatten) +
+                       " exclusive " + std::to_string(exclusive) + " reverse " +
+                       std::to_string(reverse));
+          OpTester t("cumsum");
+          t.Input("X", RandomTensor({2, 3, 4}, -1, 1, seed++))
+              .Output("Out")
+              .Attr<int>("axis", axis)
+              .Attr<bool>("flatten", flatten)
+              .Attr<bool>("exclusive", exclusive)
+              .Attr<bool>("reverse", reverse);
+          EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+        }
+      }
+    }
+  }
+}
+
+TEST(CumsumKernelTest, BadAxisNamesTheOp) {
+  OpTester t("cumsum");
+  t.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Output("Out").Attr<int>("axis", 2);
+  Status s = t.Run();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'cumsum'"));
+  EXPECT_THAT(s.message(), HasSubstr("axis 2 is out of range for X [2,3]"));
+  // With flatten the axis is not read (Paddle's rule).
+  OpTester flat("cumsum");
+  flat.Input("X", MakeTensor<double>({2, 2}, {1, 2, 3, 4}))
+      .Output("Out")
+      .Attr<int>("axis", 7)
+      .Attr<bool>("flatten", true);
+  ASSERT_TRUE(flat.Run().ok());
+  EXPECT_EQ(flat.Out("Out").dims(), (Dims{4}));
+  EXPECT_EQ(ToVector<double>(flat.Out("Out")), (std::vector<double>{1, 3, 6, 10}));
+}
+
+TEST(CumsumSchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 4});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("cumsum");
+  op->SetInput("X", {"x"});
+  op->SetOutput("Out", {"out"});
+  op->SetAttr<bool>("flatten", true);
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1}));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "graph/ir/op_schema.h"
 #include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -348,6 +349,61 @@ TEST(SoftmaxKernelTest, RegistersCpuKernelsForItsDTypes) {
                           {"softmax_with_cross_entropy_grad", kFloats}}) {
     ExpectCpuKernels(e.type, e.dtypes);
   }
+}
+
+}  // namespace
+}  // namespace parex::testing
+
+// ---- sigmoid_cross_entropy_with_logits ------------------------------------------
+
+namespace parex::testing {
+namespace {
+
+// Against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/tensor_ops.json):
+// soft labels with ignored ones, normalize, another ignore_index, fp32,
+// every label ignored with normalize (NaN, as Paddle).
+TEST(SigmoidCrossEntropyWithLogitsKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("sigmoid_cross_entropy_with_logits"), 5);
+  ExpectCpuKernels("sigmoid_cross_entropy_with_logits", {DType::kFP32, DType::kFP64});
+  ExpectCpuKernels("sigmoid_cross_entropy_with_logits_grad", {DType::kFP32, DType::kFP64});
+}
+
+TEST(SigmoidCrossEntropyWithLogitsKernelTest, GradMatchesFiniteDifferences) {
+  const Tensor label = MakeTensor<double>(
+      {2, 4}, {0.0, 1.0, -100.0, 0.25, 1.0, 0.5, 0.0, -100.0});
+  uint32_t seed = 90;
+  for (bool normalize : {false, true}) {
+    for (int ignore_index : {-100, 0}) {
+      SCOPED_TRACE("normalize " + std::to_string(normalize) + " ignore_index " +
+                   std::to_string(ignore_index));
+      OpTester t("sigmoid_cross_entropy_with_logits");
+      t.Input("X", RandomTensor({2, 4}, -3, 3, seed++))
+          .Input("Label", label)
+          .Output("Out")
+          .Attr<bool>("normalize", normalize)
+          .Attr<int>("ignore_index", ignore_index);
+      EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+    }
+  }
+}
+
+TEST(SigmoidCrossEntropyWithLogitsKernelTest, BadInputsNameTheOp) {
+  OpTester dims("sigmoid_cross_entropy_with_logits");
+  dims.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Input("Label", RandomTensor({3, 2}, 0, 1, 2))
+      .Output("Out");
+  Status s = dims.Run();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'sigmoid_cross_entropy_with_logits'"));
+  EXPECT_THAT(s.message(), HasSubstr("Label [3,2] differs from X [2,3]"));
+  OpTester weight("sigmoid_cross_entropy_with_logits");
+  weight.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Input("Label", RandomTensor({2, 3}, 0, 1, 2))
+      .Input("pos_weight", RandomTensor({2, 3}, 0, 1, 3))
+      .Output("Out");
+  s = weight.Run();
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(s.message(), HasSubstr("input 'pos_weight' is not supported"));
 }
 
 }  // namespace

@@ -1,11 +1,18 @@
 // elementwise_add/sub/mul/div/max/min/pow and their gradients, and the
-// comparison less_than (Out bool), with Fluid's `axis` broadcasting: Out has
+// comparisons less_than and equal (Out bool).
+//
+// All but equal broadcast by Fluid's `axis` rule: Out has
 // X's dims; Y's dims, less trailing 1s, line up with X's dims starting at
 // `axis` (-1: rank(X) - rank(Y)), each equal to X's extent or 1. Broadcasting
 // both operands (numpy style) is not supported. The kernels apply the same rule
 // (kernels/cpu/broadcast.h).
+//
+// equal follows Paddle 2.6's comparisons: either operand broadcasts
+// (broadcast_spec.h), and floats are equal within 1e-8 (an infinity only to
+// itself, NaN to nothing; the kernel's rule).
 #include <string>
 
+#include "graph/ir/ops/broadcast_spec.h"
 #include "graph/ir/ops/op_groups.h"
 
 namespace parex {
@@ -101,6 +108,20 @@ Status InferCompare(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+Status InferEqual(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "X", "Y"));
+  const Dims x = ctx.InputDims("X");
+  const Dims y = ctx.InputDims("Y");
+  if (ctx.IsUnknown(x) || ctx.IsUnknown(y)) {
+    ctx.SetOutput("Out", {}, DType::kBool);
+    return Status::Ok();
+  }
+  StatusOr<BroadcastSpec> spec = BroadcastBoth(x, y, ctx.Attr<int>("axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  ctx.SetOutput("Out", spec->out, DType::kBool);
+  return Status::Ok();
+}
+
 void AddElementwise(OpSchemaRegistry* r, const std::string& type,
                     std::vector<std::string> grad_inputs) {
   r->Add(OpSchema(type)
@@ -145,6 +166,13 @@ void RegisterElementwiseOps(OpSchemaRegistry* r) {
              .Attr("axis", -1)
              .Attr("force_cpu", false)
              .InferShape(InferCompare));
+  r->Add(OpSchema("equal")
+             .Input("X")
+             .Input("Y")
+             .Output("Out")
+             .Attr("axis", -1)
+             .Attr("force_cpu", false)
+             .InferShape(InferEqual));
 }
 
 }  // namespace parex

@@ -1,6 +1,9 @@
 // Ops that make or copy tensors: fill_constant, uniform_random and
-// gaussian_random (Out of attribute `shape` and `dtype`), assign (a copy),
-// scale (Out = scale * X + bias, or scale * (X + bias)) and cast.
+// gaussian_random (Out of attribute `shape` and `dtype`),
+// fill_constant_batch_size_like (the same, with one extent taken from an
+// input: Out's dim `output_dim_idx` is Input's dim `input_dim_idx`; no
+// gradient), assign (a copy), scale (Out = scale * X + bias, or
+// scale * (X + bias)) and cast.
 //
 // Fluid's gradients of assign, scale and cast are the same ops again with
 // renamed slots (scale's reads Out@GRAD through slot X), which a Grad(...)
@@ -28,6 +31,37 @@ Status InferFromShapeAttr(ShapeContext& ctx) {
   if (!IsElementType(dtype)) {
     return ctx.Error("attribute dtype " + std::to_string(dtype) +
                      " is no element type");
+  }
+  ctx.SetOutput("Out", shape, static_cast<DType>(dtype));
+  return Status::Ok();
+}
+
+Status InferFillBatchSizeLike(ShapeContext& ctx) {
+  std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  if (shape.empty()) return ctx.Error("attribute shape is empty");
+  const int dtype = ctx.Attr<int>("dtype");
+  if (!IsElementType(dtype)) {
+    return ctx.Error("attribute dtype " + std::to_string(dtype) + " is no element type");
+  }
+  const Dims in = ctx.InputDims("Input");
+  const int in_idx = ctx.Attr<int>("input_dim_idx");
+  const int out_idx = ctx.Attr<int>("output_dim_idx");
+  if (out_idx < 0 || out_idx >= static_cast<int>(shape.size())) {
+    return ctx.Error("output_dim_idx " + std::to_string(out_idx) + " is outside shape " +
+                     DimsToString(shape));
+  }
+  if (!ctx.IsUnknown(in) && (in_idx < 0 || in_idx >= static_cast<int>(in.size()))) {
+    return ctx.Error("input_dim_idx " + std::to_string(in_idx) + " is outside Input " +
+                     DimsToString(in));
+  }
+  shape[out_idx] = ctx.IsUnknown(in) ? -1 : in[in_idx];
+  for (int64_t d : shape) {
+    // -1 stays unknown at compile time, as in Paddle; it has no value to
+    // take when the op runs.
+    if (d < -1 || (d == -1 && ctx.IsRuntime())) {
+      return ctx.Error("shape " + DimsToString(shape) + " (with Input's extent at " +
+                       std::to_string(out_idx) + ") has a negative extent");
+    }
   }
   ctx.SetOutput("Out", shape, static_cast<DType>(dtype));
   return Status::Ok();
@@ -72,6 +106,18 @@ void RegisterFillOps(OpSchemaRegistry* r) {
              .Attr("dtype", kFP32)
              .Attr("force_cpu", false)
              .InferShape(InferFromShapeAttr)
+             .KernelDTypeFromAttr("dtype"));
+  r->Add(OpSchema("fill_constant_batch_size_like")
+             .Input("Input")
+             .Output("Out")
+             .RequiredAttr("shape", proto::INTS)
+             .Attr("value", 0.0f)
+             .Attr("str_value", std::string())
+             .Attr("dtype", kFP32)
+             .Attr("input_dim_idx", 0)
+             .Attr("output_dim_idx", 0)
+             .Attr("force_cpu", false)
+             .InferShape(InferFillBatchSizeLike)
              .KernelDTypeFromAttr("dtype"));
   r->Add(OpSchema("uniform_random")
              .Output("Out")

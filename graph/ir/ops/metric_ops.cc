@@ -1,8 +1,21 @@
 // Metric ops: top_k (the k largest values along the last dim and their
 // indices) and top_k_v2 (along `axis`, the largest or the smallest, Paddle
-// 2.x's accuracy uses it) with their gradient ops, and accuracy (the fraction of rows
-// whose label is among their top-k indices).
+// 2.x's accuracy uses it) with their gradient ops, and accuracy (the fraction
+// of rows whose label is among their top-k indices). And the label ops of
+// Paddle 2.x, without gradients:
+// arg_max: the index of the largest value along `axis` (the first of
+//   equals; NaN never wins), as int64 (dtype 3) or int32 (dtype 2); with
+//   flatten, over every element. The axis goes, or stays as a 1 with
+//   keepdims (flatten and keepdims: every dim a 1). Paddle 2.6 gives a 0-D
+//   result where no dim is left; parex gives [1].
+// one_hot_v2: Out is X's dims plus `depth`, a 1 at each index X holds
+//   (int32 or int64), of `dtype` (fp32 by default). An index outside
+//   [0, depth) is an error unless allow_out_of_range, which leaves its row
+//   zero (Paddle 2.6 itself ignores that attribute and always errs). The
+//   depth_tensor input is refused.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "graph/ir/ops/op_groups.h"
 
@@ -122,6 +135,74 @@ Status InferAccuracy(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+Status InferArgMax(ShapeContext& ctx) {
+  const int dtype = ctx.Attr<int>("dtype");
+  if (dtype != static_cast<int>(DType::kInt64) && dtype != static_cast<int>(DType::kInt32)) {
+    return ctx.Error("dtype " + std::to_string(dtype) + " is neither int64 (3) nor int32 (2)");
+  }
+  const DType out_dtype = static_cast<DType>(dtype);
+  const Dims x = ctx.InputDims("X");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, out_dtype);
+    return Status::Ok();
+  }
+  const int rank = static_cast<int>(x.size());
+  const bool keepdims = ctx.Attr<bool>("keepdims");
+  const int64_t axis = ctx.Attr<int64_t>("axis");
+  Dims out;
+  if (ctx.Attr<bool>("flatten")) {
+    if (keepdims) out.assign(x.size(), 1);
+  } else {
+    if (axis < -rank || axis >= rank) {
+      return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
+                       DimsToString(x));
+    }
+    const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
+    for (int d = 0; d < rank; ++d) {
+      if (d != a) {
+        out.push_back(x[d]);
+      } else if (keepdims) {
+        out.push_back(1);
+      }
+    }
+  }
+  if (out.empty()) out.push_back(1);  // Paddle 2.6: 0-D
+  if (dtype == static_cast<int>(DType::kInt32) && Numel(x) > INT32_MAX) {
+    return ctx.Error("X " + DimsToString(x) + " has too many elements for int32 indices");
+  }
+  ctx.SetOutput("Out", out, out_dtype);
+  return Status::Ok();
+}
+
+Status InferOneHot(ShapeContext& ctx) {
+  if (ctx.HasInput("depth_tensor")) {
+    return Unimplemented(ctx.op().Label() +
+                         ": input 'depth_tensor' (a tensor-valued attribute) is not supported; "
+                         "set the attribute depth");
+  }
+  const int depth = ctx.Attr<int>("depth");
+  if (depth < 1) return ctx.Error("depth " + std::to_string(depth) + " must be >= 1");
+  const int dtype = ctx.Attr<int>("dtype");
+  const DType out = static_cast<DType>(dtype);
+  if (out != DType::kFP32 && out != DType::kFP64 && out != DType::kInt32 &&
+      out != DType::kInt64) {
+    return ctx.Error("dtype " + std::to_string(dtype) + " is not fp32 (5), fp64 (6), int32 (2) " +
+                     "or int64 (3)");
+  }
+  const DType in = ctx.InputDType("X");
+  if (in != DType::kUndefined && in != DType::kInt32 && in != DType::kInt64) {
+    return ctx.Error(std::string("X must be int32 or int64, got ") + DTypeName(in));
+  }
+  Dims dims = ctx.InputDims("X");
+  if (!Known(ctx, dims)) {
+    ctx.SetOutput("Out", {}, out);
+    return Status::Ok();
+  }
+  dims.push_back(depth);
+  ctx.SetOutput("Out", dims, out);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterMetricOps(OpSchemaRegistry* r) {
@@ -170,6 +251,22 @@ void RegisterMetricOps(OpSchemaRegistry* r) {
              .Output("Correct")
              .Output("Total")
              .InferShape(InferAccuracy));
+  r->Add(OpSchema("arg_max")
+             .Input("X")
+             .Output("Out")
+             .RequiredAttr("axis", proto::LONG)
+             .Attr("keepdims", false)
+             .Attr("flatten", false)
+             .Attr("dtype", static_cast<int>(DType::kInt64))
+             .InferShape(InferArgMax));
+  r->Add(OpSchema("one_hot_v2")
+             .Input("X")
+             .Input("depth_tensor", kOptional)
+             .Output("Out")
+             .Attr("depth", -1)
+             .Attr("dtype", static_cast<int>(DType::kFP32))
+             .Attr("allow_out_of_range", false)
+             .InferShape(InferOneHot));
 }
 
 }  // namespace parex

@@ -1,7 +1,11 @@
 // Reductions: mean (of every element, Out [1]), reduce_sum / reduce_mean
 // (over the dims `dim`, or all with reduce_all), their Fluid gradient ops,
 // and sum (the element-wise sum of several same-shaped inputs that Fluid's
-// backward pass uses to accumulate gradients; no gradient op).
+// backward pass uses to accumulate gradients; no gradient op). And the scan
+// cumsum: running sums along `axis` (with flatten, over every element and
+// Out 1-D), `exclusive` leaving each element out of its own sum, `reverse`
+// summing from the end; Paddle 2.6 records its gradient as cumsum_grad
+// (X, Out@GRAD), the scan of Out@GRAD the other way round.
 //
 // Out dims of reduce_* follow Paddle 2.x before 0-D tensors: the reduced dims
 // become 1 with keep_dim, else they are removed, and a result with no dims
@@ -139,6 +143,48 @@ Status InferSum(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// Out is X's dims, or [numel] with flatten.
+Status InferCumsum(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const DType dtype = ctx.InputDType("X");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, dtype);
+    return Status::Ok();
+  }
+  if (ctx.Attr<bool>("flatten")) {
+    ctx.SetOutput("Out", {Numel(x)}, dtype);
+    return Status::Ok();
+  }
+  const int rank = static_cast<int>(x.size());
+  const int axis = ctx.Attr<int>("axis");
+  if (axis < -rank || axis >= rank) {
+    return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
+                     DimsToString(x) + " (without flatten)");
+  }
+  ctx.SetOutput("Out", x, dtype);
+  return Status::Ok();
+}
+
+Status InferCumsumGrad(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  if (Known(ctx, x) && Known(ctx, dout) && Numel(x) >= 0 && Numel(dout) >= 0 &&
+      Numel(x) != Numel(dout)) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not hold X " +
+                     DimsToString(x) + "'s elements");
+  }
+  if (Known(ctx, x) && !ctx.Attr<bool>("flatten")) {
+    const int rank = static_cast<int>(x.size());
+    const int axis = ctx.Attr<int>("axis");
+    if (axis < -rank || axis >= rank) {
+      return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
+                       DimsToString(x) + " (without flatten)");
+    }
+  }
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
+  return Status::Ok();
+}
+
 void AddReduce(OpSchemaRegistry* r, const std::string& type) {
   r->Add(OpSchema(type)
              .Input("X")
@@ -180,6 +226,19 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
              .Inplace("X", "Out")
              .Attr("use_mkldnn", false)
              .InferShape(InferSum));
+  for (bool grad : {false, true}) {
+    OpSchema s(grad ? "cumsum_grad" : "cumsum");
+    s.Input("X");
+    if (grad) {
+      s.Input("Out@GRAD").Output("X@GRAD").InferShape(InferCumsumGrad);
+      s.KernelDTypeFromInput("Out@GRAD");
+    } else {
+      s.Output("Out").InferShape(InferCumsum).Grad("cumsum_grad", {"X", "Out@GRAD"},
+                                                    {"X@GRAD"});
+    }
+    s.Attr("axis", -1).Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false);
+    r->Add(std::move(s));
+  }
 }
 
 }  // namespace parex

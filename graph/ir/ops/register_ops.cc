@@ -17,6 +17,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterShapeOps(r);
   RegisterLookupTableOps(r);
   RegisterMathOps(r);
+  RegisterTensorOps(r);
 }
 
 }  // namespace parex

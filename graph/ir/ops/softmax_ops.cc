@@ -6,6 +6,11 @@
 // soft ([..., D] distributions, soft_label); Y is [..., 1].
 // softmax_with_cross_entropy does both along `axis` from raw Logits, giving
 // Softmax (Logits' dims) and Loss (Logits' dims with the axis extent 1).
+// sigmoid_cross_entropy_with_logits (Paddle 2.6): Out = max(X, 0) - X * Label
+// + log(1 + exp(-|X|)) element by element, 0 where int(Label) ==
+// ignore_index; with normalize, divided by the number of labels farther
+// than 1e-6 from ignore_index (Paddle's count: none gives 0 / 0). X and
+// Label have equal dims; the pos_weight input is refused.
 #include <string>
 
 #include "graph/ir/ops/op_groups.h"
@@ -179,6 +184,38 @@ Status InferSoftmaxWithCrossEntropyGrad(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+Status CheckSigmoidCrossEntropy(const ShapeContext& ctx) {
+  if (ctx.HasInput("pos_weight")) {
+    return Unimplemented(ctx.op().Label() + ": input 'pos_weight' is not supported");
+  }
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Label"}));
+  const Dims x = ctx.InputDims("X");
+  const Dims label = ctx.InputDims("Label");
+  if (!Known(ctx, x) || !Known(ctx, label)) return Status::Ok();
+  bool same = x.size() == label.size();
+  for (size_t i = 0; same && i < x.size(); ++i) {
+    same = ctx.IsRuntime() ? x[i] == label[i] : ExtentsAgree(x[i], label[i]);
+  }
+  if (!same) {
+    return ctx.Error("Label " + DimsToString(label) + " differs from X " + DimsToString(x));
+  }
+  return Status::Ok();
+}
+
+Status InferSigmoidCrossEntropy(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckSigmoidCrossEntropy(ctx));
+  ctx.ShareDimsAndDType("X", "Out");
+  return Status::Ok();
+}
+
+Status InferSigmoidCrossEntropyGrad(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckSigmoidCrossEntropy(ctx));
+  const Dims x = ctx.InputDims("X");
+  if (Known(ctx, x)) PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", x));
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterSoftmaxOps(OpSchemaRegistry* r) {
@@ -239,6 +276,21 @@ void RegisterSoftmaxOps(OpSchemaRegistry* r) {
              .Attr("axis", -1)
              .InferShape(InferSoftmaxWithCrossEntropyGrad)
              .KernelDTypeFromInput("Softmax"));
+  for (bool grad : {false, true}) {
+    OpSchema s(grad ? "sigmoid_cross_entropy_with_logits_grad"
+                    : "sigmoid_cross_entropy_with_logits");
+    s.Input("X").Input("Label").Input("pos_weight", kOptional);
+    if (grad) {
+      s.Input("Out@GRAD").Output("X@GRAD").InferShape(InferSigmoidCrossEntropyGrad);
+      s.KernelDTypeFromInput("Out@GRAD");
+    } else {
+      s.Output("Out").InferShape(InferSigmoidCrossEntropy).Grad(
+          "sigmoid_cross_entropy_with_logits_grad", {"X", "Label", "pos_weight", "Out@GRAD"},
+          {"X@GRAD"});
+    }
+    s.Attr("normalize", false).Attr("ignore_index", -100);
+    r->Add(std::move(s));
+  }
 }
 
 }  // namespace parex

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "graph/build/layers.h"
+#include "graph/ir/op_schema.h"
 #include "graph/ir/validate.h"
 
 namespace parex {
@@ -433,6 +434,36 @@ TEST_F(BackwardTest, OpsOffThePathAreSkipped) {
     EXPECT_NE(op->type(), "accuracy");
   }
   EXPECT_EQ(ops.size(), 5u);
+}
+
+// Paddle 2.6 gives fill_constant_batch_size_like no gradient op: a loss
+// that reads it differentiates past it, and the input it takes its batch
+// from gets a gradient only through its other readers. stack_grad keeps
+// the positions of its inputs, "" for one that needs no gradient.
+TEST_F(BackwardTest, FillConstantBatchSizeLikePassesNoGradientAndStackKeepsPositions) {
+  VarDesc* x = Data("x", {3});
+  VarDesc* h = Fc(x, 3);
+  VarDesc* fill = b_.CreateTemporary("fill", DType::kFP32);
+  ASSERT_TRUE(b_.AppendOp("fill_constant_batch_size_like", {{"Input", {h->name()}}},
+                          {{"Out", {fill->name()}}},
+                          [](OpDesc& op) { op.SetAttr("shape", std::vector<int>{-1, 3}); })
+                  .ok());
+  VarDesc* stacked = b_.CreateTemporary("stack", DType::kFP32);
+  ASSERT_TRUE(b_.AppendOp("stack", {{"X", {x->name(), h->name(), fill->name()}}},
+                          {{"Y", {stacked->name()}}})
+                  .ok());
+  VarDesc* loss = Mean(stacked);
+  const int forward = block().num_ops();
+  ASSERT_TRUE(AppendBackward(&main_, loss->name()).ok());
+  const auto ops = BackwardOps(forward);
+  const int stack_grad = Writer(ops, GradVarName(h->name()));
+  ASSERT_GE(stack_grad, 0);
+  EXPECT_EQ(ops[stack_grad]->type(), "stack_grad");
+  EXPECT_EQ(ops[stack_grad]->Input("X"), (Names{x->name(), h->name(), fill->name()}));
+  EXPECT_EQ(ops[stack_grad]->Output("X@GRAD"), (Names{"", GradVarName(h->name()), ""}));
+  for (const OpDesc* op : ops) EXPECT_NE(op->type(), "fill_constant_batch_size_like");
+  Status valid = ValidateProgram(main_);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
 }
 
 }  // namespace

@@ -88,7 +88,10 @@ TEST(ProgramTest, SchemasCoverEveryRequiredOp) {
       "cross_entropy", "softmax_with_cross_entropy", "square", "mean",
       "reduce_sum", "reduce_mean", "sum", "accuracy", "top_k", "conv2d",
       "pool2d", "batch_norm", "dropout", "reshape2", "transpose2", "concat",
-      "split", "lookup_table", "lookup_table_v2", "sgd", "momentum", "adam"};
+      "split", "lookup_table", "lookup_table_v2", "sgd", "momentum", "adam",
+      "stack", "gather", "expand_v2", "where", "equal",
+      "fill_constant_batch_size_like", "one_hot_v2", "arg_max", "cumsum",
+      "sigmoid_cross_entropy_with_logits"};
   const auto& registry = OpSchemaRegistry::Global();
   for (const char* type : ops) {
     const OpSchema* schema = registry.Find(type);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Golden outputs of PaddlePaddle 2.6.2 for parex's kernels, in float64:
+"""Golden outputs of PaddlePaddle 2.6.2 for parex's kernels, in float64
+unless a case says otherwise:
   activations.json  (tests/kernels/activation_kernels_test.cc) for each op
                     and attribute set: x, Paddle's output, and Paddle's
                     gradient of sum(w * out) with respect to x;
@@ -15,14 +16,26 @@
                     the gradient of sum(w * values);
   layer_norm.json   (tests/kernels/layer_norm_kernel_test.cc) x, scale,
                     bias, begin_norm_axis, epsilon, w: Y and the gradients of
-                    sum(w * Y) with respect to x, scale and bias.
+                    sum(w * Y) with respect to x, scale and bias;
+  tensor_ops.json   (tests/kernels/paddle_golden.h, read by the tests of
+                    stack, gather, expand_v2, where, equal,
+                    fill_constant_batch_size_like, one_hot_v2, arg_max,
+                    cumsum and sigmoid_cross_entropy_with_logits): each case
+                    runs one op of a static program built with the op's
+                    attributes as written here (append_op), its inputs
+                    by slot (dtype, dims, values), Paddle's outputs and, for
+                    differentiable ops, w per float output and the gradients
+                    of sum(w * out) that Paddle's own gradient op gives for
+                    the inputs listed in "grads", with the gradient op's
+                    type and slots ("grad_op"). NaN is written as null,
+                    infinities as "inf" and "-inf".
 Run: python3 -m venv v && v/bin/pip install paddlepaddle==2.6.2 &&
      v/bin/python make_goldens.py
 Never needed by CI: the output is committed."""
 import json
 import os
 
-import numpy as np
+import numpy as np  # before paddle: NumPy's RandomState crashes otherwise
 import paddle
 import paddle.nn.functional as F
 
@@ -137,7 +150,7 @@ def main():
 
     topk = []
     # (dims, k, axis, largest): small integers as values give ties, which
-    # Paddle breaks by the lower index.
+    # fall where Paddle's CPU kernel (partial_sort / nth_element) leaves them.
     for dims, k, axis, largest in [((2, 5), 2, -1, True), ((2, 4, 3), 3, 1, True),
                                    ((2, 4, 3), 2, 1, False), ((3, 2, 4), 1, 0, False),
                                    ((6,), 6, 0, True)]:
@@ -154,6 +167,225 @@ def main():
     with open(os.path.join(HERE, "top_k_v2.json"), "w") as f:
         json.dump({"paddle": paddle.__version__, "cases": topk}, f, indent=1)
     print(len(topk), "top_k_v2 cases")
+
+    paddle.enable_static()
+    cases = tensor_op_cases(rng)
+    paddle.disable_static()
+    with open(os.path.join(HERE, "tensor_ops.json"), "w") as f:
+        json.dump({"paddle": paddle.__version__, "cases": cases}, f, indent=1,
+                  allow_nan=False)
+    print(len(cases), "tensor op cases")
+
+
+def as_list(a):
+    """Values of an array for JSON: floats, ints or bools; NaN as None,
+    infinities as "inf" and "-inf"."""
+    flat = np.asarray(a).ravel()
+    if flat.dtype.kind == "f":
+        return [None if np.isnan(v) else ("inf" if v > 0 else "-inf") if np.isinf(v)
+                else float(v) for v in flat]
+    if flat.dtype.kind == "b":
+        return [bool(v) for v in flat]
+    return [int(v) for v in flat]
+
+
+def run_static(op, inputs, attrs, outs, wrt, rng):
+    """Runs `op` in a static program (append_op, so the attributes are the
+    op's own) on `inputs` ({slot: [array, ...]}); returns one golden case.
+    With `wrt` (input var names "<slot>_<k>"), also w per output and the
+    gradients of sum(w * out) through Paddle's gradient op."""
+    out_dims = None
+    if wrt:  # the outputs' dims at run time (-1s in the program's)
+        forward = run_static(op, inputs, attrs, outs, [], rng)
+        out_dims = {slot: [o["dims"] for o in v] for slot, v in forward["outputs"].items()}
+    main, start = paddle.static.Program(), paddle.static.Program()
+    case = {"op": op, "attrs": attrs, "inputs": {}, "outputs": {}, "w": {}, "grads": {}}
+    with paddle.static.program_guard(main, start):
+        block = main.global_block()
+        feed, in_vars = {}, {}
+        for slot, arrays in inputs.items():
+            in_vars[slot] = []
+            case["inputs"][slot] = []
+            for k, a in enumerate(arrays):
+                name = "%s_%d" % (slot, k)
+                v = paddle.static.data(name, list(a.shape), str(a.dtype))
+                v.stop_gradient = name not in wrt
+                feed[name] = a
+                in_vars[slot].append(v)
+                case["inputs"][slot].append({"dtype": str(a.dtype), "dims": list(a.shape),
+                                             "values": as_list(a)})
+        out_vars = {slot: [block.create_var(name="%s_out_%d" % (slot, k)) for k in range(n)]
+                    for slot, n in outs.items()}
+        block.append_op(type=op, inputs=in_vars, outputs=out_vars, attrs=dict(attrs))
+        fetch = [v for vs in out_vars.values() for v in vs]
+        grads = []
+        if wrt:
+            terms = []
+            for slot, vs in out_vars.items():
+                case["w"][slot] = []
+                for k, v in enumerate(vs):
+                    w = rng.uniform(-1, 1, size=out_dims[slot][k]).astype("float64")
+                    wv = paddle.static.data("w_%s_%d" % (slot, k), list(w.shape), "float64")
+                    feed[wv.name] = w
+                    case["w"][slot].append(as_list(w))
+                    terms.append((paddle.cast(v, "float64") * wv).sum())
+            loss = paddle.add_n(terms) if len(terms) > 1 else terms[0]
+            grads = paddle.static.gradients([loss], [block.var(n) for n in wrt])
+            for g in block.ops:  # the gradient op Paddle records, by its slots
+                if g.type == op + "_grad":
+                    case["grad_op"] = {"type": g.type, "inputs": sorted(g.input_names),
+                                       "outputs": sorted(g.output_names)}
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(start)
+    values = exe.run(main, feed=feed, fetch_list=fetch + grads)
+    i = 0
+    for slot, vs in out_vars.items():
+        case["outputs"][slot] = []
+        for _ in vs:
+            case["outputs"][slot].append({"dtype": str(values[i].dtype),
+                                          "dims": list(values[i].shape),
+                                          "values": as_list(values[i])})
+            i += 1
+    for name in wrt:
+        slot, k = name.rsplit("_", 1)
+        case["grads"].setdefault(slot, {})[k] = as_list(values[i])
+        i += 1
+    return case
+
+
+def tensor_op_cases(rng):
+    def u(*dims, dtype="float64"):
+        return rng.uniform(-2, 2, size=dims).astype(dtype)
+
+    def ints(lo, hi, *dims, dtype="int64"):
+        return rng.randint(lo, hi, size=dims).astype(dtype)
+
+    cases = []
+
+    def add(op, inputs, attrs, outs, wrt=()):
+        cases.append(run_static(op, inputs, attrs, outs, list(wrt), rng))
+
+    # stack: axes in [-(rank+1), rank]; stack_grad for every input.
+    add("stack", {"X": [u(2, 3), u(2, 3)]}, {"axis": 0}, {"Y": 1}, ["X_0", "X_1"])
+    add("stack", {"X": [u(2, 3), u(2, 3), u(2, 3)]}, {"axis": 1}, {"Y": 1},
+        ["X_0", "X_1", "X_2"])
+    add("stack", {"X": [u(2, 3), u(2, 3)]}, {"axis": -1}, {"Y": 1}, ["X_0", "X_1"])
+    add("stack", {"X": [u(4, dtype="float32"), u(4, dtype="float32")]}, {"axis": 0},
+        {"Y": 1}, ["X_0", "X_1"])
+    add("stack", {"X": [ints(0, 9, 2, 2), ints(0, 9, 2, 2)]}, {"axis": 1}, {"Y": 1})
+    # gather: repeated indices sum in the gradient; int32 and [N, 1] Index.
+    # Paddle 2.6.2's CPU gather_grad with axis > 0 gives every leading index
+    # the first one's gradient (it leaves out their offset into Out@GRAD), so
+    # gradients are taken only where the dims before the axis hold one row;
+    # parex's are checked by finite differences everywhere. A negative axis
+    # reads out of bounds in Paddle's kernel: none here.
+    add("gather", {"X": [u(5, 3)], "Index": [np.array([2, 0, 2], "int64")]}, {"axis": 0},
+        {"Out": 1}, ["X_0"])
+    add("gather", {"X": [u(2, 4, 3)], "Index": [np.array([3, 1], "int32")]}, {"axis": 1},
+        {"Out": 1})
+    add("gather", {"X": [u(1, 4, 3)], "Index": [np.array([3, 1, 3], "int32")]}, {"axis": 1},
+        {"Out": 1}, ["X_0"])
+    add("gather", {"X": [u(2, 4, 3)], "Index": [np.array([[1], [0], [1]], "int64")]},
+        {"axis": 2}, {"Out": 1})
+    add("gather", {"X": [u(1, 1, 3)], "Index": [np.array([[1], [0], [1]], "int64")]},
+        {"axis": 2}, {"Out": 1}, ["X_0"])
+    add("gather", {"X": [u(4, 3, dtype="float32")], "Index": [np.array([0, 3, 3], "int64")]},
+        {"axis": 0}, {"Out": 1}, ["X_0"])
+    add("gather", {"X": [ints(0, 9, 4, 2)], "Index": [np.array([3, 3, 0], "int64")]},
+        {"axis": 0}, {"Out": 1})
+    # expand_v2: new leading dims, -1 keeping an extent, 1s expanded.
+    add("expand_v2", {"X": [u(3, 1)]}, {"shape": [2, 3, 4]}, {"Out": 1}, ["X_0"])
+    add("expand_v2", {"X": [u(1, 4)]}, {"shape": [-1, 4]}, {"Out": 1}, ["X_0"])
+    add("expand_v2", {"X": [u(2, 1, 3)]}, {"shape": [2, 2, 5, -1]}, {"Out": 1}, ["X_0"])
+    add("expand_v2", {"X": [u(3, dtype="float32")]}, {"shape": [2, 3]}, {"Out": 1}, ["X_0"])
+    add("expand_v2", {"X": [np.array([[True], [False]])]}, {"shape": [2, 3]}, {"Out": 1})
+    # where and where_grad (equal dims: Paddle's Python layer broadcasts).
+    cond = rng.uniform(size=(2, 3)) > 0.5
+    add("where", {"Condition": [cond], "X": [u(2, 3)], "Y": [u(2, 3)]}, {}, {"Out": 1},
+        ["X_0", "Y_0"])
+    add("where", {"Condition": [np.array([True, False, False, True])],
+                  "X": [u(4, dtype="float32")], "Y": [u(4, dtype="float32")]}, {}, {"Out": 1},
+        ["X_0", "Y_0"])
+    add("where", {"Condition": [cond], "X": [ints(0, 9, 2, 3)], "Y": [ints(0, 9, 2, 3)]}, {},
+        {"Out": 1})
+    # equal: floats equal within 1e-8 (inf only to inf, NaN to nothing);
+    # broadcasting both ways and at an axis.
+    a = np.array([[1.0, 2.0, np.inf], [np.nan, 0.5, -3.0]])
+    b = np.array([[1.0 + 1e-9, 2.0 + 1e-7, np.inf], [np.nan, 0.5, 3.0]])
+    add("equal", {"X": [a], "Y": [b]}, {"axis": -1}, {"Out": 1})
+    add("equal", {"X": [ints(0, 3, 3, 1)], "Y": [ints(0, 3, 1, 4)]}, {"axis": -1}, {"Out": 1})
+    add("equal", {"X": [ints(0, 2, 4, dtype="int32")], "Y": [ints(0, 2, 3, 4, dtype="int32")]},
+        {"axis": -1}, {"Out": 1})
+    # Y lined up with X's dim 0 (Paddle 2.6's kernel; its shape inference
+    # ignores axis, so only dims that also broadcast from the right work).
+    add("equal", {"X": [np.array([[0.0, 0, 0], [1, 1, 1], [2, 5, 2]])],
+                  "Y": [np.array([0.0, 1.0, 2.0])]}, {"axis": 0}, {"Out": 1})
+    add("equal", {"X": [np.array([1.0, 1.0000001], "float32")],
+                  "Y": [np.array([1.0, 1.0], "float32")]}, {"axis": -1}, {"Out": 1})
+    add("equal", {"X": [np.array([True, False, True])], "Y": [np.array([True])]}, {"axis": -1},
+        {"Out": 1})
+    # fill_constant_batch_size_like: the batch extent from Input.
+    fill = {"value": 0.0, "str_value": "", "dtype": 5, "input_dim_idx": 0,
+            "output_dim_idx": 0, "force_cpu": False}
+    add("fill_constant_batch_size_like", {"Input": [u(4, 3)]},
+        dict(fill, shape=[-1, 5], value=2.5), {"Out": 1})
+    add("fill_constant_batch_size_like", {"Input": [u(2, 3, dtype="float32")]},
+        dict(fill, shape=[2, -1, 3], value=-1.25, dtype=6, input_dim_idx=1,
+             output_dim_idx=1), {"Out": 1})
+    add("fill_constant_batch_size_like", {"Input": [u(3, 2)]},
+        dict(fill, shape=[1, 1], str_value="123456789012", dtype=3), {"Out": 1})
+    add("fill_constant_batch_size_like", {"Input": [u(2, 2)]},
+        dict(fill, shape=[-1, 2], value=7.0, dtype=2, input_dim_idx=1), {"Out": 1})
+    add("fill_constant_batch_size_like", {"Input": [u(3)]},
+        dict(fill, shape=[-1], value=1.0, dtype=0), {"Out": 1})
+    # one_hot_v2: Out is X's dims plus depth, of `dtype`.
+    add("one_hot_v2", {"X": [np.array([0, 4, 2, 2], "int64")]},
+        {"depth": 5, "dtype": 5, "allow_out_of_range": False}, {"Out": 1})
+    add("one_hot_v2", {"X": [np.array([[3, 0, 1], [1, 1, 2]], "int32")]},
+        {"depth": 4, "dtype": 6, "allow_out_of_range": False}, {"Out": 1})
+    add("one_hot_v2", {"X": [np.array([[1], [0]], "int64")]},
+        {"depth": 3, "dtype": 3, "allow_out_of_range": False}, {"Out": 1})
+    # arg_max: ties go to the first; flatten; keepdims; int32 indices.
+    tie = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 0.0, 2.0], [-1.0, -2.0, 5.0, 5.0]])
+    arg = {"keepdims": False, "flatten": False, "dtype": 3}
+    add("arg_max", {"X": [tie]}, dict(arg, axis=1), {"Out": 1})
+    add("arg_max", {"X": [tie]}, dict(arg, axis=0, keepdims=True), {"Out": 1})
+    add("arg_max", {"X": [u(2, 3, 4)]}, dict(arg, axis=-2, dtype=2), {"Out": 1})
+    add("arg_max", {"X": [u(2, 3, 4, dtype="float32")]}, dict(arg, axis=2), {"Out": 1})
+    add("arg_max", {"X": [u(3, 4)]}, dict(arg, axis=0, flatten=True), {"Out": 1})
+    add("arg_max", {"X": [u(3, 4)]}, dict(arg, axis=1, flatten=True, keepdims=True), {"Out": 1})
+    add("arg_max", {"X": [ints(-5, 5, 3, 4)]}, dict(arg, axis=1), {"Out": 1})
+    # cumsum: exclusive, reverse, flatten; gradients as Paddle's cumsum_grad.
+    scan = {"axis": -1, "flatten": False, "exclusive": False, "reverse": False}
+    add("cumsum", {"X": [u(3, 4)]}, dict(scan, axis=1), {"Out": 1}, ["X_0"])
+    add("cumsum", {"X": [u(3, 4)]}, dict(scan, axis=0, reverse=True), {"Out": 1}, ["X_0"])
+    add("cumsum", {"X": [u(2, 3, 4)]}, dict(scan, axis=1, exclusive=True), {"Out": 1}, ["X_0"])
+    add("cumsum", {"X": [u(2, 3, 4)]}, dict(scan, exclusive=True, reverse=True), {"Out": 1},
+        ["X_0"])
+    add("cumsum", {"X": [u(2, 3)]}, dict(scan, axis=0, flatten=True), {"Out": 1}, ["X_0"])
+    add("cumsum", {"X": [u(2, 3, dtype="float32")]}, dict(scan, axis=0, flatten=True,
+                                                            reverse=True), {"Out": 1}, ["X_0"])
+    add("cumsum", {"X": [ints(-5, 5, 2, 3)]}, dict(scan, axis=1, exclusive=True), {"Out": 1})
+    # sigmoid_cross_entropy_with_logits: ignored labels (int(label) ==
+    # ignore_index), normalize by the labels farther than 1e-6 from it
+    # (all ignored: 0 / 0).
+    label = rng.uniform(0, 1, size=(3, 4))
+    label[0, 1] = label[2, 3] = -100
+    sce = {"ignore_index": -100, "normalize": False}
+    add("sigmoid_cross_entropy_with_logits", {"X": [u(3, 4)], "Label": [label]}, sce,
+        {"Out": 1}, ["X_0"])
+    add("sigmoid_cross_entropy_with_logits", {"X": [u(3, 4)], "Label": [label]},
+        dict(sce, normalize=True), {"Out": 1}, ["X_0"])
+    hard = np.array([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    add("sigmoid_cross_entropy_with_logits", {"X": [u(2, 3)], "Label": [hard]},
+        dict(sce, ignore_index=1, normalize=True), {"Out": 1}, ["X_0"])
+    add("sigmoid_cross_entropy_with_logits",
+        {"X": [u(2, 3, dtype="float32")], "Label": [hard.astype("float32")]}, sce,
+        {"Out": 1}, ["X_0"])
+    add("sigmoid_cross_entropy_with_logits",
+        {"X": [u(2, 2)], "Label": [np.full((2, 2), -100.0)]}, dict(sce, normalize=True),
+        {"Out": 1})
+    return cases
 
 
 if __name__ == "__main__":

@@ -243,7 +243,93 @@ Status OpHandleTasks::BindCollective(const SsaOp& op) {
   return Status::Ok();
 }
 
+Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
+  *done = false;
+  const int n = graph_->num_places();
+  for (const std::string& name : op.var_names) {
+    // The common case, dense everywhere, looks and allocates nothing more.
+    int sparse = 0;
+    for (int p = 0; p < n; ++p) {
+      const Variable* v = (*exec_scopes_)[p]->FindVar(name);
+      sparse += v != nullptr && v->IsSelectedRows();
+    }
+    if (sparse == 0) continue;
+    std::vector<Variable*> vars(n);
+    for (int p = 0; p < n; ++p) {
+      vars[p] = (*exec_scopes_)[p]->FindVar(name);
+      if (vars[p] == nullptr) {
+        return Internal(graph_->OpLabel(op.id) + ": no variable '" + name +
+                        "' on " + graph_->places()[p].ToString());
+      }
+    }
+    bound_[op.id] = 0;  // the variables change what they hold
+    const std::string what = graph_->OpLabel(op.id) + ": var '" + name + "'";
+    if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr && sparse == n) {
+      // Every place's rows, in place order, on every place.
+      SelectedRows merged;
+      const SelectedRows& first = *vars[0]->GetSelectedRows();
+      merged.height = first.height;
+      int64_t rows = 0;
+      for (Variable* v : vars) {
+        const SelectedRows& s = *v->GetSelectedRows();
+        Dims a = s.value.dims(), b = first.value.dims();
+        if (!a.empty()) a[0] = 0;
+        if (!b.empty()) b[0] = 0;
+        if (s.height != first.height || s.value.dtype() != first.value.dtype() || a != b ||
+            b.empty()) {
+          return InvalidArgument(what + ": the places' sparse rows do not match");
+        }
+        rows += static_cast<int64_t>(s.rows.size());
+      }
+      Dims dims = first.value.dims();
+      dims[0] = rows;
+      PAREX_RETURN_IF_ERROR(merged.value.TryAllocate(first.value.dtype(), dims,
+                                                     first.value.place()));
+      char* out = static_cast<char*>(merged.value.raw_data());
+      for (Variable* v : vars) {
+        const SelectedRows& s = *v->GetSelectedRows();
+        merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+        if (s.value.bytes() > 0) std::memcpy(out, s.value.raw_data(), s.value.bytes());
+        out += s.value.bytes();
+      }
+      for (int p = 0; p < n; ++p) {
+        SelectedRows* s = vars[p]->GetMutableSelectedRows();
+        s->rows = merged.rows;
+        s->height = merged.height;
+        s->value = p + 1 < n ? merged.value.Clone() : std::move(merged.value);
+      }
+      continue;
+    }
+    // Dense sums, then the dense collective (bound afresh).
+    for (int p = 0; p < n; ++p) {
+      if (!vars[p]->IsSelectedRows()) continue;
+      Tensor dense;
+      if (Status s = vars[p]->GetSelectedRows()->ToDense(&dense); !s.ok()) {
+        return Status(s.code(), what + " on " + graph_->places()[p].ToString() + ": " +
+                                    s.message());
+      }
+      *vars[p]->GetMutableTensor() = std::move(dense);
+    }
+    *done = false;
+  }
+  if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr) {
+    // Done when every var was gathered as rows (none left dense to sum).
+    bool all_rows = true;
+    for (const std::string& name : op.var_names) {
+      all_rows = all_rows && (*exec_scopes_)[0]->FindVar(name)->IsSelectedRows();
+    }
+    *done = all_rows;
+  }
+  return Status::Ok();
+}
+
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
+  if (op.kind == SsaOpKind::kAllGather || op.kind == SsaOpKind::kReduce ||
+      op.kind == SsaOpKind::kAllReduce) {
+    bool done = false;
+    PAREX_RETURN_IF_ERROR(GatherSparseRows(op, &done));
+    if (done) return Status::Ok();
+  }
   if (!bound_[op.id]) PAREX_RETURN_IF_ERROR(BindCollective(op));
   const std::vector<PlaceTensors>& groups = groups_[op.id];
   const int n = graph_->num_places();

@@ -58,6 +58,12 @@ class OpHandleTasks {
   Status RunScaleLossGrad(const SsaOp& op);
   Status RunCollective(const SsaOp& op);
   Status BindCollective(const SsaOp& op);
+  // A collective over sparse gradients (SelectedRows, lookup_table's
+  // is_sparse): in one process an all_gather concatenates the places' rows
+  // in place order onto every place (`*done`); otherwise (across nodes, or
+  // a reduce) each place's rows become their dense sum first and the dense
+  // collective follows.
+  Status GatherSparseRows(const SsaOp& op, bool* done);
   Status RunFetch(const SsaOp& op);
   // A sliced optimizer's views, refreshed before each run.
   Status RefreshSliceViews(const SsaOp& op);

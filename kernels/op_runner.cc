@@ -20,11 +20,18 @@ class RuntimeShapeContext : public ShapeContext {
   int OutputCount(std::string_view slot) const override {
     return ctx_.OutputCount(slot);
   }
+  // A sparse gradient (SelectedRows) has the dims of the dense tensor it
+  // stands for.
   Dims InputDims(std::string_view slot, int i) const override {
+    if (const SelectedRows* s = Sparse(slot, i)) return s->dense_dims();
     const Tensor* t = ctx_.Input(slot, i);
     return t ? t->dims() : Dims{};
   }
+  bool InputIsSparse(std::string_view slot, int i) const override {
+    return Sparse(slot, i) != nullptr;
+  }
   DType InputDType(std::string_view slot, int i) const override {
+    if (const SelectedRows* s = Sparse(slot, i)) return s->value.dtype();
     const Tensor* t = ctx_.Input(slot, i);
     return t ? t->dtype() : DType::kUndefined;
   }
@@ -48,6 +55,11 @@ class RuntimeShapeContext : public ShapeContext {
   }
 
  private:
+  const SelectedRows* Sparse(std::string_view slot, int i) const {
+    const Variable* v = ctx_.InputVar(slot, i);
+    return v != nullptr ? v->GetSelectedRows() : nullptr;
+  }
+
   const KernelContext& ctx_;
   std::map<std::pair<std::string, int>, Pending> pending_;
 };
@@ -55,6 +67,19 @@ class RuntimeShapeContext : public ShapeContext {
 }  // namespace
 
 namespace {
+
+// Ops whose kernels take a sparse gradient (SelectedRows) as an input.
+bool ReadsSparseRows(const std::string& type) {
+  return type == "sgd" || type == "momentum" || type == "adam" || type == "sum";
+}
+
+Status SparseInputError(const OpDesc& op, const std::string& slot,
+                        const std::string& name) {
+  return Unimplemented(op.Label() + ": input '" + slot + "' reads '" + name +
+                       "', a sparse gradient (SelectedRows, lookup_table's "
+                       "is_sparse); parex applies those with sgd, momentum, "
+                       "adam and sum only");
+}
 
 // BindVariables; `inputs`, when given, receives every input argument the
 // scope has, whose values are then checked at run time, not now.
@@ -76,6 +101,8 @@ Status Bind(const OpDesc& op, Scope* scope, KernelContext* ctx,
                         "' reads variable '" + name +
                         "', which holds no value (not fed, loaded or "
                         "computed before)");
+      } else if (v->IsSelectedRows() && !ReadsSparseRows(op.type())) {
+        return SparseInputError(op, slot.parameter(), name);
       }
       vars.push_back(v);
     }
@@ -116,11 +143,17 @@ StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
       return static_cast<DType>(value);
     }
     case KernelDTypeRule::kFromInput: {
-      const Tensor* t = ctx.Input(schema.kernel_dtype_source());
-      if (t != nullptr && t->defined()) return t->dtype();
+      // A tensor's dtype, or sparse rows' (SelectedRows) value's.
+      auto dtype_of = [&ctx](const std::string& slot) {
+        const Variable* v = ctx.InputVar(slot);
+        const Tensor* t = v == nullptr                ? nullptr
+                          : v->GetSelectedRows() != nullptr ? &v->GetSelectedRows()->value
+                                                            : v->GetTensor();
+        return t != nullptr && t->defined() ? t->dtype() : DType::kUndefined;
+      };
+      if (DType t = dtype_of(schema.kernel_dtype_source()); t != DType::kUndefined) return t;
       for (const SlotSpec& slot : schema.inputs()) {
-        const Tensor* u = ctx.Input(slot.name);
-        if (u != nullptr && u->defined()) return u->dtype();
+        if (DType t = dtype_of(slot.name); t != DType::kUndefined) return t;
       }
       return ctx.Error("cannot choose a kernel dtype: input '" +
                        schema.kernel_dtype_source() + "' holds no tensor");
@@ -284,6 +317,9 @@ Status PreparedOp::Run() {
                       "' reads variable '" + *in.name +
                       "', which holds no value (not fed, loaded or "
                       "computed before)");
+    }
+    if (in.var->IsSelectedRows() && !ReadsSparseRows(op_.type())) {
+      return SparseInputError(op_, *in.slot, *in.name);
     }
   }
   // An attribute's dtype never changes: read it once.

@@ -14,6 +14,11 @@ std::vector<Tensor>* Variable::GetMutableTensorList() {
   return std::get_if<std::vector<Tensor>>(&value_);
 }
 
+SelectedRows* Variable::GetMutableSelectedRows() {
+  if (!IsSelectedRows()) value_ = SelectedRows();
+  return std::get_if<SelectedRows>(&value_);
+}
+
 Variable* Scope::Var(const std::string& name) {
   auto& slot = vars_[name];
   if (!slot) slot = std::make_unique<Variable>();

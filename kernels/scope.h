@@ -1,6 +1,6 @@
 // Scope and Variable: where an executor keeps the values of a program's
-// variables. A Variable holds a Tensor or a list of tensors (the `feed` and
-// `fetch` holders). Scopes nest: a lookup that misses goes to the parent, so
+// variables. A Variable holds a Tensor, a list of tensors (the `feed` and
+// `fetch` holders) or SelectedRows (a sparse gradient). Scopes nest: a lookup that misses goes to the parent, so
 // an execution scope of temporaries can sit under a scope of persistables.
 // Thread-safety: creating variables needs exclusive access; once created,
 // distinct variables may be used concurrently.
@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/selected_rows.h"
 #include "kernels/tensor.h"
 
 namespace parex {
@@ -31,9 +32,17 @@ class Variable {
   const std::vector<Tensor>* GetTensorList() const {
     return std::get_if<std::vector<Tensor>>(&value_);
   }
+  bool IsSelectedRows() const {
+    return std::holds_alternative<SelectedRows>(value_);
+  }
+  // Makes the variable hold SelectedRows (kept if it already does).
+  SelectedRows* GetMutableSelectedRows();
+  const SelectedRows* GetSelectedRows() const {
+    return std::get_if<SelectedRows>(&value_);
+  }
 
  private:
-  std::variant<std::monostate, Tensor, std::vector<Tensor>> value_;
+  std::variant<std::monostate, Tensor, std::vector<Tensor>, SelectedRows> value_;
 };
 
 class Scope {

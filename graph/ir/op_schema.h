@@ -35,6 +35,11 @@ class ShapeContext {
   // REQUIRES: i < InputCount(slot). Unknown vars give {} / kUndefined.
   virtual Dims InputDims(std::string_view slot, int i = 0) const = 0;
   virtual DType InputDType(std::string_view slot, int i = 0) const = 0;
+  // At run time: the input holds sparse rows (SelectedRows), whose dims are
+  // those of the dense tensor they stand for.
+  virtual bool InputIsSparse(std::string_view slot, int i = 0) const {
+    return false;
+  }
   // No-op when the output slot has no argument i.
   virtual void SetOutputDims(std::string_view slot, int i, const Dims& dims) = 0;
   virtual void SetOutputDType(std::string_view slot, int i, DType dtype) = 0;

@@ -1,5 +1,6 @@
-// lookup_table(_v2) and their gradients on CPU: row gathers from W and
-// row scatter-adds into a dense W@GRAD. Semantics:
+// lookup_table(_v2) and their gradients on CPU: row gathers from W, and
+// row scatter-adds into a dense W@GRAD or, with is_sparse, W@GRAD as
+// SelectedRows (a row per id, in Ids order). Semantics:
 // graph/ops/lookup_table_ops.cc.
 //
 // REQUIRES (ensured by the schemas' shape inference, which runs first): W is
@@ -47,8 +48,41 @@ Status LookupTableKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// is_sparse: W@GRAD holds the row of each id and Out@GRAD's row for it
+// (zeros for padding_idx, which gets no gradient).
+template <typename T>
+Status SparseLookupTableGrad(KernelContext& ctx, Variable* var) {
+  const Tensor& ids = *ctx.Input("Ids");
+  const Tensor& w = *ctx.Input("W");
+  const int64_t height = w.dim(0), width = w.dim(1);
+  const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
+  const int64_t n = ids.numel();
+  SelectedRows* dw = var->GetMutableSelectedRows();
+  dw->height = height;
+  dw->rows.resize(n);  // keeps its capacity: no allocation after step one
+  PAREX_RETURN_IF_ERROR(dw->value.TryAllocate(w.dtype(), {n, width}, ctx.place()));
+  const T* dout = ctx.Input("Out@GRAD")->data<T>();
+  T* value = dw->value.data<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t id = IdAt(ids, i);
+    T* row = value + i * width;
+    dw->rows[i] = id;
+    if (padding_idx != -1 && id == padding_idx) {
+      std::fill_n(row, width, T(0));
+      continue;
+    }
+    if (id < 0 || id >= height) return OutOfRange(ctx, id, i, height);
+    if (width > 0) std::memcpy(row, dout + i * width, width * sizeof(T));
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status LookupTableGradKernel(KernelContext& ctx) {
+  if (ctx.Attr<bool>("is_sparse")) {
+    Variable* var = ctx.OutputVar("W@GRAD");
+    return var != nullptr ? SparseLookupTableGrad<T>(ctx, var) : Status::Ok();
+  }
   Tensor* dw_t = ctx.Output("W@GRAD");
   if (dw_t == nullptr) return Status::Ok();
   const Tensor& ids = *ctx.Input("Ids");

@@ -134,8 +134,62 @@ Status ReduceGradKernel(KernelContext& ctx) {
 // Out = sum of the non-empty X. Out may be one of the X (gradient
 // accumulation in place): each block of elements is summed from every input
 // before it is written.
+// Inputs holding sparse rows (a sparse gradient accumulated): their dense
+// sums first, in a buffer the op keeps, then Out (allocated here: shape
+// inference left it, as Out may be one of those inputs).
+struct SparseSumState : KernelState {
+  std::vector<Tensor> dense;
+};
+
+template <typename T>
+Status SparseSum(KernelContext& ctx) {
+  const int count = ctx.InputCount("X");
+  std::vector<Tensor>& dense = ctx.State<SparseSumState>()->dense;
+  dense.resize(count);
+  Dims dims;
+  for (int k = 0; k < count; ++k) {
+    const Variable* v = ctx.InputVar("X", k);
+    const SelectedRows* rows = v != nullptr ? v->GetSelectedRows() : nullptr;
+    const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
+    if (rows != nullptr) {
+      // Never into a buffer a variable shares (an earlier run's dense input).
+      if (dense[k].buffer_holders() > 1) dense[k] = Tensor();
+      PAREX_RETURN_IF_ERROR(rows->ToDense(&dense[k]).WithContext(ctx.op().Label()));
+    } else if (t != nullptr && t->defined()) {
+      dense[k].ShareDataWith(*t);  // read before Out is written: see below
+    } else {
+      return ctx.Error("input X[" + std::to_string(k) + "] holds no value");
+    }
+    if (dense[k].dtype() != DTypeOf<T>() || (k > 0 && dense[k].dims() != dims)) {
+      return ctx.Error("input X[" + std::to_string(k) + "] " + dense[k].DebugString() +
+                       " does not match X[0]");
+    }
+    dims = dense[k].dims();
+  }
+  // A dense input that Out overwrites is copied first.
+  Variable* out_var = ctx.OutputVar("Out");
+  for (int k = 0; k < count; ++k) {
+    if (ctx.InputVar("X", k) == out_var && out_var->GetTensor() != nullptr) {
+      dense[k] = dense[k].Clone();
+    }
+  }
+  Tensor* out = out_var->GetMutableTensor();
+  PAREX_RETURN_IF_ERROR(out->TryAllocate(DTypeOf<T>(), dims, ctx.place()));
+  T* od = out->data<T>();
+  std::fill(od, od + out->numel(), T(0));
+  for (const Tensor& x : dense) {
+    const T* xd = x.data<T>();
+    for (int64_t i = 0; i < out->numel(); ++i) od[i] += xd[i];
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status SumKernel(KernelContext& ctx) {
+  for (int k = 0; k < ctx.InputCount("X"); ++k) {
+    const Variable* v = ctx.InputVar("X", k);
+    if (v != nullptr && v->IsSelectedRows()) return SparseSum<T>(ctx);
+  }
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   Tensor* out = ctx.Output("Out");
   const int64_t n = out->numel();

@@ -6,8 +6,9 @@
 //   lookup_table_v2: Ids [...]    -> Out = Ids.dims + [D].
 // Out's row for an id equal to padding_idx is zeros (padding_idx -1: none),
 // and that row gets no gradient. An id outside [0, V) is an error naming
-// the op and the id. The gradient W@GRAD is always dense (is_sparse, which
-// asks Fluid for a SelectedRows gradient, is accepted and ignored).
+// the op and the id. The gradient W@GRAD is dense, or with is_sparse
+// SelectedRows: a row per id (padding_idx's zero), which the optimizers
+// apply row by row (sgd, adam's lazy_mode) or as their dense sum.
 #include <string>
 
 #include "graph/ir/ops/op_groups.h"
@@ -69,6 +70,11 @@ InferShapeFn InferLookupGrad(bool v2) {
         return ctx.Error("Out@GRAD has dims " + DimsToString(got) +
                          ", expected " + DimsToString(want));
       }
+    }
+    if (ctx.IsRuntime() && ctx.Attr<bool>("is_sparse")) {
+      // SelectedRows: the kernel sizes W@GRAD's rows itself.
+      ctx.SetOutputDType("W@GRAD", 0, ctx.InputDType("W"));
+      return Status::Ok();
     }
     return InferGradShapesFromForwardInputs(ctx);
   };

@@ -112,6 +112,8 @@ Status InferSum(ShapeContext& ctx) {
   Dims out;
   DType dtype = DType::kUndefined;
   bool found = false;
+  bool sparse = false;  // a SelectedRows input: the kernel sizes Out itself
+  for (int i = 0; i < ctx.InputCount("X"); ++i) sparse = sparse || ctx.InputIsSparse("X", i);
   for (int i = 0; i < ctx.InputCount("X"); ++i) {
     const Dims d = ctx.InputDims("X", i);
     const DType t = ctx.InputDType("X", i);
@@ -138,6 +140,10 @@ Status InferSum(ShapeContext& ctx) {
   if (!found && ctx.InputCount("X") > 0) {
     out = ctx.InputDims("X", 0);
     dtype = ctx.InputDType("X", 0);
+  }
+  if (sparse) {
+    ctx.SetOutputDType("Out", 0, dtype);
+    return Status::Ok();
   }
   ctx.SetOutput("Out", out, dtype);
   return Status::Ok();

@@ -1,4 +1,5 @@
-// conv2d and conv2d_grad on CPU (NCHW). fp32 goes through oneDNN's
+// conv2d and conv2d_grad on CPU (NCHW), also serving depthwise_conv2d and
+// its gradient (the same op with groups). fp32 goes through oneDNN's
 // primitives where parex was built with it (kernels/cpu/dnnl_conv.h); fp64,
 // and fp32 where oneDNN declines or is switched off, through im2col + one
 // GEMM per image and group (cpu::Gemm); a 1x1 convolution with stride 1 and
@@ -268,6 +269,10 @@ Status Conv2dGradKernel(KernelContext& ctx) {
 void RegisterConv2dKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "conv2d", Conv2dKernel, float, double);
   PAREX_CPU_KERNEL(r, "conv2d_grad", Conv2dGradKernel, float, double);
+  // depthwise_conv2d: a grouped conv2d (no Bias / ResidualData slots).
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d_grad", Conv2dGradKernel, float,
+                   double);
 }
 
 }  // namespace parex

@@ -1,5 +1,8 @@
 // conv2d and pool2d over NCHW tensors, with their gradient ops (Fluid's
-// slots and attributes).
+// slots and attributes). depthwise_conv2d is conv2d under another name
+// (Input, Filter -> Output, conv2d's attributes and rules; Paddle 2.6's CPU
+// kernel is its grouped convolution, so groups need not equal the channels
+// there either); its gradient op takes Input, Filter and Output@GRAD.
 //
 // Window geometry, per spatial dim (Paddle's UpdatePadding[AndDilation] and
 // ConvOutputSize / PoolOutputSize):
@@ -281,6 +284,24 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Output("Bias@GRAD", kOptional)
       .InferShape(InferConv2dGrad);
   r->Add(ConvAttrs(conv_grad));
+
+  OpSchema depthwise("depthwise_conv2d");
+  depthwise.Input("Input")
+      .Input("Filter")
+      .Output("Output")
+      .InferShape(InferConv2d)
+      .Grad("depthwise_conv2d_grad", {"Input", "Filter", "Output@GRAD"},
+            {"Input@GRAD", "Filter@GRAD"});
+  r->Add(ConvAttrs(depthwise));
+
+  OpSchema depthwise_grad("depthwise_conv2d_grad");
+  depthwise_grad.Input("Input")
+      .Input("Filter")
+      .Input("Output@GRAD")
+      .Output("Input@GRAD", kOptional)
+      .Output("Filter@GRAD", kOptional)
+      .InferShape(InferConv2dGrad);
+  r->Add(ConvAttrs(depthwise_grad));
 
   OpSchema pool("pool2d");
   pool.Input("X")

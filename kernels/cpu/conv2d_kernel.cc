@@ -9,13 +9,13 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
-#include <new>
 #include <type_traits>
 #include <vector>
 
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/column_scratch.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/im2col.h"
@@ -95,26 +95,9 @@ bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
   return cpu::DnnlConvChosen(*p);
 }
 
-// Per-thread scratch for im2col columns. It only grows, so steady-state
-// steps reuse the previous step's memory instead of allocating. nullptr when
-// the columns would exceed the allocation limit (kernels/allocator.h) or the
-// system refuses them; the kernel then fails with ResourceExhausted.
 template <typename T>
 T* ColumnScratch(const ConvShape& s) {
-  thread_local std::vector<T> buffer;
-  int64_t need = 0;
-  if (!CheckedMul(s.col_rows, s.col_cols, &need) ||
-      static_cast<uint64_t>(need) > AllocationLimit() / sizeof(T)) {
-    return nullptr;
-  }
-  if (buffer.size() < static_cast<size_t>(need)) {
-    try {
-      buffer.resize(static_cast<size_t>(need));
-    } catch (const std::bad_alloc&) {
-      return nullptr;
-    }
-  }
-  return buffer.data();
+  return cpu::ColumnScratch<T>(s.col_rows, s.col_cols);
 }
 
 Status ScratchError(const KernelContext& ctx, const ConvShape& s) {

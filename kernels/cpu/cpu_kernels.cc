@@ -13,6 +13,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterOptimizerKernels(r);
   RegisterMatmulKernels(r);
   RegisterConv2dKernels(r);
+  RegisterConvTransposeKernels(r);
   RegisterPool2dKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);

@@ -16,6 +16,7 @@ void RegisterMetricKernels(KernelRegistry* r);
 void RegisterOptimizerKernels(KernelRegistry* r);
 void RegisterMatmulKernels(KernelRegistry* r);
 void RegisterConv2dKernels(KernelRegistry* r);
+void RegisterConvTransposeKernels(KernelRegistry* r);
 void RegisterPool2dKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);

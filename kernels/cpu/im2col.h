@@ -21,22 +21,23 @@ struct WindowDim {
   int64_t pad_after = 0;   // bottom or right
 };
 
-// Fills stride, dilation and paddings of dims[0] (h) and dims[1] (w) from
-// Paddle's attributes, resolving "SAME" and "VALID" the way
-// graph/ops/conv_ops.cc does. `dilations` may be null (pooling).
+// Fills stride, dilation and paddings of dims[0 .. rank) ({h, w} or
+// {d, h, w}) from Paddle's attributes, resolving "SAME" and "VALID" the way
+// graph/ir/ops/window_spec.cc does. `dilations` may be null (pooling).
 // REQUIRES: in and size are set; the op's shape inference accepted the
-// attributes (two strides and dilations, 2 or 4 paddings).
+// attributes (rank strides and dilations, rank or 2 * rank paddings).
 inline void ResolveWindows(const std::string& algorithm,
                            const std::vector<int>& strides,
                            const std::vector<int>* dilations,
-                           const std::vector<int>& paddings,
-                           WindowDim dims[2]) {
-  for (int i = 0; i < 2; ++i) {
+                           const std::vector<int>& paddings, WindowDim* dims,
+                           int rank = 2) {
+  const bool pairs = static_cast<int>(paddings.size()) == 2 * rank;
+  for (int i = 0; i < rank; ++i) {
     WindowDim& d = dims[i];
     d.stride = strides[i];
     d.dilation = dilations ? (*dilations)[i] : 1;
-    d.pad_before = paddings.size() == 4 ? paddings[2 * i] : paddings[i];
-    d.pad_after = paddings.size() == 4 ? paddings[2 * i + 1] : paddings[i];
+    d.pad_before = pairs ? paddings[2 * i] : paddings[i];
+    d.pad_after = pairs ? paddings[2 * i + 1] : paddings[i];
     if (algorithm == "SAME") {
       const int64_t out = (d.in + d.stride - 1) / d.stride;
       const int64_t sum =

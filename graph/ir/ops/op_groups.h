@@ -23,5 +23,6 @@ void RegisterShapeOps(OpSchemaRegistry* r);       // reshape2, transpose2, conca
 void RegisterLookupTableOps(OpSchemaRegistry* r); // lookup_table, lookup_table_v2
 void RegisterMathOps(OpSchemaRegistry* r);        // sqrt, squared_l2_norm, increment, ... (optimizers, LR schedules)
 void RegisterTensorOps(OpSchemaRegistry* r);      // stack, gather, expand_v2, where
+void RegisterConvTransposeOps(OpSchemaRegistry* r); // conv2d_transpose
 
 }  // namespace parex

@@ -18,6 +18,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterLookupTableOps(r);
   RegisterMathOps(r);
   RegisterTensorOps(r);
+  RegisterConvTransposeOps(r);
 }
 
 }  // namespace parex

@@ -428,9 +428,35 @@ def depthwise_conv2d_cases(rng):
     return cases
 
 
+def conv2d_transpose_cases(rng):
+    """conv2d_transpose: groups, strides, 4-entry paddings, dilations,
+    output_padding, output_size, SAME and VALID, fp32."""
+    def u(*dims, dtype="float64"):
+        return rng.uniform(-2, 2, size=dims).astype(dtype)
+    cases = []
+
+    def add(inputs, attrs):
+        attrs = dict(conv_attrs(output_size=[], output_padding=[]), **attrs)
+        cases.append(run_static("conv2d_transpose", inputs, attrs, {"Output": 1},
+                                ["Input_0", "Filter_0"], rng))
+
+    add({"Input": [u(2, 3, 4, 4)], "Filter": [u(3, 2, 3, 3)]}, {})
+    add({"Input": [u(1, 4, 3, 4)], "Filter": [u(4, 3, 3, 2)]},
+        {"groups": 2, "strides": [2, 3], "paddings": [1, 0, 2, 1], "dilations": [1, 2],
+         "output_padding": [1, 2]})
+    add({"Input": [u(1, 2, 3, 3)], "Filter": [u(2, 2, 3, 3)]},
+        {"strides": [2, 2], "paddings": [1, 1], "output_size": [6, 5]})
+    add({"Input": [u(1, 2, 5, 4)], "Filter": [u(2, 1, 3, 3)]},
+        {"strides": [2, 2], "padding_algorithm": "SAME", "dilations": [2, 1]})
+    add({"Input": [u(2, 2, 3, 3, dtype="float32")], "Filter": [u(2, 3, 2, 2, dtype="float32")]},
+        {"paddings": [1, 1], "padding_algorithm": "VALID"})
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
+    ("conv2d_transpose.json", conv2d_transpose_cases, 2603),
 ]
 
 

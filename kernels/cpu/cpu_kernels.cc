@@ -15,6 +15,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterConv2dKernels(r);
   RegisterConvTransposeKernels(r);
   RegisterPool2dKernels(r);
+  RegisterPool3dKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
   RegisterDropoutKernels(r);

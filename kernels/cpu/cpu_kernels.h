@@ -18,6 +18,7 @@ void RegisterMatmulKernels(KernelRegistry* r);
 void RegisterConv2dKernels(KernelRegistry* r);
 void RegisterConvTransposeKernels(KernelRegistry* r);
 void RegisterPool2dKernels(KernelRegistry* r);
+void RegisterPool3dKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);

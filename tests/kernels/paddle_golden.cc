@@ -122,6 +122,7 @@ std::string Compare(const Tensor& actual, const Json& want, double tol) {
                           : std::abs(a - e) <= tol + tol * std::abs(e);
     if (!same) {
       std::ostringstream m;
+      m.precision(17);
       m << "element " << i << ": " << a << ", Paddle " << e;
       return m.str();
     }

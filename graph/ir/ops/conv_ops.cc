@@ -1,5 +1,6 @@
-// conv2d and pool2d over NCHW tensors, with their gradient ops (Fluid's
-// slots and attributes). depthwise_conv2d is conv2d under another name
+// conv2d and pool2d over NCHW tensors and pool3d over NCDHW, with their
+// gradient ops (Fluid's slots and attributes; pool3d's as pool2d's with
+// three entries per list and 3 or 6 paddings). depthwise_conv2d is conv2d under another name
 // (Input, Filter -> Output, conv2d's attributes and rules; Paddle 2.6's CPU
 // kernel is its grouped convolution, so groups need not equal the channels
 // there either); its gradient op takes Input, Filter and Output@GRAD.
@@ -179,17 +180,17 @@ OpSchema& ConvAttrs(OpSchema& s) {
       .Attr("data_format", std::string("NCHW"));
 }
 
-OpSchema& PoolAttrs(OpSchema& s) {
+OpSchema& PoolAttrs(OpSchema& s, int rank = 2) {
   return s.Attr("pooling_type", std::string("max"))
       .RequiredAttr("ksize", proto::INTS)
-      .Attr("strides", std::vector<int>{1, 1})
-      .Attr("paddings", std::vector<int>{0, 0})
+      .Attr("strides", std::vector<int>(rank, 1))
+      .Attr("paddings", std::vector<int>(rank, 0))
       .Attr("global_pooling", false)
       .Attr("exclusive", true)
       .Attr("ceil_mode", false)
       .Attr("adaptive", false)
       .Attr("padding_algorithm", std::string("EXPLICIT"))
-      .Attr("data_format", std::string("NCHW"));
+      .Attr("data_format", std::string(rank == 2 ? "NCHW" : "NCDHW"));
 }
 
 }  // namespace
@@ -249,6 +250,21 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Output("X@GRAD", kOptional)
       .InferShape(InferPoolGrad<2>);
   r->Add(PoolAttrs(pool_grad));
+
+  OpSchema pool3d("pool3d");
+  pool3d.Input("X")
+      .Output("Out")
+      .InferShape(InferPool<3>)
+      .Grad("pool3d_grad", {"X", "Out", "Out@GRAD"}, {"X@GRAD"});
+  r->Add(PoolAttrs(pool3d, 3));
+
+  OpSchema pool3d_grad("pool3d_grad");
+  pool3d_grad.Input("X")
+      .Input("Out")
+      .Input("Out@GRAD")
+      .Output("X@GRAD", kOptional)
+      .InferShape(InferPoolGrad<3>);
+  r->Add(PoolAttrs(pool3d_grad, 3));
 }
 
 }  // namespace parex

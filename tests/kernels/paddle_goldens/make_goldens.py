@@ -453,10 +453,46 @@ def conv2d_transpose_cases(rng):
     return cases
 
 
+def pool3d_cases(rng):
+    """pool3d: max and avg (exclusive or not), 3- and 6-entry paddings,
+    ceil_mode (with a max window wholly in the padding: -FLT_MAX, as
+    Paddle), global_pooling, adaptive windows, SAME, fp32. Values drawn
+    without ties, so max pooling has one maximum per window. Paddle's avg
+    gradient scales by 1 / window in float32, also for float64."""
+    def u(*dims, dtype="float64"):
+        return rng.permutation(int(np.prod(dims))).reshape(dims).astype(dtype) / 8.0 - 4
+    cases = []
+
+    def add(x, **kw):
+        attrs = {"pooling_type": "max", "ksize": [2, 2, 2], "strides": [1, 1, 1],
+                 "paddings": [0, 0, 0], "global_pooling": False, "exclusive": True,
+                 "adaptive": False, "ceil_mode": False, "padding_algorithm": "EXPLICIT",
+                 "data_format": "NCDHW"}
+        attrs.update(kw)
+        cases.append(run_static("pool3d", {"X": [x]}, attrs, {"Out": 1}, ["X_0"], rng))
+
+    add(u(2, 2, 4, 4, 4), strides=[2, 2, 2])
+    add(u(1, 2, 5, 4, 4), pooling_type="avg", ksize=[3, 3, 2], strides=[2, 1, 2],
+        paddings=[1, 1, 0])
+    add(u(1, 1, 4, 5, 5), pooling_type="avg", exclusive=False, ksize=[2, 3, 3],
+        strides=[1, 2, 2], paddings=[1, 0, 0, 1, 1, 1], ceil_mode=True)
+    add(u(1, 2, 4, 5, 5), ksize=[2, 3, 3], strides=[2, 2, 2], paddings=[0, 1, 1, 0, 1, 1],
+        ceil_mode=True)
+    add(u(2, 3, 3, 4, 2), global_pooling=True)
+    add(u(1, 2, 5, 7, 4), pooling_type="avg", adaptive=True, ksize=[2, 3, 2])
+    # No adaptive max: Paddle 2.6.2's pool3d op takes other windows there
+    # than its adaptive_max_pool3d (max_pool3d_with_index) and the
+    # definition, which parex follows (finite differences check it).
+    add(u(1, 2, 5, 5, 4, dtype="float32"), ksize=[3, 3, 3], strides=[2, 2, 2],
+        padding_algorithm="SAME")
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
     ("conv2d_transpose.json", conv2d_transpose_cases, 2603),
+    ("pool3d.json", pool3d_cases, 2604),
 ]
 
 

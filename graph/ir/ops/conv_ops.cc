@@ -1,6 +1,7 @@
-// conv2d and pool2d over NCHW tensors and pool3d over NCDHW, with their
-// gradient ops (Fluid's slots and attributes; pool3d's as pool2d's with
-// three entries per list and 3 or 6 paddings). depthwise_conv2d is conv2d under another name
+// conv2d and pool2d over NCHW tensors, conv3d and pool3d over NCDHW, with
+// their gradient ops (Fluid's slots and attributes; the 3-D ops' as the 2-D
+// ones' with three entries per list and 3 or 6 paddings; conv3d has no Bias
+// or ResidualData slot). depthwise_conv2d is conv2d under another name
 // (Input, Filter -> Output, conv2d's attributes and rules; Paddle 2.6's CPU
 // kernel is its grouped convolution, so groups need not equal the channels
 // there either); its gradient op takes Input, Filter and Output@GRAD.
@@ -171,13 +172,13 @@ Status InferPoolGrad(ShapeContext& ctx) {
 }
 
 // Attributes shared by an op and its gradient op.
-OpSchema& ConvAttrs(OpSchema& s) {
-  return s.Attr("strides", std::vector<int>{1, 1})
-      .Attr("paddings", std::vector<int>{0, 0})
-      .Attr("dilations", std::vector<int>{1, 1})
+OpSchema& ConvAttrs(OpSchema& s, int rank = 2) {
+  return s.Attr("strides", std::vector<int>(rank, 1))
+      .Attr("paddings", std::vector<int>(rank, 0))
+      .Attr("dilations", std::vector<int>(rank, 1))
       .Attr("groups", 1)
       .Attr("padding_algorithm", std::string("EXPLICIT"))
-      .Attr("data_format", std::string("NCHW"));
+      .Attr("data_format", std::string(rank == 2 ? "NCHW" : "NCDHW"));
 }
 
 OpSchema& PoolAttrs(OpSchema& s, int rank = 2) {
@@ -235,6 +236,24 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Output("Filter@GRAD", kOptional)
       .InferShape(InferConvGrad<2>);
   r->Add(ConvAttrs(depthwise_grad));
+
+  OpSchema conv3d("conv3d");
+  conv3d.Input("Input")
+      .Input("Filter")
+      .Output("Output")
+      .InferShape(InferConv<3>)
+      .Grad("conv3d_grad", {"Input", "Filter", "Output@GRAD"},
+            {"Input@GRAD", "Filter@GRAD"});
+  r->Add(ConvAttrs(conv3d, 3));
+
+  OpSchema conv3d_grad("conv3d_grad");
+  conv3d_grad.Input("Input")
+      .Input("Filter")
+      .Input("Output@GRAD")
+      .Output("Input@GRAD", kOptional)
+      .Output("Filter@GRAD", kOptional)
+      .InferShape(InferConvGrad<3>);
+  r->Add(ConvAttrs(conv3d_grad, 3));
 
   OpSchema pool("pool2d");
   pool.Input("X")

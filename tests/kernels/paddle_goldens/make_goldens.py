@@ -488,11 +488,38 @@ def pool3d_cases(rng):
     return cases
 
 
+def conv3d_cases(rng):
+    """conv3d: groups, strides, 3- and 6-entry paddings, dilations, SAME,
+    VALID, 1x1x1, fp32."""
+    def u(*dims, dtype="float64"):
+        return rng.uniform(-2, 2, size=dims).astype(dtype)
+    cases = []
+
+    def add(inputs, **kw):
+        attrs = {"strides": [1, 1, 1], "paddings": [0, 0, 0], "dilations": [1, 1, 1],
+                 "groups": 1, "padding_algorithm": "EXPLICIT", "data_format": "NCDHW"}
+        attrs.update(kw)
+        cases.append(run_static("conv3d", inputs, attrs, {"Output": 1},
+                                ["Input_0", "Filter_0"], rng))
+
+    add({"Input": [u(2, 2, 4, 4, 3)], "Filter": [u(3, 2, 2, 3, 2)]}, paddings=[1, 1, 0])
+    add({"Input": [u(1, 4, 5, 4, 6)], "Filter": [u(6, 2, 3, 2, 3)]}, groups=2,
+        strides=[2, 1, 2], paddings=[1, 0, 0, 1, 2, 1], dilations=[1, 2, 1])
+    add({"Input": [u(1, 2, 5, 5, 4)], "Filter": [u(2, 2, 3, 3, 3)]}, strides=[2, 2, 2],
+        padding_algorithm="SAME")
+    add({"Input": [u(1, 3, 3, 3, 3)], "Filter": [u(2, 3, 1, 1, 1)]})
+    add({"Input": [u(2, 2, 3, 4, 4, dtype="float32")],
+         "Filter": [u(2, 2, 2, 2, 2, dtype="float32")]}, paddings=[1, 1, 1],
+        padding_algorithm="VALID")
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
     ("conv2d_transpose.json", conv2d_transpose_cases, 2603),
     ("pool3d.json", pool3d_cases, 2604),
+    ("conv3d.json", conv3d_cases, 2605),
 ]
 
 

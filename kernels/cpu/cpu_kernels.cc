@@ -16,6 +16,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterConvTransposeKernels(r);
   RegisterPool2dKernels(r);
   RegisterPool3dKernels(r);
+  RegisterPad3dKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
   RegisterDropoutKernels(r);

@@ -19,6 +19,7 @@ void RegisterConv2dKernels(KernelRegistry* r);
 void RegisterConvTransposeKernels(KernelRegistry* r);
 void RegisterPool2dKernels(KernelRegistry* r);
 void RegisterPool3dKernels(KernelRegistry* r);
+void RegisterPad3dKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);

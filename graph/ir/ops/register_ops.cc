@@ -19,6 +19,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterMathOps(r);
   RegisterTensorOps(r);
   RegisterConvTransposeOps(r);
+  RegisterPadOps(r);
 }
 
 }  // namespace parex

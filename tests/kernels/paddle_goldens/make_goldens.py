@@ -514,12 +514,32 @@ def conv3d_cases(rng):
     return cases
 
 
+def pad3d_cases(rng):
+    """pad3d: constant (with value), reflect, replicate, circular; paddings
+    {left, right, top, bottom, front, back}; fp32."""
+    def u(*dims, dtype="float64"):
+        return rng.uniform(-2, 2, size=dims).astype(dtype)
+    cases = []
+
+    def add(x, paddings, mode, value=0.0):
+        attrs = {"paddings": paddings, "mode": mode, "value": value, "data_format": "NCDHW"}
+        cases.append(run_static("pad3d", {"X": [x]}, attrs, {"Out": 1}, ["X_0"], rng))
+
+    add(u(2, 2, 2, 3, 4), [1, 2, 0, 1, 2, 0], "constant", 1.5)
+    add(u(1, 2, 3, 4, 4), [2, 1, 1, 2, 1, 0], "reflect")
+    add(u(1, 1, 2, 3, 3), [1, 1, 2, 0, 0, 3], "replicate")
+    add(u(1, 2, 3, 3, 4), [1, 2, 1, 1, 2, 1], "circular")
+    add(u(1, 2, 2, 2, 3, dtype="float32"), [0, 1, 1, 0, 1, 1], "constant")
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
     ("conv2d_transpose.json", conv2d_transpose_cases, 2603),
     ("pool3d.json", pool3d_cases, 2604),
     ("conv3d.json", conv3d_cases, 2605),
+    ("pad3d.json", pad3d_cases, 2606),
 ]
 
 

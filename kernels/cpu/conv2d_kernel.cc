@@ -1,4 +1,6 @@
-// conv2d and conv2d_grad on CPU (NCHW). fp32 goes through oneDNN's
+// conv2d and conv2d_grad on CPU (NCHW), also serving depthwise_conv2d and
+// its gradient (the same op with groups) and conv3d / conv3d_grad (NCDHW,
+// vol2col in place of im2col; REQUIRES below with a depth dim added). fp32 goes through oneDNN's
 // primitives where parex was built with it (kernels/cpu/dnnl_conv.h); fp64,
 // and fp32 where oneDNN declines or is switched off, through im2col + one
 // GEMM per image and group (cpu::Gemm); a 1x1 convolution with stride 1 and
@@ -8,13 +10,13 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
-#include <new>
 #include <type_traits>
 #include <vector>
 
 #include "base/checked_math.h"
 #include "kernels/allocator.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/column_scratch.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dnnl_conv.h"
 #include "kernels/cpu/im2col.h"
@@ -27,9 +29,11 @@ using cpu::WindowDim;
 struct ConvShape {
   int64_t n, c, m, groups;
   int64_t c_per_group, m_per_group;
-  WindowDim h, w;
-  int64_t col_rows;  // c_per_group * kh * kw: the GEMM's inner extent
-  int64_t col_cols;  // oh * ow
+  bool volumetric;  // conv3d: d is a real dim (else in = out = size = 1)
+  WindowDim d, h, w;
+  int64_t col_rows;  // c_per_group * kd * kh * kw: the GEMM's inner extent
+  int64_t col_cols;  // od * oh * ow
+  int64_t in_volume;  // d.in * h.in * w.in
   bool direct;       // 1x1, stride 1, no padding: the image is its im2col
 };
 
@@ -42,26 +46,29 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
   s.groups = ctx.Attr<int>("groups");
   s.c_per_group = s.c / s.groups;
   s.m_per_group = s.m / s.groups;
-  WindowDim dims[2];
-  dims[0].in = in[2];
-  dims[1].in = in[3];
-  dims[0].size = filter[2];
-  dims[1].size = filter[3];
-  dims[0].out = out[2];
-  dims[1].out = out[3];
+  const int rank = static_cast<int>(in.size()) - 2;
+  s.volumetric = rank == 3;
+  WindowDim dims[3];
+  for (int i = 0; i < rank; ++i) {
+    dims[i].in = in[2 + i];
+    dims[i].size = filter[2 + i];
+    dims[i].out = out[2 + i];
+  }
   const auto dilations = ctx.Attr<std::vector<int>>("dilations");
   cpu::ResolveWindows(ctx.Attr<std::string>("padding_algorithm"),
                       ctx.Attr<std::vector<int>>("strides"), &dilations,
-                      ctx.Attr<std::vector<int>>("paddings"), dims);
-  s.h = dims[0];
-  s.w = dims[1];
-  s.col_rows = s.c_per_group * s.h.size * s.w.size;
-  s.col_cols = s.h.out * s.w.out;
+                      ctx.Attr<std::vector<int>>("paddings"), dims, rank);
+  s.d = s.volumetric ? dims[0] : WindowDim{1, 1, 1, 1, 1, 0, 0};
+  s.h = dims[rank - 2];
+  s.w = dims[rank - 1];
+  s.col_rows = s.c_per_group * s.d.size * s.h.size * s.w.size;
+  s.col_cols = s.d.out * s.h.out * s.w.out;
+  s.in_volume = s.d.in * s.h.in * s.w.in;
   auto plain = [](const WindowDim& d) {
     return d.size == 1 && d.stride == 1 && d.pad_before == 0 &&
            d.pad_after == 0;
   };
-  s.direct = plain(s.h) && plain(s.w);
+  s.direct = plain(s.d) && plain(s.h) && plain(s.w);
   return s;
 }
 
@@ -69,7 +76,7 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
 // faster through im2col: cpu::DnnlConvChosen).
 template <typename T>
 bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
-  if (!std::is_same<T, float>::value) return false;
+  if (!std::is_same<T, float>::value || s.volumetric) return false;
   if (s.n <= 0 || s.c <= 0 || s.m <= 0 || s.col_rows <= 0 || s.col_cols <= 0) {
     return false;
   }
@@ -94,26 +101,9 @@ bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
   return cpu::DnnlConvChosen(*p);
 }
 
-// Per-thread scratch for im2col columns. It only grows, so steady-state
-// steps reuse the previous step's memory instead of allocating. nullptr when
-// the columns would exceed the allocation limit (kernels/allocator.h) or the
-// system refuses them; the kernel then fails with ResourceExhausted.
 template <typename T>
 T* ColumnScratch(const ConvShape& s) {
-  thread_local std::vector<T> buffer;
-  int64_t need = 0;
-  if (!CheckedMul(s.col_rows, s.col_cols, &need) ||
-      static_cast<uint64_t>(need) > AllocationLimit() / sizeof(T)) {
-    return nullptr;
-  }
-  if (buffer.size() < static_cast<size_t>(need)) {
-    try {
-      buffer.resize(static_cast<size_t>(need));
-    } catch (const std::bad_alloc&) {
-      return nullptr;
-    }
-  }
-  return buffer.data();
+  return cpu::ColumnScratch<T>(s.col_rows, s.col_cols);
 }
 
 Status ScratchError(const KernelContext& ctx, const ConvShape& s) {
@@ -128,9 +118,13 @@ Status ScratchError(const KernelContext& ctx, const ConvShape& s) {
 template <typename T>
 const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
                  T* scratch) {
-  const T* image = input + (n * s.c + g * s.c_per_group) * s.h.in * s.w.in;
+  const T* image = input + (n * s.c + g * s.c_per_group) * s.in_volume;
   if (s.direct) return image;
-  cpu::Im2Col(image, s.c_per_group, s.h, s.w, scratch);
+  if (s.volumetric) {
+    cpu::Vol2Col(image, s.c_per_group, s.d, s.h, s.w, scratch);
+  } else {
+    cpu::Im2Col(image, s.c_per_group, s.h, s.w, scratch);
+  }
   return scratch;
 }
 
@@ -232,7 +226,7 @@ Status Conv2dGradKernel(KernelContext& ctx) {
   }
   if (dinput != nullptr) {
     T* di = dinput->data<T>();
-    const int64_t plane = s.h.in * s.w.in;
+    const int64_t plane = s.in_volume;
     if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
     T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
     if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
@@ -245,7 +239,12 @@ Status Conv2dGradKernel(KernelContext& ctx) {
                      filter.data<T>() + g * filter_group, s.col_rows,
                      dout + (n * s.m + g * s.m_per_group) * s.col_cols,
                      s.col_cols, T(0), dcol, s.col_cols);
-        if (!s.direct) cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
+        if (s.direct) continue;
+        if (s.volumetric) {
+          cpu::Col2Vol(dcol, s.c_per_group, s.d, s.h, s.w, image);
+        } else {
+          cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
+        }
       }
     }
   }
@@ -268,6 +267,13 @@ Status Conv2dGradKernel(KernelContext& ctx) {
 void RegisterConv2dKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "conv2d", Conv2dKernel, float, double);
   PAREX_CPU_KERNEL(r, "conv2d_grad", Conv2dGradKernel, float, double);
+  // depthwise_conv2d: a grouped conv2d (no Bias / ResidualData slots).
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d_grad", Conv2dGradKernel, float,
+                   double);
+  // conv3d: the same kernels over volumes (vol2col; never oneDNN).
+  PAREX_CPU_KERNEL(r, "conv3d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "conv3d_grad", Conv2dGradKernel, float, double);
 }
 
 }  // namespace parex

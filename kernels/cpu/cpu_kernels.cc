@@ -13,7 +13,10 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterOptimizerKernels(r);
   RegisterMatmulKernels(r);
   RegisterConv2dKernels(r);
+  RegisterConvTransposeKernels(r);
   RegisterPool2dKernels(r);
+  RegisterPool3dKernels(r);
+  RegisterPad3dKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
   RegisterDropoutKernels(r);

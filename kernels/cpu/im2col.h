@@ -1,6 +1,7 @@
-// Sliding windows over NCHW planes, for the conv2d and pool2d kernels: the
-// resolved geometry of one spatial dim, and im2col / col2im, which turn a
-// convolution into one GEMM per image and group.
+// Sliding windows over NCHW planes and NCDHW volumes, for the convolution
+// and pooling kernels: the resolved geometry of one spatial dim, and im2col /
+// col2im (vol2col / col2vol), which turn a convolution into one GEMM per
+// image and group.
 #pragma once
 
 #include <algorithm>
@@ -21,22 +22,23 @@ struct WindowDim {
   int64_t pad_after = 0;   // bottom or right
 };
 
-// Fills stride, dilation and paddings of dims[0] (h) and dims[1] (w) from
-// Paddle's attributes, resolving "SAME" and "VALID" the way
-// graph/ops/conv_ops.cc does. `dilations` may be null (pooling).
+// Fills stride, dilation and paddings of dims[0 .. rank) ({h, w} or
+// {d, h, w}) from Paddle's attributes, resolving "SAME" and "VALID" the way
+// graph/ir/ops/window_spec.cc does. `dilations` may be null (pooling).
 // REQUIRES: in and size are set; the op's shape inference accepted the
-// attributes (two strides and dilations, 2 or 4 paddings).
+// attributes (rank strides and dilations, rank or 2 * rank paddings).
 inline void ResolveWindows(const std::string& algorithm,
                            const std::vector<int>& strides,
                            const std::vector<int>* dilations,
-                           const std::vector<int>& paddings,
-                           WindowDim dims[2]) {
-  for (int i = 0; i < 2; ++i) {
+                           const std::vector<int>& paddings, WindowDim* dims,
+                           int rank = 2) {
+  const bool pairs = static_cast<int>(paddings.size()) == 2 * rank;
+  for (int i = 0; i < rank; ++i) {
     WindowDim& d = dims[i];
     d.stride = strides[i];
     d.dilation = dilations ? (*dilations)[i] : 1;
-    d.pad_before = paddings.size() == 4 ? paddings[2 * i] : paddings[i];
-    d.pad_after = paddings.size() == 4 ? paddings[2 * i + 1] : paddings[i];
+    d.pad_before = pairs ? paddings[2 * i] : paddings[i];
+    d.pad_after = pairs ? paddings[2 * i + 1] : paddings[i];
     if (algorithm == "SAME") {
       const int64_t out = (d.in + d.stride - 1) / d.stride;
       const int64_t sum =
@@ -69,9 +71,12 @@ inline void ValidRange(const WindowDim& d, int64_t offset, int64_t* lo,
 //   im[c][oy*h.stride - h.pad_before + i*h.dilation]
 //        [ox*w.stride - w.pad_before + j*w.dilation], 0 outside the image.
 // im: [channels, h.in, w.in]; col: [channels*h.size*w.size, h.out*w.out].
+// `row_stride` (when not 0) spaces col's rows instead of h.out * w.out
+// (Vol2Col writes one depth position's part of each row).
 template <typename T>
 void Im2Col(const T* im, int64_t channels, const WindowDim& h,
-            const WindowDim& w, T* col) {
+            const WindowDim& w, T* col, int64_t row_stride = 0) {
+  if (row_stride == 0) row_stride = h.out * w.out;
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t i = 0; i < h.size; ++i) {
       const int64_t h_offset = i * h.dilation - h.pad_before;
@@ -81,7 +86,7 @@ void Im2Col(const T* im, int64_t channels, const WindowDim& h,
         const int64_t w_offset = j * w.dilation - w.pad_before;
         int64_t x_lo, x_hi;
         ValidRange(w, w_offset, &x_lo, &x_hi);
-        T* row = col + ((c * h.size + i) * w.size + j) * h.out * w.out;
+        T* row = col + ((c * h.size + i) * w.size + j) * row_stride;
         std::fill(row, row + y_lo * w.out, T(0));
         for (int64_t oy = y_lo; oy < y_hi; ++oy) {
           const T* src = im + (c * h.in + oy * h.stride + h_offset) * w.in;
@@ -108,7 +113,8 @@ void Im2Col(const T* im, int64_t channels, const WindowDim& h,
 // gradient).
 template <typename T>
 void Col2Im(const T* col, int64_t channels, const WindowDim& h,
-            const WindowDim& w, T* im) {
+            const WindowDim& w, T* im, int64_t row_stride = 0) {
+  if (row_stride == 0) row_stride = h.out * w.out;
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t i = 0; i < h.size; ++i) {
       const int64_t h_offset = i * h.dilation - h.pad_before;
@@ -118,7 +124,7 @@ void Col2Im(const T* col, int64_t channels, const WindowDim& h,
         const int64_t w_offset = j * w.dilation - w.pad_before;
         int64_t x_lo, x_hi;
         ValidRange(w, w_offset, &x_lo, &x_hi);
-        const T* row = col + ((c * h.size + i) * w.size + j) * h.out * w.out;
+        const T* row = col + ((c * h.size + i) * w.size + j) * row_stride;
         for (int64_t oy = y_lo; oy < y_hi; ++oy) {
           T* dst = im + (c * h.in + oy * h.stride + h_offset) * w.in;
           const T* src = row + oy * w.out;
@@ -126,6 +132,56 @@ void Col2Im(const T* col, int64_t channels, const WindowDim& h,
             dst[ox * w.stride + w_offset] += src[ox];
           }
         }
+      }
+    }
+  }
+}
+
+// The 3-D forms, over [channels, d.in, h.in, w.in] volumes:
+// col[((c*d.size + a)*h.size + i)*w.size + j][(oz*h.out + oy)*w.out + ox] =
+//   im[c][oz*d.stride - d.pad_before + a*d.dilation][..][..] (as Im2Col per
+// plane), 0 outside the volume.
+template <typename T>
+void Vol2Col(const T* im, int64_t channels, const WindowDim& d,
+             const WindowDim& h, const WindowDim& w, T* col) {
+  const int64_t plane_in = h.in * w.in, plane_out = h.out * w.out;
+  const int64_t row_stride = d.out * plane_out, taps = h.size * w.size;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t a = 0; a < d.size; ++a) {
+      const int64_t offset = a * d.dilation - d.pad_before;
+      int64_t z_lo, z_hi;
+      ValidRange(d, offset, &z_lo, &z_hi);
+      T* rows = col + (c * d.size + a) * taps * row_stride;
+      for (int64_t oz = 0; oz < d.out; ++oz) {
+        if (oz >= z_lo && oz < z_hi) {
+          Im2Col(im + (c * d.in + oz * d.stride + offset) * plane_in, 1, h, w,
+                 rows + oz * plane_out, row_stride);
+          continue;
+        }
+        for (int64_t t = 0; t < taps; ++t) {
+          T* dst = rows + t * row_stride + oz * plane_out;
+          std::fill(dst, dst + plane_out, T(0));
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of Vol2Col. REQUIRES: as Col2Im.
+template <typename T>
+void Col2Vol(const T* col, int64_t channels, const WindowDim& d,
+             const WindowDim& h, const WindowDim& w, T* im) {
+  const int64_t plane_in = h.in * w.in, plane_out = h.out * w.out;
+  const int64_t row_stride = d.out * plane_out, taps = h.size * w.size;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t a = 0; a < d.size; ++a) {
+      const int64_t offset = a * d.dilation - d.pad_before;
+      int64_t z_lo, z_hi;
+      ValidRange(d, offset, &z_lo, &z_hi);
+      const T* rows = col + (c * d.size + a) * taps * row_stride;
+      for (int64_t oz = z_lo; oz < z_hi; ++oz) {
+        Col2Im(rows + oz * plane_out, 1, h, w,
+               im + (c * d.in + oz * d.stride + offset) * plane_in, row_stride);
       }
     }
   }

@@ -1,7 +1,8 @@
 // Tests of conv2d and conv2d_grad (kernels/cpu/conv2d_kernel.cc, schema in
 // graph/ops/conv_ops.cc): forward values against a direct 7-loop
 // convolution written here, gradients against finite differences, shape
-// errors and compile-time shapes.
+// errors and compile-time shapes; depthwise_conv2d against PaddlePaddle
+// 2.6.2 (paddle_goldens/depthwise_conv2d.json) and finite differences.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -318,6 +320,85 @@ TEST(Conv2dSchemaTest, UnknownBatchAndEmptyOptionalSlots) {
   op->SetAttr("data_format", std::string("AnyLayout"));
   ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
   EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 32, 112, 112}));
+  EXPECT_TRUE(ValidateProgram(program).ok());
+}
+
+TEST(DepthwiseConv2dKernelTest, MatchesPaddle) {
+  ExpectCpuKernels("depthwise_conv2d", {DType::kFP32, DType::kFP64});
+  ExpectCpuKernels("depthwise_conv2d_grad", {DType::kFP32, DType::kFP64});
+  EXPECT_EQ(CheckPaddleGoldens("depthwise_conv2d", {1e-12, 1e-5},
+                               "depthwise_conv2d.json"),
+            4);
+}
+
+TEST(DepthwiseConv2dKernelTest, MatchesDirectConvolutionAndGradients) {
+  const ForwardCase cases[] = {
+      {"multiplier1", {2, 3, 5, 5}, {3, 1, 3, 3}, {3, {1, 1}, {1, 1, 1, 1}, {1, 1}}},
+      {"multiplier2_stride2_dilation2",
+       {1, 2, 7, 6},
+       {4, 1, 2, 3},
+       {2, {2, 1}, {1, 0, 2, 1}, {2, 2}}},
+  };
+  for (const ForwardCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor input = RandomTensor(c.input, -1, 1, 11);
+    Tensor filter = RandomTensor(c.filter, -1, 1, 12);
+    OpTester t("depthwise_conv2d");
+    t.Input("Input", input).Input("Filter", filter).Output("Output");
+    SetConvAttrs(t, c.params);
+    ASSERT_TRUE(t.Run().ok());
+    EXPECT_EQ(CompareTensors(t.Out("Output"), DirectConv(input, filter, c.params),
+                             1e-12, 1e-12),
+              "");
+    EXPECT_THAT(t.CheckGrad({"Input", "Filter"}, {"Output"}), IsEmpty());
+  }
+}
+
+TEST(DepthwiseConv2dKernelTest, BadAttributesAndShapesNameTheOp) {
+  struct Bad {
+    const char* what;
+    Dims input, filter;
+    int groups;
+    std::vector<int> strides;
+  };
+  const Bad cases[] = {
+      {"channels", {1, 3, 5, 5}, {3, 1, 3, 3}, 1, {1, 1}},
+      {"groups", {1, 3, 5, 5}, {3, 1, 3, 3}, 0, {1, 1}},
+      {"strides", {1, 3, 5, 5}, {3, 1, 3, 3}, 3, {0, 1}},
+      {"window", {1, 2, 2, 2}, {2, 1, 3, 3}, 2, {1, 1}},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.what);
+    OpTester t("depthwise_conv2d");
+    t.Input("Input", RandomTensor(c.input, -1, 1, 1))
+        .Input("Filter", RandomTensor(c.filter, -1, 1, 2))
+        .Output("Output")
+        .Attr("groups", c.groups)
+        .Attr("strides", c.strides);
+    const Status s = t.Run();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("'depthwise_conv2d'"));
+  }
+}
+
+TEST(DepthwiseConv2dSchemaTest, UnknownBatchAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 8, 32, 32});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("w")->SetDims({8, 1, 3, 3});
+  block.Var("w")->SetDType(DType::kFP32);
+  block.Var("y");
+  OpDesc* op = block.AppendOp("depthwise_conv2d");
+  op->SetInput("Input", {"x"});
+  op->SetInput("Filter", {"w"});
+  op->SetOutput("Output", {"y"});
+  op->SetAttr("groups", 8);
+  op->SetAttr("strides", std::vector<int>{2, 2});
+  op->SetAttr("padding_algorithm", std::string("SAME"));
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("y")->dims(), (Dims{-1, 8, 16, 16}));
+  EXPECT_EQ(block.FindVar("y")->dtype(), DType::kFP32);
   EXPECT_TRUE(ValidateProgram(program).ok());
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -18,14 +19,18 @@ namespace {
 
 using Json = nlohmann::json;
 
-const Json& Goldens() {
-  static const Json doc = [] {
+// The parsed golden file `name` of tests/kernels/paddle_goldens/ (read once;
+// tests run on one thread).
+const Json& Goldens(const std::string& name) {
+  static std::map<std::string, Json> docs;
+  auto it = docs.find(name);
+  if (it == docs.end()) {
     std::ifstream file(std::string(PAREX_SOURCE_DIR) +
-                       "/tests/kernels/paddle_goldens/tensor_ops.json");
-    PAREX_CHECK(file.good(), "tensor_ops.json is missing");
-    return Json::parse(file);
-  }();
-  return doc;
+                       "/tests/kernels/paddle_goldens/" + name);
+    PAREX_CHECK(file.good(), name + " is missing");
+    it = docs.emplace(name, Json::parse(file)).first;
+  }
+  return it->second;
 }
 
 DType DTypeFromName(const std::string& name) {
@@ -117,6 +122,7 @@ std::string Compare(const Tensor& actual, const Json& want, double tol) {
                           : std::abs(a - e) <= tol + tol * std::abs(e);
     if (!same) {
       std::ostringstream m;
+      m.precision(17);
       m << "element " << i << ": " << a << ", Paddle " << e;
       return m.str();
     }
@@ -134,6 +140,8 @@ void SetAttrs(OpTester& t, const Json& attrs) {
       t.Attr<float>(name, v.get<float>());
     } else if (v.is_string()) {
       t.Attr<std::string>(name, v.get<std::string>());
+    } else if (v.is_array() && !v.empty() && v[0].is_number_float()) {
+      t.Attr<std::vector<float>>(name, v.get<std::vector<float>>());
     } else if (v.is_array()) {
       t.Attr<std::vector<int>>(name, v.get<std::vector<int>>());
     } else {
@@ -208,12 +216,13 @@ void CheckGradient(const Json& c, const OpSchema& schema, OpTester& forward,
 
 }  // namespace
 
-int CheckPaddleGoldens(const std::string& op, GoldenTolerance tol) {
+int CheckPaddleGoldens(const std::string& op, GoldenTolerance tol,
+                       const std::string& file) {
   const OpSchema* schema = OpSchemaRegistry::Global().Find(op);
   EXPECT_NE(schema, nullptr) << op;
   if (schema == nullptr) return 0;
   int checked = 0;
-  for (const Json& c : Goldens()["cases"]) {
+  for (const Json& c : Goldens(file)["cases"]) {
     if (c["op"] != op) continue;
     SCOPED_TRACE(op + " case " + std::to_string(checked) + " attrs " +
                  c["attrs"].dump());

@@ -1,5 +1,5 @@
-// The cases of tests/kernels/paddle_goldens/tensor_ops.json (written by
-// make_goldens.py): one op that PaddlePaddle 2.6.2 ran in a static program,
+// The cases of tests/kernels/paddle_goldens/tensor_ops.json and the later
+// groups' files (written by make_goldens.py): one op that PaddlePaddle 2.6.2 ran in a static program,
 // its inputs and attributes, its outputs and, for differentiable ops, the
 // gradients of sum(w * out) that Paddle's gradient op gave and that op's
 // type and slots.
@@ -23,7 +23,10 @@ struct GoldenTolerance {
   double fp32 = 1e-6;   // for fp32 results
 };
 
-// Returns the number of cases of `op` checked.
-int CheckPaddleGoldens(const std::string& op, GoldenTolerance tolerance = {});
+// Returns the number of cases of `op` checked in `file` (a file of
+// tests/kernels/paddle_goldens/ written the same way: each op group after
+// tensor_ops.json has its own).
+int CheckPaddleGoldens(const std::string& op, GoldenTolerance tolerance = {},
+                       const std::string& file = "tensor_ops.json");
 
 }  // namespace parex::testing

@@ -17,11 +17,13 @@ void RegisterReduceOps(OpSchemaRegistry* r);      // mean, reduce_sum, reduce_me
 void RegisterMetricOps(OpSchemaRegistry* r);      // accuracy, top_k, arg_max, one_hot_v2
 void RegisterOptimizerOps(OpSchemaRegistry* r);   // sgd, momentum, adam
 void RegisterMatmulOps(OpSchemaRegistry* r);      // mul, matmul, matmul_v2
-void RegisterConvOps(OpSchemaRegistry* r);        // conv2d, pool2d
+void RegisterConvOps(OpSchemaRegistry* r);        // conv2d, depthwise_conv2d, conv3d, pool2d, pool3d
 void RegisterNormOps(OpSchemaRegistry* r);        // batch_norm, dropout
 void RegisterShapeOps(OpSchemaRegistry* r);       // reshape2, transpose2, concat, split
 void RegisterLookupTableOps(OpSchemaRegistry* r); // lookup_table, lookup_table_v2
 void RegisterMathOps(OpSchemaRegistry* r);        // sqrt, squared_l2_norm, increment, ... (optimizers, LR schedules)
 void RegisterTensorOps(OpSchemaRegistry* r);      // stack, gather, expand_v2, where
+void RegisterConvTransposeOps(OpSchemaRegistry* r); // conv2d_transpose
+void RegisterPadOps(OpSchemaRegistry* r);         // pad3d
 
 }  // namespace parex

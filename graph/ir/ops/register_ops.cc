@@ -18,6 +18,8 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterLookupTableOps(r);
   RegisterMathOps(r);
   RegisterTensorOps(r);
+  RegisterConvTransposeOps(r);
+  RegisterPadOps(r);
 }
 
 }  // namespace parex

@@ -34,31 +34,11 @@ bool SameDims(const Dims& a, const Dims& b) {
   return true;
 }
 
-// Out and Indices are X's dims with the last extent k. k may exceed an
-// unknown (compile-time) extent; at run time it must not exceed the real one.
-Status InferTopK(ShapeContext& ctx) {
-  const int k = ctx.Attr<int>("k");
-  if (k < 1) return ctx.Error("k = " + std::to_string(k) + " must be >= 1");
-  Dims dims = ctx.InputDims("X");
-  if (!Known(ctx, dims)) {
-    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
-    ctx.SetOutput("Indices", {}, DType::kInt64);
-    return Status::Ok();
-  }
-  if (dims.empty()) return ctx.Error("X must have rank >= 1");
-  if (dims.back() >= 0 && dims.back() < k) {
-    return ctx.Error("k = " + std::to_string(k) +
-                     " exceeds the last dim of X " + DimsToString(dims));
-  }
-  dims.back() = k;
-  ctx.SetOutput("Out", dims, ctx.InputDType("X"));
-  ctx.SetOutput("Indices", dims, DType::kInt64);
-  return Status::Ok();
-}
-
-// top_k_v2: Out and Indices are X's dims with extent k along `axis`.
-Status InferTopKV2(ShapeContext& ctx) {
-  if (ctx.HasInput("K")) {
+// Out and Indices are X's dims with extent k along the axis: top_k's last,
+// top_k_v2's `axis`. k may exceed an unknown (compile-time) extent; at run
+// time it must not exceed the real one.
+Status InferTopKAlong(ShapeContext& ctx, bool v2) {
+  if (v2 && ctx.HasInput("K")) {
     return ctx.Error("a K input (k from a tensor) is not supported; set the "
                      "attribute k");
   }
@@ -70,22 +50,27 @@ Status InferTopKV2(ShapeContext& ctx) {
     ctx.SetOutput("Indices", {}, DType::kInt64);
     return Status::Ok();
   }
+  if (dims.empty()) return ctx.Error("X must have rank >= 1");
   const int rank = static_cast<int>(dims.size());
-  const int attr = ctx.Attr<int>("axis");
+  const int attr = v2 ? ctx.Attr<int>("axis") : rank - 1;
   const int axis = attr < 0 ? attr + rank : attr;
   if (axis < 0 || axis >= rank) {
     return ctx.Error("axis " + std::to_string(attr) + " is outside X " +
                      DimsToString(dims));
   }
   if (dims[axis] >= 0 && dims[axis] < k) {
-    return ctx.Error("k = " + std::to_string(k) + " exceeds dim " +
-                     std::to_string(axis) + " of X " + DimsToString(dims));
+    return ctx.Error("k = " + std::to_string(k) + " exceeds " +
+                     (v2 ? "dim " + std::to_string(axis) : std::string("the last dim")) +
+                     " of X " + DimsToString(dims));
   }
   dims[axis] = k;
   ctx.SetOutput("Out", dims, ctx.InputDType("X"));
   ctx.SetOutput("Indices", dims, DType::kInt64);
   return Status::Ok();
 }
+
+Status InferTopK(ShapeContext& ctx) { return InferTopKAlong(ctx, false); }
+Status InferTopKV2(ShapeContext& ctx) { return InferTopKAlong(ctx, true); }
 
 Status InferTopKGrad(ShapeContext& ctx) {
   const Dims indices = ctx.InputDims("Indices");

@@ -562,12 +562,23 @@ def interp_cases(rng):
         align_corners=False, align_mode=0)
     add(b, u(1, 1, 3, 3), "bilinear", size=(3, 3), align_corners=False, align_mode=0)
     add(b, u(1, 1, 4, 4), "bilinear", size=(1, 3), align_corners=True, align_mode=1)
+    # Ratios that are not short binary fractions.
+    add(b, u(1, 1, 7, 5), "bilinear", size=(3, 9), align_corners=False, align_mode=0)
+    add(b, u(1, 2, 10, 6), "bilinear", scale=(0.3, 1.7), align_corners=False, align_mode=0)
+    add(b, u(1, 1, 5, 4, dtype="float32"), "bilinear", size=(9, 11), align_corners=True,
+        align_mode=1)
+    add(b, u(1, 1, 9, 7), "bilinear", size=(4, 3), align_corners=False, align_mode=1)
+    # The attribute, not the op type, picks the method.
+    add(b, u(1, 1, 3, 4), "nearest", size=(5, 7), align_corners=False)
     n = "nearest_interp_v2"
     add(n, u(2, 2, 3, 3), "nearest", size=(7, 5), align_corners=False)
     add(n, u(1, 2, 7, 6), "nearest", size=(3, 4), align_corners=True)
     add(n, u(1, 1, 3, 4, dtype="float32"), "nearest", scale=(2.5, 1.5), align_corners=False)
     add(n, u(1, 2, 6, 5), "nearest", scale=(0.5, 0.7), align_corners=True)
     add(n, u(1, 1, 3, 4), None, size=(5, 6))
+    add(n, u(1, 1, 5, 7), "nearest", size=(7, 3), align_corners=False)
+    add(n, u(1, 1, 4, 6), "nearest", size=(9, 11), align_corners=True)
+    add(n, u(1, 1, 6, 10), "nearest", scale=(1.7, 0.3), align_corners=False)
     return cases
 
 

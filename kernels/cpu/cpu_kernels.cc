@@ -17,6 +17,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterPool2dKernels(r);
   RegisterPool3dKernels(r);
   RegisterPad3dKernels(r);
+  RegisterInterpKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
   RegisterDropoutKernels(r);

@@ -20,6 +20,7 @@ void RegisterConvTransposeKernels(KernelRegistry* r);
 void RegisterPool2dKernels(KernelRegistry* r);
 void RegisterPool3dKernels(KernelRegistry* r);
 void RegisterPad3dKernels(KernelRegistry* r);
+void RegisterInterpKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);

@@ -25,5 +25,6 @@ void RegisterMathOps(OpSchemaRegistry* r);        // sqrt, squared_l2_norm, incr
 void RegisterTensorOps(OpSchemaRegistry* r);      // stack, gather, expand_v2, where
 void RegisterConvTransposeOps(OpSchemaRegistry* r); // conv2d_transpose
 void RegisterPadOps(OpSchemaRegistry* r);         // pad3d
+void RegisterInterpOps(OpSchemaRegistry* r);      // nearest_interp_v2, bilinear_interp_v2
 
 }  // namespace parex

@@ -20,6 +20,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterTensorOps(r);
   RegisterConvTransposeOps(r);
   RegisterPadOps(r);
+  RegisterInterpOps(r);
 }
 
 }  // namespace parex

@@ -91,7 +91,8 @@ TEST(ProgramTest, SchemasCoverEveryRequiredOp) {
       "split", "lookup_table", "lookup_table_v2", "sgd", "momentum", "adam",
       "stack", "gather", "expand_v2", "where", "equal",
       "fill_constant_batch_size_like", "one_hot_v2", "arg_max", "cumsum",
-      "sigmoid_cross_entropy_with_logits", "depthwise_conv2d", "conv2d_transpose", "pool3d", "conv3d", "pad3d"};
+      "sigmoid_cross_entropy_with_logits", "depthwise_conv2d", "conv2d_transpose", "pool3d", "conv3d", "pad3d",
+      "nearest_interp_v2", "bilinear_interp_v2"};
   const auto& registry = OpSchemaRegistry::Global();
   for (const char* type : ops) {
     const OpSchema* schema = registry.Find(type);

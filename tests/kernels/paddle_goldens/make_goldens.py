@@ -533,6 +533,55 @@ def pad3d_cases(rng):
     return cases
 
 
+def interp_cases(rng):
+    """nearest_interp_v2 / bilinear_interp_v2 (NCHW): upscale and downscale,
+    align_corners true / false, align_mode 0 / 1, the scale attribute or
+    out_h / out_w, equal extents (a copy), one output row; fp64 and fp32. A
+    nearest_interp_v2 case keeps the default interp_method, "bilinear"."""
+    def u(*dims, dtype="float64"):
+        return rng.uniform(-2, 2, size=dims).astype(dtype)
+    cases = []
+
+    def add(op, x, method, size=None, scale=None, **kw):
+        attrs = {"data_layout": "NCHW"}
+        if method is not None:
+            attrs["interp_method"] = method
+        if size is not None:
+            attrs["out_h"], attrs["out_w"] = size
+        if scale is not None:
+            attrs["scale"] = [float(s) for s in scale]
+        attrs.update(kw)
+        cases.append(run_static(op, {"X": [x]}, attrs, {"Out": 1}, ["X_0"], rng))
+
+    b = "bilinear_interp_v2"
+    add(b, u(2, 2, 3, 4), "bilinear", size=(5, 7), align_corners=False, align_mode=0)
+    add(b, u(1, 2, 6, 5), "bilinear", size=(4, 3), align_corners=True, align_mode=1)
+    add(b, u(1, 1, 4, 3), "bilinear", scale=(1.5, 2.0), align_corners=False, align_mode=1)
+    add(b, u(2, 1, 5, 6), "bilinear", scale=(0.6, 0.5), align_corners=False, align_mode=0)
+    add(b, u(2, 1, 5, 6, dtype="float32"), "bilinear", size=(8, 4),
+        align_corners=False, align_mode=0)
+    add(b, u(1, 1, 3, 3), "bilinear", size=(3, 3), align_corners=False, align_mode=0)
+    add(b, u(1, 1, 4, 4), "bilinear", size=(1, 3), align_corners=True, align_mode=1)
+    # Ratios that are not short binary fractions.
+    add(b, u(1, 1, 7, 5), "bilinear", size=(3, 9), align_corners=False, align_mode=0)
+    add(b, u(1, 2, 10, 6), "bilinear", scale=(0.3, 1.7), align_corners=False, align_mode=0)
+    add(b, u(1, 1, 5, 4, dtype="float32"), "bilinear", size=(9, 11), align_corners=True,
+        align_mode=1)
+    add(b, u(1, 1, 9, 7), "bilinear", size=(4, 3), align_corners=False, align_mode=1)
+    # The attribute, not the op type, picks the method.
+    add(b, u(1, 1, 3, 4), "nearest", size=(5, 7), align_corners=False)
+    n = "nearest_interp_v2"
+    add(n, u(2, 2, 3, 3), "nearest", size=(7, 5), align_corners=False)
+    add(n, u(1, 2, 7, 6), "nearest", size=(3, 4), align_corners=True)
+    add(n, u(1, 1, 3, 4, dtype="float32"), "nearest", scale=(2.5, 1.5), align_corners=False)
+    add(n, u(1, 2, 6, 5), "nearest", scale=(0.5, 0.7), align_corners=True)
+    add(n, u(1, 1, 3, 4), None, size=(5, 6))
+    add(n, u(1, 1, 5, 7), "nearest", size=(7, 3), align_corners=False)
+    add(n, u(1, 1, 4, 6), "nearest", size=(9, 11), align_corners=True)
+    add(n, u(1, 1, 6, 10), "nearest", scale=(1.7, 0.3), align_corners=False)
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -540,6 +589,7 @@ OP_GROUP_FILES = [
     ("pool3d.json", pool3d_cases, 2604),
     ("conv3d.json", conv3d_cases, 2605),
     ("pad3d.json", pad3d_cases, 2606),
+    ("interp.json", interp_cases, 2607),
 ]
 
 

@@ -1,6 +1,5 @@
 // parex train / parex node: trains an example model or a user's program
 // (train_job.h) with the ParallelExecutor; checkpoints, resume, signals.
-#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,13 +7,10 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,92 +21,20 @@
 #include "apps/cli/checkpoint.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/train_job.h"
-#include "apps/datasets.h"
-#include "apps/models.h"
+#include "apps/cli/train_support.h"
 #include "apps/reader.h"
 #include "base/digest.h"
 #include "base/file_io.h"
-#include "kernels/model_io.h"
 #include "proto/program_io.h"
 #include "base/logging.h"
 
 namespace parex::cli {
 namespace {
 
-// ", on cpu 0" / ", on cpus 2-3" when this process may run on fewer CPUs
-// than the machine has (parex launch pins each node to its share), else "".
-std::string PinnedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
-  std::vector<int> cpus;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  if (cpus.empty() ||
-      cpus.size() >= static_cast<size_t>(std::thread::hardware_concurrency())) {
-    return "";
-  }
-  return ", on " + CpuList(cpus);
-}
-
-using Clock = std::chrono::steady_clock;
-
 // SIGINT / SIGTERM while training: the running step finishes, a checkpoint
 // is written (--checkpoint-dir), and the run exits with 128 + the signal.
 volatile sig_atomic_t g_stop_signal = 0;
 void OnStopSignal(int sig) { g_stop_signal = sig; }
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-std::string Duration(double seconds) {
-  char buf[32];
-  if (seconds < 60) {
-    std::snprintf(buf, sizeof(buf), "%.0fs", seconds);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%dm%02ds", static_cast<int>(seconds) / 60,
-                  static_cast<int>(seconds) % 60);
-  }
-  return buf;
-}
-
-// Mean of a fetched per-place value (one element per place).
-double Mean(const Tensor& t) {
-  double sum = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    sum += t.dtype() == DType::kFP64 ? t.data<double>()[i] : t.data<float>()[i];
-  }
-  return t.numel() > 0 ? sum / t.numel() : 0;
-}
-
-// SHA-256 over the trainable parameters in `scope` (sorted names; each
-// name, dtype, dims and bytes): equal digests mean bit-identical parameters.
-// (Other persistables, such as batch_norm's running statistics, are each
-// place's own, as in Fluid.)
-std::string ParameterDigest(const Scope& scope, std::vector<std::string> names) {
-  std::sort(names.begin(), names.end());
-  std::string bytes;
-  for (const std::string& name : names) {
-    const Variable* var = scope.FindLocalVar(name);
-    if (var == nullptr || !var->IsTensor() || !var->GetTensor()->defined()) continue;
-    const Tensor& t = *var->GetTensor();
-    bytes += name + '\0' + DTypeName(t.dtype()) + '\0';
-    for (int64_t d : t.dims()) bytes += std::to_string(d) + ',';
-    bytes += '\0';
-    bytes.append(static_cast<const char*>(t.raw_data()), t.bytes());
-  }
-  return Sha256Hex(bytes);
-}
-
-// "{node}" in a path becomes the node's name.
-std::string ForNode(std::string path, const std::string& node) {
-  for (size_t at = path.find("{node}"); at != std::string::npos; at = path.find("{node}")) {
-    path.replace(at, 6, node);
-  }
-  return path;
-}
 
 }  // namespace
 
@@ -137,18 +61,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                                         : static_cast<int>(places->size());
   const int first_place = topology != nullptr ? topology->FirstPlace(rank) : 0;
   const bool writer = rank == 0;  // --save and --metrics
-  if (o.epochs && *o.epochs < 1) {
-    return Fail(cmd, InvalidArgument("--epochs must be at least 1, not " +
-                                     std::to_string(*o.epochs)), kExitUsage);
-  }
-  if (o.threads && *o.threads < 1) {
-    return Fail(cmd, InvalidArgument("--threads must be at least 1, not " +
-                                     std::to_string(*o.threads)), kExitUsage);
-  }
-  if (o.fuse_bucket_bytes && *o.fuse_bucket_bytes < 0) {
-    return Fail(cmd, InvalidArgument("--fuse-buckets must be 0 (off) or a byte count, not " +
-                                     std::to_string(*o.fuse_bucket_bytes)), kExitUsage);
-  }
+  if (Status s = CheckTrainOptions(o); !s.ok()) return Fail(cmd, s, kExitUsage);
   {
     const int64_t bucket = o.fuse_bucket_bytes.value_or(topology != nullptr ? kClusterBucketBytes : 0);
     build.fuse_all_reduce_ops = bucket > 0;
@@ -156,47 +69,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
   build.sync_batch_norm = o.sync_batch_norm;
   const std::string sync_bn = o.sync_batch_norm ? " --sync-batch-norm" : "";
-  if (o.batch && *o.batch < 1) {
-    return Fail(cmd, InvalidArgument("--batch must be at least 1, not " +
-                                     std::to_string(*o.batch)), kExitUsage);
-  }
-  if (o.lr && !(std::isfinite(*o.lr) && *o.lr > 0)) {
-    return Fail(cmd, InvalidArgument("--lr must be a finite number above 0, not " +
-                                     std::to_string(*o.lr)), kExitUsage);
-  }
-  if (o.trace_from < 0) {
-    return Fail(cmd, InvalidArgument("--trace-from must be at least 0, not " +
-                                     std::to_string(o.trace_from)), kExitUsage);
-  }
-  if (o.trace_steps < 1) {
-    return Fail(cmd, InvalidArgument("--trace-steps must be at least 1, not " +
-                                     std::to_string(o.trace_steps)), kExitUsage);
-  }
-  if (o.steps && *o.steps < 1) {
-    return Fail(cmd, InvalidArgument("--steps must be at least 1, not " +
-                                     std::to_string(*o.steps)), kExitUsage);
-  }
-  if (o.checkpoint_every < 0 || o.keep < 1) {
-    return Fail(cmd, InvalidArgument("--checkpoint-every must be at least 0 and --keep at "
-                                     "least 1"), kExitUsage);
-  }
-  if (o.checkpoint_every > 0 && o.checkpoint_dir.empty()) {
-    return Fail(cmd, InvalidArgument("--checkpoint-every needs --checkpoint-dir"), kExitUsage);
-  }
   const bool user_program = !o.program.empty();
-  if (!user_program && (!o.startup.empty() || !o.params.empty() || !o.data.empty() ||
-                        !o.loss.empty() || !o.eval_data.empty() || !o.fetch.empty())) {
-    return Fail(cmd, InvalidArgument("--startup, --params, --data, --loss, --eval-data and "
-                                     "--fetch go with --program"), kExitUsage);
-  }
-  if (!user_program && !o.lr_schedule.empty()) {
-    return Fail(cmd, InvalidArgument("--lr-schedule goes with --program (the examples "
-                                     "take --lr)"), kExitUsage);
-  }
-  if (user_program && o.lr) {
-    return Fail(cmd, InvalidArgument("--lr is for the examples; a program's learning rate "
-                                     "is its own"), kExitUsage);
-  }
   const auto load_start = Clock::now();
   bool usage = false;
   StatusOr<TrainJob> job = user_program ? ProgramJob(o, &usage) : ExampleJob(o, &usage);
@@ -275,39 +148,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                   sync_bn +
                   " --places " + std::to_string(world);
   if (!o.resume.empty()) {
-    // Rank 0 reads the checkpoint it wrote (the other nodes may not see its
-    // directory); its persistables reach every node with the broadcast
-    // below, its position through a sum to which only rank 0 adds.
-    if (writer) {
-      StatusOr<FoundCheckpoint> resumed =
-          Resume(ForNode(o.resume, node_name), job->main, where, &scope);
-      if (!resumed.ok()) return Fail(cmd, resumed.status());
-      const FoundCheckpoint& ckpt = *resumed;
-      where.step = ckpt.state.step;
-      where.epoch = ckpt.state.epoch;
-      where.batch = ckpt.state.batch;
-      std::printf("parex %s: resuming from %s: step %lld, epoch %lld, batch %lld\n",
-                  cmd.c_str(), ckpt.path.c_str(), static_cast<long long>(where.step),
-                  static_cast<long long>(where.epoch + 1), static_cast<long long>(where.batch));
-    }
-    if (cluster != nullptr) {
-      std::vector<double> at = {static_cast<double>(where.step),
-                                static_cast<double>(where.epoch),
-                                static_cast<double>(where.batch)};
-      if (!writer) at.assign(3, 0.0);
-      if (Status s = cluster->SumAcrossNodes(&at, "the resumed position"); !s.ok()) {
-        return Fail(cmd, s);
-      }
-      where.step = static_cast<int64_t>(at[0]);
-      where.epoch = static_cast<int64_t>(at[1]);
-      where.batch = static_cast<int64_t>(at[2]);
-      if (!writer) {
-        std::printf("parex %s: resuming with rank 0 at step %lld, epoch %lld, batch %lld\n",
-                    cmd.c_str(), static_cast<long long>(where.step),
-                    static_cast<long long>(where.epoch + 1),
-                    static_cast<long long>(where.batch));
-      }
-    }
+    Status s = ResumeRun(cmd, ForNode(o.resume, node_name), writer, cluster.get(), job->main,
+                         &where, &scope);
+    if (!s.ok()) return Fail(cmd, s);
   }
   // The persistables the startup program made (sorted names).
   std::vector<std::string> persistables = scope.LocalVarNames();

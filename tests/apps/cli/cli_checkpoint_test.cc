@@ -89,8 +89,17 @@ TEST(CliCheckpointTest, KilledAtRandomMomentsResumesToTheSameParameters) {
     std::vector<std::string> args = TrainArgs("killed");
     args.insert(args.end(), {"--checkpoint-dir", ckpt, "--checkpoint-every", "1"});
     const pid_t pid = Spawn(args, dir, dir + "/killed.log");
-    // Killed once it wrote its first checkpoint, at a random moment after.
-    for (int i = 0; i < 3000 && !std::filesystem::exists(dir + "/" + ckpt + "/ckpt-1"); ++i) {
+    // Killed once it wrote a checkpoint, at a random moment after. (Any
+    // ckpt-N: with --keep 3, ckpt-1 is gone three steps later, which a
+    // loaded machine's polling can miss.)
+    auto wrote_one = [&]() {
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir + "/" + ckpt, ec)) {
+        if (e.path().filename().string().rfind("ckpt-", 0) == 0) return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 3000 && !wrote_one(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));

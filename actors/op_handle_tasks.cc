@@ -30,6 +30,10 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   plans_.resize(graph->ops().size());
   in_process_ = dynamic_cast<InProcessCommunicator*>(comm_.get());
   fetch_slot_.assign(graph->ops().size(), -1);
+  maybe_sparse_.assign(graph->ops().size(), 0);
+  for (const GradInfo& g : graph->grads) {
+    if (g.sparse && g.collective >= 0) maybe_sparse_[g.collective] = 1;
+  }
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
     if (op.kind == SsaOpKind::kComputation) {
@@ -324,8 +328,9 @@ Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
 }
 
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
-  if (op.kind == SsaOpKind::kAllGather || op.kind == SsaOpKind::kReduce ||
-      op.kind == SsaOpKind::kAllReduce) {
+  // Only the collectives of gradients the multi-device pass found sparse
+  // (lookup_table's is_sparse) can meet rows.
+  if (maybe_sparse_[op.id]) {
     bool done = false;
     PAREX_RETURN_IF_ERROR(GatherSparseRows(op, &done));
     if (done) return Status::Ok();

@@ -106,6 +106,7 @@ class OpHandleTasks {
   // var), bound on its first run after the scopes changed, so a steady
   // step looks nothing up and allocates nothing.
   std::vector<std::vector<PlaceTensors>> groups_;
+  std::vector<uint8_t> maybe_sparse_;  // per op: a sparse gradient's collective
   std::vector<char> bound_;
   std::vector<int> fetch_slot_;                             // per op, or -1
   std::vector<std::vector<Tensor>> fetched_;

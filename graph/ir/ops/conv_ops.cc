@@ -9,6 +9,7 @@
 // Window geometry: graph/ir/ops/window_spec.h; global_pooling pools the
 // whole plane (no padding); adaptive pooling has out = ksize.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
@@ -181,6 +182,27 @@ OpSchema& ConvAttrs(OpSchema& s, int rank = 2) {
       .Attr("data_format", std::string(rank == 2 ? "NCHW" : "NCDHW"));
 }
 
+// `type` and `type`_grad: Input, Filter -> Output, and the gradient op
+// Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD.
+void AddConvWithoutBias(OpSchemaRegistry* r, const std::string& type, InferShapeFn infer,
+                        InferShapeFn infer_grad, int rank) {
+  OpSchema forward(type);
+  forward.Input("Input")
+      .Input("Filter")
+      .Output("Output")
+      .InferShape(std::move(infer))
+      .Grad(type + "_grad", {"Input", "Filter", "Output@GRAD"}, {"Input@GRAD", "Filter@GRAD"});
+  r->Add(ConvAttrs(forward, rank));
+  OpSchema grad(type + "_grad");
+  grad.Input("Input")
+      .Input("Filter")
+      .Input("Output@GRAD")
+      .Output("Input@GRAD", kOptional)
+      .Output("Filter@GRAD", kOptional)
+      .InferShape(std::move(infer_grad));
+  r->Add(ConvAttrs(grad, rank));
+}
+
 OpSchema& PoolAttrs(OpSchema& s, int rank = 2) {
   return s.Attr("pooling_type", std::string("max"))
       .RequiredAttr("ksize", proto::INTS)
@@ -219,41 +241,10 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .InferShape(InferConvGrad<2>);
   r->Add(ConvAttrs(conv_grad));
 
-  OpSchema depthwise("depthwise_conv2d");
-  depthwise.Input("Input")
-      .Input("Filter")
-      .Output("Output")
-      .InferShape(InferConv<2>)
-      .Grad("depthwise_conv2d_grad", {"Input", "Filter", "Output@GRAD"},
-            {"Input@GRAD", "Filter@GRAD"});
-  r->Add(ConvAttrs(depthwise));
-
-  OpSchema depthwise_grad("depthwise_conv2d_grad");
-  depthwise_grad.Input("Input")
-      .Input("Filter")
-      .Input("Output@GRAD")
-      .Output("Input@GRAD", kOptional)
-      .Output("Filter@GRAD", kOptional)
-      .InferShape(InferConvGrad<2>);
-  r->Add(ConvAttrs(depthwise_grad));
-
-  OpSchema conv3d("conv3d");
-  conv3d.Input("Input")
-      .Input("Filter")
-      .Output("Output")
-      .InferShape(InferConv<3>)
-      .Grad("conv3d_grad", {"Input", "Filter", "Output@GRAD"},
-            {"Input@GRAD", "Filter@GRAD"});
-  r->Add(ConvAttrs(conv3d, 3));
-
-  OpSchema conv3d_grad("conv3d_grad");
-  conv3d_grad.Input("Input")
-      .Input("Filter")
-      .Input("Output@GRAD")
-      .Output("Input@GRAD", kOptional)
-      .Output("Filter@GRAD", kOptional)
-      .InferShape(InferConvGrad<3>);
-  r->Add(ConvAttrs(conv3d_grad, 3));
+  // depthwise_conv2d (conv2d with groups, as Paddle's CPU kernel) and
+  // conv3d: conv2d's slots without Bias.
+  AddConvWithoutBias(r, "depthwise_conv2d", InferConv<2>, InferConvGrad<2>, 2);
+  AddConvWithoutBias(r, "conv3d", InferConv<3>, InferConvGrad<3>, 3);
 
   OpSchema pool("pool2d");
   pool.Input("X")

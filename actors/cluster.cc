@@ -5,9 +5,15 @@
 #include <thread>
 #include <utility>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/openssl/remote_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actors/comm/caf_store.h"
@@ -29,17 +35,30 @@ struct Cluster::Impl {
   std::unique_ptr<caf::actor_system_config> config;
   std::unique_ptr<caf::actor_system> system;
   caf::actor node_actor;
+  caf::actor watcher;  // monitors the peers once the handshake is done
+  // What a lost peer interrupts (set once they exist; `mu` guards them).
+  std::mutex mu;
+  std::shared_ptr<GlooCommunicator> gloo_target;
+  std::function<void(const Status&)> on_lost;
   std::shared_ptr<NodeShared> shared;
   std::map<std::string, caf::actor> peers;  // name -> node actor
   std::shared_ptr<GlooCommunicator> gloo;
   uint16_t port = 0;
   caf::actor holder;  // rank 0's node actor (the rendezvous keys)
+  std::map<std::string, std::string> tokens;  // peer -> the token it gave this node
   std::string token;  // what this node shows it
   int64_t timeout_ms = 60000;
 
   ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      gloo_target.reset();
+      on_lost = nullptr;
+    }
     gloo.reset();
     if (system != nullptr) {
+      if (watcher) caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+      watcher = nullptr;
       if (node_actor) {
         system->middleman().unpublish(node_actor, port);
         caf::anon_send_exit(node_actor, caf::exit_reason::user_shutdown);
@@ -58,6 +77,39 @@ using Clock = std::chrono::steady_clock;
 std::chrono::milliseconds Left(Clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(1),
                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+}
+
+std::string SslErrors() {
+  std::string text;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    text += (text.empty() ? "" : "; ") + std::string(buf);
+  }
+  return text.empty() ? "no detail from OpenSSL" : text;
+}
+
+// The TLS material must load as CAF's OpenSSL transport will load it (which
+// throws from its I/O thread when it cannot): the certificate chain, the
+// key matching it, the CA. Checked before the node listens, naming files.
+Status CheckTlsMaterial(const Topology& t) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_method());
+  if (ctx == nullptr) return Internal("tls: OpenSSL cannot make a context: " + SslErrors());
+  Status s;
+  const std::string at = t.path + ": tls: ";
+  if (SSL_CTX_use_certificate_chain_file(ctx, t.tls_cert.c_str()) != 1) {
+    s = InvalidArgument(at + "cert " + t.tls_cert + " is not a certificate chain: " +
+                        SslErrors());
+  } else if (SSL_CTX_use_PrivateKey_file(ctx, t.tls_key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    s = InvalidArgument(at + "key " + t.tls_key + " is not a private key: " + SslErrors());
+  } else if (SSL_CTX_check_private_key(ctx) != 1) {
+    s = InvalidArgument(at + "key " + t.tls_key + " does not match cert " + t.tls_cert + ": " +
+                        SslErrors());
+  } else if (SSL_CTX_load_verify_locations(ctx, t.tls_ca.c_str(), nullptr) != 1) {
+    s = InvalidArgument(at + "ca " + t.tls_ca + " holds no CA certificate: " + SslErrors());
+  }
+  SSL_CTX_free(ctx);
+  return s;
 }
 
 }  // namespace
@@ -91,10 +143,69 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   const std::string info = EncodeInfo(identity);
   impl.shared = shared;
 
+  // A lost peer (the watcher or a peer's report): recorded once, then
+  // every wait of this node on the cluster is interrupted with an error
+  // naming it and where this node was.
+  // (Raw pointers: the actors that call it hold `shared`, and ~Impl clears
+  // what it reaches of Impl and waits for them; the topology is a copy.)
+  Impl* impl_ptr = &impl;
+  NodeShared* shared_ptr = shared.get();
+  shared->on_lost = [impl_ptr, shared = shared_ptr, topo = topology, label](
+                        const std::string& node, const std::string& why) {
+    std::string where;
+    {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (shared->leaving) return;
+      for (const auto& [name, reason] : shared->lost) {
+        if (name == node) return;
+      }
+      shared->lost.emplace_back(node, why);
+      shared->changed.notify_all();
+      where = shared->in_call
+                  ? "while this node was in " + shared->call + " (collective #" +
+                        std::to_string(shared->seq) + ")"
+                  : "while this node was computing (its last collective: " +
+                        (shared->seq == 0 ? std::string("none")
+                                          : "#" + std::to_string(shared->seq) + " " +
+                                                shared->call) +
+                        ")";
+    }
+    const int r = topo.Rank(node);
+    const std::string who =
+        r < 0 ? "node '" + node + "'"
+              : "node '" + node + "' (rank " + std::to_string(r) + ", " + topo.nodes[r].host +
+                    ":" + std::to_string(topo.nodes[r].port) + ")";
+    const Status status = Aborted(who + " was lost: " + why + "; " + label + " stopped " + where);
+    LogError(Subsystem::kNode, status.message());
+    std::shared_ptr<GlooCommunicator> gloo;
+    {
+      std::lock_guard<std::mutex> lock(impl_ptr->mu);
+      gloo = impl_ptr->gloo_target;
+    }
+    if (gloo != nullptr) gloo->Interrupt(status);
+    // Under the lock: SetLostHandler(nullptr) returns only once no handler
+    // runs (its target may be destroyed next).
+    std::lock_guard<std::mutex> lock(impl_ptr->mu);
+    if (impl_ptr->on_lost) impl_ptr->on_lost(status);
+  };
+
+  if (topology.tls()) PAREX_RETURN_IF_ERROR(CheckTlsMaterial(topology));
   impl.config = std::make_unique<caf::actor_system_config>();
   impl.config->load<caf::io::middleman>();
+  if (topology.tls()) {
+    impl.config->load<caf::openssl::manager>();
+    impl.config->openssl_certificate = topology.tls_cert;
+    impl.config->openssl_key = topology.tls_key;
+    impl.config->openssl_cafile = topology.tls_ca;
+  }
   impl.config->set("scheduler.max-threads", static_cast<size_t>(2));
   impl.config->set("scheduler.policy", caf::atom("sharing"));
+  // Heartbeats: a peer silent for heartbeat_timeout_ms (hung, stopped,
+  // partitioned) is disconnected, which its monitors see as lost.
+  impl.config->set("middleman.heartbeat-interval",
+                   caf::timespan{std::chrono::milliseconds(topology.heartbeat_timeout_ms / 4)});
+  impl.config->set("middleman.connection-timeout",
+                   caf::timespan{std::chrono::milliseconds(topology.heartbeat_timeout_ms)});
   impl.system = std::make_unique<caf::actor_system>(*impl.config);
   caf::actor_system& system = *impl.system;
   impl.node_actor = system.spawn(NodeActor, shared);
@@ -102,8 +213,12 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   // (SO_REUSEADDR, so a restarted node gets its port back while the last
   // run's connections linger in TIME_WAIT; Linux still refuses a second
   // listener).
-  caf::expected<uint16_t> port = system.middleman().publish(
-      impl.node_actor, static_cast<uint16_t>(me.port), me.host.c_str(), /*reuse=*/true);
+  caf::expected<uint16_t> port =
+      topology.tls()
+          ? caf::openssl::publish(impl.node_actor, static_cast<uint16_t>(me.port),
+                                  me.host.c_str(), /*reuse=*/true)
+          : system.middleman().publish(impl.node_actor, static_cast<uint16_t>(me.port),
+                                       me.host.c_str(), /*reuse=*/true);
   if (!port) {
     return IoError(label + ": cannot listen on " + me.host + ":" + std::to_string(me.port) +
                    ": " + system.render(port.error()));
@@ -167,7 +282,10 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
       if (done()) return Status::Ok();
       if (shared->changed.wait_until(lock, deadline) == std::cv_status::timeout && !done()) {
         if (!shared->refused.empty()) return FailedPrecondition(label + " " + shared->refused);
-        return Aborted(label + ": " + what + timeout_text);
+        std::string seen;
+        for (const std::string& r : shared->rejected) seen += (seen.empty() ? "" : "; ") + r;
+        return Aborted(label + ": " + what + timeout_text +
+                       (seen.empty() ? "" : " (refused meanwhile: " + seen + ")"));
       }
     }
   };
@@ -179,7 +297,10 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
     std::string last_error;
     while (true) {
       caf::expected<caf::actor> remote =
-          system.middleman().remote_actor(peer.host, static_cast<uint16_t>(peer.port));
+          topology.tls()
+              ? caf::openssl::remote_actor<caf::actor>(system, peer.host,
+                                                        static_cast<uint16_t>(peer.port))
+              : system.middleman().remote_actor(peer.host, static_cast<uint16_t>(peer.port));
       if (remote) {
         handle = *remote;
         break;
@@ -220,6 +341,15 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
       "not every node completed the handshake"));
   LogInfo(Subsystem::kNode, label + ": handshake complete with " +
                                 std::to_string(shared->peers.size()) + " peers");
+  {
+    // From now on a peer that goes is lost (and named).
+    std::map<std::string, WatchedPeer> watched;
+    for (const auto& [name, handle] : impl.peers) {
+      const TopologyNode& n = topology.nodes[topology.Rank(name)];
+      watched[name] = WatchedPeer{handle, tokens[name], n.host, n.port};
+    }
+    impl.watcher = system.spawn(WatchActor, shared, std::move(watched));
+  }
 
   // 4. Gloo, rendezvous at rank 0's node actor.
   std::vector<std::string> names;
@@ -239,6 +369,7 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   }
   impl.holder = holder;
   impl.token = token;
+  impl.tokens = tokens;
   impl.timeout_ms = topology.connect_timeout_ms;
   // One node too: a Gloo context of one rank is what the executor talks to.
   // The communicator keeps the store: each collective's first call meets
@@ -250,7 +381,111 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
       std::chrono::milliseconds(topology.collective_timeout_ms), names);
   if (!gloo.ok()) return gloo.status();
   impl.gloo = *gloo;
+  // Progress for the peers' stall reports, and what this node knows added
+  // to a failed call.
+  impl.gloo->SetObserver([shared = shared_ptr](int64_t seq, Collective collective, std::string_view name,
+                                  bool entering) {
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->seq = seq;
+    shared->in_call = entering;
+    if (entering) {
+      shared->call.assign(CollectiveName(collective));
+      shared->call += " '";
+      shared->call.append(name.data(), name.size());
+      shared->call += "'";
+    }
+  });
+  impl.gloo->SetExplainer([cluster_ptr = cluster.get()](const GlooCommunicator::Failure& f) {
+    return cluster_ptr->Explain(f.seq, f.timed_out);
+  });
+  {
+    std::lock_guard<std::mutex> lock(impl.mu);
+    impl.gloo_target = impl.gloo;
+  }
+  {
+    // A peer lost before now (during the rendezvous) interrupts it too.
+    std::lock_guard<std::mutex> lock(shared->mu);
+    if (!shared->lost.empty()) {
+      return Aborted(label + ": node '" + shared->lost[0].first +
+                     "' was lost while the cluster connected: " + shared->lost[0].second);
+    }
+  }
   return cluster;
+}
+
+void Cluster::SetLostHandler(std::function<void(const Status&)> handler) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->on_lost = std::move(handler);
+}
+
+std::string Cluster::Explain(int64_t seq, bool timed_out) {
+  NodeShared& shared = *impl_->shared;
+  auto lost_text = [&]() {
+    std::string text;
+    for (const auto& [node, why] : shared.lost) {
+      const int r = topology_.Rank(node);
+      text += (text.empty() ? "" : "; ") + ("node '" + node + "' (rank " + std::to_string(r) +
+                                           ") was lost: " + why);
+    }
+    return text;
+  };
+  {
+    // A closed connection reaches Gloo and the peer monitors at about the
+    // same moment: give the monitors a moment to name the node.
+    std::unique_lock<std::mutex> lock(shared.mu);
+    const auto wait = std::chrono::milliseconds(timed_out ? 0 : 2000);
+    shared.changed.wait_for(lock, wait, [&] { return !shared.lost.empty(); });
+    if (!shared.lost.empty()) return lost_text();
+  }
+  if (!timed_out) return "";
+  // A stall report: where every peer is, asked over the nodes' own
+  // connections (not Gloo's), each given a second to answer.
+  caf::scoped_actor self{*impl_->system};
+  std::vector<std::string> missing, joined;
+  joined.push_back("node '" + node().name + "' (rank " + std::to_string(rank_) + ", this node)");
+  for (int r = 0; r < size(); ++r) {
+    if (r == rank_) continue;
+    const std::string& name = topology_.nodes[r].name;
+    const std::string who = "node '" + name + "' (rank " + std::to_string(r);
+    auto it = impl_->peers.find(name);
+    if (it == impl_->peers.end()) continue;
+    const std::string token = impl_->tokens.count(name) ? impl_->tokens.at(name) : "";
+    bool answered = false;
+    int64_t their_seq = 0;
+    std::string their_call;
+    bool their_in_call = false;
+    self->request(it->second, std::chrono::seconds(1), stat_atom::value, token)
+        .receive(
+            [&](int64_t s, const std::string& call, bool in_call) {
+              answered = true;
+              their_seq = s;
+              their_call = call;
+              their_in_call = in_call;
+            },
+            [&](caf::error&) {});
+    if (!answered) {
+      missing.push_back(who + ": no answer within 1 s: stopped, hung or unreachable)");
+    } else if (their_seq > seq || (their_seq == seq && their_in_call)) {
+      joined.push_back(who + (their_seq == seq ? ", waiting in it)" : ", past it)"));
+    } else if (their_seq == seq) {
+      joined.push_back(who + ", done with it)");
+    } else {
+      missing.push_back(who + ": " +
+                        (their_in_call ? "waiting in" : "computing after") +
+                        " collective #" + std::to_string(their_seq) + " " + their_call + ")");
+    }
+  }
+  std::string report = "stall report: no progress for collective_timeout_ms " +
+                       std::to_string(topology_.collective_timeout_ms) + " ms; ";
+  if (missing.empty()) {
+    report += "every node had joined this collective (a network stall?)";
+  } else {
+    report += "not joined by ";
+    for (size_t i = 0; i < missing.size(); ++i) report += (i ? ", " : "") + missing[i];
+  }
+  report += "; joined by ";
+  for (size_t i = 0; i < joined.size(); ++i) report += (i ? ", " : "") + joined[i];
+  return report;
 }
 
 Cluster::~Cluster() = default;
@@ -287,6 +522,11 @@ Status Cluster::SumAcrossNodes(std::vector<double>* values, const std::string& w
 
 Status Cluster::Leave() {
   PAREX_RETURN_IF_ERROR(Barrier("leave"));
+  {
+    // Every node reached the end: a peer that goes now has finished.
+    std::lock_guard<std::mutex> lock(impl_->shared->mu);
+    impl_->shared->leaving = true;
+  }
   if (size() == 1) return Status::Ok();
   CafStore store(*impl_->system, impl_->holder, impl_->token, "leave/",
                  std::chrono::milliseconds(impl_->timeout_ms));

@@ -16,6 +16,7 @@
 // collective timeout for Gloo calls. CAF-free (apps/ use it).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,17 @@ class Cluster {
   Status SumAcrossNodes(std::vector<double>* values, const std::string& what);
   // Returns once every node called it (or the collective timeout passed).
   Status Barrier(const std::string& what);
+  // Called once (from another thread) when a peer is lost: its process
+  // exited or crashed (its connection closed) or it fell silent for the
+  // topology's heartbeat_timeout_ms. The status names the node and what this
+  // node was doing. Every cross-node call in progress or to come fails with
+  // it already; the handler aborts what else waits (the executor's step).
+  void SetLostHandler(std::function<void(const Status&)> handler);
+  // What this node knows about a failed cross-node call #seq: the lost
+  // nodes; for a timeout, a stall report (which nodes had not joined the
+  // call, asked of each over the nodes' connections). "" when nothing.
+  std::string Explain(int64_t seq, bool timed_out);
+
   // The last call: a Gloo barrier, then every node tells rank 0's node actor
   // it is done with Gloo and waits until all have, so that no node closes
   // its connections while a peer still reads its last message. Errors of

@@ -1,9 +1,19 @@
 #include "actors/node_actor.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <utility>
 #include <vector>
 
+#include <caf/system_messages.hpp>
+#include <caf/io/middleman.hpp>
 #include <caf/response_promise.hpp>
 #include <caf/result.hpp>
 #include <caf/sec.hpp>
@@ -90,15 +100,77 @@ bool TokenValid(NodeShared& shared, const std::string& token) {
   return shared.tokens.count(token) > 0;
 }
 
+// Logs `text` with the address of the node that sent the message being
+// handled (asked of the middleman, which knows the connection).
+void LogWithAddress(caf::event_based_actor* self, const std::string& text) {
+  caf::strong_actor_ptr sender = self->current_sender();
+  if (sender == nullptr || sender->node() == self->node()) {
+    LogError(Subsystem::kNode, text + " (from " + (sender ? "this process" : "no sender") + ")");
+    return;
+  }
+  self->request(self->system().middleman().actor_handle(), std::chrono::seconds(2),
+                caf::get_atom::value, sender->node())
+      .then(
+          [text](const caf::node_id&, const std::string& addr, uint16_t port) {
+            LogError(Subsystem::kNode,
+                     text + " (from " +
+                         (addr.empty() ? std::string("an address the middleman no longer knows")
+                                       : addr + ":" + std::to_string(port)) +
+                         ")");
+          },
+          [text](caf::error&) {
+            LogError(Subsystem::kNode, text + " (from an address the middleman no longer knows)");
+          });
+}
+
+// What a lost peer's address says, within 500 ms: its port refuses
+// connections (the process is gone), accepts them (it runs but stopped
+// answering), or nothing answers (its machine or the network).
+std::string Probe(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
+    return "its address " + host + " no longer resolves";
+  }
+  const std::string where = host + ":" + std::to_string(port);
+  std::string result = "nothing answers at " + where +
+                       " within 500 ms (its machine is down or the network is partitioned)";
+  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    int rc = connect(fd, found->ai_addr, found->ai_addrlen);
+    int err = rc == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      if (poll(&p, 1, 500) == 1) {
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      } else {
+        err = ETIMEDOUT;
+      }
+    }
+    if (err == 0) {
+      result = "its process still accepts connections at " + where +
+               " but stopped answering (hung or stopped)";
+    } else if (err == ECONNREFUSED) {
+      result = "nothing listens at " + where + " any more (it exited, crashed or was killed)";
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return result;
+}
+
 }  // namespace
 
 caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared> shared) {
   auto kv = std::make_shared<KvState>();
   return {
-      [shared](challenge_atom, const std::string& from) -> caf::result<std::string> {
+      [self, shared](challenge_atom, const std::string& from) -> caf::result<std::string> {
         if (shared->peers.count(from) == 0) {
-          LogWarn(Subsystem::kNode,
-                     "handshake from '" + Excerpt(from) + "', not a node of the topology");
+          LogWithAddress(self, "node '" + shared->name + "' refused a handshake from '" +
+                                   Excerpt(from) + "', which is not a node of the topology");
           return caf::make_error(caf::sec::invalid_argument);
         }
         StatusOr<std::string> nonce = RandomBytes(32);
@@ -107,12 +179,15 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
         shared->nonces[from] = *nonce;
         return *nonce;
       },
-      [shared](prove_atom, const std::string& from, const std::string& info,
+      [self, shared](prove_atom, const std::string& from, const std::string& info,
                const std::string& mac,
                const caf::actor& peer) -> caf::result<bool, std::string, int64_t> {
         std::unique_lock<std::mutex> lock(shared->mu);
         auto nonce = shared->nonces.find(from);
         if (nonce == shared->nonces.end()) {
+          lock.unlock();
+          LogWithAddress(self, "node '" + shared->name + "' refused a proof from '" +
+                                   Excerpt(from) + "', which it had not challenged");
           return {false, "node '" + shared->name + "': no challenge was issued to '" +
                              Excerpt(from) + "'",
                   int64_t{0}};
@@ -122,15 +197,22 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
         shared->nonces.erase(nonce);  // one proof per challenge
         std::string reason;
         if (!ConstantTimeEqual(expected, mac)) {
+          // Whoever sent it proved nothing, so it cannot end this node's
+          // wait for the real node of that name: refused and remembered
+          // (a timeout names it), not fatal.
           reason = "node '" + from + "' does not know the cluster secret (HMAC mismatch)";
-        } else {
-          reason = CompareInfo(from, shared->info, DecodeInfo(info));
+          if (shared->rejected.size() < 8) shared->rejected.push_back(reason);
+          lock.unlock();
+          LogWithAddress(self, "node '" + shared->name + "' refused " + reason);
+          return {false, "node '" + shared->name + "' refused this node: " + reason,
+                  int64_t{0}};
         }
+        reason = CompareInfo(from, shared->info, DecodeInfo(info));
         if (!reason.empty()) {
           if (shared->refused.empty()) shared->refused = "refused " + reason;
           shared->changed.notify_all();
           lock.unlock();
-          LogError(Subsystem::kNode, "handshake: refused " + reason);
+          LogWithAddress(self, "node '" + shared->name + "' refused " + reason);
           return {false, "node '" + shared->name + "' refused this node: " + reason,
                   int64_t{0}};
         }
@@ -159,7 +241,51 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
         kv->waiting.emplace(key, rp);
         return rp;
       },
+      [self, shared](lost_atom, const std::string& token, const std::string& node,
+                     const std::string& why) {
+        if (!TokenValid(*shared, token)) {
+          LogWithAddress(self, "node '" + shared->name +
+                                   "' ignored a report of a lost node without a valid token");
+          return;
+        }
+        if (shared->on_lost) shared->on_lost(node, why);
+      },
+      [shared](stat_atom,
+               const std::string& token) -> caf::result<int64_t, std::string, bool> {
+        if (!TokenValid(*shared, token)) return caf::make_error(caf::sec::invalid_argument);
+        std::lock_guard<std::mutex> lock(shared->mu);
+        return {shared->seq, shared->call, shared->in_call};
+      },
   };
+}
+
+caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShared> shared,
+                         std::map<std::string, WatchedPeer> peers) {
+  auto watched = std::make_shared<std::map<caf::actor_addr, std::string>>();
+  for (const auto& [name, peer] : peers) {
+    self->monitor(peer.handle);
+    (*watched)[peer.handle.address()] = name;
+  }
+  self->set_down_handler([self, shared, peers, watched](caf::down_msg& m) {
+    auto it = watched->find(m.source);
+    if (it == watched->end()) return;
+    const std::string node = it->second;
+    watched->erase(it);
+    const WatchedPeer& peer = peers.at(node);
+    const std::string why = "its connection closed or fell silent; " + Probe(peer.host, peer.port);
+    if (shared->on_lost) shared->on_lost(node, why);
+    // The others hear it from this node too: whoever sees a loss first,
+    // every node names the same node.
+    for (const auto& [name, other] : peers) {
+      bool alive = false;
+      for (const auto& [addr, n] : *watched) alive = alive || n == name;
+      if (alive) {
+        self->send(other.handle, lost_atom::value, other.token, node,
+                   why + " (as node '" + shared->name + "' saw it)");
+      }
+    }
+  });
+  return {[](caf::ok_atom) {}};
 }
 
 }  // namespace parex

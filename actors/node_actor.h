@@ -9,17 +9,31 @@
 //        node's; replies (ok, session token or the reason, clock in µs)
 //   peer ──(pxset, token, key, value)──▶ rank 0's node: the Gloo rendezvous
 //   peer ──(pxget, token, key)─────────▶ rank 0's node: the value, once set
+//   peer ──(pxlost, token, node, why)──▶ node: the peer lost `node`
+//   peer ──(pxstat, token)─────────────▶ node: its progress through the
+//        cross-node collectives (number, what, whether inside it): what a
+//        stall report compares
 //
-// Store messages without a token issued by an accepted proof are refused.
+// Store, lost and status messages without a token issued by an accepted
+// proof are refused. A refused handshake is logged with the peer's address.
+//
+// WatchActor monitors the peers' node actors once the handshake is done: a
+// peer whose connection closes (its process exited or crashed) or falls
+// silent for the heartbeat timeout (hung, stopped, partitioned) is lost;
+// NodeShared::on_lost hears it, and the other peers are told (pxlost), so
+// every node names the node that was lost first.
 // Nothing here blocks; the joining thread (actors/cluster.cc) watches the
 // handshake through NodeShared.
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/atom.hpp>
@@ -32,6 +46,8 @@ using challenge_atom = caf::atom_constant<caf::atom("pxchal")>;
 using prove_atom = caf::atom_constant<caf::atom("pxprove")>;
 using kv_set_atom = caf::atom_constant<caf::atom("pxset")>;
 using kv_get_atom = caf::atom_constant<caf::atom("pxget")>;
+using lost_atom = caf::atom_constant<caf::atom("pxlost")>;
+using stat_atom = caf::atom_constant<caf::atom("pxstat")>;
 
 // What a node's actor and its joining thread share. Thread-safe (mu).
 struct NodeShared {
@@ -47,6 +63,22 @@ struct NodeShared {
   std::map<std::string, caf::actor> accepted;    // peers whose proof passed
   std::set<std::string> tokens;                  // issued session tokens
   std::string refused;                           // the first refusal
+  // Proofs that failed the HMAC (refused, but not fatal: the sender proved
+  // nothing), for the message of a handshake that times out.
+  std::vector<std::string> rejected;
+
+  // This node's progress through the cross-node collectives (the Gloo
+  // communicator's observer sets it): the call's number, what it is, and
+  // whether it is inside it.
+  int64_t seq = 0;
+  std::string call;
+  bool in_call = false;
+  bool leaving = false;  // Leave began: peers that go are no longer lost
+  // Peers lost, in the order they were (node, why).
+  std::vector<std::pair<std::string, std::string>> lost;
+  // Called once per lost peer, from an actor's thread; set before the
+  // watcher starts.
+  std::function<void(const std::string& node, const std::string& why)> on_lost;
 };
 
 // The message a prover signs.
@@ -61,6 +93,17 @@ std::string CompareInfo(const std::string& peer, const std::map<std::string, std
 
 // The node actor's behaviour (spawn with the shared state).
 caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared> shared);
+
+// A peer to watch: its node actor and the token it gave this node.
+struct WatchedPeer {
+  caf::actor handle;
+  std::string token;
+  std::string host;  // its topology address (probed when it is lost)
+  int port = 0;
+};
+// Monitors `peers` (by name) until it is told to exit.
+caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShared> shared,
+                         std::map<std::string, WatchedPeer> peers);
 
 int64_t SteadyMicros();
 

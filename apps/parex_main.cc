@@ -206,6 +206,13 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   tm->add_option("-o,--output", merge.output, "the merged trace")->required();
 
+  std::string secret_path;
+  bool secret_force = false;
+  CLI::App* se = app.add_subcommand(
+      "secret", "write a new cluster secret (for a topology's secret_file), mode 0600");
+  se->add_option("file", secret_path, "where to write it")->required();
+  se->add_flag("--force", secret_force, "replace an existing file");
+
   PlotOptions plot;
   CLI::App* pl = app.add_subcommand(
       "plot", "draw the loss and accuracy curves of a --metrics file (gnuplot: SVG or PNG)");
@@ -226,7 +233,7 @@ int main(int argc, char** argv) {
     if (!known) {
       std::fprintf(stderr,
                    "parex: unknown command '%s' (commands: train, node, launch, infer, "
-                   "inspect, graph, trace, plot; see parex --help)\n",
+                   "inspect, graph, trace, plot, secret; see parex --help)\n",
                    first.c_str());
       return kExitUsage;
     }
@@ -251,5 +258,6 @@ int main(int argc, char** argv) {
   if (*s) return RunInspect(inspect_path, inspect_params);
   if (*tr) return RunTraceMerge(merge);
   if (*pl) return RunPlot(plot);
+  if (*se) return RunSecret(secret_path, secret_force);
   return RunGraph(graph);
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -65,7 +66,9 @@ Status CheckWritableDir(const std::string& dir, const std::string& what,
 
 }  // namespace
 
-StatusOr<std::string> ReadFileBytes(const std::string& path) {
+namespace {
+
+StatusOr<std::string> ReadRegularFile(const std::string& path, bool private_file) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -82,6 +85,13 @@ StatusOr<std::string> ReadFileBytes(const std::string& path) {
     close(fd);
     return InvalidArgument("'" + path + "' is " + KindOf(st.st_mode) +
                            ", not a regular file");
+  }
+  if (private_file && (st.st_mode & 077) != 0) {
+    close(fd);
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return FailedPrecondition("'" + path + "' is a secret but its mode " + mode +
+                            " lets others read or write it (run: chmod 600 '" + path + "')");
   }
   std::string bytes;
   try {
@@ -109,7 +119,7 @@ StatusOr<std::string> ReadFileBytes(const std::string& path) {
   return bytes;
 }
 
-Status WriteFileBytes(const std::string& path, const std::string& bytes) {
+Status WriteBytes(const std::string& path, const std::string& bytes, bool private_file) {
   PAREX_RETURN_IF_ERROR(CheckReplaceable(path, ""));
   std::string tmp = path + ".tmp.XXXXXX";
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -132,10 +142,13 @@ Status WriteFileBytes(const std::string& path, const std::string& bytes) {
     }
     done += static_cast<size_t>(n);
   }
-  // mkstemp makes 0600; outputs get the usual 0644 less the umask.
-  const mode_t mask = umask(0);
-  umask(mask);
-  fchmod(fd, 0666 & ~mask);
+  // mkstemp makes 0600, which a secret keeps; outputs get the usual 0644
+  // less the umask.
+  if (!private_file) {
+    const mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+  }
   if (close(fd) != 0) {
     const std::string why = Errno();
     unlink(tmp.c_str());
@@ -147,6 +160,24 @@ Status WriteFileBytes(const std::string& path, const std::string& bytes) {
     return IoError("cannot rename '" + tmp + "' to '" + path + "': " + why);
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::string> ReadFileBytes(const std::string& path) {
+  return ReadRegularFile(path, /*private_file=*/false);
+}
+
+StatusOr<std::string> ReadPrivateFileBytes(const std::string& path) {
+  return ReadRegularFile(path, /*private_file=*/true);
+}
+
+Status WriteFileBytes(const std::string& path, const std::string& bytes) {
+  return WriteBytes(path, bytes, /*private_file=*/false);
+}
+
+Status WritePrivateFileBytes(const std::string& path, const std::string& bytes) {
+  return WriteBytes(path, bytes, /*private_file=*/true);
 }
 
 Status CheckOutputFile(const std::string& path, const std::string& flag) {

@@ -15,7 +15,13 @@
 namespace parex {
 
 StatusOr<std::string> ReadFileBytes(const std::string& path);
+// A secret (the cluster's shared secret, a TLS private key): as
+// ReadFileBytes, but refused when the group or others may read or write it
+// (mode & 077), naming the mode and the chmod that fixes it.
+StatusOr<std::string> ReadPrivateFileBytes(const std::string& path);
 Status WriteFileBytes(const std::string& path, const std::string& bytes);
+// The same, written with mode 0600 whatever the umask (a secret).
+Status WritePrivateFileBytes(const std::string& path, const std::string& bytes);
 
 // Before any work: can `path` be written as an output file? It must be absent
 // or a regular file, and its directory must exist and be writable. `flag`

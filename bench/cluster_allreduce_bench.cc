@@ -296,6 +296,7 @@ int Driver(const Options& o, const std::string& self) {
     const fs::path dir = tmpl;
     fs::create_directory(dir / "store");
     std::ofstream(dir / "secret") << "allreduce-bench-secret-0123456789\n";
+    fs::permissions(dir / "secret", fs::perms::owner_read | fs::perms::owner_write);
     {
       std::ofstream t(dir / "topology.pbtxt");
       t << "cluster: \"bench\"\nsecret_file: \"secret\"\n";

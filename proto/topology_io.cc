@@ -110,7 +110,8 @@ StatusOr<Topology> ParseTopology(const std::string& text, const std::string& pat
                            " is not supported yet (GLOO is)");
   }
   topo.backend = "gloo";
-  for (const char* field : {"connect_timeout_ms", "collective_timeout_ms"}) {
+  for (const char* field :
+       {"connect_timeout_ms", "collective_timeout_ms", "heartbeat_timeout_ms"}) {
     const pb::FieldDescriptor* f = top->FindFieldByName(field);
     const uint32_t v = proto.GetReflection()->GetUInt32(proto, f);
     if (v != 0 && (v < 100 || v > 3600u * 1000u)) {
@@ -121,6 +122,9 @@ StatusOr<Topology> ParseTopology(const std::string& text, const std::string& pat
   if (proto.connect_timeout_ms() != 0) topo.connect_timeout_ms = proto.connect_timeout_ms();
   if (proto.collective_timeout_ms() != 0) {
     topo.collective_timeout_ms = proto.collective_timeout_ms();
+  }
+  if (proto.heartbeat_timeout_ms() != 0) {
+    topo.heartbeat_timeout_ms = proto.heartbeat_timeout_ms();
   }
 
   const pb::FieldDescriptor* node_field = top->FindFieldByName("node");
@@ -190,12 +194,16 @@ StatusOr<Topology> ParseTopology(const std::string& text, const std::string& pat
     return InvalidArgument(path + ": secret_file is missing (a file of at least 16 "
                                   "bytes every node of the cluster knows)");
   }
-  topo.secret_path = proto.secret_file()[0] == '/'
-                         ? proto.secret_file()
-                         : Folder(path) + "/" + proto.secret_file();
-  StatusOr<std::string> secret = ReadFileBytes(topo.secret_path);
+  auto resolve = [&](const std::string& file) {
+    return file[0] == '/' ? file : Folder(path) + "/" + file;
+  };
+  topo.secret_path = resolve(proto.secret_file());
+  StatusOr<std::string> secret = ReadPrivateFileBytes(topo.secret_path);
   if (!secret.ok()) {
-    return InvalidArgument(at("secret_file") + ": secret_file: " + secret.status().message());
+    return InvalidArgument(at("secret_file") + ": secret_file: " + secret.status().message() +
+                           (secret.status().code() == StatusCode::kNotFound
+                                ? " (make one with: parex secret " + topo.secret_path + ")"
+                                : ""));
   }
   if (secret->size() < 16) {
     return InvalidArgument(at("secret_file") + ": secret_file " + topo.secret_path +
@@ -204,8 +212,46 @@ StatusOr<Topology> ParseTopology(const std::string& text, const std::string& pat
   }
   topo.secret = std::move(*secret);
 
+  if (proto.has_tls()) {
+    const pb::FieldDescriptor* tls_field = top->FindFieldByName("tls");
+    const pb::TextFormat::ParseInfoTree* sub = tree.GetTreeForNested(tls_field, -1);
+    const pb::Descriptor* tls_desc = topology::Tls::descriptor();
+    const std::string where = line_of(tls_field, -1, &tree);
+    const std::pair<const char*, const std::string*> parts[] = {
+        {"cert", &proto.tls().cert()}, {"key", &proto.tls().key()}, {"ca", &proto.tls().ca()}};
+    std::string* outs[] = {&topo.tls_cert, &topo.tls_key, &topo.tls_ca};
+    for (int i = 0; i < 3; ++i) {
+      const std::string& file = *parts[i].second;
+      if (file.empty()) {
+        return InvalidArgument(where + ": tls: " + parts[i].first +
+                               " is missing (tls needs cert, key and ca: PEM files)");
+      }
+      const std::string resolved = resolve(file);
+      const std::string at_field = line_of(tls_desc->FindFieldByName(parts[i].first), -1, sub);
+      // The key is a secret; the certificates are public. Each must be
+      // there now: a node finds out before it listens, not at a peer's
+      // first connection.
+      StatusOr<std::string> bytes =
+          i == 1 ? ReadPrivateFileBytes(resolved) : ReadFileBytes(resolved);
+      if (!bytes.ok()) {
+        return InvalidArgument(at_field + ": tls " + parts[i].first + ": " +
+                               bytes.status().message());
+      }
+      if (bytes->find("-----BEGIN ") == std::string::npos) {
+        return InvalidArgument(at_field + ": tls " + parts[i].first + ": " + resolved +
+                               " is not a PEM file (no -----BEGIN line)");
+      }
+      *outs[i] = resolved;
+    }
+  }
+
   topology::Topology canonical = proto;
   canonical.clear_secret_file();
+  if (canonical.has_tls()) {
+    canonical.mutable_tls()->set_cert("on");
+    canonical.mutable_tls()->set_key("on");
+    canonical.mutable_tls()->set_ca("on");
+  }
   std::string bytes;
   pb::io::StringOutputStream stream(&bytes);
   {

@@ -30,9 +30,15 @@ struct Topology {
   std::string secret_path;          // resolved
   int64_t connect_timeout_ms = 60000;
   int64_t collective_timeout_ms = 60000;
+  int64_t heartbeat_timeout_ms = 4000;
+  // TLS material (resolved paths; all empty without a tls block). The key
+  // is a secret: refused when others may read it.
+  std::string tls_cert, tls_key, tls_ca;
+  bool tls() const { return !tls_cert.empty(); }
   // SHA-256 (hex) of what every node must agree on: cluster, nodes in order
-  // (name, host, port, role, places), backend and timeouts. The secret
-  // file's path is left out (machines may keep it in different places).
+  // (name, host, port, role, places), backend, timeouts and whether TLS is
+  // on. The paths of the secret file and the TLS material are left out
+  // (machines may keep them in different places).
   std::string fingerprint;
 
   // The rank of node `name`, or -1.

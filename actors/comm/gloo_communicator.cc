@@ -30,6 +30,10 @@ namespace {
 // The tag of the barrier that follows building an algorithm.
 constexpr uint32_t kBuildBarrierTag = 0x70617278;  // "parx"
 
+bool IsTimeout(const std::string& what) {
+  return what.find("imeout") != std::string::npos || what.find("imed out") != std::string::npos;
+}
+
 template <typename T>
 std::unique_ptr<gloo::Algorithm> MakeAllReduce(const std::shared_ptr<gloo::Context>& context,
                                                void* data, int64_t count) {
@@ -85,19 +89,36 @@ void GlooCommunicator::Resume() {
 
 Status GlooCommunicator::Failed(Collective collective, std::string_view name,
                                 const std::string& what) {
+  Status interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    interrupted = interrupted_;
+  }
+  // An interrupt's reason says why (Gloo's error only echoes it); otherwise
+  // the cluster may know more than Gloo (which node is gone, who had not
+  // joined a call that timed out).
+  std::string text = interrupted.ok() ? what : interrupted.message();
+  std::string extra;
+  if (interrupted.ok() && explain_) {
+    extra = explain_(Failure{seq_, collective, std::string(name), IsTimeout(what)});
+  }
   // Gloo names a lost peer by its address only; the ring's collectives talk
   // to the two neighbours, so those are the nodes to look at.
   std::string peers;
-  if (size_ == 2) {
+  if (!extra.empty()) {
+    peers = "; " + extra;
+  } else if (!interrupted.ok()) {
+    peers = "";
+  } else if (size_ == 2) {
     peers = "; the peer: " + rank_names_[1 - rank_];
   } else if (size_ > 2) {
     peers = "; ring neighbours: " + rank_names_[(rank_ + size_ - 1) % size_] + " and " +
             rank_names_[(rank_ + 1) % size_];
   }
   Status s = Aborted(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                     "' across nodes (" + rank_names_[rank_] + ", rank " +
-                     std::to_string(rank_) + " of " + std::to_string(size_) + "): " + what +
-                     peers);
+                     "' (collective #" + std::to_string(seq_) + ") across nodes (" +
+                     rank_names_[rank_] + ", rank " + std::to_string(rank_) + " of " +
+                     std::to_string(size_) + "): " + text + peers);
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
   return s;
@@ -169,11 +190,22 @@ StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collect
 
 Status GlooCommunicator::Run(Collective collective, std::string_view name,
                              TensorGroups groups, int root) {
+  // Numbered before anything can return: every rank makes the same calls,
+  // so the numbers agree across ranks.
+  const int64_t seq = ++seq_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!interrupted_.ok()) return interrupted_;
     if (!broken_.ok()) return broken_;
   }
+  if (observer_) observer_(seq, collective, name, true);
+  Status s = RunCall(collective, name, groups, root);
+  if (observer_) observer_(seq, collective, name, false);
+  return s;
+}
+
+Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
+                                 TensorGroups groups, int root) {
   if (root < 0 || root >= size_) {
     return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
                            std::string(name) + "': root rank " + std::to_string(root) +

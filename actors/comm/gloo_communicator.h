@@ -32,7 +32,17 @@
 // the ranks' parameters drifted apart.) Errors (a peer gone, a timeout: the
 // contexts' timeout is the topology's collective_timeout_ms) are Status
 // values naming the collective, the variable and the rank; after one, every
-// later call fails with the same error.
+// later call fails with the same error. The cluster can add what it knows
+// to such an error (SetExplainer: which node was lost, or a stall report of
+// who had not joined the collective). Interrupt fails the calls that come
+// after it; a call already waiting inside Gloo cannot be woken (the TCP
+// pair's cancel is protected, and Debian's Gloo does not ship its header),
+// so a node whose peer is lost exits rather than wait for it
+// (apps/cli/train_command.cc, as PyTorch's NCCL watchdog ends its process).
+//
+// Progress: every call is numbered (the same numbers on every rank, as the
+// calls are made in one order); an observer hears each call begin and end,
+// which is what a stall report compares across nodes.
 #pragma once
 
 #include <chrono>
@@ -92,6 +102,25 @@ class GlooCommunicator final : public Communicator {
   // The rank names given at Connect ("node 'b'" in messages).
   const std::string& rank_name(int rank) const { return rank_names_[rank]; }
 
+  // What a failed call was: its number, kind and name, and whether Gloo
+  // timed out (rather than a connection failing).
+  struct Failure {
+    int64_t seq = 0;
+    Collective collective = Collective::kAllReduce;
+    std::string name;
+    bool timed_out = false;
+  };
+  // Called (on the calling thread) when a call fails, before the error is
+  // returned; its text is appended to the error. Set before the first call.
+  void SetExplainer(std::function<std::string(const Failure&)> explain) {
+    explain_ = std::move(explain);
+  }
+  // Hears every call begin (entering) and end: its number, kind and name.
+  // Set before the first call; called on the calling thread.
+  using Observer = std::function<void(int64_t seq, Collective collective,
+                                      std::string_view name, bool entering)>;
+  void SetObserver(Observer observer) { observer_ = std::move(observer); }
+
  private:
   GlooCommunicator() = default;
   struct Entry;
@@ -106,7 +135,9 @@ class GlooCommunicator final : public Communicator {
   // context each would cost a rendezvous and sockets per persistable).
   Status BroadcastOnce(std::string_view name, TensorGroups groups, int root, DType dtype,
                        int64_t count);
+  // Numbers the call, tells the observer, marks it in Gloo (for Interrupt).
   Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
+  Status RunCall(Collective collective, std::string_view name, TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name, const std::string& what);
 
   // Made at Connect: broadcasts run on it; and a rank that cannot reach
@@ -124,6 +155,9 @@ class GlooCommunicator final : public Communicator {
   std::shared_ptr<gloo::transport::Device> device_;
   std::chrono::milliseconds timeout_{60000};
   int contexts_made_ = 0;
+  std::function<std::string(const Failure&)> explain_;
+  Observer observer_;
+  int64_t seq_ = 0;     // calls made (the calling thread's)
   std::mutex mu_;       // guards broken_ and interrupted_
   Status broken_;       // set by the first Gloo failure: the context is closed
   Status interrupted_;  // set by Interrupt until Resume

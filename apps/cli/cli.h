@@ -156,6 +156,10 @@ struct TraceMergeOptions {
 };
 int RunTraceMerge(const TraceMergeOptions& options);
 
+// parex secret FILE: a new cluster secret (32 random bytes, hex) written
+// with mode 0600; refuses to replace an existing file unless `force`.
+int RunSecret(const std::string& path, bool force);
+
 // parex plot METRICS.jsonl -o curve.svg|png: the loss (and accuracy) of a
 // --metrics file, drawn by gnuplot.
 struct PlotOptions {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,19 @@ namespace {
 // is written (--checkpoint-dir), and the run exits with 128 + the signal.
 volatile sig_atomic_t g_stop_signal = 0;
 void OnStopSignal(int sig) { g_stop_signal = sig; }
+
+// A node whose peer was lost: unless the process ended within `grace` (its
+// training loop saw the error and exited), it reports `status` and ends
+// here, whatever waits (a Gloo call cannot be cancelled).
+void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
+                           std::chrono::milliseconds grace) {
+  std::thread([cmd, status, grace] {
+    std::this_thread::sleep_for(grace);
+    Fail(cmd, status);
+    std::fflush(nullptr);
+    std::_Exit(kExitRuntime);
+  }).detach();
+}
 
 }  // namespace
 
@@ -115,6 +129,19 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   // A node meets its peers once it knows its program: the handshake
   // compares the program's fingerprint and the options that shape training.
   std::unique_ptr<Cluster> cluster;
+  // Once a node joined, its errors end the process at once (_Exit, after
+  // the message): a call on another thread may still wait inside Gloo,
+  // which cannot be cancelled, and teardown would wait with it; files are
+  // written atomically, so nothing saved is lost. (PyTorch's NCCL watchdog
+  // ends its process the same way.)
+  auto fail = [&cmd, &cluster](const Status& s) -> int {
+    const int rc = Fail(cmd, s);
+    if (cluster != nullptr) {
+      std::fflush(nullptr);
+      std::_Exit(rc);
+    }
+    return rc;
+  };
   ExecutionStrategy exec;
   if (o.threads) exec.num_threads = *o.threads;
   if (topology != nullptr) {
@@ -127,10 +154,14 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
                           " --seed " + std::to_string(o.seed) +
                           (o.shuffle ? "" : " --no-shuffle") + sync_bn + " --fuse-buckets " +
                           (build.fuse_all_reduce_ops ? std::to_string(build.fuse_bucket_bytes)
-                                                     : std::string("0"));
+                                                     : std::string("0")) +
+                          " --checkpoint-every " + std::to_string(o.checkpoint_every);
     StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
+    // Until the executor exists, a lost peer only bounds the wait.
+    cluster->SetLostHandler(
+        [cmd](const Status& s) { ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2)); });
     build.world_places = world;
     build.num_trainers = cluster->size();
     build.trainer_id = cluster->rank();
@@ -139,7 +170,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
 
   Scope scope;
-  if (Status s = job->init(&scope); !s.ok()) return Fail(cmd, s);
+  if (Status s = job->init(&scope); !s.ok()) return fail(s);
   // What a checkpoint must agree with to be resumed here.
   CheckpointState where;
   where.program = Sha256Hex(SerializeProgramBinary(job->main.proto()));
@@ -150,7 +181,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (!o.resume.empty()) {
     Status s = ResumeRun(cmd, ForNode(o.resume, node_name), writer, cluster.get(), job->main,
                          &where, &scope);
-    if (!s.ok()) return Fail(cmd, s);
+    if (!s.ok()) return fail(s);
   }
   // The persistables the startup program made (sorted names).
   std::vector<std::string> persistables = scope.LocalVarNames();
@@ -158,17 +189,36 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (cluster != nullptr) {
     // Rank 0's initial persistables on every node.
     if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
-      return Fail(cmd, s);
+      return fail(s);
     }
   }
   TraceRecorder trace(/*enabled=*/!trace_path.empty() && o.trace_from == 0);
   exec.trace = trace_path.empty() ? nullptr : &trace;
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, job->main, job->loss, &scope, build, exec);
-  if (!pe.ok()) return Fail(cmd, pe.status());
+  if (!pe.ok()) return fail(pe.status());
   // Random ops (training-mode dropout) draw by the step's number: a resumed
   // run draws what the uninterrupted one did at its steps.
   (*pe)->SetNextStep(where.step);
+  // A lost peer aborts the step in flight (the coordinator's abort); the
+  // handler is cleared before the executor goes.
+  struct LostHandlerScope {
+    Cluster* cluster;
+    ~LostHandlerScope() {
+      if (cluster != nullptr) cluster->SetLostHandler(nullptr);
+    }
+  } lost_scope{cluster.get()};
+  if (cluster != nullptr) {
+    // The step in flight is aborted; if the training loop has not ended
+    // the process within 2 s (it waits inside a Gloo call on this thread,
+    // the metrics' sum or a broadcast), the handler ends it, naming the
+    // lost node.
+    ParallelExecutor* executor = pe->get();
+    cluster->SetLostHandler([executor, cmd](const Status& s) {
+      executor->Abort(s);
+      ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2));
+    });
+  }
 
   if (cluster != nullptr) {
     std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s%s\n",
@@ -377,7 +427,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
             Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
             if (t == nullptr || t->numel() != 1 ||
                 (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
-              return Fail(cmd, InvalidArgument("--lr-schedule: '" + name + "' on " +
+              return fail(InvalidArgument("--lr-schedule: '" + name + "' on " +
                                                (*places)[p].ToString() +
                                                " is not a one-element float tensor"));
             }
@@ -434,14 +484,14 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       m.wall_s = Seconds(wall_start);
       if (!step_status.ok()) {
         if (live) std::printf("\n");
-        return Fail(cmd, step_status.WithContext("epoch " + std::to_string(epoch) +
+        return fail(step_status.WithContext("epoch " + std::to_string(epoch) +
                                                  ", step " + std::to_string(b)));
       }
       pending.push_back(m);
       if (cluster == nullptr || pending.size() == kMetricWindow) {
         if (Status s = settle(); !s.ok()) {
           if (live) std::printf("\n");
-          return Fail(cmd, s);
+          return fail(s);
         }
       }
       if (cluster != nullptr && g_stop_signal != 0 && o.checkpoint_dir.empty()) {
@@ -455,9 +505,16 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         return 128 + g_stop_signal;
       }
       if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && stop == 0) {
+        // The checkpoint's metrics lines include every step it holds: the
+        // nodes settle their window here (every node checkpoints at the
+        // same steps: --checkpoint-every is part of the handshake).
+        if (Status s = settle(); !s.ok()) {
+          if (live) std::printf("\n");
+          return fail(s);
+        }
         if (StatusOr<std::string> c = checkpoint(epoch, b + 1); !c.ok()) {
           if (live) std::printf("\n");
-          return Fail(cmd, c.status());
+          return fail(c.status());
         }
       }
       if (live && steps > 0 && Seconds(last_draw) > 0.1) {
@@ -473,7 +530,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
     if (Status s = settle(); !s.ok()) {  // every node ends the epoch at the same step
       if (live) std::printf("\n");
-      return Fail(cmd, s);
+      return fail(s);
     }
     const double secs = Seconds(epoch_start);
     if (live) std::printf("\r\033[K");
@@ -496,11 +553,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     }
     if (!job->eval_columns.empty() && steps > 0) {
       StatusOr<std::string> evaluated = evaluate(epoch);
-      if (!evaluated.ok()) return Fail(cmd, evaluated.status().WithContext("--eval-data"));
+      if (!evaluated.ok()) return fail(evaluated.status().WithContext("--eval-data"));
       std::printf("%s", evaluated->c_str());
     }
     std::fflush(stdout);
-    if (Status s = write_metrics(); !s.ok()) return Fail(cmd, s);
+    if (Status s = write_metrics(); !s.ok()) return fail(s);
     if (stop != 0) break;
   }
   sigaction(SIGINT, &old_int, nullptr);
@@ -508,7 +565,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (stop != 0 || !o.checkpoint_dir.empty()) {
     // The last checkpoint: where a stopped run resumes, or the end.
     StatusOr<std::string> c = checkpoint(last_epoch, last_batch);
-    if (!c.ok()) return Fail(cmd, c.status());
+    if (!c.ok()) return fail(c.status());
     if (stop != 0) {
       std::printf("stopped by %s after step %lld%s\n", stop == SIGINT ? "SIGINT" : "SIGTERM",
                   static_cast<long long>(step),
@@ -532,22 +589,22 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     Tensor theirs = mine.Clone();
     PlaceTensors one = {&theirs};
     if (Status s = cluster->cross().Broadcast("parameter digest", one, 0); !s.ok()) {
-      return Fail(cmd, s);
+      return fail(s);
     }
     if (std::memcmp(mine.raw_data(), theirs.raw_data(), mine.bytes()) != 0) {
-      return Fail(cmd, Internal("the parameters of node '" + o.node +
+      return fail(Internal("the parameters of node '" + o.node +
                                 "' differ from rank 0's after training"));
     }
     // Rank 0's persistables (its first place's batch_norm statistics, which
     // are what a single process keeps) on every node: every node then holds
     // the model rank 0 saves.
     if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
-      return Fail(cmd, s);
+      return fail(s);
     }
   }
 
   StatusOr<TrainJob::Finished> finished = job->finish(&scope, writer, save);
-  if (!finished.ok()) return Fail(cmd, finished.status());
+  if (!finished.ok()) return fail(finished.status());
   if (!trace_path.empty()) {
     std::map<std::string, std::string> metadata;
     if (cluster != nullptr) {  // what `parex trace merge` aligns the nodes by
@@ -557,7 +614,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       metadata["parex_clock_rtt_us"] = std::to_string(cluster->clock_rtt_us());
     }
     if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson(metadata)); !s.ok()) {
-      return Fail(cmd, s.WithContext("--trace"));
+      return fail(s.WithContext("--trace"));
     }
   }
 
@@ -584,7 +641,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (cluster != nullptr) {
     // Leave together: no node closes its connections while a peer still
     // reads from them.
-    if (Status s = cluster->Leave(); !s.ok()) return Fail(cmd, s);
+    if (Status s = cluster->Leave(); !s.ok()) return fail(s);
   }
   return kExitOk;
 }

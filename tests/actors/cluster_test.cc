@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ Topology MakeTopology(int n, const std::string& secret, const std::string& name 
                       int timeout_ms = 20000) {
   const std::string dir = Dir();
   std::ofstream(dir + "/" + name + ".secret") << secret;
+  chmod((dir + "/" + name + ".secret").c_str(), 0600);
   std::ostringstream text;
   text << "cluster: \"test\"\nsecret_file: \"" << name << ".secret\"\n"
        << "connect_timeout_ms: " << timeout_ms << "\ncollective_timeout_ms: 20000\n";
@@ -126,11 +128,16 @@ TEST(ClusterTest, OtherOptionsAreRefused) {
 }
 
 TEST(ClusterTest, AWrongSecretIsRefused) {
-  const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
+  // The node whose proof failed is refused at once; the other, which
+  // cannot tell a misconfigured peer from a stranger, keeps waiting for a
+  // node that proves the secret, and its timeout names what it refused.
+  const Topology topo = MakeTopology(2, "0123456789abcdef-secret", "t", 3000);
   Topology wrong = topo;
   wrong.secret = "0123456789abcdef-guess!";
   std::vector<NodeResult> r = JoinAll({topo, wrong}, {kId, kId});
   ExpectEveryNodeRefused(r, "does not know the cluster secret");
+  EXPECT_NE(r[1].status.message().find("refused meanwhile"), std::string::npos)
+      << r[1].status.message();
 }
 
 TEST(ClusterTest, ADifferentTopologyIsRefused) {

@@ -26,12 +26,17 @@ std::string Quote(const std::string& s) {
 
 }  // namespace
 
-std::string WriteTopology(const std::string& dir, const std::vector<int>& places) {
+std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
+                          const std::string& extra) {
   std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
+  fs::permissions(dir + "/cluster.secret", fs::perms::owner_read | fs::perms::owner_write);
   const std::string path = dir + "/cluster.pbtxt";
   std::ofstream out(path);
   out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
-      << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
+      << "connect_timeout_ms: 30000\n"
+      << (extra.find("collective_timeout_ms") == std::string::npos ? "collective_timeout_ms: 60000\n"
+                                                                   : "")
+      << extra;
   for (size_t i = 0; i < places.size(); ++i) {
     out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \"127.0.0.1\" port: "
         << FreePort() << " places: \"cpu:" << places[i] << "\" }\n";

@@ -33,6 +33,8 @@ std::string ReadFile(const std::string& path);
 
 // Writes `dir`/cluster.pbtxt (and its secret file): nodes a, b, c, ... on
 // free ports of 127.0.0.1 with `places[i]` CPU places each. Returns its path.
-std::string WriteTopology(const std::string& dir, const std::vector<int>& places);
+// `extra` is appended (more topology fields: timeouts, tls).
+std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
+                          const std::string& extra = "");
 
 }  // namespace parex::testing

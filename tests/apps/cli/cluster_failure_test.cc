@@ -1,0 +1,425 @@
+// A cluster that fails loudly (issue 16): a node killed at a random moment
+// ends the others within 5 s naming it; a stopped node gets a stall report
+// (or, past the heartbeat timeout, is named as lost); the cluster restarts
+// from rank 0's checkpoint and reproduces the uninterrupted run; garbage on
+// a node's port does not stop its training; refused peers are logged with
+// their address.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/apps/cli/cli_test_util.h"
+#include "tests/free_port.h"
+
+extern char** environ;
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+// A `parex` child with its stdout and stderr in `log`, killed (SIGKILL)
+// when the test lets go of it.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& cwd, const std::string& log)
+      : log_(log) {
+    std::filesystem::create_directories(cwd);
+    std::vector<std::string> argv = {"/bin/sh", "-c", ""};
+    std::string cmd = "cd '" + cwd + "' && exec '" + std::string(PAREX_CLI) + "'";
+    for (const std::string& a : args) cmd += " '" + a + "'";
+    cmd += " </dev/null >'" + log + "' 2>&1";
+    argv[2] = cmd;
+    std::vector<char*> raw;
+    for (std::string& a : argv) raw.push_back(a.data());
+    raw.push_back(nullptr);
+    if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, raw.data(), environ) != 0) pid_ = -1;
+  }
+  ~Child() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGCONT);
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  std::string Log() const { return ReadFile(log_); }
+  // Waits until the log holds `text` (true) or `limit` passed.
+  bool WaitFor(const std::string& text, std::chrono::milliseconds limit) const {
+    const auto end = Clock::now() + limit;
+    while (Clock::now() < end) {
+      if (Log().find(text) != std::string::npos) return true;
+      if (exited_) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  // Polls for the exit until `deadline`; true once it exited.
+  bool Poll() {
+    if (exited_) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exited_ = true;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return exited_;
+  }
+  bool exited() const { return exited_; }
+  int exit_code() const { return exit_code_; }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_code_ = -1;
+};
+
+std::vector<std::string> NodeArgs(const std::string& topology, const std::string& node,
+                                  std::vector<std::string> more) {
+  std::vector<std::string> a = {"node", "--topology", topology, "--node", node, "--no-progress"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+// Waits for every child in `children` to exit, up to `limit` from `start`;
+// each one's time to exit (ms from `start`), -1 if it did not.
+std::vector<int64_t> WaitAll(std::vector<Child*> children, Clock::time_point start,
+                             std::chrono::milliseconds limit) {
+  std::vector<int64_t> ms(children.size(), -1);
+  while (Clock::now() < start + limit) {
+    bool all = true;
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (ms[i] < 0 && children[i]->Poll()) {
+        ms[i] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
+                    .count();
+      }
+      all = all && ms[i] >= 0;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ms;
+}
+
+// Acceptance 1: SIGKILL of one node of three at a random moment of training,
+// 20 times: the other two exit nonzero within 5 s, naming it.
+TEST(ClusterFailureTest, ANodeKilledMidTrainingEndsTheOthersWithin5sNamingIt) {
+  std::mt19937 rng(static_cast<unsigned>(time(nullptr)));
+  const char* names[] = {"a", "b", "c"};
+  for (int round = 0; round < 20; ++round) {
+    const std::string dir = ScratchDir("cluster_kill_" + std::to_string(round));
+    const std::string topology = WriteTopology(dir, {1, 1, 1});
+    const int victim = static_cast<int>(rng() % 3);
+    const int delay_ms = static_cast<int>(rng() % 1500);
+    std::vector<std::unique_ptr<Child>> nodes;
+    for (const char* n : names) {
+      nodes.push_back(std::make_unique<Child>(
+          NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
+          dir + "/" + n + ".log"));
+    }
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(nodes[i]->WaitFor(std::string("parex node: ") + names[i] + ", rank",
+                                    std::chrono::seconds(60)))
+          << nodes[i]->Log();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ASSERT_EQ(kill(nodes[victim]->pid(), SIGKILL), 0);
+    const auto killed = Clock::now();
+    std::vector<Child*> others;
+    for (int i = 0; i < 3; ++i) {
+      if (i != victim) others.push_back(nodes[i].get());
+    }
+    const std::vector<int64_t> ms = WaitAll(others, killed, std::chrono::seconds(30));
+    const std::string what = "round " + std::to_string(round) + ": killed node '" +
+                             names[victim] + "' " + std::to_string(delay_ms) +
+                             " ms into training";
+    for (size_t i = 0; i < others.size(); ++i) {
+      const std::string log = others[i]->Log();
+      ASSERT_GE(ms[i], 0) << what << ": a survivor did not exit\n" << log;
+      EXPECT_LT(ms[i], 5000) << what << "\n" << log;
+      EXPECT_EQ(others[i]->exit_code(), 1) << what << "\n" << log;
+      EXPECT_THAT(log, HasSubstr(std::string("node '") + names[victim] + "' (rank " +
+                                 std::to_string(victim)))
+          << what;
+      EXPECT_THAT(log, HasSubstr("was lost")) << what;
+      // Which cross-node call (or that it was computing) it was in.
+      EXPECT_THAT(log, ::testing::AnyOf(HasSubstr("collective #"), HasSubstr("computing")))
+          << what;
+    }
+    if (HasFailure()) return;
+  }
+}
+
+// Acceptance 1: a node stopped (SIGSTOP) while the others wait for it in a
+// collective: each of them reports the stall once collective_timeout_ms
+// passed, naming the stopped node as the one that had not joined.
+TEST(ClusterFailureTest, AStoppedNodeGetsAStallReportNamingIt) {
+  const std::string dir = ScratchDir("cluster_stall");
+  const std::string topology = WriteTopology(
+      dir, {1, 1, 1}, "collective_timeout_ms: 2000\nheartbeat_timeout_ms: 60000\n");
+  const char* names[] = {"a", "b", "c"};
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (const char* n : names) {
+    nodes.push_back(std::make_unique<Child>(
+        NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
+        dir + "/" + n + ".log"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(nodes[i]->WaitFor(std::string("parex node: ") + names[i] + ", rank",
+                                  std::chrono::seconds(60)))
+        << nodes[i]->Log();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_EQ(kill(nodes[2]->pid(), SIGSTOP), 0);
+  const auto stopped = Clock::now();
+  const std::vector<int64_t> ms =
+      WaitAll({nodes[0].get(), nodes[1].get()}, stopped, std::chrono::seconds(30));
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = nodes[i]->Log();
+    ASSERT_GE(ms[i], 0) << log;
+    // The timeout, then a second for the peers' answers and a margin.
+    EXPECT_LT(ms[i], 2000 + 6000) << log;
+    EXPECT_EQ(nodes[i]->exit_code(), 1) << log;
+    EXPECT_THAT(log, HasSubstr("stall report")) << log;
+    EXPECT_THAT(log, HasSubstr("not joined by node 'c' (rank 2: no answer")) << log;
+  }
+}
+
+// A stopped node stays silent: past heartbeat_timeout_ms the others count
+// it lost (as they would a partitioned machine) and say it still listens.
+TEST(ClusterFailureTest, ASilentNodeIsLostAfterTheHeartbeatTimeout) {
+  const std::string dir = ScratchDir("cluster_silent");
+  const std::string topology = WriteTopology(
+      dir, {1, 1}, "collective_timeout_ms: 60000\nheartbeat_timeout_ms: 1500\n");
+  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--epochs", "20"}), dir,
+          dir + "/a.log");
+  Child b(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--epochs", "20"}), dir,
+          dir + "/b.log");
+  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60))) << a.Log();
+  ASSERT_TRUE(b.WaitFor("parex node: b, rank", std::chrono::seconds(60))) << b.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(b.pid(), SIGSTOP), 0);
+  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
+  ASSERT_GE(ms[0], 0) << a.Log();
+  EXPECT_LT(ms[0], 1500 + 3000) << a.Log();
+  EXPECT_EQ(a.exit_code(), 1) << a.Log();
+  EXPECT_THAT(a.Log(), HasSubstr("node 'b' (rank 1, 127.0.0.1:"));
+  EXPECT_THAT(a.Log(), HasSubstr("still accepts connections"));
+}
+
+std::vector<double> Losses(const std::string& metrics) {
+  std::vector<double> losses;
+  std::istringstream in(ReadFile(metrics));
+  std::string line;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  return losses;
+}
+
+// Acceptance 2: three nodes checkpointing every 10 steps; one is killed
+// after the second checkpoint; the cluster restarted with --resume ends the
+// run, and every step's loss equals the uninterrupted run's.
+TEST(ClusterFailureTest, RestartWithResumeAfterAKillReproducesTheUninterruptedRun) {
+  const std::string dir = ScratchDir("cluster_kill_resume");
+  const std::string topology = WriteTopology(dir, {1, 1, 1});
+  const std::vector<std::string> common = {"--model", "fashion_mlp", "--batch", "32",
+                                           "--seed",  "5",           "--steps", "400",
+                                           "--no-progress"};
+  std::vector<std::string> whole = {"launch", "--topology", topology};
+  whole.insert(whole.end(), common.begin(), common.end());
+  whole.insert(whole.end(), {"--metrics", "whole.jsonl"});
+  CliRun uninterrupted = RunParex(whole, dir);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.out << uninterrupted.err;
+
+  std::vector<std::string> node_opts = common;
+  node_opts.insert(node_opts.end(), {"--metrics", "run.jsonl", "--checkpoint-dir", "ck",
+                                     "--checkpoint-every", "10", "--keep", "100"});
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (const char* n : {"a", "b", "c"}) {
+    nodes.push_back(std::make_unique<Child>(NodeArgs(topology, n, node_opts), dir,
+                                            dir + "/" + n + ".log"));
+  }
+  const auto end = Clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(dir + "/ck/ckpt-20") && Clock::now() < end &&
+         !nodes[0]->Poll()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir + "/ck/ckpt-20")) << nodes[0]->Log();
+  ASSERT_EQ(kill(nodes[1]->pid(), SIGKILL), 0);
+  const std::vector<int64_t> ms =
+      WaitAll({nodes[0].get(), nodes[2].get()}, Clock::now(), std::chrono::seconds(30));
+  for (int i : {0, 2}) {
+    ASSERT_GE(ms[i == 0 ? 0 : 1], 0);
+    ASSERT_NE(nodes[i]->exit_code(), 0) << "the run ended before the kill reached it";
+    EXPECT_EQ(nodes[i]->exit_code(), 1) << nodes[i]->Log();
+    EXPECT_THAT(nodes[i]->Log(), HasSubstr("node 'b' (rank 1"));
+  }
+  std::vector<std::string> resume = {"launch", "--topology", topology};
+  resume.insert(resume.end(), node_opts.begin(), node_opts.end());
+  resume.insert(resume.end(), {"--resume", "ck"});
+  CliRun resumed = RunParex(resume, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("[a] parex node: resuming from ck/ckpt-"));
+  const std::vector<double> want = Losses(dir + "/whole.jsonl");
+  const std::vector<double> got = Losses(dir + "/run.jsonl");
+  ASSERT_EQ(want.size(), 400u);
+  ASSERT_EQ(got.size(), 400u);
+  for (size_t s = 0; s < want.size(); ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s]))) << "step " << s + 1;
+  }
+}
+
+// Connects to 127.0.0.1:`port`, sends `bytes`, closes.
+void Send(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && !bytes.empty()) {
+    (void)!write(fd, bytes.data(), bytes.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  close(fd);
+}
+
+int PortOf(const std::string& topology, char node) {
+  const std::string text = ReadFile(topology);
+  const size_t at = text.find(std::string("name: \"") + node + "\"");
+  const size_t port = text.find("port: ", at);
+  return std::stoi(text.substr(port + 6));
+}
+
+// Acceptance 3: garbage, truncated and lying BASP frames sent to a training
+// node's port are dropped with their connection; training goes on and ends
+// with the same losses as an undisturbed run.
+TEST(ClusterFailureTest, GarbageAndTruncatedFramesDoNotStopTraining) {
+  const std::string dir = ScratchDir("cluster_garbage");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "300",
+                                          "--metrics", "m.jsonl"};
+  Child a(NodeArgs(topology, "a", train), dir + "/run", dir + "/a.log");
+  Child b(NodeArgs(topology, "b", train), dir + "/run", dir + "/b.log");
+  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60))) << a.Log();
+  std::mt19937 rng(7);
+  std::string noise(4096, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  // A BASP header (CAF 0.17) is 32 bytes: operation, 2 padding bytes, flags,
+  // payload length, operation data, source and destination actor ids. This
+  // one is a client handshake announcing a 64 MiB payload that never comes.
+  std::string header(32, '\0');
+  header[0] = 1;
+  header[4] = '\x04';
+  for (int port : {PortOf(topology, 'a'), PortOf(topology, 'b')}) {
+    for (int i = 0; i < 5; ++i) {
+      Send(port, noise.substr(0, 1 + rng() % noise.size()));
+      Send(port, header.substr(0, 1 + rng() % 31));  // truncated
+      Send(port, "");                               // connect, say nothing
+    }
+    Send(port, header + "short payload");
+    Send(port, std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  const std::vector<int64_t> ms = WaitAll({&a, &b}, Clock::now(), std::chrono::seconds(120));
+  ASSERT_GE(ms[0], 0);
+  ASSERT_GE(ms[1], 0);
+  ASSERT_EQ(a.exit_code(), 0) << a.Log();
+  ASSERT_EQ(b.exit_code(), 0) << b.Log();
+  // The same losses as a run nobody disturbed.
+  CliRun quiet = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp", "--steps",
+                           "300", "--metrics", "m.jsonl"},
+                          dir + "/quiet");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.out << quiet.err;
+  EXPECT_EQ(Losses(dir + "/run/m.jsonl"), Losses(dir + "/quiet/m.jsonl"));
+}
+
+// Acceptance 3: a node that does not know the secret, or names itself with
+// a name the topology does not have, is refused; the refusing node logs it
+// with the peer's address and goes on to train with its real peer.
+TEST(ClusterFailureTest, IntrudersAreRefusedAndLoggedWithTheirAddress) {
+  const std::string dir = ScratchDir("cluster_intruders");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  const int a_port = PortOf(topology, 'a');
+  // An intruder's own topology: it is rank 0 (so it connects to a), a is
+  // rank 1 at a's real address.
+  auto intruder = [&](const std::string& name, const std::string& secret) {
+    const std::string d = dir + "/" + name;
+    std::filesystem::create_directories(d);
+    std::ofstream(d + "/s.secret") << secret;
+    std::filesystem::permissions(d + "/s.secret",
+                                 std::filesystem::perms::owner_read |
+                                     std::filesystem::perms::owner_write);
+    std::ofstream(d + "/t.pbtxt")
+        << "cluster: \"test\"\nsecret_file: \"s.secret\"\nconnect_timeout_ms: 5000\n"
+        << "node { name: \"" << name << "\" host: \"127.0.0.1\" port: " << FreePort()
+        << " places: \"cpu:1\" }\n"
+        << "node { name: \"a\" host: \"127.0.0.1\" port: " << a_port << " places: \"cpu:1\" }\n";
+    return RunParex({"node", "--topology", d + "/t.pbtxt", "--node", name, "--model",
+                     "fashion_mlp", "--steps", "5"},
+                    d);
+  };
+  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--steps", "5"}), dir + "/a",
+          dir + "/a.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CliRun stranger = intruder("zz", "a-test-secret-of-more-than-16-bytes");
+  EXPECT_EQ(stranger.exit_code, 1) << stranger.err;
+  EXPECT_TRUE(a.WaitFor("refused a handshake from 'zz', which is not a node of the topology "
+                        "(from 127.0.0.1:",
+                        std::chrono::seconds(10)))
+      << a.Log();
+  // A node named b (rank 0 of its own file) with the wrong secret.
+  CliRun liar = intruder("b", "not-the-secret-of-this-cluster!!");
+  EXPECT_EQ(liar.exit_code, 1) << liar.err;
+  EXPECT_THAT(liar.out + liar.err, HasSubstr("refused"));
+  EXPECT_TRUE(a.WaitFor("does not know the cluster secret (HMAC mismatch) (from 127.0.0.1:",
+                        std::chrono::seconds(10)))
+      << a.Log();
+  // a was not hurt: the real b joins and they train.
+  CliRun b = RunParex(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--steps", "5"}),
+                      dir + "/b");
+  EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
+  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(60));
+  ASSERT_GE(ms[0], 0);
+  EXPECT_EQ(a.exit_code(), 0) << a.Log();
+}
+
+// Acceptance 3: a secret file others may read is refused before anything
+// listens, naming the file and the fix.
+TEST(ClusterFailureTest, ASecretFileOthersCanReadIsRefused) {
+  const std::string dir = ScratchDir("cluster_secret_mode");
+  const std::string topology = WriteTopology(dir, {1, 1});
+  std::filesystem::permissions(dir + "/cluster.secret", std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
+  CliRun run = RunParex(NodeArgs(topology, "a", {"--model", "fashion_mlp"}), dir);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.err, HasSubstr("cluster.secret' is a secret but its mode 0640"));
+  EXPECT_THAT(run.err, HasSubstr("chmod 600"));
+  // parex secret makes a private one, and will not overwrite it.
+  CliRun made = RunParex({"secret", "new.secret"}, dir);
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_EQ(std::filesystem::status(dir + "/new.secret").permissions() &
+                std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(ReadFile(dir + "/new.secret").size(), 65u);
+  CliRun again = RunParex({"secret", "new.secret"}, dir);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_THAT(again.err, HasSubstr("exists"));
+}
+
+}  // namespace
+}  // namespace parex::testing

@@ -101,7 +101,8 @@ Status CheckTlsMaterial(const Topology& t) {
     s = InvalidArgument(at + "cert " + t.tls_cert + " is not a certificate chain: " +
                         SslErrors());
   } else if (SSL_CTX_use_PrivateKey_file(ctx, t.tls_key.c_str(), SSL_FILETYPE_PEM) != 1) {
-    s = InvalidArgument(at + "key " + t.tls_key + " is not a private key: " + SslErrors());
+    s = InvalidArgument(at + "key " + t.tls_key + " is not a private key or does not match cert " +
+                        t.tls_cert + ": " + SslErrors());
   } else if (SSL_CTX_check_private_key(ctx) != 1) {
     s = InvalidArgument(at + "key " + t.tls_key + " does not match cert " + t.tls_cert + ": " +
                         SslErrors());
@@ -309,7 +310,11 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
       if (Clock::now() >= deadline) {
         return Aborted(label + ": node '" + peer.name + "' at " + peer.host + ":" +
                        std::to_string(peer.port) + " did not answer" + timeout_text +
-                       " (last: " + last_error + ")");
+                       " (last: " + last_error + ")" +
+                       (topology.tls() ? "; with TLS, a node whose certificate the topology's "
+                                         "ca did not sign, or that does not trust this node's, "
+                                         "is disconnected during the TLS handshake"
+                                       : ""));
       }
       {
         // A refusal seen meanwhile ends the wait early.

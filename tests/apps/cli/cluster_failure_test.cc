@@ -421,5 +421,79 @@ TEST(ClusterFailureTest, ASecretFileOthersCanReadIsRefused) {
   EXPECT_THAT(again.err, HasSubstr("exists"));
 }
 
+// Makes a CA (`ca`.pem, `ca`.key) and a node certificate it signed
+// (`cert`.pem, `cert`.key, 0600) in `dir` with the openssl command.
+void MakeCertificates(const std::string& dir, const std::string& ca, const std::string& cert) {
+  const std::string script =
+      "cd '" + dir + "' && umask 077 && " +
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + ca + " -keyout " + ca +
+      ".key -out " + ca + ".pem && " +
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=parex-node -keyout " + cert +
+      ".key -out " + cert + ".csr && " +
+      "openssl x509 -req -in " + cert + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key " +
+      "-CAcreateserial -days 2 -out " + cert + ".pem";
+  ASSERT_EQ(std::system(("(" + script + ") > /dev/null 2>&1").c_str()), 0) << script;
+}
+
+// Acceptance 3, TLS: nodes with `tls { cert key ca }` train over CAF's
+// OpenSSL transport as they do over TCP (the same losses); a node whose
+// certificate another CA signed is refused, and so is a certificate that
+// does not match its key, before anything listens.
+TEST(ClusterFailureTest, TlsNodesTrainAndAForeignCertificateIsRefused) {
+  const std::string dir = ScratchDir("cluster_tls");
+  MakeCertificates(dir, "ca", "node");
+  MakeCertificates(dir, "rogue_ca", "rogue");
+  const std::string tls = "tls { cert: \"node.pem\" key: \"node.key\" ca: \"ca.pem\" }\n";
+  const std::string topology = WriteTopology(dir, {1, 1}, tls);
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "30",
+                                          "--no-progress"};
+  std::vector<std::string> launch = {"launch", "--topology", topology, "--metrics", "tls.jsonl"};
+  launch.insert(launch.end(), train.begin(), train.end());
+  CliRun secure = RunParex(launch, dir);
+  ASSERT_EQ(secure.exit_code, 0) << secure.out << secure.err;
+  std::vector<std::string> one = {"train", "--places", "cpu:2", "--metrics", "one.jsonl"};
+  one.insert(one.end(), train.begin(), train.end());
+  CliRun local = RunParex(one, dir);
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const std::vector<double> got = Losses(dir + "/tls.jsonl"), want = Losses(dir + "/one.jsonl");
+  ASSERT_EQ(got.size(), 30u);
+  ASSERT_EQ(want.size(), 30u);
+  for (size_t s = 0; s < got.size(); ++s) EXPECT_NEAR(got[s], want[s], 1e-5) << s;
+
+  // b presents a certificate of another CA (and trusts only that CA).
+  std::string text = ReadFile(topology);
+  text.replace(text.find("connect_timeout_ms: 30000"), 25, "connect_timeout_ms: 3000");
+  std::ofstream(dir + "/short.pbtxt") << text;
+  std::string rogue = text;
+  rogue.replace(rogue.find(tls), tls.size(),
+                "tls { cert: \"rogue.pem\" key: \"rogue.key\" ca: \"rogue_ca.pem\" }\n");
+  std::ofstream(dir + "/rogue.pbtxt") << rogue;
+  Child a(NodeArgs(dir + "/short.pbtxt", "a", train), dir + "/a", dir + "/a.log");
+  CliRun b = RunParex(NodeArgs(dir + "/rogue.pbtxt", "b", train), dir + "/b");
+  EXPECT_EQ(b.exit_code, 1) << b.err;
+  EXPECT_THAT(b.err, HasSubstr("node 'a' did not connect within connect_timeout_ms 3000"));
+  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
+  ASSERT_GE(ms[0], 0);
+  EXPECT_EQ(a.exit_code(), 1) << a.Log();
+  EXPECT_THAT(a.Log(), HasSubstr("node 'b' at 127.0.0.1:"));
+  EXPECT_THAT(a.Log(), HasSubstr("TLS")) << a.Log();
+  EXPECT_THAT(a.Log(), ::testing::Not(HasSubstr("parex node: fashion_mlp")));
+
+  // A certificate that is not its key's, and a key others may read.
+  std::string mismatched = text;
+  mismatched.replace(mismatched.find(tls), tls.size(),
+                     "tls { cert: \"node.pem\" key: \"rogue.key\" ca: \"ca.pem\" }\n");
+  std::ofstream(dir + "/mismatched.pbtxt") << mismatched;
+  CliRun bad = RunParex(NodeArgs(dir + "/mismatched.pbtxt", "a", train), dir + "/m");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("tls: key " + dir + "/rogue.key is not a private key or "
+                                 "does not match cert " + dir + "/node.pem"));
+  std::filesystem::permissions(dir + "/node.key", std::filesystem::perms::others_read,
+                               std::filesystem::perm_options::add);
+  CliRun open_key = RunParex(NodeArgs(topology, "a", train), dir + "/k");
+  EXPECT_EQ(open_key.exit_code, 2);
+  EXPECT_THAT(open_key.err, HasSubstr("tls key: '" + dir + "/node.key' is a secret"));
+}
+
 }  // namespace
 }  // namespace parex::testing

@@ -442,9 +442,11 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
     shared.changed.wait_for(lock, wait, [&] { return !shared.lost.empty(); });
     if (!shared.lost.empty()) return lost_text();
   }
-  if (!timed_out) return "";
   // A stall report: where every peer is, asked over the nodes' own
-  // connections (not Gloo's), each given a second to answer.
+  // connections (not Gloo's), each given a second to answer. (Also when a
+  // connection closed and no node was lost: a peer that timed out first
+  // closes its connections, and the others must still name the stalled
+  // node.)
   caf::scoped_actor self{*impl_->system};
   std::vector<std::string> missing, joined;
   joined.push_back("node '" + node().name + "' (rank " + std::to_string(rank_) + ", this node)");
@@ -480,8 +482,10 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
                         " collective #" + std::to_string(their_seq) + " " + their_call + ")");
     }
   }
-  std::string report = "stall report: no progress for collective_timeout_ms " +
-                       std::to_string(topology_.collective_timeout_ms) + " ms; ";
+  std::string report =
+      timed_out ? "stall report: no progress for collective_timeout_ms " +
+                      std::to_string(topology_.collective_timeout_ms) + " ms; "
+                : std::string("stall report (a Gloo connection closed, no node is lost): ");
   if (missing.empty()) {
     report += "every node had joined this collective (a network stall?)";
   } else {

@@ -72,8 +72,8 @@ class Cluster {
   // it already; the handler aborts what else waits (the executor's step).
   void SetLostHandler(std::function<void(const Status&)> handler);
   // What this node knows about a failed cross-node call #seq: the lost
-  // nodes; for a timeout, a stall report (which nodes had not joined the
-  // call, asked of each over the nodes' connections). "" when nothing.
+  // nodes, else a stall report (which nodes had not joined the call, asked
+  // of each over the nodes' connections).
   std::string Explain(int64_t seq, bool timed_out);
 
   // The last call: a Gloo barrier, then every node tells rank 0's node actor

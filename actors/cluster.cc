@@ -536,6 +536,10 @@ Status Cluster::Leave() {
     std::lock_guard<std::mutex> lock(impl_->shared->mu);
     impl_->shared->leaving = true;
   }
+  if (impl_->watcher) {
+    caf::anon_send_exit(impl_->watcher, caf::exit_reason::user_shutdown);
+    impl_->watcher = nullptr;
+  }
   if (size() == 1) return Status::Ok();
   CafStore store(*impl_->system, impl_->holder, impl_->token, "leave/",
                  std::chrono::milliseconds(impl_->timeout_ms));

@@ -271,6 +271,11 @@ caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShare
     if (it == watched->end()) return;
     const std::string node = it->second;
     watched->erase(it);
+    {
+      // The cluster is leaving: peers go because they finished.
+      std::lock_guard<std::mutex> lock(shared->mu);
+      if (shared->leaving) return;
+    }
     const WatchedPeer& peer = peers.at(node);
     const std::string why = "its connection closed or fell silent; " + Probe(peer.host, peer.port);
     if (shared->on_lost) shared->on_lost(node, why);

@@ -418,6 +418,21 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   return cluster;
 }
 
+void Cluster::AnnounceFailure(const Status& error) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->shared->mu);
+    if (impl_->shared->leaving) return;
+  }
+  caf::scoped_actor self{*impl_->system};
+  for (const auto& [name, handle] : impl_->peers) {
+    auto token = impl_->tokens.find(name);
+    if (token == impl_->tokens.end()) continue;
+    self->request(handle, std::chrono::milliseconds(500), lost_atom::value, token->second,
+                  node().name, "it ended with an error: " + error.message())
+        .receive([](bool) {}, [](caf::error&) {});
+  }
+}
+
 void Cluster::SetLostHandler(std::function<void(const Status&)> handler) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->on_lost = std::move(handler);

@@ -71,6 +71,10 @@ class Cluster {
   // node was doing. Every cross-node call in progress or to come fails with
   // it already; the handler aborts what else waits (the executor's step).
   void SetLostHandler(std::function<void(const Status&)> handler);
+  // This node is about to exit with `error`: each peer hears it first
+  // (waiting up to 500 ms for each to acknowledge), so that they name
+  // the reason, not just a node that went.
+  void AnnounceFailure(const Status& error);
   // What this node knows about a failed cross-node call #seq: the lost
   // nodes, else a stall report (which nodes had not joined the call, asked
   // of each over the nodes' connections).

@@ -242,13 +242,14 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
         return rp;
       },
       [self, shared](lost_atom, const std::string& token, const std::string& node,
-                     const std::string& why) {
+                     const std::string& why) -> bool {
         if (!TokenValid(*shared, token)) {
           LogWithAddress(self, "node '" + shared->name +
                                    "' ignored a report of a lost node without a valid token");
-          return;
+          return false;
         }
         if (shared->on_lost) shared->on_lost(node, why);
+        return true;
       },
       [shared](stat_atom,
                const std::string& token) -> caf::result<int64_t, std::string, bool> {
@@ -290,7 +291,8 @@ caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShare
       }
     }
   });
-  return {[](caf::ok_atom) {}};
+  // (Peers acknowledge a pxlost with a bool.)
+  return {[](caf::ok_atom) {}, [](bool) {}};
 }
 
 }  // namespace parex

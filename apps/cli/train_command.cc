@@ -137,6 +137,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   auto fail = [&cmd, &cluster](const Status& s) -> int {
     const int rc = Fail(cmd, s);
     if (cluster != nullptr) {
+      cluster->AnnounceFailure(s);
       std::fflush(nullptr);
       std::_Exit(rc);
     }

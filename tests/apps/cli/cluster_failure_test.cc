@@ -118,6 +118,26 @@ std::vector<int64_t> WaitAll(std::vector<Child*> children, Clock::time_point sta
   return ms;
 }
 
+// Nodes a, b, c training fashion_mlp for long, each past its join (empty,
+// with a gtest failure, when one did not get there within 60 s).
+std::vector<std::unique_ptr<Child>> StartTraining(const std::string& topology,
+                                                  const std::string& dir) {
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (const char* n : {"a", "b", "c"}) {
+    nodes.push_back(std::make_unique<Child>(
+        NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
+        dir + "/" + n + ".log"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (!nodes[i]->WaitFor(std::string("parex node: ") + "abc"[i] + ", rank",
+                           std::chrono::seconds(60))) {
+      ADD_FAILURE() << nodes[i]->Log();
+      return {};
+    }
+  }
+  return nodes;
+}
+
 // Acceptance 1: SIGKILL of one node of three at a random moment of training,
 // 20 times: the other two exit nonzero within 5 s, naming it.
 TEST(ClusterFailureTest, ANodeKilledMidTrainingEndsTheOthersWithin5sNamingIt) {
@@ -128,17 +148,8 @@ TEST(ClusterFailureTest, ANodeKilledMidTrainingEndsTheOthersWithin5sNamingIt) {
     const std::string topology = WriteTopology(dir, {1, 1, 1});
     const int victim = static_cast<int>(rng() % 3);
     const int delay_ms = static_cast<int>(rng() % 1500);
-    std::vector<std::unique_ptr<Child>> nodes;
-    for (const char* n : names) {
-      nodes.push_back(std::make_unique<Child>(
-          NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-          dir + "/" + n + ".log"));
-    }
-    for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(nodes[i]->WaitFor(std::string("parex node: ") + names[i] + ", rank",
-                                    std::chrono::seconds(60)))
-          << nodes[i]->Log();
-    }
+    std::vector<std::unique_ptr<Child>> nodes = StartTraining(topology, dir);
+    ASSERT_EQ(nodes.size(), 3u);
     std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
     ASSERT_EQ(kill(nodes[victim]->pid(), SIGKILL), 0);
     const auto killed = Clock::now();
@@ -174,18 +185,8 @@ TEST(ClusterFailureTest, AStoppedNodeGetsAStallReportNamingIt) {
   const std::string dir = ScratchDir("cluster_stall");
   const std::string topology = WriteTopology(
       dir, {1, 1, 1}, "collective_timeout_ms: 2000\nheartbeat_timeout_ms: 60000\n");
-  const char* names[] = {"a", "b", "c"};
-  std::vector<std::unique_ptr<Child>> nodes;
-  for (const char* n : names) {
-    nodes.push_back(std::make_unique<Child>(
-        NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-        dir + "/" + n + ".log"));
-  }
-  for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(nodes[i]->WaitFor(std::string("parex node: ") + names[i] + ", rank",
-                                  std::chrono::seconds(60)))
-        << nodes[i]->Log();
-  }
+  std::vector<std::unique_ptr<Child>> nodes = StartTraining(topology, dir);
+  ASSERT_EQ(nodes.size(), 3u);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_EQ(kill(nodes[2]->pid(), SIGSTOP), 0);
   const auto stopped = Clock::now();

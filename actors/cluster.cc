@@ -124,6 +124,7 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
     for (const TopologyNode& n : topology.nodes) names += (names.empty() ? "" : ", ") + n.name;
     return NotFound(topology.path + ": no node '" + node_name + "' (nodes: " + names + ")");
   }
+  IgnoreSigpipeUnlessHandled();  // a vanished peer is an error, not a signal
   std::unique_ptr<Cluster> cluster(new Cluster());
   cluster->topology_ = topology;
   cluster->rank_ = rank;

@@ -9,6 +9,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <climits>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -43,6 +44,17 @@ std::unique_ptr<gloo::Algorithm> MakeAllReduce(const std::shared_ptr<gloo::Conte
 
 }  // namespace
 
+void IgnoreSigpipeUnlessHandled() {
+  struct sigaction now {};
+  if (sigaction(SIGPIPE, nullptr, &now) == 0 && now.sa_handler == SIG_DFL &&
+      (now.sa_flags & SA_SIGINFO) == 0) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
 StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
     std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size, const std::string& host,
     std::chrono::milliseconds timeout, std::vector<std::string> rank_names) {
@@ -52,6 +64,7 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
                            std::to_string(size) + " with " +
                            std::to_string(rank_names.size()) + " names");
   }
+  IgnoreSigpipeUnlessHandled();
   std::shared_ptr<GlooCommunicator> comm(new GlooCommunicator());
   comm->rank_ = rank;
   comm->size_ = size;
@@ -333,8 +346,10 @@ Status GlooCommunicator::BroadcastOnce(std::string_view name, TensorGroups group
     }
   }
   try {
+    // In place on every rank, the root included: given an input too (the
+    // same memory), Gloo's root memcpy()s input to output while its sends
+    // of that memory are still in flight (ThreadSanitizer found it).
     gloo::BroadcastOptions opts(context_);
-    if (rank_ == root) opts.setInput(data, bytes);
     opts.setOutput(data, bytes);
     opts.setRoot(root);
     opts.setTag(broadcast_tag_++);

@@ -67,6 +67,14 @@ class Store;
 
 namespace parex {
 
+// A peer that vanishes must make this node's writes fail (EPIPE, then a
+// named error), not end the process by SIGPIPE: Gloo writes with writev()
+// and CAF's TLS transport through OpenSSL's write(), neither of which can
+// ask for MSG_NOSIGNAL. Sets SIGPIPE to ignored when its disposition is
+// still the default (a program's own handler is left alone); Connect and
+// Cluster::Join call it.
+void IgnoreSigpipeUnlessHandled();
+
 class GlooCommunicator final : public Communicator {
  public:
   // Joins `size` ranks through `store` (every rank calls it with the same

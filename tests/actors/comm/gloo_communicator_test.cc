@@ -6,8 +6,12 @@
 
 #include <gloo/rendezvous/hash_store.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <functional>
 #include <mutex>
 #include <memory>
@@ -221,6 +225,35 @@ TEST(GlooCommunicatorTest, ErrorsNameTheCollectiveAndVariable) {
 
 // Two nodes of two places each: the sum is (p0 + p1) + (p2 + p3), on every
 // place, and Reduce + Broadcast leave every node's owner with it.
+// A write to a peer that vanished (Gloo's writev, OpenSSL's write) fails
+// with EPIPE once Connect or Cluster::Join ran, instead of killing the
+// process by SIGPIPE before it can name the peer (seen under TSan in the
+// kill test: a survivor ended by signal 13); a program's own handler stays.
+TEST(GlooCommunicatorTest, AWriteToAVanishedPeerIsAnErrorNotSigpipe) {
+  struct sigaction saved {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &saved), 0);
+  std::signal(SIGPIPE, SIG_DFL);
+  IgnoreSigpipeUnlessHandled();
+  struct sigaction now {};
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  close(fds[1]);
+  const char byte = 'x';
+  errno = 0;
+  EXPECT_EQ(write(fds[0], &byte, 1), -1);  // still alive: no signal ended it
+  EXPECT_EQ(errno, EPIPE);
+  close(fds[0]);
+
+  std::signal(SIGPIPE, [](int) {});
+  IgnoreSigpipeUnlessHandled();
+  ASSERT_EQ(sigaction(SIGPIPE, nullptr, &now), 0);
+  EXPECT_NE(now.sa_handler, SIG_IGN);
+  EXPECT_NE(now.sa_handler, SIG_DFL);
+  sigaction(SIGPIPE, &saved, nullptr);
+}
+
 TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
   for (int nodes : {1, 2, 3}) {
     WithRanks(nodes, [&](int rank, GlooCommunicator& gloo) {

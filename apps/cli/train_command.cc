@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -36,19 +35,6 @@ namespace {
 // is written (--checkpoint-dir), and the run exits with 128 + the signal.
 volatile sig_atomic_t g_stop_signal = 0;
 void OnStopSignal(int sig) { g_stop_signal = sig; }
-
-// A node whose peer was lost: unless the process ended within `grace` (its
-// training loop saw the error and exited), it reports `status` and ends
-// here, whatever waits (a Gloo call cannot be cancelled).
-void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
-                           std::chrono::milliseconds grace) {
-  std::thread([cmd, status, grace] {
-    std::this_thread::sleep_for(grace);
-    Fail(cmd, status);
-    std::fflush(nullptr);
-    std::_Exit(kExitRuntime);
-  }).detach();
-}
 
 }  // namespace
 
@@ -149,14 +135,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     std::map<std::string, std::string> identity;
     identity["program"] = Sha256Hex(SerializeProgramBinary(job->main.proto()) + '\0' +
                                     SerializeProgramBinary(job->startup.proto()));
-    identity["options"] = job->identity + " --mode " + o.mode + " --batch " +
-                          std::to_string(batch) + " --epochs " + std::to_string(epochs) +
-                          " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
-                          " --seed " + std::to_string(o.seed) +
-                          (o.shuffle ? "" : " --no-shuffle") + sync_bn + " --fuse-buckets " +
-                          (build.fuse_all_reduce_ops ? std::to_string(build.fuse_bucket_bytes)
-                                                     : std::string("0")) +
-                          " --checkpoint-every " + std::to_string(o.checkpoint_every);
+    identity["options"] = job->identity + HandshakeOptions(o, batch, epochs, sync_bn, build);
     StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
@@ -249,21 +228,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   int64_t step = where.step, samples = 0;
   std::string metrics;  // JSON lines, rewritten at each epoch's end and checkpoint
   if (!o.resume.empty() && !metrics_path.empty() && writer) {
-    // The lines of the steps the checkpoint holds, from the run it ended.
-    StatusOr<std::string> before = ReadFileBytes(metrics_path);
-    if (before.ok()) {
-      size_t begin = 0;
-      while (begin < before->size()) {
-        size_t end = before->find('\n', begin);
-        if (end == std::string::npos) break;
-        const std::string line = before->substr(begin, end - begin + 1);
-        long long s = -1;
-        if (std::sscanf(line.c_str(), "{\"step\": %lld", &s) == 1 && s <= where.step) {
-          metrics += line;
-        }
-        begin = end + 1;
-      }
-    }
+    metrics = MetricsLinesUpTo(metrics_path, where.step);
   }
   auto write_metrics = [&]() -> Status {
     if (metrics_path.empty() || !writer) return Status::Ok();
@@ -421,23 +386,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       if (job->lr_at) {
         // The schedule's rate on every place (each holds its own copy of a
         // persistable in AllReduce mode), as LRScheduler sets it in Paddle.
-        const double rate = job->lr_at(step);
-        for (int p = 0; p < n; ++p) {
-          for (const std::string& name : job->lr_vars) {
-            Variable* v = (*pe)->local_scope(p)->FindVar(name);
-            Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
-            if (t == nullptr || t->numel() != 1 ||
-                (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
-              return fail(InvalidArgument("--lr-schedule: '" + name + "' on " +
-                                               (*places)[p].ToString() +
-                                               " is not a one-element float tensor"));
-            }
-            if (t->dtype() == DType::kFP32) {
-              t->data<float>()[0] = static_cast<float>(rate);
-            } else {
-              t->data<double>()[0] = rate;
-            }
-          }
+        if (Status s = SetLearningRate(pe->get(), job->lr_vars, job->lr_at(step)); !s.ok()) {
+          return fail(s);
         }
       }
       StepMetrics m;
@@ -455,18 +405,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         }
         step_status = out.status();
       } else {
-        // This node's places take their rows of the global batch: the rows
-        // place first_place + p would take in one process of `world` places.
-        const int64_t chunk = rows / world;
-        std::vector<FeedMap> feeds(n);
-        for (const auto& [name, value] : feed) {
-          for (int p = 0; p < n; ++p) {
-            const int q = first_place + p;
-            const int64_t begin = q * chunk;
-            feeds[p][name] = value.Slice(begin, q == world - 1 ? rows : begin + chunk);
-          }
-        }
-        StatusOr<std::vector<std::vector<Tensor>>> out = (*pe)->RunPerPlace(feeds, fetch);
+        StatusOr<std::vector<std::vector<Tensor>>> out =
+            (*pe)->RunPerPlace(NodeShareOfBatch(feed, rows, first_place, n, world), fetch);
         step_status = out.status();
         if (out.ok()) {
           m.fetched.assign(job->fetches.size(), 0);

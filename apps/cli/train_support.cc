@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/digest.h"
+#include "base/file_io.h"
 
 namespace parex::cli {
 
@@ -153,6 +154,76 @@ Status ResumeRun(const std::string& cmd, const std::string& dir, bool writer, Cl
                 static_cast<long long>(where->epoch + 1), static_cast<long long>(where->batch));
   }
   return Status::Ok();
+}
+
+std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
+                             const std::string& sync_bn, const BuildStrategy& build) {
+  return " --mode " + o.mode + " --batch " + std::to_string(batch) + " --epochs " +
+         std::to_string(epochs) + " --steps " + (o.steps ? std::to_string(*o.steps) : "all") +
+         " --seed " + std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") + sync_bn +
+         " --fuse-buckets " +
+         std::to_string(build.fuse_all_reduce_ops ? build.fuse_bucket_bytes : 0) +
+         " --checkpoint-every " + std::to_string(o.checkpoint_every);
+}
+
+void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
+                           std::chrono::milliseconds grace) {
+  std::thread([cmd, status, grace] {
+    std::this_thread::sleep_for(grace);
+    Fail(cmd, status);
+    std::fflush(nullptr);
+    std::_Exit(kExitRuntime);
+  }).detach();
+}
+
+std::string MetricsLinesUpTo(const std::string& path, int64_t step) {
+  std::string kept;
+  StatusOr<std::string> before = ReadFileBytes(path);
+  if (!before.ok()) return kept;
+  size_t begin = 0;
+  while (begin < before->size()) {
+    const size_t end = before->find('\n', begin);
+    if (end == std::string::npos) break;
+    const std::string line = before->substr(begin, end - begin + 1);
+    long long s = -1;
+    if (std::sscanf(line.c_str(), "{\"step\": %lld", &s) == 1 && s <= step) kept += line;
+    begin = end + 1;
+  }
+  return kept;
+}
+
+Status SetLearningRate(ParallelExecutor* pe, const std::vector<std::string>& vars, double rate) {
+  for (int p = 0; p < static_cast<int>(pe->places().size()); ++p) {
+    for (const std::string& name : vars) {
+      Variable* v = pe->local_scope(p)->FindVar(name);
+      Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
+      if (t == nullptr || t->numel() != 1 ||
+          (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
+        return InvalidArgument("--lr-schedule: '" + name + "' on " +
+                               pe->places()[p].ToString() + " is not a one-element float tensor");
+      }
+      if (t->dtype() == DType::kFP32) {
+        t->data<float>()[0] = static_cast<float>(rate);
+      } else {
+        t->data<double>()[0] = rate;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows, int first_place, int n,
+                                      int world) {
+  std::vector<FeedMap> feeds(n);
+  const int64_t chunk = rows / world;
+  for (const auto& [name, value] : feed) {
+    for (int p = 0; p < n; ++p) {
+      const int q = first_place + p;
+      const int64_t begin = q * chunk;
+      feeds[p][name] = value.Slice(begin, q == world - 1 ? rows : begin + chunk);
+    }
+  }
+  return feeds;
 }
 
 }  // namespace parex::cli

@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "actors/cluster.h"
+#include "actors/parallel_executor.h"
 #include "apps/cli/checkpoint.h"
 #include "apps/cli/cli.h"
 #include "base/status.h"
+#include "kernels/feed.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
 
@@ -49,5 +51,35 @@ Status ResumeRun(const std::string& cmd, const std::string& dir, bool writer, Cl
 
 // "{node}" in a path becomes the node's name.
 std::string ForNode(std::string path, const std::string& node);
+
+// The options every node of a cluster must train with, as the handshake
+// compares them: " --mode M --batch B --epochs E --steps S --seed N
+// [--no-shuffle]{sync_bn} --fuse-buckets F --checkpoint-every C" (F 0: off).
+std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
+                             const std::string& sync_bn, const BuildStrategy& build);
+
+// A node whose peer was lost: unless the process ended within `grace` (its
+// training loop saw the error and exited), it reports `status` as `cmd`'s
+// error and ends here (kExitRuntime), whatever waits (a Gloo call cannot be
+// cancelled).
+void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
+                           std::chrono::milliseconds grace);
+
+// --resume with --metrics: the lines of the metrics file at `path` whose
+// step is at most `step` (those of the steps the checkpoint holds, from the
+// run it ended); "" when there is no such file.
+std::string MetricsLinesUpTo(const std::string& path, int64_t step);
+
+// --lr-schedule: sets `rate` into each of `vars` on every place (each holds
+// its own copy of a persistable in AllReduce mode), as Paddle's LRScheduler
+// does. InvalidArgument naming the variable and place when one is not a
+// one-element float tensor.
+Status SetLearningRate(ParallelExecutor* pe, const std::vector<std::string>& vars, double rate);
+
+// A node's share of the global batch `feed` of `rows` rows: for each of its
+// `n` places, the rows place first_place + p would take in one process of
+// `world` places (the last place of the world takes the remainder).
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows, int first_place, int n,
+                                      int world);
 
 }  // namespace parex::cli

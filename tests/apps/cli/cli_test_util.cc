@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/free_port.h"
 
 namespace parex::testing {
@@ -49,6 +51,14 @@ std::string ReadFile(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::vector<double> Losses(const std::string& metrics_path) {
+  std::vector<double> losses;
+  std::istringstream in(ReadFile(metrics_path));
+  std::string line;
+  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  return losses;
 }
 
 std::string ScratchDir(const std::string& name) {

@@ -31,6 +31,9 @@ std::string ScratchDir(const std::string& name);
 
 std::string ReadFile(const std::string& path);
 
+// The "loss" of each line of a metrics file (JSON lines), in order.
+std::vector<double> Losses(const std::string& metrics_path);
+
 // Writes `dir`/cluster.pbtxt (and its secret file): nodes a, b, c, ... on
 // free ports of 127.0.0.1 with `places[i]` CPU places each. Returns its path.
 // `extra` is appended (more topology fields: timeouts, tls).

@@ -29,14 +29,6 @@ using ::parex::testing::FreePort;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<double> Losses(const std::string& metrics) {
-  std::vector<double> losses;
-  std::istringstream in(ReadFile(metrics));
-  std::string line;
-  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
-  return losses;
-}
-
 // The digest each node printed ("[a] parameters      sha256 ...").
 std::vector<std::string> Digests(const std::string& out) {
   std::vector<std::string> digests;

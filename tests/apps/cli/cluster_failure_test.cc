@@ -225,14 +225,6 @@ TEST(ClusterFailureTest, ASilentNodeIsLostAfterTheHeartbeatTimeout) {
   EXPECT_THAT(a.Log(), HasSubstr("still accepts connections"));
 }
 
-std::vector<double> Losses(const std::string& metrics) {
-  std::vector<double> losses;
-  std::istringstream in(ReadFile(metrics));
-  std::string line;
-  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
-  return losses;
-}
-
 // Acceptance 2: three nodes checkpointing every 10 steps; one is killed
 // after the second checkpoint; the cluster restarted with --resume ends the
 // run, and every step's loss equals the uninterrupted run's.

@@ -142,6 +142,7 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
     if (n.name != me.name) shared->peers.insert(n.name);
   }
   shared->info = identity;
+  shared->tls = topology.tls();
   const std::string info = EncodeInfo(identity);
   impl.shared = shared;
 

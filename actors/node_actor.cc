@@ -123,10 +123,15 @@ void LogWithAddress(caf::event_based_actor* self, const std::string& text) {
           });
 }
 
-// What a lost peer's address says, within 500 ms: its port refuses
-// connections (the process is gone), accepts them (it runs but stopped
-// answering), or nothing answers (its machine or the network).
-std::string Probe(const std::string& host, int port) {
+// What a lost peer's address says, within a second: its port refuses
+// connections (the process is gone); a connection opens and its actor
+// system greets it (CAF's server handshake: the process runs but stopped
+// answering this node); a connection opens and says nothing (the process
+// is stopped or hung, or something on the way accepts connections for it:
+// a firewall or proxy does, where a partition sends packets another way);
+// or nothing answers (its machine or the network). With TLS the server
+// waits for the client, so an open connection says no more than that.
+std::string Probe(const std::string& host, int port, bool tls) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -150,9 +155,21 @@ std::string Probe(const std::string& host, int port) {
         err = ETIMEDOUT;
       }
     }
-    if (err == 0) {
-      result = "its process still accepts connections at " + where +
-               " but stopped answering (hung or stopped)";
+    if (err == 0 && tls) {
+      result = "a connection to " + where +
+               " still opens (its process may be stopped or hung, or something on the way "
+               "accepts connections for it)";
+    } else if (err == 0) {
+      pollfd p{fd, POLLIN, 0};
+      char byte = 0;
+      if (poll(&p, 1, 500) == 1 && recv(fd, &byte, 1, 0) == 1) {
+        result = "its process still runs at " + where +
+                 " (its actor system answers a new connection) but stopped answering this node";
+      } else {
+        result = "a connection to " + where +
+                 " still opens but nothing answers on it within 500 ms (its process is stopped "
+                 "or hung, or something on the way accepts connections for it)";
+      }
     } else if (err == ECONNREFUSED) {
       result = "nothing listens at " + where + " any more (it exited, crashed or was killed)";
     }
@@ -278,7 +295,7 @@ caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShare
       if (shared->leaving) return;
     }
     const WatchedPeer& peer = peers.at(node);
-    const std::string why = "its connection closed or fell silent; " + Probe(peer.host, peer.port);
+    const std::string why = "its connection closed or fell silent; " + Probe(peer.host, peer.port, shared->tls);
     if (shared->on_lost) shared->on_lost(node, why);
     // The others hear it from this node too: whoever sees a loss first,
     // every node names the same node.

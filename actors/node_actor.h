@@ -56,6 +56,7 @@ struct NodeShared {
   std::string name;                   // this node
   std::set<std::string> peers;        // the other nodes of the topology
   std::map<std::string, std::string> info;  // this node's identity, key by key
+  bool tls = false;                   // peers speak TLS (a lost one's probe waits for nothing)
 
   std::mutex mu;
   std::condition_variable changed;    // notified on every change below

@@ -98,7 +98,9 @@ TEST(ClusterTest, ThreeNodesAgreeOnRanksAndSumAcrossNodes) {
     EXPECT_EQ(c.world_places(), 4);
     EXPECT_EQ(c.first_place(), i == 0 ? 0 : i + 1);
     EXPECT_EQ(c.cross().world_size(), 3);
-    if (i > 0) EXPECT_LT(std::abs(c.clock_offset_us()), c.clock_rtt_us() + 1000);
+    if (i > 0) {
+      EXPECT_LT(std::abs(c.clock_offset_us()), c.clock_rtt_us() + 1000);
+    }
     sums[i] = {1.0 * i, 2.0};
     EXPECT_TRUE(c.SumAcrossNodes(&sums[i], "test").ok());
     EXPECT_TRUE(c.Leave().ok());

@@ -29,7 +29,7 @@ std::string Quote(const std::string& s) {
 }  // namespace
 
 std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
-                          const std::string& extra) {
+                          const std::string& extra, const std::vector<std::string>& hosts) {
   std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
   fs::permissions(dir + "/cluster.secret", fs::perms::owner_read | fs::perms::owner_write);
   const std::string path = dir + "/cluster.pbtxt";
@@ -40,8 +40,9 @@ std::string WriteTopology(const std::string& dir, const std::vector<int>& places
                                                                    : "")
       << extra;
   for (size_t i = 0; i < places.size(); ++i) {
-    out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \"127.0.0.1\" port: "
-        << FreePort() << " places: \"cpu:" << places[i] << "\" }\n";
+    out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \""
+        << (i < hosts.size() ? hosts[i] : std::string("127.0.0.1")) << "\" port: " << FreePort()
+        << " places: \"cpu:" << places[i] << "\" }\n";
   }
   return path;
 }

@@ -35,9 +35,11 @@ std::string ReadFile(const std::string& path);
 std::vector<double> Losses(const std::string& metrics_path);
 
 // Writes `dir`/cluster.pbtxt (and its secret file): nodes a, b, c, ... on
-// free ports of 127.0.0.1 with `places[i]` CPU places each. Returns its path.
-// `extra` is appended (more topology fields: timeouts, tls).
+// free ports of 127.0.0.1 (or of `hosts[i]`, when given) with `places[i]`
+// CPU places each. Returns its path. `extra` is appended (more topology
+// fields: timeouts, tls).
 std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
-                          const std::string& extra = "");
+                          const std::string& extra = "",
+                          const std::vector<std::string>& hosts = {});
 
 }  // namespace parex::testing

@@ -295,7 +295,8 @@ caf::behavior WatchActor(caf::event_based_actor* self, std::shared_ptr<NodeShare
       if (shared->leaving) return;
     }
     const WatchedPeer& peer = peers.at(node);
-    const std::string why = "its connection closed or fell silent; " + Probe(peer.host, peer.port, shared->tls);
+    const std::string why =
+        "its connection closed or fell silent; " + Probe(peer.host, peer.port, shared->tls);
     if (shared->on_lost) shared->on_lost(node, why);
     // The others hear it from this node too: whoever sees a loss first,
     // every node names the same node.

@@ -165,9 +165,8 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
       shared->lost.emplace_back(node, why);
       shared->changed.notify_all();
       where = shared->in_call
-                  ? "while this node was in " + shared->call + " (collective #" +
-                        std::to_string(shared->seq) + ")"
-                  : "while this node was computing (its last collective: " +
+                  ? "in " + shared->call + " (collective #" + std::to_string(shared->seq) + ")"
+                  : "while computing (its last collective: " +
                         (shared->seq == 0 ? std::string("none")
                                           : "#" + std::to_string(shared->seq) + " " +
                                                 shared->call) +
@@ -465,7 +464,9 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
   // closes its connections, and the others must still name the stalled
   // node.)
   caf::scoped_actor self{*impl_->system};
-  std::vector<std::string> missing, joined;
+  // Not joined: the silent first (the likely cause), then those behind
+  // (often waiting on the silent one, in the collective before).
+  std::vector<std::string> silent, behind, joined;
   joined.push_back("node '" + node().name + "' (rank " + std::to_string(rank_) + ", this node)");
   for (int r = 0; r < size(); ++r) {
     if (r == rank_) continue;
@@ -488,13 +489,13 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
             },
             [&](caf::error&) {});
     if (!answered) {
-      missing.push_back(who + ": no answer within 1 s: stopped, hung or unreachable)");
+      silent.push_back(who + ": no answer within 1 s: stopped, hung or unreachable)");
     } else if (their_seq > seq || (their_seq == seq && their_in_call)) {
       joined.push_back(who + (their_seq == seq ? ", waiting in it)" : ", past it)"));
     } else if (their_seq == seq) {
       joined.push_back(who + ", done with it)");
     } else {
-      missing.push_back(who + ": " +
+      behind.push_back(who + ": " +
                         (their_in_call ? "waiting in" : "computing after") +
                         " collective #" + std::to_string(their_seq) + " " + their_call + ")");
     }
@@ -503,6 +504,8 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
       timed_out ? "stall report: no progress for collective_timeout_ms " +
                       std::to_string(topology_.collective_timeout_ms) + " ms; "
                 : std::string("stall report (a Gloo connection closed, no node is lost): ");
+  std::vector<std::string> missing = silent;
+  missing.insert(missing.end(), behind.begin(), behind.end());
   if (missing.empty()) {
     report += "every node had joined this collective (a network stall?)";
   } else {

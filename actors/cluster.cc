@@ -389,8 +389,8 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(const Topology& topology,
   impl.gloo = *gloo;
   // Progress for the peers' stall reports, and what this node knows added
   // to a failed call.
-  impl.gloo->SetObserver([shared = shared_ptr](int64_t seq, Collective collective, std::string_view name,
-                                  bool entering) {
+  impl.gloo->SetObserver([shared = shared_ptr](int64_t seq, Collective collective,
+                                               std::string_view name, bool entering) {
     std::lock_guard<std::mutex> lock(shared->mu);
     shared->seq = seq;
     shared->in_call = entering;
@@ -459,7 +459,7 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
     if (!shared.lost.empty()) return lost_text();
   }
   // A stall report: where every peer is, asked over the nodes' own
-  // connections (not Gloo's), each given a second to answer. (Also when a
+  // connections (not Gloo's): all asked at once, each given a second. (Also when a
   // connection closed and no node was lost: a peer that timed out first
   // closes its connections, and the others must still name the stalled
   // node.)
@@ -468,26 +468,32 @@ std::string Cluster::Explain(int64_t seq, bool timed_out) {
   // (often waiting on the silent one, in the collective before).
   std::vector<std::string> silent, behind, joined;
   joined.push_back("node '" + node().name + "' (rank " + std::to_string(rank_) + ", this node)");
+  using Asked = decltype(self->request(caf::actor{}, std::chrono::seconds(1), stat_atom::value,
+                                       std::string()));
+  std::vector<std::pair<int, Asked>> asked;
   for (int r = 0; r < size(); ++r) {
     if (r == rank_) continue;
     const std::string& name = topology_.nodes[r].name;
-    const std::string who = "node '" + name + "' (rank " + std::to_string(r);
     auto it = impl_->peers.find(name);
     if (it == impl_->peers.end()) continue;
     const std::string token = impl_->tokens.count(name) ? impl_->tokens.at(name) : "";
+    asked.emplace_back(r, self->request(it->second, std::chrono::seconds(1), stat_atom::value,
+                                        token));
+  }
+  for (auto& [r, answer] : asked) {
+    const std::string who = "node '" + topology_.nodes[r].name + "' (rank " + std::to_string(r);
     bool answered = false;
     int64_t their_seq = 0;
     std::string their_call;
     bool their_in_call = false;
-    self->request(it->second, std::chrono::seconds(1), stat_atom::value, token)
-        .receive(
-            [&](int64_t s, const std::string& call, bool in_call) {
-              answered = true;
-              their_seq = s;
-              their_call = call;
-              their_in_call = in_call;
-            },
-            [&](caf::error&) {});
+    answer.receive(
+        [&](int64_t s, const std::string& call, bool in_call) {
+          answered = true;
+          their_seq = s;
+          their_call = call;
+          their_in_call = in_call;
+        },
+        [&](caf::error&) {});
     if (!answered) {
       silent.push_back(who + ": no answer within 1 s: stopped, hung or unreachable)");
     } else if (their_seq > seq || (their_seq == seq && their_in_call)) {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -100,27 +101,52 @@ bool TokenValid(NodeShared& shared, const std::string& token) {
   return shared.tokens.count(token) > 0;
 }
 
-// Logs `text` with the address of the node that sent the message being
-// handled (asked of the middleman, which knows the connection).
-void LogWithAddress(caf::event_based_actor* self, const std::string& text) {
-  caf::strong_actor_ptr sender = self->current_sender();
+// Logs `text` with the address of `sender`'s node (asked of the
+// middleman, which knows the connection), then runs `after` (if any).
+void LogWithAddressOf(caf::event_based_actor* self, const caf::strong_actor_ptr& sender,
+                      const std::string& text, std::function<void()> after) {
   if (sender == nullptr || sender->node() == self->node()) {
     LogError(Subsystem::kNode, text + " (from " + (sender ? "this process" : "no sender") + ")");
+    if (after) after();
     return;
   }
   self->request(self->system().middleman().actor_handle(), std::chrono::seconds(2),
                 caf::get_atom::value, sender->node())
       .then(
-          [text](const caf::node_id&, const std::string& addr, uint16_t port) {
+          [text, after](const caf::node_id&, const std::string& addr, uint16_t port) {
             LogError(Subsystem::kNode,
                      text + " (from " +
                          (addr.empty() ? std::string("an address the middleman no longer knows")
                                        : addr + ":" + std::to_string(port)) +
                          ")");
+            if (after) after();
           },
-          [text](caf::error&) {
+          [text, after](caf::error&) {
             LogError(Subsystem::kNode, text + " (from an address the middleman no longer knows)");
+            if (after) after();
           });
+}
+
+// The same for the sender of the message being handled.
+void LogWithAddress(caf::event_based_actor* self, const std::string& text) {
+  LogWithAddressOf(self, self->current_sender(), text, nullptr);
+}
+
+using ProofReply = caf::result<bool, std::string, int64_t>;
+
+// A refused proof: logged with the sender's address first, then answered.
+// The refused node waits for the answer, so its connection, and the
+// address the middleman knows for it, last until the address is logged
+// (answered at once, a refused node that exits at once was logged as "an
+// address the middleman no longer knows").
+ProofReply RefuseProof(caf::event_based_actor* self, const std::string& log_text,
+                       const std::string& reply) {
+  // (The sender first: the promise takes the message's sender over.)
+  caf::strong_actor_ptr sender = self->current_sender();
+  auto promise = self->make_response_promise<bool, std::string, int64_t>();
+  LogWithAddressOf(self, sender, log_text,
+                   [promise, reply]() mutable { promise.deliver(false, reply, int64_t{0}); });
+  return promise;
 }
 
 // What a lost peer's address says, within a second: its port refuses
@@ -198,16 +224,16 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
       },
       [self, shared](prove_atom, const std::string& from, const std::string& info,
                const std::string& mac,
-               const caf::actor& peer) -> caf::result<bool, std::string, int64_t> {
+               const caf::actor& peer) -> ProofReply {
         std::unique_lock<std::mutex> lock(shared->mu);
         auto nonce = shared->nonces.find(from);
         if (nonce == shared->nonces.end()) {
           lock.unlock();
-          LogWithAddress(self, "node '" + shared->name + "' refused a proof from '" +
-                                   Excerpt(from) + "', which it had not challenged");
-          return {false, "node '" + shared->name + "': no challenge was issued to '" +
-                             Excerpt(from) + "'",
-                  int64_t{0}};
+          return RefuseProof(self,
+                             "node '" + shared->name + "' refused a proof from '" +
+                                 Excerpt(from) + "', which it had not challenged",
+                             "node '" + shared->name + "': no challenge was issued to '" +
+                                 Excerpt(from) + "'");
         }
         const std::string expected = HmacSha256(
             shared->secret, HandshakeMessage(nonce->second, from, shared->name, info));
@@ -220,18 +246,16 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
           reason = "node '" + from + "' does not know the cluster secret (HMAC mismatch)";
           if (shared->rejected.size() < 8) shared->rejected.push_back(reason);
           lock.unlock();
-          LogWithAddress(self, "node '" + shared->name + "' refused " + reason);
-          return {false, "node '" + shared->name + "' refused this node: " + reason,
-                  int64_t{0}};
+          return RefuseProof(self, "node '" + shared->name + "' refused " + reason,
+                             "node '" + shared->name + "' refused this node: " + reason);
         }
         reason = CompareInfo(from, shared->info, DecodeInfo(info));
         if (!reason.empty()) {
           if (shared->refused.empty()) shared->refused = "refused " + reason;
           shared->changed.notify_all();
           lock.unlock();
-          LogWithAddress(self, "node '" + shared->name + "' refused " + reason);
-          return {false, "node '" + shared->name + "' refused this node: " + reason,
-                  int64_t{0}};
+          return RefuseProof(self, "node '" + shared->name + "' refused " + reason,
+                             "node '" + shared->name + "' refused this node: " + reason);
         }
         StatusOr<std::string> token = RandomBytes(16);
         if (!token.ok()) return {false, "no random bytes for a token", int64_t{0}};

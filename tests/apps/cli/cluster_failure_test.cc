@@ -486,7 +486,7 @@ TEST(ClusterFailureTest, IntrudersAreRefusedAndLoggedWithTheirAddress) {
   EXPECT_THAT(liar.out + liar.err, HasSubstr("refused"));
   EXPECT_TRUE(a.WaitFor("does not know the cluster secret (HMAC mismatch) (from 127.0.0.1:",
                         std::chrono::seconds(10)))
-      << a.Log();
+      << a.Log() << "\nthe intruder's output:\n" << liar.out << liar.err;
   // a was not hurt: the real b joins and they train.
   CliRun b = RunParex(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--steps", "5"}),
                       dir + "/b");

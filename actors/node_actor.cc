@@ -138,14 +138,18 @@ using ProofReply = caf::result<bool, std::string, int64_t>;
 // The refused node waits for the answer, so its connection, and the
 // address the middleman knows for it, last until the address is logged
 // (answered at once, a refused node that exits at once was logged as "an
-// address the middleman no longer knows").
+// address the middleman no longer knows"). `then` runs after the answer
+// went: a refusal that ends this node's Join must not end its actor system
+// before the refused node heard why.
 ProofReply RefuseProof(caf::event_based_actor* self, const std::string& log_text,
-                       const std::string& reply) {
+                       const std::string& reply, std::function<void()> then = nullptr) {
   // (The sender first: the promise takes the message's sender over.)
   caf::strong_actor_ptr sender = self->current_sender();
   auto promise = self->make_response_promise<bool, std::string, int64_t>();
-  LogWithAddressOf(self, sender, log_text,
-                   [promise, reply]() mutable { promise.deliver(false, reply, int64_t{0}); });
+  LogWithAddressOf(self, sender, log_text, [promise, reply, then]() mutable {
+    promise.deliver(false, reply, int64_t{0});
+    if (then) then();
+  });
   return promise;
 }
 
@@ -251,11 +255,14 @@ caf::behavior NodeActor(caf::event_based_actor* self, std::shared_ptr<NodeShared
         }
         reason = CompareInfo(from, shared->info, DecodeInfo(info));
         if (!reason.empty()) {
-          if (shared->refused.empty()) shared->refused = "refused " + reason;
-          shared->changed.notify_all();
           lock.unlock();
           return RefuseProof(self, "node '" + shared->name + "' refused " + reason,
-                             "node '" + shared->name + "' refused this node: " + reason);
+                             "node '" + shared->name + "' refused this node: " + reason,
+                             [shared, reason] {
+                               std::lock_guard<std::mutex> lock(shared->mu);
+                               if (shared->refused.empty()) shared->refused = "refused " + reason;
+                               shared->changed.notify_all();
+                             });
         }
         StatusOr<std::string> token = RandomBytes(16);
         if (!token.ok()) return {false, "no random bytes for a token", int64_t{0}};

@@ -153,6 +153,7 @@ void RunnerState::IssueCollective(caf::local_actor* self, int id,
 void RunnerState::IssueOnStream(caf::local_actor* self, int id,
                                 int64_t epoch_id) {
   const TaskNode& node = graph->nodes[id];
+  std::lock_guard<std::mutex> issuing(issue_mu);
   if (stream_wait == StreamWaitStrategy::kWait) {
     // A full Wait waits for everything issued on the producer's stream so
     // far, not only for the producer.

@@ -1,5 +1,6 @@
 #include "apps/datasets.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sys/stat.h>
 
 #include "base/checked_math.h"
 #include "base/text.h"
@@ -28,7 +28,8 @@ std::string GzMessage(gzFile file, const std::string& path) {
 uint32_t BigEndian32(const std::string& bytes, size_t at) {
   return (uint32_t(uint8_t(bytes[at])) << 24) |
          (uint32_t(uint8_t(bytes[at + 1])) << 16) |
-         (uint32_t(uint8_t(bytes[at + 2])) << 8) | uint32_t(uint8_t(bytes[at + 3]));
+         (uint32_t(uint8_t(bytes[at + 2])) << 8) |
+         uint32_t(uint8_t(bytes[at + 3]));
 }
 
 // Owns a gzFile.
@@ -59,14 +60,14 @@ StatusOr<std::vector<std::vector<double>>> ParseCsv(const std::string& text,
     size_t at = 0;
     while (true) {
       size_t comma = line.find(',', at);
-      field.assign(line, at, comma == std::string::npos ? std::string::npos
-                                                        : comma - at);
+      field.assign(line, at,
+                   comma == std::string::npos ? std::string::npos : comma - at);
       char* stop = nullptr;
       double v = std::strtod(field.c_str(), &stop);
       if (field.empty() || *stop != '\0') {
         return InvalidArgument("CSV file '" + path + "' line " +
-                               std::to_string(line_no) + ": '" + Excerpt(field) +
-                               "' is not a number");
+                               std::to_string(line_no) + ": '" +
+                               Excerpt(field) + "' is not a number");
       }
       row.push_back(v);
       if (comma == std::string::npos) break;
@@ -161,7 +162,8 @@ StatusOr<HousingData> LoadUciHousing(const std::string& csv_path) {
   for (int64_t r = 0; r < kRows; ++r) {
     bool train = r < kTrain;
     int64_t i = train ? r : r - kTrain;
-    float* x = (train ? data.train_x : data.test_x).data<float>() + i * kFeatures;
+    float* x =
+        (train ? data.train_x : data.test_x).data<float>() + i * kFeatures;
     for (int f = 0; f < kFeatures; ++f) {
       double avg = sum[f] / kRows;
       x[f] = static_cast<float>((rows[r][f] - avg) / (max[f] - min[f]));
@@ -180,7 +182,8 @@ StatusOr<Tensor> ReadIdxImages(const std::string& path) {
   int64_t n = BigEndian32(bytes, 4), rows = BigEndian32(bytes, 8),
           cols = BigEndian32(bytes, 12);
   // Three 32-bit counts: their product can wrap 64 bits.
-  StatusOr<int64_t> numel = CheckedNumel({n, rows, cols}, "idx file '" + path + "'");
+  StatusOr<int64_t> numel =
+      CheckedNumel({n, rows, cols}, "idx file '" + path + "'");
   if (!numel.ok()) return DataLoss(numel.status().message());
   if (bytes.size() - 16 != static_cast<uint64_t>(*numel)) {
     return DataLoss("idx file '" + path + "': size does not match its header");
@@ -212,9 +215,9 @@ StatusOr<ClassificationData> LoadDigits(const std::string& csv_gz_path,
   constexpr int kPixels = 64;
   const int64_t n = static_cast<int64_t>(rows.size());
   if (n == 0 || rows[0].size() != kPixels + 1) {
-    return InvalidArgument("'" + csv_gz_path + "' is not the 8x8 digits: " +
-                           std::to_string(n) + " rows of " +
-                           std::to_string(n ? rows[0].size() : 0) + " fields");
+    return InvalidArgument(
+        "'" + csv_gz_path + "' is not the 8x8 digits: " + std::to_string(n) +
+        " rows of " + std::to_string(n ? rows[0].size() : 0) + " fields");
   }
   if (!(test_fraction > 0 && test_fraction < 1)) {
     return InvalidArgument("digits: test fraction " +
@@ -232,7 +235,8 @@ StatusOr<ClassificationData> LoadDigits(const std::string& csv_gz_path,
   for (int64_t r = 0; r < n; ++r) {
     const bool is_train = r < train;
     const int64_t i = is_train ? r : r - train;
-    float* x = (is_train ? data.train_x : data.test_x).data<float>() + i * kPixels;
+    float* x =
+        (is_train ? data.train_x : data.test_x).data<float>() + i * kPixels;
     for (int p = 0; p < kPixels; ++p) {
       x[p] = static_cast<float>(rows[r][p] / 16.0);
     }
@@ -251,8 +255,8 @@ StatusOr<ClassificationData> LoadDigits(const std::string& csv_gz_path,
 Status AddShiftedCopies(Tensor* x, Tensor* y, int64_t height, int64_t width,
                         float fill) {
   const int64_t n = x->rank() > 0 ? x->dim(0) : 0;
-  if (x->dtype() != DType::kFP32 || n == 0 || x->numel() != n * height * width ||
-      y->rank() < 1 || y->dim(0) != n) {
+  if (x->dtype() != DType::kFP32 || n == 0 ||
+      x->numel() != n * height * width || y->rank() < 1 || y->dim(0) != n) {
     return InvalidArgument("AddShiftedCopies: images " + x->DebugString() +
                            " are not fp32 rows of " + std::to_string(height) +
                            "x" + std::to_string(width) + " with labels " +

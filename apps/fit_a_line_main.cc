@@ -2,17 +2,17 @@
 // with the reference executor on the 102 UCI housing test rows and prints the
 // first predictions and the test MSE.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 
 #include "apps/datasets.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "kernels/reference_executor.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Runs Paddle's fit_a_line model on the UCI housing test rows"};
   std::string model_dir = std::string(PAREX_DEFAULT_MODELS_DIR) + "/fit_a_line";
-  std::string csv = std::string(PAREX_DEFAULT_DATA_DIR) + "/boston_house_prices.csv";
+  std::string csv =
+      std::string(PAREX_DEFAULT_DATA_DIR) + "/boston_house_prices.csv";
   app.add_option("--model", model_dir, "inference model directory")
       ->capture_default_str();
   app.add_option("--data", csv, "scikit-learn's boston_house_prices.csv")
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
   const float* p = pred.data<float>();
   const float* y = data->test_y.data<float>();
   double mse = 0;
-  for (int64_t i = 0; i < pred.numel(); ++i) mse += (p[i] - y[i]) * (p[i] - y[i]);
+  for (int64_t i = 0; i < pred.numel(); ++i)
+    mse += (p[i] - y[i]) * (p[i] - y[i]);
   mse /= pred.numel();
   std::printf("fit_a_line: %lld test rows, predictions[0:5] =",
               static_cast<long long>(pred.numel()));

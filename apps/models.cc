@@ -10,10 +10,10 @@
 #include <sstream>
 
 #include "apps/datasets.h"
-#include "graph/build/layers.h"
-#include "graph/build/optimizer.h"
-#include "graph/build/prune.h"
-#include "kernels/model_io.h"
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
+#include "graph/builder/prune.h"
+#include "kernels/io/model_io.h"
 #include "proto/program_io.h"
 
 namespace parex {

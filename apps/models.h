@@ -1,4 +1,4 @@
-// The example models parex trains: their programs are graph/examples.h;
+// The example models parex trains: their programs are graph/builder/examples.h;
 // here, the data they train on and Trainer, the loop that trains and
 // evaluates them with the reference executor.
 #pragma once
@@ -10,17 +10,15 @@
 #include <vector>
 
 #include "apps/reader.h"
-#include "graph/build/examples.h"
-#include "kernels/example_feed.h"
 #include "base/status.h"
-#include "graph/build/backward.h"
+#include "graph/builder/backward.h"
+#include "graph/builder/examples.h"
 #include "graph/ir/program.h"
+#include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 
 namespace parex {
-
-
 
 // The rows an example trains and is tested on, ready to feed in fp32:
 //   fit_a_line   LoadUciHousing(data_dir/boston_house_prices.csv): 404 / 102.
@@ -92,7 +90,7 @@ class Trainer {
   Status SaveCheckpoint(const std::string& dir) const;
   // Restores what SaveCheckpoint wrote (no startup run needed).
   Status LoadCheckpoint(const std::string& dir);
-  // The inference model: input -> prediction (kernels/model_io.h).
+  // The inference model: input -> prediction (kernels/io/model_io.h).
   Status SaveInferenceModel(const std::string& dir) const;
 
   const TrainerState& state() const { return state_; }
@@ -113,7 +111,5 @@ bool HasCheckpoint(const std::string& dir);
 // A copy of a fp32 or fp64 CPU tensor as `dtype` (fp32 or fp64); other
 // dtypes are shared unchanged. Feeds fp32 data to fp64 examples.
 Tensor CastFloating(const Tensor& t, DType dtype);
-
-
 
 }  // namespace parex

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "kernels/reference_executor.h"
+#include "kernels/feed.h"
 #include "kernels/tensor.h"
 
 namespace parex {

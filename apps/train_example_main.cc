@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   if (!model.ok()) return Fail(model.status());
   if (!save_programs.empty()) {
     parex::Status saved = model->main.Save(save_programs + "/main.pdmodel");
-    if (saved.ok()) saved = model->startup.Save(save_programs + "/startup.pdmodel");
+    if (saved.ok())
+      saved = model->startup.Save(save_programs + "/startup.pdmodel");
     if (!saved.ok()) return Fail(saved);
   }
 

@@ -9,9 +9,9 @@ namespace parex::internal {
                               const std::string& message);
 }  // namespace parex::internal
 
-#define PAREX_CHECK(cond, ...)                                            \
-  do {                                                                    \
-    if (!(cond))                                                          \
-      ::parex::internal::CheckFailed(__FILE__, __LINE__, #cond,           \
-                                     ::std::string(__VA_ARGS__));         \
+#define PAREX_CHECK(cond, ...)                                    \
+  do {                                                            \
+    if (!(cond))                                                  \
+      ::parex::internal::CheckFailed(__FILE__, __LINE__, #cond,   \
+                                     ::std::string(__VA_ARGS__)); \
   } while (0)

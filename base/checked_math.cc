@@ -47,11 +47,13 @@ StatusOr<uint64_t> CheckedBytes(int64_t numel, size_t element_size,
                                 const std::string& what) {
   uint64_t bytes = 0;
   if (numel < 0 ||
-      !CheckedMul(static_cast<uint64_t>(numel), uint64_t{element_size}, &bytes) ||
+      !CheckedMul(static_cast<uint64_t>(numel), uint64_t{element_size},
+                  &bytes) ||
       bytes > kMaxTensorBytes) {
-    return OutOfRange(what + ": " + std::to_string(numel) + " elements of " +
-                      std::to_string(element_size) +
-                      " bytes exceed the largest tensor parex allocates (1 PiB)");
+    return OutOfRange(
+        what + ": " + std::to_string(numel) + " elements of " +
+        std::to_string(element_size) +
+        " bytes exceed the largest tensor parex allocates (1 PiB)");
   }
   return bytes;
 }

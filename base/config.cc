@@ -19,7 +19,8 @@ const std::vector<ConfigVar>& ConfigVars() {
       {"PAREX_LOG_LEVEL", "warn",
        "spdlog level: trace, debug, info, warn, error, off"},
       {"PAREX_DNNL_CONV", "",
-       "fp32 conv2d through oneDNN: 1 always, 0 never, unset where it is faster"},
+       "fp32 conv2d through oneDNN: 1 always, 0 never, unset where it is "
+       "faster"},
   };
   return vars;
 }

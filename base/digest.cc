@@ -31,19 +31,22 @@ std::string HmacSha256(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out,
+       &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
 bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+  return a.size() == b.size() &&
+         CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 StatusOr<std::string> RandomBytes(size_t n) {
   std::string out(n, '\0');
   if (n > 0 && RAND_bytes(reinterpret_cast<unsigned char*>(out.data()),
                           static_cast<int>(n)) != 1) {
-    return Internal("RAND_bytes failed to produce " + std::to_string(n) + " random bytes");
+    return Internal("RAND_bytes failed to produce " + std::to_string(n) +
+                    " random bytes");
   }
   return out;
 }

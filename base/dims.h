@@ -39,6 +39,8 @@ inline std::string DimsToString(const Dims& dims) {
 }
 
 // Two extents agree when equal or when either is unknown (-1).
-inline bool ExtentsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+inline bool ExtentsAgree(int64_t a, int64_t b) {
+  return a < 0 || b < 0 || a == b;
+}
 
 }  // namespace parex

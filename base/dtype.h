@@ -31,22 +31,59 @@ bool IsElementType(int value);
 
 // Storage-only 16-bit floats: parex keeps their bits, kernels do not compute in
 // them on CPU.
-struct Float16 { uint16_t bits; };
-struct BFloat16 { uint16_t bits; };
-
-template <typename T> struct DTypeTrait;
-template <> struct DTypeTrait<bool> { static constexpr DType value = DType::kBool; };
-template <> struct DTypeTrait<int16_t> { static constexpr DType value = DType::kInt16; };
-template <> struct DTypeTrait<int32_t> { static constexpr DType value = DType::kInt32; };
-template <> struct DTypeTrait<int64_t> { static constexpr DType value = DType::kInt64; };
-template <> struct DTypeTrait<Float16> { static constexpr DType value = DType::kFP16; };
-template <> struct DTypeTrait<float> { static constexpr DType value = DType::kFP32; };
-template <> struct DTypeTrait<double> { static constexpr DType value = DType::kFP64; };
-template <> struct DTypeTrait<uint8_t> { static constexpr DType value = DType::kUInt8; };
-template <> struct DTypeTrait<int8_t> { static constexpr DType value = DType::kInt8; };
-template <> struct DTypeTrait<BFloat16> { static constexpr DType value = DType::kBF16; };
+struct Float16 {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
 
 template <typename T>
-constexpr DType DTypeOf() { return DTypeTrait<T>::value; }
+struct DTypeTrait;
+template <>
+struct DTypeTrait<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct DTypeTrait<int16_t> {
+  static constexpr DType value = DType::kInt16;
+};
+template <>
+struct DTypeTrait<int32_t> {
+  static constexpr DType value = DType::kInt32;
+};
+template <>
+struct DTypeTrait<int64_t> {
+  static constexpr DType value = DType::kInt64;
+};
+template <>
+struct DTypeTrait<Float16> {
+  static constexpr DType value = DType::kFP16;
+};
+template <>
+struct DTypeTrait<float> {
+  static constexpr DType value = DType::kFP32;
+};
+template <>
+struct DTypeTrait<double> {
+  static constexpr DType value = DType::kFP64;
+};
+template <>
+struct DTypeTrait<uint8_t> {
+  static constexpr DType value = DType::kUInt8;
+};
+template <>
+struct DTypeTrait<int8_t> {
+  static constexpr DType value = DType::kInt8;
+};
+template <>
+struct DTypeTrait<BFloat16> {
+  static constexpr DType value = DType::kBF16;
+};
+
+template <typename T>
+constexpr DType DTypeOf() {
+  return DTypeTrait<T>::value;
+}
 
 }  // namespace parex

@@ -68,11 +68,13 @@ Status CheckWritableDir(const std::string& dir, const std::string& what,
 
 namespace {
 
-StatusOr<std::string> ReadRegularFile(const std::string& path, bool private_file) {
+StatusOr<std::string> ReadRegularFile(const std::string& path,
+                                      bool private_file) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return NotFound("cannot open '" + path + "': " + Errno());
+    if (errno == ENOENT)
+      return NotFound("cannot open '" + path + "': " + Errno());
     return IoError("cannot open '" + path + "': " + Errno());
   }
   struct stat st;
@@ -89,9 +91,11 @@ StatusOr<std::string> ReadRegularFile(const std::string& path, bool private_file
   if (private_file && (st.st_mode & 077) != 0) {
     close(fd);
     char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return FailedPrecondition("'" + path + "' is a secret but its mode " + mode +
-                            " lets others read or write it (run: chmod 600 '" + path + "')");
+    std::snprintf(mode, sizeof(mode), "%04o",
+                  static_cast<unsigned>(st.st_mode & 07777));
+    return FailedPrecondition(
+        "'" + path + "' is a secret but its mode " + mode +
+        " lets others read or write it (run: chmod 600 '" + path + "')");
   }
   std::string bytes;
   try {
@@ -119,7 +123,8 @@ StatusOr<std::string> ReadRegularFile(const std::string& path, bool private_file
   return bytes;
 }
 
-Status WriteBytes(const std::string& path, const std::string& bytes, bool private_file) {
+Status WriteBytes(const std::string& path, const std::string& bytes,
+                  bool private_file) {
   PAREX_RETURN_IF_ERROR(CheckReplaceable(path, ""));
   std::string tmp = path + ".tmp.XXXXXX";
   std::vector<char> name(tmp.begin(), tmp.end());
@@ -176,7 +181,8 @@ Status WriteFileBytes(const std::string& path, const std::string& bytes) {
   return WriteBytes(path, bytes, /*private_file=*/false);
 }
 
-Status WritePrivateFileBytes(const std::string& path, const std::string& bytes) {
+Status WritePrivateFileBytes(const std::string& path,
+                             const std::string& bytes) {
   return WriteBytes(path, bytes, /*private_file=*/true);
 }
 
@@ -193,10 +199,12 @@ Status CheckOutputDir(const std::string& path, const std::string& flag) {
   struct stat st;
   if (lstat(path.c_str(), &st) == 0) {
     if (S_ISLNK(st.st_mode) && stat(path.c_str(), &st) != 0) {
-      return InvalidArgument(what + "'" + path + "' is a dangling symbolic link");
+      return InvalidArgument(what + "'" + path +
+                             "' is a dangling symbolic link");
     }
     if (!S_ISDIR(st.st_mode)) {
-      return InvalidArgument(what + "'" + path + "' exists and is not a directory");
+      return InvalidArgument(what + "'" + path +
+                             "' exists and is not a directory");
     }
     return CheckWritableDir(path, what, path);
   }

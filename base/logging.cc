@@ -39,7 +39,8 @@ void LogWarn(Subsystem s, const std::string& m) { Logger(s).warn(m); }
 void LogError(Subsystem s, const std::string& m) { Logger(s).error(m); }
 
 void SetLogLevel(const std::string& level) {
-  for (auto& logger : Loggers()) logger->set_level(spdlog::level::from_str(level));
+  for (auto& logger : Loggers())
+    logger->set_level(spdlog::level::from_str(level));
 }
 
 }  // namespace parex

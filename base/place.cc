@@ -8,9 +8,12 @@ namespace parex {
 
 const char* PlaceKindName(Place::Kind kind) {
   switch (kind) {
-    case Place::Kind::kCPU: return "cpu";
-    case Place::Kind::kCUDA: return "cuda";
-    case Place::Kind::kSim: return "sim";
+    case Place::Kind::kCPU:
+      return "cpu";
+    case Place::Kind::kCUDA:
+      return "cuda";
+    case Place::Kind::kSim:
+      return "sim";
   }
   return "?";
 }
@@ -22,7 +25,8 @@ std::string Place::ToString() const {
 StatusOr<Place> ParsePlace(const std::string& text) {
   auto colon = text.find(':');
   if (colon == std::string::npos) {
-    return InvalidArgument("place '" + text + "': expected cpu:N, cuda:N or sim:N");
+    return InvalidArgument("place '" + text +
+                           "': expected cpu:N, cuda:N or sim:N");
   }
   std::string kind = text.substr(0, colon);
   std::string num = text.substr(colon + 1);
@@ -38,9 +42,10 @@ StatusOr<Place> ParsePlace(const std::string& text) {
 }
 
 StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec) {
-  const std::string bad = "'" + spec +
-                          "': expected cpu:N (N places), cpu:0,1,..., cpu:0-3 or "
-                          "cpu (one place); cuda and sim likewise";
+  const std::string bad =
+      "'" + spec +
+      "': expected cpu:N (N places), cpu:0,1,..., cpu:0-3 or "
+      "cpu (one place); cuda and sim likewise";
   const size_t colon = spec.find(':');
   const std::string kind_text = spec.substr(0, colon);
   Place::Kind kind;
@@ -89,13 +94,15 @@ StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec) {
   std::vector<Place> places;
   if (rest.find(',') == std::string::npos && !ranged) {
     if (ids[0] < 1) return InvalidArgument(bad + " (N must be at least 1)");
-    for (long i = 0; i < ids[0]; ++i) places.push_back(Place{kind, static_cast<int>(i)});
+    for (long i = 0; i < ids[0]; ++i)
+      places.push_back(Place{kind, static_cast<int>(i)});
     return places;
   }
   for (long id : ids) {
     for (const Place& p : places) {
       if (p.id == id) {
-        return InvalidArgument(bad + " (place " + std::to_string(id) + " twice)");
+        return InvalidArgument(bad + " (place " + std::to_string(id) +
+                               " twice)");
       }
     }
     places.push_back(Place{kind, static_cast<int>(id)});

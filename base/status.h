@@ -17,15 +17,15 @@ namespace parex {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad input from the user: program, attribute, feed
-  kNotFound,          // a named thing does not exist: file, var, op, kernel
-  kOutOfRange,        // index or size outside what is allowed
-  kUnimplemented,     // a valid request parex does not support yet
+  kInvalidArgument,  // bad input from the user: program, attribute, feed
+  kNotFound,         // a named thing does not exist: file, var, op, kernel
+  kOutOfRange,       // index or size outside what is allowed
+  kUnimplemented,    // a valid request parex does not support yet
   kFailedPrecondition,
-  kDataLoss,          // a file is truncated or corrupt
-  kIoError,           // the OS refused: open, read, write
-  kResourceExhausted, // an allocation failed or would exceed a limit
-  kAborted,           // a step abandoned on request (a peer gone, a deadline)
+  kDataLoss,           // a file is truncated or corrupt
+  kIoError,            // the OS refused: open, read, write
+  kResourceExhausted,  // an allocation failed or would exceed a limit
+  kAborted,            // a step abandoned on request (a peer gone, a deadline)
   kInternal,
 };
 
@@ -125,14 +125,14 @@ class [[nodiscard]] StatusOr {
 #define PAREX_STATUS_CONCAT(a, b) PAREX_STATUS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` yields a non-OK Status.
-#define PAREX_RETURN_IF_ERROR(expr)            \
-  do {                                         \
-    ::parex::Status parex_status_ = (expr);    \
+#define PAREX_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::parex::Status parex_status_ = (expr);        \
     if (!parex_status_.ok()) return parex_status_; \
   } while (0)
 
 // `lhs = value of expr` or return its error. lhs may declare a variable.
-#define PAREX_ASSIGN_OR_RETURN(lhs, expr)                                   \
+#define PAREX_ASSIGN_OR_RETURN(lhs, expr)                                    \
   PAREX_ASSIGN_OR_RETURN_IMPL(PAREX_STATUS_CONCAT(parex_or_, __LINE__), lhs, \
                               expr)
 #define PAREX_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -10,7 +10,8 @@ namespace parex::bench {
 
 // About 32 MiB moved per batch: 2 ops at 64 MiB ... 200 at 4 KiB.
 inline int OpsPerBatch(int64_t bytes) {
-  return static_cast<int>(std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
+  return static_cast<int>(
+      std::clamp<int64_t>((int64_t{32} << 20) / bytes, 2, 200));
 }
 
 inline double Median(std::vector<double> v) {

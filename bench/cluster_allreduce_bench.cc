@@ -30,6 +30,7 @@
 // same sizes, rounds and batch lengths.
 // Each cell is the median over rounds of (batch time / ops in the batch);
 // algbw = bytes / time, busbw = algbw * 2(N-1)/N (nccl-tests' convention).
+#include <fcntl.h>
 #include <gloo/allreduce.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
@@ -37,9 +38,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,9 +57,9 @@
 #include <thread>
 #include <vector>
 
-#include "actors/actor_runner.h"
-#include "actors/cluster.h"
+#include "actors/cluster/cluster.h"
 #include "actors/comm/gloo_communicator.h"
+#include "actors/runtime/actor_runner.h"
 #include "bench/allreduce_timing.h"
 #include "proto/topology_io.h"
 #include "tests/free_port.h"
@@ -72,7 +72,8 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const char* const kMethods[] = {"parex", "gloo-ring", "gloo-unbound", "parex-direct"};
+const char* const kMethods[] = {"parex", "gloo-ring", "gloo-unbound",
+                                "parex-direct"};
 constexpr int kNumMethods = 4;
 
 struct Options {
@@ -95,8 +96,8 @@ int Worker(const Options& o) {
     std::fprintf(stderr, "%s\n", topology.status().ToString().c_str());
     return 1;
   }
-  StatusOr<std::unique_ptr<Cluster>> joined =
-      Cluster::Join(*topology, o.node, {{"program", "cluster_allreduce_bench"}});
+  StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(
+      *topology, o.node, {{"program", "cluster_allreduce_bench"}});
   if (!joined.ok()) {
     std::fprintf(stderr, "%s\n", joined.status().ToString().c_str());
     return 1;
@@ -113,7 +114,8 @@ int Worker(const Options& o) {
   attr.hostname = "127.0.0.1";
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(std::chrono::seconds(120));
-  std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+  std::shared_ptr<gloo::transport::Device> device =
+      gloo::transport::tcp::CreateDevice(attr);
   context->connectFullMesh(store, device);
   auto barrier = [&] {
     gloo::BarrierOptions b(context);
@@ -157,10 +159,11 @@ int Worker(const Options& o) {
     direct_buffer = Tensor(DType::kFP32, {count});
     std::vector<float> raw(count), ring_buffer(count);
     for (int64_t i = 0; i < count; ++i) {
-      parex_buffer.data<float>()[i] = direct_buffer.data<float>()[i] = raw[i] = ring_buffer[i] =
-          1.0f / (1 + i % 7);
+      parex_buffer.data<float>()[i] = direct_buffer.data<float>()[i] = raw[i] =
+          ring_buffer[i] = 1.0f / (1 + i % 7);
     }
-    gloo::rendezvous::PrefixStore ring_store("ring" + std::to_string(bytes), file_store);
+    gloo::rendezvous::PrefixStore ring_store("ring" + std::to_string(bytes),
+                                             file_store);
     auto ring_context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     ring_context->setTimeout(std::chrono::seconds(120));
     ring_context->connectFullMesh(ring_store, device);
@@ -171,11 +174,13 @@ int Worker(const Options& o) {
         ring.run();
         return Status::Ok();
       }
-      if (method == 3) return comm.AllReduce("direct", PlaceTensors{&direct_buffer});
+      if (method == 3)
+        return comm.AllReduce("direct", PlaceTensors{&direct_buffer});
       gloo::AllreduceOptions a(context);
       a.setOutput(raw.data(), raw.size());
       a.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(
+              &gloo::sum<float>));
       a.setTag(1);
       gloo::allreduce(a);
       return Status::Ok();
@@ -187,19 +192,22 @@ int Worker(const Options& o) {
         barrier();
         const auto start = Clock::now();
         for (int i = 0; i < (method == 0 ? 1 : ops); ++i) {
-          if (Status s = method == 0 ? (*runner)->Run(step++) : run(method); !s.ok()) {
-            std::fprintf(stderr, "%s: %s\n", kMethods[method], s.ToString().c_str());
+          if (Status s = method == 0 ? (*runner)->Run(step++) : run(method);
+              !s.ok()) {
+            std::fprintf(stderr, "%s: %s\n", kMethods[method],
+                         s.ToString().c_str());
             return 1;
           }
         }
-        const double t = std::chrono::duration<double>(Clock::now() - start).count();
+        const double t =
+            std::chrono::duration<double>(Clock::now() - start).count();
         if (round >= 0) seconds[method].push_back(t / ops);
       }
     }
     if (rank == 0) {
       for (int m = 0; m < kNumMethods; ++m) {
-        std::printf("%lld %s %.9g\n", static_cast<long long>(bytes), kMethods[m],
-                    bench::Median(seconds[m]));
+        std::printf("%lld %s %.9g\n", static_cast<long long>(bytes),
+                    kMethods[m], bench::Median(seconds[m]));
       }
       std::fflush(stdout);
     }
@@ -217,21 +225,24 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& out) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   if (!out.empty()) {
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
   std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  const int rc =
+      posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   return rc == 0 ? pid : -1;
 }
 
 // Waits for every pid, at most `limit`; kills the rest after it. True when
 // all exited 0.
-bool WaitAll(std::vector<pid_t> pids, std::chrono::seconds limit, const std::string& what) {
+bool WaitAll(std::vector<pid_t> pids, std::chrono::seconds limit,
+             const std::string& what) {
   const auto deadline = Clock::now() + limit;
   bool ok = true;
   while (!pids.empty()) {
@@ -242,7 +253,8 @@ bool WaitAll(std::vector<pid_t> pids, std::chrono::seconds limit, const std::str
       if (it == pids.end()) continue;
       pids.erase(it);
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        std::fprintf(stderr, "%s: a process failed (status %d); stopping the others\n",
+        std::fprintf(stderr,
+                     "%s: a process failed (status %d); stopping the others\n",
                      what.c_str(), status);
         ok = false;
         for (pid_t p : pids) kill(p, SIGTERM);
@@ -250,8 +262,8 @@ bool WaitAll(std::vector<pid_t> pids, std::chrono::seconds limit, const std::str
       continue;
     }
     if (Clock::now() > deadline) {
-      std::fprintf(stderr, "%s: still running after %lld s; killed\n", what.c_str(),
-                   static_cast<long long>(limit.count()));
+      std::fprintf(stderr, "%s: still running after %lld s; killed\n",
+                   what.c_str(), static_cast<long long>(limit.count()));
       for (pid_t p : pids) kill(p, SIGKILL);
       ok = false;
     }
@@ -261,7 +273,8 @@ bool WaitAll(std::vector<pid_t> pids, std::chrono::seconds limit, const std::str
 }
 
 // "bytes method seconds" lines into result[bytes][method].
-void ReadResults(const std::string& path, std::map<int64_t, std::map<std::string, double>>* r) {
+void ReadResults(const std::string& path,
+                 std::map<int64_t, std::map<std::string, double>>* r) {
   std::ifstream in(path);
   long long bytes;
   std::string method;
@@ -276,16 +289,22 @@ std::string HumanBytes(int64_t b) {
 
 int Driver(const Options& o, const std::string& self) {
   const std::string peer =
-      o.mpi_peer.empty() ? (fs::path(self).parent_path() / "mpi_allreduce_peer").string()
-                         : o.mpi_peer;
+      o.mpi_peer.empty()
+          ? (fs::path(self).parent_path() / "mpi_allreduce_peer").string()
+          : o.mpi_peer;
   const bool mpi = !o.no_mpi && fs::exists(peer);
   if (!o.no_mpi && !mpi) {
-    std::printf("(no %s: OpenMPI's column is left out; build with libopenmpi-dev)\n",
-                peer.c_str());
+    std::printf(
+        "(no %s: OpenMPI's column is left out; build with libopenmpi-dev)\n",
+        peer.c_str());
   }
-  std::printf("cross-process all-reduce, fp32 in place, 127.0.0.1, %d rounds, median per op\n",
-              o.rounds);
-  std::printf("busbw = bytes/time * 2(N-1)/N in GB/s; /peer = parex's busbw over the peer's\n");
+  std::printf(
+      "cross-process all-reduce, fp32 in place, 127.0.0.1, %d rounds, median "
+      "per op\n",
+      o.rounds);
+  std::printf(
+      "busbw = bytes/time * 2(N-1)/N in GB/s; /peer = parex's busbw over the "
+      "peer's\n");
   bool all_ok = true;
   for (int n : o.ranks) {
     char tmpl[] = "/tmp/parex_allreduce_XXXXXX";
@@ -296,31 +315,27 @@ int Driver(const Options& o, const std::string& self) {
     const fs::path dir = tmpl;
     fs::create_directory(dir / "store");
     std::ofstream(dir / "secret") << "allreduce-bench-secret-0123456789\n";
-    fs::permissions(dir / "secret", fs::perms::owner_read | fs::perms::owner_write);
+    fs::permissions(dir / "secret",
+                    fs::perms::owner_read | fs::perms::owner_write);
     {
       std::ofstream t(dir / "topology.pbtxt");
       t << "cluster: \"bench\"\nsecret_file: \"secret\"\n";
       for (int r = 0; r < n; ++r) {
-        t << "node { name: \"r" << r << "\" host: \"127.0.0.1\" port: "
-          << testing::FreePort() << " places: \"cpu:1\" }\n";
+        t << "node { name: \"r" << r
+          << "\" host: \"127.0.0.1\" port: " << testing::FreePort()
+          << " places: \"cpu:1\" }\n";
       }
     }
     std::vector<pid_t> pids;
     for (int r = 0; r < n; ++r) {
-      std::vector<std::string> args = {self,
-                                       "--worker",
-                                       "--topology",
-                                       (dir / "topology.pbtxt").string(),
-                                       "--node",
-                                       "r" + std::to_string(r),
-                                       "--store",
-                                       (dir / "store").string(),
-                                       "--min-bytes",
-                                       std::to_string(o.min_bytes),
-                                       "--max-bytes",
-                                       std::to_string(o.max_bytes),
-                                       "--rounds",
-                                       std::to_string(o.rounds)};
+      std::vector<std::string> args = {
+          self,          "--worker",
+          "--topology",  (dir / "topology.pbtxt").string(),
+          "--node",      "r" + std::to_string(r),
+          "--store",     (dir / "store").string(),
+          "--min-bytes", std::to_string(o.min_bytes),
+          "--max-bytes", std::to_string(o.max_bytes),
+          "--rounds",    std::to_string(o.rounds)};
       const pid_t pid = Spawn(args, r == 0 ? (dir / "gloo.txt").string() : "");
       if (pid < 0) {
         std::perror("posix_spawn");
@@ -328,18 +343,19 @@ int Driver(const Options& o, const std::string& self) {
       }
       pids.push_back(pid);
     }
-    all_ok &= WaitAll(pids, std::chrono::seconds(900), std::to_string(n) + " workers");
+    all_ok &= WaitAll(pids, std::chrono::seconds(900),
+                      std::to_string(n) + " workers");
     std::map<int64_t, std::map<std::string, double>> results;
     ReadResults((dir / "gloo.txt").string(), &results);
     if (mpi) {
-      std::vector<std::string> args = {o.mpirun, "--allow-run-as-root", "--oversubscribe",
-                                       "-np", std::to_string(n),
-                                       // TCP over the loopback, as between machines
-                                       // (not shared memory).
-                                       "--mca", "btl", "tcp,self", "--mca",
-                                       "btl_tcp_if_include", "lo", peer,
-                                       std::to_string(o.min_bytes),
-                                       std::to_string(o.max_bytes), std::to_string(o.rounds)};
+      std::vector<std::string> args = {
+          o.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+          std::to_string(n),
+          // TCP over the loopback, as between machines
+          // (not shared memory).
+          "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo", peer,
+          std::to_string(o.min_bytes), std::to_string(o.max_bytes),
+          std::to_string(o.rounds)};
       const pid_t pid = Spawn(args, (dir / "mpi.txt").string());
       if (pid < 0 || !WaitAll({pid}, std::chrono::seconds(900), "mpirun")) {
         all_ok = false;
@@ -348,22 +364,25 @@ int Driver(const Options& o, const std::string& self) {
     }
     const double bus = 2.0 * (n - 1) / n;
     std::printf("\n%d processes\n", n);
-    std::printf("%9s %10s %13s %10s %13s %10s %10s %13s %10s\n", "size", "parex",
-                "parex-direct", "gloo-ring", "gloo-unbound", "mpi", "/gloo-ring", "/gloo-unbound",
-                "/mpi");
+    std::printf("%9s %10s %13s %10s %13s %10s %10s %13s %10s\n", "size",
+                "parex", "parex-direct", "gloo-ring", "gloo-unbound", "mpi",
+                "/gloo-ring", "/gloo-unbound", "/mpi");
     for (const auto& [bytes, row] : results) {
       auto busbw = [&](const char* m) {
         auto it = row.find(m);
-        return it == row.end() || it->second <= 0 ? 0.0 : bytes / it->second * bus / 1e9;
+        return it == row.end() || it->second <= 0
+                   ? 0.0
+                   : bytes / it->second * bus / 1e9;
       };
       auto ratio = [&](const char* m) {
         const double p = busbw("parex"), q = busbw(m);
         return q > 0 ? p / q : 0.0;
       };
-      std::printf("%9s %10.3f %13.3f %10.3f %13.3f %10.3f %10.2f %13.2f %10.2f\n",
-                  HumanBytes(bytes).c_str(), busbw("parex"), busbw("parex-direct"), busbw("gloo-ring"),
-                  busbw("gloo-unbound"), busbw("mpi"), ratio("gloo-ring"), ratio("gloo-unbound"),
-                  ratio("mpi"));
+      std::printf(
+          "%9s %10.3f %13.3f %10.3f %13.3f %10.3f %10.2f %13.2f %10.2f\n",
+          HumanBytes(bytes).c_str(), busbw("parex"), busbw("parex-direct"),
+          busbw("gloo-ring"), busbw("gloo-unbound"), busbw("mpi"),
+          ratio("gloo-ring"), ratio("gloo-unbound"), ratio("mpi"));
     }
     std::fflush(stdout);
     std::error_code ec;
@@ -377,10 +396,13 @@ int Driver(const Options& o, const std::string& self) {
 
 int main(int argc, char** argv) {
   parex::Options o;
-  CLI::App app{"Cross-process all-reduce: parex's collective actor vs raw Gloo vs OpenMPI"};
+  CLI::App app{
+      "Cross-process all-reduce: parex's collective actor vs raw Gloo vs "
+      "OpenMPI"};
   app.add_option("--ranks", o.ranks, "process counts")->delimiter(',');
   app.add_option("--min-bytes", o.min_bytes, "smallest size per rank");
-  app.add_option("--max-bytes", o.max_bytes, "largest size per rank (x4 steps)");
+  app.add_option("--max-bytes", o.max_bytes,
+                 "largest size per rank (x4 steps)");
   app.add_option("--rounds", o.rounds, "rounds per size (median)");
   app.add_option("--mpirun", o.mpirun, "OpenMPI's launcher");
   app.add_option("--mpi-peer", o.mpi_peer, "the MPI peer program");

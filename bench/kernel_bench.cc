@@ -9,7 +9,7 @@
 //   - oneDNN's direct convolution on the same NCHW / OIHW tensors, when
 //     built with PAREX_BENCH_WITH_DNNL;
 //   - parex's own im2col path (conv2d and conv2d_grad with oneDNN switched
-//     off, kernels/cpu/dnnl_conv.h), which fp64 and the tests use.
+//     off, kernels/cpu/spatial/dnnl_conv.h), which fp64 and the tests use.
 // Every side runs on one thread: parex's kernels are single-threaded by
 // design (parallelism is the executor's), so OpenBLAS is pinned to one
 // thread and, unless the caller chose OMP_NUM_THREADS, the program re-runs
@@ -34,9 +34,10 @@
 #include <vector>
 
 #include "graph/ir/program.h"
-#include "kernels/cpu/dnnl_conv.h"
+#include "kernels/cpu/spatial/dnnl_conv.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
+#include "kernels/prepared_op.h"
 #include "kernels/scope.h"
 
 #ifdef PAREX_BENCH_WITH_DNNL
@@ -184,7 +185,7 @@ void BM_DnnlSgemm(benchmark::State& state, GemmShape s) {
 void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
                     bool dnnl) {
   parex::cpu::SetDnnlConvMode(dnnl ? parex::cpu::DnnlConvMode::kAlways
-                                    : parex::cpu::DnnlConvMode::kNever);
+                                   : parex::cpu::DnnlConvMode::kNever);
   OpFixture op(grad ? "conv2d_grad" : "conv2d");
   op.Input("Input", {s.n, s.c, s.h, s.w}).Input("Filter", {s.m, s.c, s.k, s.k});
   if (grad) {
@@ -342,10 +343,10 @@ void PrintTable(const RecordingReporter& r) {
                std::string("cblas_im2col_gemm/") + s.name);
     PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
                "oneDNN conv (nchw)", std::string("dnnl_conv2d/") + s.name);
-    PrintRatio(r, label, std::string("parex_conv2d/") + s.name,
-               "parex im2col", std::string("parex_conv2d_im2col/") + s.name);
-    PrintRatio(r, label + " grad",
-               std::string("parex_conv2d_grad/") + s.name, "parex im2col grad",
+    PrintRatio(r, label, std::string("parex_conv2d/") + s.name, "parex im2col",
+               std::string("parex_conv2d_im2col/") + s.name);
+    PrintRatio(r, label + " grad", std::string("parex_conv2d_grad/") + s.name,
+               "parex im2col grad",
                std::string("parex_conv2d_grad_im2col/") + s.name);
   }
   std::printf(

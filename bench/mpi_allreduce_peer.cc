@@ -15,7 +15,8 @@
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   if (argc != 4) {
-    std::fprintf(stderr, "usage: mpi_allreduce_peer MIN_BYTES MAX_BYTES ROUNDS\n");
+    std::fprintf(stderr,
+                 "usage: mpi_allreduce_peer MIN_BYTES MAX_BYTES ROUNDS\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   const long long min_bytes = std::atoll(argv[1]);
@@ -23,7 +24,8 @@ int main(int argc, char** argv) {
   const int rounds = std::atoi(argv[3]);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  for (long long bytes = min_bytes; bytes > 0 && bytes <= max_bytes; bytes *= 4) {
+  for (long long bytes = min_bytes; bytes > 0 && bytes <= max_bytes;
+       bytes *= 4) {
     const int count = static_cast<int>(bytes / 4);
     std::vector<float> buffer(count);
     for (int i = 0; i < count; ++i) buffer[i] = 1.0f / (1 + i % 7);
@@ -33,10 +35,12 @@ int main(int argc, char** argv) {
       MPI_Barrier(MPI_COMM_WORLD);
       const auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < ops; ++i) {
-        MPI_Allreduce(MPI_IN_PLACE, buffer.data(), count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, buffer.data(), count, MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD);
       }
-      const double t =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double t = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - start)
+                           .count();
       if (round >= 0) seconds.push_back(t / ops);
     }
     if (rank == 0) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """parex against PyTorch eager on CPU (issue 13), run by hand.
 
-The same models as parex's examples (graph/build/examples.h), the same batch,
+The same models as parex's examples (graph/builder/examples.h), the same batch,
 the same number of threads, random data, Adam 1e-3, one training step =
 forward, backward, optimizer update:
   fashion_mlp  784 -> 256 relu -> 128 relu -> 10, softmax cross-entropy

@@ -40,7 +40,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/actor_runner.h"
+#include "actors/runtime/actor_runner.h"
 #include "apps/models.h"
 #include "bench/synthetic_graphs.h"
 #include "bench/task_graph_peers.h"
@@ -217,8 +217,8 @@ std::string Ratio(double num, double den) {
 
 void PrintTable(const std::vector<Row>& rows) {
   std::printf("\n%-12s %-6s %6s %6s %6s %10s %10s %10s %10s %10s %9s  %s\n",
-              "graph", "cost", "nodes", "edges", "actors", "work/2 us", "pool us",
-              "actor us", "tbb us", "actor/pool", "tbb/pool",
+              "graph", "cost", "nodes", "edges", "actors", "work/2 us",
+              "pool us", "actor us", "tbb us", "actor/pool", "tbb/pool",
               "target (actor/pool)");
   for (const Row& row : rows) {
     std::string target = "-";
@@ -229,13 +229,14 @@ void PrintTable(const std::vector<Row>& rows) {
                     ratio <= row.target ? "met" : "MISSED");
       target = buf;
     }
-    std::printf("%-12s %-6s %6d %6d %6d %10.1f %10.1f %10.1f %10.1f %10s %9s  %s\n",
-                row.graph.c_str(), row.cost.c_str(), row.nodes, row.edges,
-                row.actors, row.work_us, row.median_us[kPool], row.median_us[kActor],
-                row.median_us[kTbb],
-                Ratio(row.median_us[kActor], row.median_us[kPool]).c_str(),
-                Ratio(row.median_us[kTbb], row.median_us[kPool]).c_str(),
-                target.c_str());
+    std::printf(
+        "%-12s %-6s %6d %6d %6d %10.1f %10.1f %10.1f %10.1f %10s %9s  %s\n",
+        row.graph.c_str(), row.cost.c_str(), row.nodes, row.edges, row.actors,
+        row.work_us, row.median_us[kPool], row.median_us[kActor],
+        row.median_us[kTbb],
+        Ratio(row.median_us[kActor], row.median_us[kPool]).c_str(),
+        Ratio(row.median_us[kTbb], row.median_us[kPool]).c_str(),
+        target.c_str());
   }
   std::printf(
       "\nactors: the actor runner's op actors (linear chains fused), each "

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/task_graph.h"
+#include "actors/runtime/task_graph.h"
 #include "base/status.h"
 #include "graph/ssa/ssa_graph.h"
 

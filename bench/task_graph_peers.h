@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/task_graph.h"
+#include "actors/runtime/task_graph.h"
 #include "base/status.h"
 
 namespace parex {

@@ -23,14 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
+#include "actors/executor/parallel_executor.h"
 #include "apps/models.h"
+#include "kernels/reference_executor.h"
 
 namespace parex {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
 
 // One way to run a training step, and its step times (seconds per step,
 // one entry per round).
@@ -68,7 +68,8 @@ int StepTime(const std::string& model, int places_count, int64_t batch,
              int steps, bool reduce) {
   StatusOr<ExampleKind> kind = ParseExampleKind(model);
   if (!kind.ok() || places_count < 1 || batch < 1 || steps < 1) {
-    std::fprintf(stderr, "--step-time: bad --model, --places, --batch or --steps\n");
+    std::fprintf(stderr,
+                 "--step-time: bad --model, --places, --batch or --steps\n");
     return 2;
   }
   StatusOr<ExampleProgram> ex = BuildExample(*kind);
@@ -86,8 +87,8 @@ int StepTime(const std::string& model, int places_count, int64_t batch,
   exec.num_threads = places_count;
   BuildStrategy build;
   if (reduce) build.reduce = BuildStrategy::ReduceStrategy::kReduce;
-  auto pe = ParallelExecutor::Create(places, ex->main, ex->loss, &scope,
-                                     build, exec);
+  auto pe =
+      ParallelExecutor::Create(places, ex->main, ex->loss, &scope, build, exec);
   if (!pe.ok()) {
     std::fprintf(stderr, "%s\n", pe.status().ToString().c_str());
     return 1;
@@ -129,19 +130,24 @@ int Run(int argc, char** argv) {
   bool reduce = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) steps = 2, rounds = 1;
-    if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
+    if (!std::strcmp(argv[i], "--steps") && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = std::atoll(argv[++i]);
     if (!std::strcmp(argv[i], "--step-time")) step_time = true;
     if (!std::strcmp(argv[i], "--model") && i + 1 < argc) model = argv[++i];
-    if (!std::strcmp(argv[i], "--places") && i + 1 < argc) places_count = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--mode") && i + 1 < argc) reduce = !std::strcmp(argv[++i], "reduce");
+    if (!std::strcmp(argv[i], "--places") && i + 1 < argc)
+      places_count = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--mode") && i + 1 < argc)
+      reduce = !std::strcmp(argv[++i], "reduce");
   }
   if (step_time) return StepTime(model, places_count, batch, steps, reduce);
   std::printf(
       "| model | reference samples/s | 1 place | overhead | 2 places "
       "(AllReduce) | 2 vs 1 | 2 places (Reduce) | 2 vs 1 |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
-  for (ExampleKind kind : {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+  for (ExampleKind kind :
+       {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     StatusOr<ExampleProgram> ex = BuildExample(kind);
     if (!ex.ok()) {
       std::fprintf(stderr, "%s\n", ex.status().ToString().c_str());
@@ -157,9 +163,12 @@ int Run(int argc, char** argv) {
     }
     ReferenceExecutor ref;
     std::vector<Runner> runners;
-    runners.push_back({"reference", [&] {
-                         return ref.Run(ex->main, scopes[0].get(), feed, {ex->loss}).ok();
-                       }, {}});
+    runners.push_back(
+        {"reference",
+         [&] {
+           return ref.Run(ex->main, scopes[0].get(), feed, {ex->loss}).ok();
+         },
+         {}});
     std::vector<std::unique_ptr<ParallelExecutor>> executors;
     const BuildStrategy::ReduceStrategy modes[3] = {
         BuildStrategy::ReduceStrategy::kAllReduce,
@@ -181,9 +190,9 @@ int Run(int argc, char** argv) {
       }
       ParallelExecutor* raw = pe->get();
       executors.push_back(std::move(*pe));
-      runners.push_back({std::to_string(n) + " places", [&, raw] {
-                           return raw->Run(feed, {ex->loss}).ok();
-                         }, {}});
+      runners.push_back({std::to_string(n) + " places",
+                         [&, raw] { return raw->Run(feed, {ex->loss}).ok(); },
+                         {}});
     }
     bool ok = true;
     // About 0.1 s per runner and round on this VM: the MLP's ~1 ms steps
@@ -198,10 +207,12 @@ int Run(int argc, char** argv) {
     }
     double t[4];
     for (int i = 0; i < 4; ++i) t[i] = Median(runners[i].per_round);
-    std::printf("| %s (batch %lld) | %.0f | %.0f | %+.1f%% | %.0f | %.2fx | %.0f | %.2fx |\n",
-                ExampleName(kind), static_cast<long long>(batch), batch / t[0],
-                batch / t[1], (t[1] / t[0] - 1) * 100, batch / t[2], t[1] / t[2],
-                batch / t[3], t[1] / t[3]);
+    std::printf(
+        "| %s (batch %lld) | %.0f | %.0f | %+.1f%% | %.0f | %.2fx | %.0f | "
+        "%.2fx |\n",
+        ExampleName(kind), static_cast<long long>(batch), batch / t[0],
+        batch / t[1], (t[1] / t[0] - 1) * 100, batch / t[2], t[1] / t[2],
+        batch / t[3], t[1] / t[3]);
   }
   return 0;
 }

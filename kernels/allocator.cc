@@ -23,7 +23,8 @@ constexpr size_t kLargestRequest = size_t{1} << 62;
 size_t SizeClass(size_t size) {
   if (size > kLargestRequest) return 0;
   if (size <= 4096) return (size + 63) & ~size_t{63};
-  const int bits = 64 - __builtin_clzll(static_cast<unsigned long long>(size - 1));
+  const int bits =
+      64 - __builtin_clzll(static_cast<unsigned long long>(size - 1));
   const size_t pow2 = size_t{1} << bits;  // the power of two >= size
   const size_t step = pow2 / 8;
   return (size + step - 1) / step * step;
@@ -42,7 +43,8 @@ class CachingAllocator : public Allocator {
  public:
   CachingAllocator(Place place, std::function<void*(size_t)> alloc,
                    std::function<void(void*)> free)
-      : place_(place), system_alloc_(std::move(alloc)),
+      : place_(place),
+        system_alloc_(std::move(alloc)),
         system_free_(std::move(free)) {}
 
   ~CachingAllocator() override { ReleaseCache(); }

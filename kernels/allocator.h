@@ -15,8 +15,8 @@ namespace parex {
 struct AllocatorStats {
   size_t bytes_in_use = 0;  // handed out and not yet freed
   size_t peak_bytes_in_use = 0;
-  size_t bytes_cached = 0;  // freed, kept for reuse
-  size_t num_allocs = 0;    // calls to Allocate
+  size_t bytes_cached = 0;       // freed, kept for reuse
+  size_t num_allocs = 0;         // calls to Allocate
   size_t num_system_allocs = 0;  // of which went to the system
 };
 
@@ -52,7 +52,8 @@ void SetAllocationLimitForTesting(size_t bytes);
 // CPU places are built in; other kinds need RegisterAllocatorFactory first.
 Allocator* GetAllocator(const Place& place);
 
-using AllocatorFactory = std::function<std::unique_ptr<Allocator>(const Place&)>;
+using AllocatorFactory =
+    std::function<std::unique_ptr<Allocator>(const Place&)>;
 // Installs the allocator maker for a place kind (the CUDA library does this).
 void RegisterAllocatorFactory(Place::Kind kind, AllocatorFactory factory);
 

@@ -25,7 +25,8 @@ uint64_t DeviceContext::NextSeed(int64_t op_seed) {
   if (step_ >= 0 && !keyed_) {
     // SplitMix64's finaliser over the seed and the step: distinct steps
     // give unrelated generator states.
-    uint64_t z = seed_ + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(step_) + 1);
+    uint64_t z =
+        seed_ + 0x9e3779b97f4a7c15ull * (static_cast<uint64_t>(step_) + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     seed_generator_.seed(z ^ (z >> 31));
@@ -43,12 +44,14 @@ Status CpuDeviceContext::CopyToHost(void* dst, const void* src, size_t bytes) {
   return Status::Ok();
 }
 
-Status CpuDeviceContext::CopyFromHost(void* dst, const void* src, size_t bytes) {
+Status CpuDeviceContext::CopyFromHost(void* dst, const void* src,
+                                      size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
   return Status::Ok();
 }
 
-Status CpuDeviceContext::CopyOnDevice(void* dst, const void* src, size_t bytes) {
+Status CpuDeviceContext::CopyOnDevice(void* dst, const void* src,
+                                      size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
   return Status::Ok();
 }

@@ -71,7 +71,8 @@ class DeviceContext {
 
 class CpuDeviceContext : public DeviceContext {
  public:
-  explicit CpuDeviceContext(Place place = Place::CPU()) : DeviceContext(place) {}
+  explicit CpuDeviceContext(Place place = Place::CPU())
+      : DeviceContext(place) {}
 
   Status Synchronize() override { return Status::Ok(); }
   std::unique_ptr<Event> CreateEvent() override;

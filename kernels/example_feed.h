@@ -1,10 +1,10 @@
-// Synthetic feeds for the example programs (graph/examples.h): for
+// Synthetic feeds for the example programs (graph/builder/examples.h): for
 // benchmarks and equivalence tests, where the values need not mean anything.
 #pragma once
 
 #include <cstdint>
 
-#include "graph/build/examples.h"
+#include "graph/builder/examples.h"
 #include "kernels/feed.h"
 
 namespace parex {

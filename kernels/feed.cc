@@ -8,8 +8,8 @@ Status CheckFeed(const VarDesc& var, const Tensor& value) {
   }
   if (var.dtype() != DType::kUndefined && var.dtype() != value.dtype()) {
     return InvalidArgument("feed '" + var.name() + "': dtype " +
-                           DTypeName(value.dtype()) + ", the program declares " +
-                           DTypeName(var.dtype()));
+                           DTypeName(value.dtype()) +
+                           ", the program declares " + DTypeName(var.dtype()));
   }
   // Read in place: a feed is checked every step (no copy, no allocation).
   const int rank = var.rank();
@@ -19,9 +19,9 @@ Status CheckFeed(const VarDesc& var, const Tensor& value) {
     ok = ExtentsAgree(var.dim(i), value.dims()[i]);
   }
   if (!ok) {
-    return InvalidArgument("feed '" + var.name() + "': shape " +
-                           DimsToString(value.dims()) +
-                           ", the program declares " + DimsToString(var.dims()));
+    return InvalidArgument(
+        "feed '" + var.name() + "': shape " + DimsToString(value.dims()) +
+        ", the program declares " + DimsToString(var.dims()));
   }
   return Status::Ok();
 }

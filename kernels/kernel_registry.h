@@ -62,9 +62,9 @@ void RegisterCpuKernel(KernelRegistry* registry, const std::string& op,
 
 // PAREX_CPU_KERNEL(registry, "relu", ReluKernel, float, double) registers
 // ReluKernel<float> and ReluKernel<double>.
-#define PAREX_CPU_KERNEL(registry, op, kernel, ...)                       \
-  ::parex::RegisterCpuKernel<__VA_ARGS__>(registry, op, [](auto tag) {    \
-    return &kernel<typename decltype(tag)::type>;                         \
+#define PAREX_CPU_KERNEL(registry, op, kernel, ...)                    \
+  ::parex::RegisterCpuKernel<__VA_ARGS__>(registry, op, [](auto tag) { \
+    return &kernel<typename decltype(tag)::type>;                      \
   })
 
 // Appends every CPU kernel of kernels/cpu/ (defined there).

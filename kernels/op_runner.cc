@@ -66,9 +66,6 @@ class RuntimeShapeContext : public ShapeContext {
 
 }  // namespace
 
-namespace {
-
-// Ops whose kernels take a sparse gradient (SelectedRows) as an input.
 bool ReadsSparseRows(const std::string& type) {
   return type == "sgd" || type == "momentum" || type == "adam" || type == "sum";
 }
@@ -81,11 +78,8 @@ Status SparseInputError(const OpDesc& op, const std::string& slot,
                        "adam and sum only");
 }
 
-// BindVariables; `inputs`, when given, receives every input argument the
-// scope has, whose values are then checked at run time, not now.
-Status Bind(const OpDesc& op, Scope* scope, KernelContext* ctx,
-            std::vector<std::tuple<const std::string*, const std::string*,
-                                   Variable*>>* inputs) {
+Status BindVariablesDeferred(const OpDesc& op, Scope* scope, KernelContext* ctx,
+                             std::vector<BoundInput>* inputs) {
   for (const auto& slot : op.proto().inputs()) {
     std::vector<Variable*> vars;
     for (const std::string& name : slot.arguments()) {
@@ -95,7 +89,7 @@ Status Bind(const OpDesc& op, Scope* scope, KernelContext* ctx,
       }
       Variable* v = scope->FindVar(name);
       if (inputs != nullptr && v != nullptr) {
-        inputs->emplace_back(&slot.parameter(), &name, v);
+        inputs->push_back({&slot.parameter(), &name, v});
       } else if (v == nullptr || v->IsEmpty()) {
         return NotFound(op.Label() + ": input '" + slot.parameter() +
                         "' reads variable '" + name +
@@ -123,10 +117,8 @@ Status Bind(const OpDesc& op, Scope* scope, KernelContext* ctx,
   return Status::Ok();
 }
 
-}  // namespace
-
 Status BindVariables(const OpDesc& op, Scope* scope, KernelContext* ctx) {
-  return Bind(op, scope, ctx, nullptr);
+  return BindVariablesDeferred(op, scope, ctx, nullptr);
 }
 
 StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
@@ -136,9 +128,8 @@ StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
     case KernelDTypeRule::kFromAttr: {
       int value = ctx.Attr<int>(schema.kernel_dtype_source());
       if (!IsElementType(value)) {
-        return ctx.Error("attribute '" + schema.kernel_dtype_source() +
-                         "' = " + std::to_string(value) +
-                         " is no element type");
+        return ctx.Error("attribute '" + schema.kernel_dtype_source() + "' = " +
+                         std::to_string(value) + " is no element type");
       }
       return static_cast<DType>(value);
     }
@@ -146,12 +137,15 @@ StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
       // A tensor's dtype, or sparse rows' (SelectedRows) value's.
       auto dtype_of = [&ctx](const std::string& slot) {
         const Variable* v = ctx.InputVar(slot);
-        const Tensor* t = v == nullptr                ? nullptr
-                          : v->GetSelectedRows() != nullptr ? &v->GetSelectedRows()->value
-                                                            : v->GetTensor();
+        const Tensor* t = v == nullptr ? nullptr
+                          : v->GetSelectedRows() != nullptr
+                              ? &v->GetSelectedRows()->value
+                              : v->GetTensor();
         return t != nullptr && t->defined() ? t->dtype() : DType::kUndefined;
       };
-      if (DType t = dtype_of(schema.kernel_dtype_source()); t != DType::kUndefined) return t;
+      if (DType t = dtype_of(schema.kernel_dtype_source());
+          t != DType::kUndefined)
+        return t;
       for (const SlotSpec& slot : schema.inputs()) {
         if (DType t = dtype_of(slot.name); t != DType::kUndefined) return t;
       }
@@ -186,8 +180,10 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
     if (!pending.has_dims) continue;
     for (int64_t d : pending.dims) {
       if (d < 0) {
-        return ctx.Error("output '" + key.first + "' inferred with unknown "
-                         "extent " + DimsToString(pending.dims));
+        return ctx.Error("output '" + key.first +
+                         "' inferred with unknown "
+                         "extent " +
+                         DimsToString(pending.dims));
       }
     }
     DType dtype =
@@ -202,8 +198,8 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
         return ctx.Error("outputs '" + t.key->first + "' and '" + key.first +
                          "' both write variable '" +
                          var_name(key.first, key.second) + "', as " +
-                         DTypeName(t.dtype) + DimsToString(*t.dims) +
-                         " and " + what);
+                         DTypeName(t.dtype) + DimsToString(*t.dims) + " and " +
+                         what);
       }
     }
     const std::string_view in_slot = ctx.InputSlotOf(var);
@@ -244,108 +240,6 @@ Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context) {
   Status status = (*kernel)(ctx);
   if (!status.ok() && status.message().rfind(op.Label(), 0) != 0) {
     return status.WithContext(op.Label());
-  }
-  return status;
-}
-
-StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
-    const OpDesc& op, Scope* scope, DeviceContext* device_context) {
-  StatusOr<const OpSchema*> schema = OpSchemaRegistry::Global().Get(op.type());
-  if (!schema.ok()) return schema.status().WithContext(op.Label());
-  std::unique_ptr<PreparedOp> prepared(
-      new PreparedOp(op, *schema, device_context));
-  std::vector<std::tuple<const std::string*, const std::string*, Variable*>> inputs;
-  PAREX_RETURN_IF_ERROR(Bind(op, scope, &prepared->ctx_, &inputs));
-  for (const auto& [slot, name, var] : inputs) {
-    prepared->inputs_.push_back({slot, name, var});
-  }
-  for (const auto& slot : op.proto().outputs()) {
-    for (int i = 0; i < slot.arguments_size(); ++i) {
-      Variable* v = prepared->ctx_.OutputVar(slot.parameter(), i);
-      if (v != nullptr) prepared->outputs_.push_back(v);
-    }
-  }
-  prepared->input_shapes_.resize(prepared->inputs_.size());
-  prepared->output_shapes_.resize(prepared->outputs_.size());
-  return prepared;
-}
-
-bool PreparedOp::ShapesCached() const {
-  if (!cached_) return false;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const Tensor* t = inputs_[i].var->GetTensor();
-    const Shape& s = input_shapes_[i];
-    if (t == nullptr || t->dtype() != s.dtype || t->defined() != s.defined ||
-        t->dims() != s.dims) {
-      return false;
-    }
-  }
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    const Tensor* t = outputs_[i]->GetTensor();
-    const Shape& s = output_shapes_[i];
-    if (t == nullptr || t->dtype() != s.dtype || t->defined() != s.defined ||
-        t->dims() != s.dims) {
-      return false;
-    }
-  }
-  return true;
-}
-
-void PreparedOp::RememberShapes() {
-  auto remember = [](const Tensor* t, Shape* s) {
-    s->dtype = t != nullptr ? t->dtype() : DType::kUndefined;
-    s->defined = t != nullptr && t->defined();
-    if (t != nullptr) {
-      s->dims.assign(t->dims().begin(), t->dims().end());
-    } else {
-      s->dims.clear();
-    }
-  };
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    remember(inputs_[i].var->GetTensor(), &input_shapes_[i]);
-  }
-  for (size_t i = 0; i < outputs_.size(); ++i) {
-    remember(outputs_[i]->GetTensor(), &output_shapes_[i]);
-  }
-  cached_ = true;
-}
-
-Status PreparedOp::Run() {
-  for (const Input& in : inputs_) {
-    if (in.var->IsEmpty()) {
-      return NotFound(op_.Label() + ": input '" + *in.slot +
-                      "' reads variable '" + *in.name +
-                      "', which holds no value (not fed, loaded or "
-                      "computed before)");
-    }
-    if (in.var->IsSelectedRows() && !ReadsSparseRows(op_.type())) {
-      return SparseInputError(op_, *in.slot, *in.name);
-    }
-  }
-  // An attribute's dtype never changes: read it once.
-  DType dtype = kernel_dtype_;
-  if (kernel_ == nullptr ||
-      schema_->kernel_dtype_rule() != KernelDTypeRule::kFromAttr) {
-    PAREX_ASSIGN_OR_RETURN(dtype, KernelDType(*schema_, ctx_));
-  }
-  if (kernel_ == nullptr || dtype != kernel_dtype_) {
-    StatusOr<KernelFn> kernel = KernelRegistry::Global().Find(
-        {op_.type(), ctx_.place().kind, dtype});
-    if (!kernel.ok()) return kernel.status().WithContext(op_.Label());
-    kernel_ = *kernel;
-    kernel_dtype_ = dtype;
-    cached_ = false;
-  }
-  const bool cached = ShapesCached();
-  if (!cached) {
-    cached_ = false;
-    PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
-  }
-  Status status = kernel_(ctx_);
-  // After the kernel: what the next run compares against.
-  if (status.ok() && !cached) RememberShapes();
-  if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {
-    return status.WithContext(op_.Label());
   }
   return status;
 }

@@ -31,9 +31,9 @@ class ReferenceExecutor {
   // must be fed); other fed names are set directly and must be variables of
   // the program. A fed tensor must match the variable's dtype and its
   // declared extents (-1 matches any). Errors name the op, variable or feed.
-  StatusOr<std::vector<Tensor>> Run(const Program& program, Scope* scope,
-                                    const FeedMap& feeds,
-                                    const std::vector<std::string>& fetch_names);
+  StatusOr<std::vector<Tensor>> Run(
+      const Program& program, Scope* scope, const FeedMap& feeds,
+      const std::vector<std::string>& fetch_names);
 
   CpuDeviceContext* device_context() { return &device_context_; }
 

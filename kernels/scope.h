@@ -1,9 +1,9 @@
 // Scope and Variable: where an executor keeps the values of a program's
 // variables. A Variable holds a Tensor, a list of tensors (the `feed` and
-// `fetch` holders) or SelectedRows (a sparse gradient). Scopes nest: a lookup that misses goes to the parent, so
-// an execution scope of temporaries can sit under a scope of persistables.
-// Thread-safety: creating variables needs exclusive access; once created,
-// distinct variables may be used concurrently.
+// `fetch` holders) or SelectedRows (a sparse gradient). Scopes nest: a lookup
+// that misses goes to the parent, so an execution scope of temporaries can sit
+// under a scope of persistables. Thread-safety: creating variables needs
+// exclusive access; once created, distinct variables may be used concurrently.
 #pragma once
 
 #include <memory>
@@ -23,7 +23,9 @@ class Variable {
   bool IsTensorList() const {
     return std::holds_alternative<std::vector<Tensor>>(value_);
   }
-  bool IsEmpty() const { return std::holds_alternative<std::monostate>(value_); }
+  bool IsEmpty() const {
+    return std::holds_alternative<std::monostate>(value_);
+  }
   // Makes the variable hold a tensor (kept if it already does).
   Tensor* GetMutableTensor();
   // nullptr unless the variable holds a tensor.
@@ -42,7 +44,8 @@ class Variable {
   }
 
  private:
-  std::variant<std::monostate, Tensor, std::vector<Tensor>, SelectedRows> value_;
+  std::variant<std::monostate, Tensor, std::vector<Tensor>, SelectedRows>
+      value_;
 };
 
 class Scope {

@@ -39,7 +39,8 @@ Status SelectedRows::ToDense(Tensor* out) const {
                              " is outside [0, " + std::to_string(height) + ")");
     }
   }
-  PAREX_RETURN_IF_ERROR(out->TryAllocate(value.dtype(), dense_dims(), value.place()));
+  PAREX_RETURN_IF_ERROR(
+      out->TryAllocate(value.dtype(), dense_dims(), value.place()));
   const int64_t width = count > 0 ? value.numel() / count : 0;
   switch (value.dtype()) {
     case DType::kFP32:

@@ -3,7 +3,7 @@
 // `value` row i belongs to (a row may repeat: its values add up), every
 // other row is zero. The optimizers apply it row by row or as its dense sum
 // (kernels/cpu/optimizer_kernels.cc); across places the rows are gathered
-// (actors/op_handle_tasks.cc).
+// (actors/executor/op_handle_tasks.cc).
 #pragma once
 
 #include <cstdint>

@@ -30,13 +30,16 @@ void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
 Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
   // The steady step calls this for every output of every op: the checks
   // build no strings unless they fail.
-  auto what = [&] { return std::string(DTypeName(dtype)) + DimsToString(dims); };
+  auto what = [&] {
+    return std::string(DTypeName(dtype)) + DimsToString(dims);
+  };
   const int64_t numel = Numel(dims);
   if (numel < 0 || numel > kMaxNumel || dims.size() > kMaxRank) {
     PAREX_RETURN_IF_ERROR(CheckedNumel(dims, what()).status());
   }
   uint64_t bytes = 0;
-  if (!CheckedMul(static_cast<uint64_t>(numel), uint64_t{SizeOf(dtype)}, &bytes) ||
+  if (!CheckedMul(static_cast<uint64_t>(numel), uint64_t{SizeOf(dtype)},
+                  &bytes) ||
       bytes > kMaxTensorBytes) {
     PAREX_RETURN_IF_ERROR(CheckedBytes(numel, SizeOf(dtype), what()).status());
   }
@@ -45,8 +48,8 @@ Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
   // in-place op of place 1 on a tensor copied from place 0 keeps its data).
   const bool same_memory =
       place_ == place || (place_.is_cpu() && place.is_cpu());
-  bool keep = buffer_ != nullptr && same_memory &&
-              buffer_->size() >= offset_ + need;
+  bool keep =
+      buffer_ != nullptr && same_memory && buffer_->size() >= offset_ + need;
   if (!keep) {
     std::shared_ptr<Buffer> buffer;
     if (need > 0) {
@@ -69,8 +72,8 @@ Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
 }
 
 void Tensor::Reshape(const Dims& dims) {
-  PAREX_CHECK(Numel(dims) == numel(), "Reshape " + DimsToString(dims_) +
-                                          " to " + DimsToString(dims));
+  PAREX_CHECK(Numel(dims) == numel(),
+              "Reshape " + DimsToString(dims_) + " to " + DimsToString(dims));
   dims_ = dims;
 }
 

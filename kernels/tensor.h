@@ -3,12 +3,12 @@
 // A Tensor shares its Buffer with copies of it (shallow, like Paddle's
 // LoDTensor); `Clone` makes a deep copy. `Allocate` keeps the current buffer
 // when it is large enough and in the same memory (every CPU place is host
-// memory, so a tensor keeps its buffer across CPU place ids), so ops that write the same variable step after
-// step reuse their memory (and in-place ops, whose output is their input,
-// keep their data).
-// Thread-safety: a Tensor object is not synchronised; distinct Tensors may be
-// used concurrently even when they share a buffer, if the data races are
-// excluded by the caller (the executor's dependency order).
+// memory, so a tensor keeps its buffer across CPU place ids), so ops that write
+// the same variable step after step reuse their memory (and in-place ops, whose
+// output is their input, keep their data). Thread-safety: a Tensor object is
+// not synchronised; distinct Tensors may be used concurrently even when they
+// share a buffer, if the data races are excluded by the caller (the executor's
+// dependency order).
 #pragma once
 
 #include <cstdint>
@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "base/check.h"
-#include "base/status.h"
 #include "base/dims.h"
 #include "base/dtype.h"
 #include "base/place.h"
+#include "base/status.h"
 
 namespace parex {
 

@@ -1,9 +1,9 @@
 #include "proto/program_io.h"
 
-#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/text_format.h>
 
 #include <cerrno>
@@ -70,8 +70,7 @@ StatusOr<proto::ProgramDesc> ParseProgramBinary(const std::string& bytes,
                     std::to_string(bytes.size()) + " bytes)");
   }
   if (!program.IsInitialized()) {
-    return DataLoss("program '" + source +
-                    "': missing required fields: " +
+    return DataLoss("program '" + source + "': missing required fields: " +
                     program.InitializationErrorString());
   }
   return program;
@@ -85,9 +84,9 @@ StatusOr<proto::ProgramDesc> ParseProgramText(const std::string& text,
   TextErrorCollector errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, &program)) {
-    return InvalidArgument("program '" + source + "': " +
-                           (errors.first().empty() ? "text parse failed"
-                                                   : errors.first()));
+    return InvalidArgument(
+        "program '" + source + "': " +
+        (errors.first().empty() ? "text parse failed" : errors.first()));
   }
   return program;
 }
@@ -112,8 +111,8 @@ std::string SerializeProgramText(const proto::ProgramDesc& program) {
 
 StatusOr<proto::ProgramDesc> ReadProgramFile(const std::string& path) {
   bool text = EndsWith(path, ".pbtxt") || EndsWith(path, ".txt");
-  return ReadProgramFile(path, text ? ProgramFormat::kText
-                                    : ProgramFormat::kBinary);
+  return ReadProgramFile(path,
+                         text ? ProgramFormat::kText : ProgramFormat::kBinary);
 }
 
 StatusOr<proto::ProgramDesc> ReadProgramFile(const std::string& path,
@@ -127,9 +126,9 @@ Status WriteProgramFile(const std::string& path,
                         const proto::ProgramDesc& program,
                         ProgramFormat format) {
   if (!program.IsInitialized()) {
-    return InvalidArgument("program for '" + path +
-                           "' misses required fields: " +
-                           program.InitializationErrorString());
+    return InvalidArgument(
+        "program for '" + path +
+        "' misses required fields: " + program.InitializationErrorString());
   }
   return WriteFileBytes(path, format == ProgramFormat::kText
                                   ? SerializeProgramText(program)

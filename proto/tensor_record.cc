@@ -75,7 +75,8 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   for (uint64_t level = 0; level < levels; ++level) {
     uint64_t bytes = 0;
     if (!ReadPod(in, &bytes)) {
-      return DataLoss(source + ": truncated LoD level " + std::to_string(level));
+      return DataLoss(source + ": truncated LoD level " +
+                      std::to_string(level));
     }
     int64_t remaining = Remaining(in);
     if (bytes % sizeof(uint64_t) != 0 || bytes > kMaxLodBytes ||
@@ -120,11 +121,13 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   header->dtype = static_cast<DType>(desc.data_type());
   header->dims.assign(desc.dims().begin(), desc.dims().end());
   for (int64_t d : header->dims) {
-    if (d < 0) return DataLoss(source + ": negative dimension in tensor record");
+    if (d < 0)
+      return DataLoss(source + ": negative dimension in tensor record");
   }
   StatusOr<int64_t> numel = CheckedNumel(header->dims, source);
   if (!numel.ok()) return DataLoss(numel.status().message());
-  StatusOr<uint64_t> bytes = CheckedBytes(*numel, SizeOf(header->dtype), source);
+  StatusOr<uint64_t> bytes =
+      CheckedBytes(*numel, SizeOf(header->dtype), source);
   if (!bytes.ok()) return DataLoss(bytes.status().message());
   remaining = Remaining(in);
   if (remaining >= 0 &&

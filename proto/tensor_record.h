@@ -4,7 +4,7 @@
 //   and u64 offsets · u32 Tensor version (0) · i32 size of a serialized
 //   VarType.TensorDesc and its bytes · raw little-endian data.
 // This layer reads and writes the header; the data bytes are streamed by the
-// caller straight into a tensor buffer (kernels/tensor_io.h).
+// caller straight into a tensor buffer (kernels/io/tensor_io.h).
 #pragma once
 
 #include <cstdint>

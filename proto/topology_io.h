@@ -22,7 +22,7 @@ struct TopologyNode {
 };
 
 struct Topology {
-  std::string path;     // the file it came from
+  std::string path;  // the file it came from
   std::string cluster;
   std::vector<TopologyNode> nodes;  // rank order
   std::string backend;              // "gloo"
@@ -51,7 +51,8 @@ struct Topology {
 
 // Parses and validates `text` as if read from `path` (relative secret files
 // are resolved against path's folder, and read).
-StatusOr<Topology> ParseTopology(const std::string& text, const std::string& path);
+StatusOr<Topology> ParseTopology(const std::string& text,
+                                 const std::string& path);
 // Reads `path` (a regular file) and parses it.
 StatusOr<Topology> LoadTopology(const std::string& path);
 

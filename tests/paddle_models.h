@@ -42,9 +42,9 @@ inline std::vector<std::vector<double>> ReadGoldenProbabilities(
 
 }  // namespace parex::testing
 
-#define PAREX_REQUIRE_PADDLE_MODELS()                                   \
-  do {                                                                  \
-    if (!::parex::testing::HavePaddleModels())                          \
-      GTEST_SKIP() << "Paddle models folder missing: "                  \
-                   << ::parex::testing::PaddleModelsDir();              \
+#define PAREX_REQUIRE_PADDLE_MODELS()                      \
+  do {                                                     \
+    if (!::parex::testing::HavePaddleModels())             \
+      GTEST_SKIP() << "Paddle models folder missing: "     \
+                   << ::parex::testing::PaddleModelsDir(); \
   } while (0)

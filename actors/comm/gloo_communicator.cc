@@ -22,7 +22,7 @@ struct GlooCommunicator::Entry {
   // The memory the algorithm was built over (registered with Gloo): 1-D,
   // `count` elements of `dtype`.
   Tensor staging;
-  std::shared_ptr<gloo::Context> context;      // this collective's own
+  std::shared_ptr<gloo::Context> context;  // this collective's own
   std::unique_ptr<gloo::Algorithm> algorithm;
 };
 
@@ -32,12 +32,13 @@ namespace {
 constexpr uint32_t kBuildBarrierTag = 0x70617278;  // "parx"
 
 bool IsTimeout(const std::string& what) {
-  return what.find("imeout") != std::string::npos || what.find("imed out") != std::string::npos;
+  return what.find("imeout") != std::string::npos ||
+         what.find("imed out") != std::string::npos;
 }
 
 template <typename T>
-std::unique_ptr<gloo::Algorithm> MakeAllReduce(const std::shared_ptr<gloo::Context>& context,
-                                               void* data, int64_t count) {
+std::unique_ptr<gloo::Algorithm> MakeAllReduce(
+    const std::shared_ptr<gloo::Context>& context, void* data, int64_t count) {
   return std::make_unique<gloo::AllreduceRingChunked<T>>(
       context, std::vector<T*>{static_cast<T*>(data)}, static_cast<int>(count));
 }
@@ -56,8 +57,9 @@ void IgnoreSigpipeUnlessHandled() {
 }
 
 StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
-    std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size, const std::string& host,
-    std::chrono::milliseconds timeout, std::vector<std::string> rank_names) {
+    std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size,
+    const std::string& host, std::chrono::milliseconds timeout,
+    std::vector<std::string> rank_names) {
   if (size < 1 || rank < 0 || rank >= size ||
       static_cast<int>(rank_names.size()) != size) {
     return InvalidArgument("gloo: rank " + std::to_string(rank) + " of " +
@@ -81,9 +83,10 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
     context->connectFullMesh(prefixed, comm->device_);
     comm->context_ = std::move(context);
   } catch (const std::exception& e) {
-    return Aborted("gloo: " + comm->rank_names_[rank] + " (rank " + std::to_string(rank) +
-                   " of " + std::to_string(size) + ") could not connect to its peers on " +
-                   host + ": " + e.what());
+    return Aborted("gloo: " + comm->rank_names_[rank] + " (rank " +
+                   std::to_string(rank) + " of " + std::to_string(size) +
+                   ") could not connect to its peers on " + host + ": " +
+                   e.what());
   }
   return comm;
 }
@@ -113,7 +116,8 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
   std::string text = interrupted.ok() ? what : interrupted.message();
   std::string extra;
   if (interrupted.ok() && explain_) {
-    extra = explain_(Failure{seq_, collective, std::string(name), IsTimeout(what)});
+    extra =
+        explain_(Failure{seq_, collective, std::string(name), IsTimeout(what)});
   }
   // Gloo names a lost peer by its address only; the ring's collectives talk
   // to the two neighbours, so those are the nodes to look at.
@@ -125,33 +129,33 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
   } else if (size_ == 2) {
     peers = "; the peer: " + rank_names_[1 - rank_];
   } else if (size_ > 2) {
-    peers = "; ring neighbours: " + rank_names_[(rank_ + size_ - 1) % size_] + " and " +
-            rank_names_[(rank_ + 1) % size_];
+    peers = "; ring neighbours: " + rank_names_[(rank_ + size_ - 1) % size_] +
+            " and " + rank_names_[(rank_ + 1) % size_];
   }
-  Status s = Aborted(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                     "' (collective #" + std::to_string(seq_) + ") across nodes (" +
-                     rank_names_[rank_] + ", rank " + std::to_string(rank_) + " of " +
-                     std::to_string(size_) + "): " + text + peers);
+  Status s = Aborted(std::string(CollectiveName(collective)) + " '" +
+                     std::string(name) + "' (collective #" +
+                     std::to_string(seq_) + ") across nodes (" +
+                     rank_names_[rank_] + ", rank " + std::to_string(rank_) +
+                     " of " + std::to_string(size_) + "): " + text + peers);
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
   return s;
 }
 
-StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collective,
-                                                               std::string_view name,
-                                                               DType dtype, int64_t count,
-                                                               Place place) {
+StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(
+    Collective collective, std::string_view name, DType dtype, int64_t count,
+    Place place) {
   auto it = entries_.find(name);
-  if (it != entries_.end() && it->second->dtype == dtype && it->second->count == count &&
-      it->second->staging.place() == place) {
+  if (it != entries_.end() && it->second->dtype == dtype &&
+      it->second->count == count && it->second->staging.place() == place) {
     return it->second.get();
   }
   auto entry = std::make_unique<Entry>();
   entry->dtype = dtype;
   entry->count = count;
   if (Status s = entry->staging.TryAllocate(dtype, {count}, place); !s.ok()) {
-    return s.WithContext(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                         "' across nodes");
+    return s.WithContext(std::string(CollectiveName(collective)) + " '" +
+                         std::string(name) + "' across nodes");
   }
   void* data = entry->staging.raw_data();
   try {
@@ -160,8 +164,8 @@ StatusOr<GlooCommunicator::Entry*> GlooCommunicator::EntryFor(Collective collect
     // waitRecv (1024 then 4096 floats, within a few hundred runs); one
     // algorithm per context never did. The prefix is the same on every
     // rank: contexts are made in the same call order everywhere.
-    gloo::rendezvous::PrefixStore prefixed("c" + std::to_string(contexts_made_++) + "/",
-                                           *store_);
+    gloo::rendezvous::PrefixStore prefixed(
+        "c" + std::to_string(contexts_made_++) + "/", *store_);
     auto context = std::make_shared<gloo::rendezvous::Context>(rank_, size_);
     context->setTimeout(timeout_);
     context->connectFullMesh(prefixed, device_);
@@ -221,15 +225,17 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
                                  TensorGroups groups, int root) {
   if (root < 0 || root >= size_) {
     return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                           std::string(name) + "': root rank " + std::to_string(root) +
-                           " is not in 0.." + std::to_string(size_ - 1));
+                           std::string(name) + "': root rank " +
+                           std::to_string(root) + " is not in 0.." +
+                           std::to_string(size_ - 1));
   }
   DType dtype = DType::kUndefined;
   int64_t count = 0;
   for (const PlaceTensors& group : groups) {
     if (group.size() != 1 || group[0] == nullptr || !group[0]->defined()) {
       return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                             std::string(name) + "' across nodes: each group needs " +
+                             std::string(name) +
+                             "' across nodes: each group needs " +
                              "one defined tensor of this rank");
     }
     const Tensor& t = *group[0];
@@ -243,24 +249,26 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
   }
   if (count == 0) return Status::Ok();  // every rank passes the same counts
   if (count > INT_MAX) {
-    return OutOfRange(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                      "': " + std::to_string(count) +
+    return OutOfRange(std::string(CollectiveName(collective)) + " '" +
+                      std::string(name) + "': " + std::to_string(count) +
                       " elements are more than one Gloo call takes (2^31 - 1)");
   }
-  if (collective == Collective::kBroadcast) return BroadcastOnce(name, groups, root, dtype, count);
-  if (dtype != DType::kFP32 && dtype != DType::kFP64 && dtype != DType::kInt32 &&
-      dtype != DType::kInt64) {
-    return InvalidArgument(std::string(CollectiveName(collective)) + " '" + std::string(name) +
-                           "': dtype " + DTypeName(dtype) +
-                           " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
+  if (collective == Collective::kBroadcast)
+    return BroadcastOnce(name, groups, root, dtype, count);
+  if (dtype != DType::kFP32 && dtype != DType::kFP64 &&
+      dtype != DType::kInt32 && dtype != DType::kInt64) {
+    return InvalidArgument(
+        std::string(CollectiveName(collective)) + " '" + std::string(name) +
+        "': dtype " + DTypeName(dtype) +
+        " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
   // An all-reduce leaves each tensor viewing its range of the staging
   // memory the algorithm was built over (dims and LoD kept), so the next
   // call on tensors written in place (a gradient, each step) copies
   // nothing; a tensor that holds other memory again is copied in.
-  PAREX_ASSIGN_OR_RETURN(Entry * entry,
-                         EntryFor(collective, name, dtype, count, groups[0][0]->place()));
+  PAREX_ASSIGN_OR_RETURN(Entry * entry, EntryFor(collective, name, dtype, count,
+                                                 groups[0][0]->place()));
   const bool alias = collective == Collective::kAllReduce;
   char* const base = static_cast<char*>(entry->staging.raw_data());
   bool in_place = alias;
@@ -278,10 +286,12 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
       if (group[0]->SharesBufferWith(entry->staging)) ++passed;
     }
     if (entry->staging.buffer_holders() > 1 + passed) {
-      return FailedPrecondition(
-          std::string(CollectiveName(collective)) + " '" + std::string(name) +
-          "' across nodes: called with other tensors while the tensors of its last call still "
-          "view its memory (a collective name must stand for one set of tensors)");
+      return FailedPrecondition(std::string(CollectiveName(collective)) + " '" +
+                                std::string(name) +
+                                "' across nodes: called with other tensors "
+                                "while the tensors of its last call still "
+                                "view its memory (a collective name must stand "
+                                "for one set of tensors)");
     }
   }
   if (!in_place) {
@@ -297,7 +307,8 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
   } catch (const std::exception& e) {
     return Failed(collective, name, e.what());
   }
-  if (in_place || (collective == Collective::kReduce && rank_ != root)) return Status::Ok();
+  if (in_place || (collective == Collective::kReduce && rank_ != root))
+    return Status::Ok();
   at = 0;
   int64_t element = 0;
   for (const PlaceTensors& group : groups) {
@@ -322,11 +333,13 @@ Status GlooCommunicator::AllReduce(std::string_view name, TensorGroups groups) {
   return Run(Collective::kAllReduce, name, groups, 0);
 }
 
-Status GlooCommunicator::Reduce(std::string_view name, TensorGroups groups, int root) {
+Status GlooCommunicator::Reduce(std::string_view name, TensorGroups groups,
+                                int root) {
   return Run(Collective::kReduce, name, groups, root);
 }
 
-Status GlooCommunicator::BroadcastOnce(std::string_view name, TensorGroups groups, int root,
+Status GlooCommunicator::BroadcastOnce(std::string_view name,
+                                       TensorGroups groups, int root,
                                        DType dtype, int64_t count) {
   const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
   Tensor* single = groups.size() == 1 ? groups[0][0] : nullptr;
@@ -334,14 +347,17 @@ Status GlooCommunicator::BroadcastOnce(std::string_view name, TensorGroups group
   if (single != nullptr) {
     data = static_cast<uint8_t*>(single->raw_data());
   } else {
-    if (Status s = broadcast_staging_.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)});
+    if (Status s = broadcast_staging_.TryAllocate(
+            DType::kUInt8, {static_cast<int64_t>(bytes)});
         !s.ok()) {
-      return s.WithContext("broadcast '" + std::string(name) + "' across nodes");
+      return s.WithContext("broadcast '" + std::string(name) +
+                           "' across nodes");
     }
     data = static_cast<uint8_t*>(broadcast_staging_.raw_data());
     size_t at = 0;
     for (const PlaceTensors& group : groups) {
-      if (group[0]->bytes() > 0) std::memcpy(data + at, group[0]->raw_data(), group[0]->bytes());
+      if (group[0]->bytes() > 0)
+        std::memcpy(data + at, group[0]->raw_data(), group[0]->bytes());
       at += group[0]->bytes();
     }
   }
@@ -360,21 +376,25 @@ Status GlooCommunicator::BroadcastOnce(std::string_view name, TensorGroups group
   if (single == nullptr) {
     size_t at = 0;
     for (const PlaceTensors& group : groups) {
-      if (group[0]->bytes() > 0) std::memcpy(group[0]->raw_data(), data + at, group[0]->bytes());
+      if (group[0]->bytes() > 0)
+        std::memcpy(group[0]->raw_data(), data + at, group[0]->bytes());
       at += group[0]->bytes();
     }
   }
   return Status::Ok();
 }
 
-Status GlooCommunicator::Broadcast(std::string_view name, TensorGroups groups, int root) {
+Status GlooCommunicator::Broadcast(std::string_view name, TensorGroups groups,
+                                   int root) {
   return Run(Collective::kBroadcast, name, groups, root);
 }
 
-Status GlooCommunicator::AllGather(std::string_view name, const PlaceTensors& inputs,
+Status GlooCommunicator::AllGather(std::string_view name,
+                                   const PlaceTensors& inputs,
                                    const PlaceTensors& outputs) {
-  return Unimplemented("all_gather '" + std::string(name) +
-                       "' across nodes: not supported (dense gradients are all-reduced)");
+  return Unimplemented(
+      "all_gather '" + std::string(name) +
+      "' across nodes: not supported (dense gradients are all-reduced)");
 }
 
 }  // namespace parex

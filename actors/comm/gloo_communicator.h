@@ -84,8 +84,8 @@ class GlooCommunicator final : public Communicator {
   // timed out.
   static StatusOr<std::shared_ptr<GlooCommunicator>> Connect(
       std::shared_ptr<gloo::rendezvous::Store> store, int rank, int size,
-      const std::string& host,
-      std::chrono::milliseconds timeout, std::vector<std::string> rank_names);
+      const std::string& host, std::chrono::milliseconds timeout,
+      std::vector<std::string> rank_names);
   ~GlooCommunicator() override;
 
   const char* backend() const override { return "gloo"; }
@@ -101,7 +101,8 @@ class GlooCommunicator final : public Communicator {
   // Rank `root` gets the sum (computed as an all-reduce; the others' tensors
   // are left as they were).
   Status Reduce(std::string_view name, TensorGroups groups, int root) override;
-  Status Broadcast(std::string_view name, TensorGroups groups, int root) override;
+  Status Broadcast(std::string_view name, TensorGroups groups,
+                   int root) override;
   // Not across processes yet (parex's gradients are dense: the executor
   // all-reduces them); Unimplemented.
   Status AllGather(std::string_view name, const PlaceTensors& inputs,
@@ -136,22 +137,25 @@ class GlooCommunicator final : public Communicator {
   // made (context, staging memory and algorithm) the first time, or again
   // when the dtype, size or place changed (every rank sees the same change
   // at the same call). `collective` names it in errors.
-  StatusOr<Entry*> EntryFor(Collective collective, std::string_view name, DType dtype,
-                            int64_t count, Place place);
+  StatusOr<Entry*> EntryFor(Collective collective, std::string_view name,
+                            DType dtype, int64_t count, Place place);
   // A broadcast: Gloo's unbound-buffer broadcast on the context made at
   // Connect (broadcasts are one-off, at the start and end of training: a
   // context each would cost a rendezvous and sockets per persistable).
-  Status BroadcastOnce(std::string_view name, TensorGroups groups, int root, DType dtype,
-                       int64_t count);
+  Status BroadcastOnce(std::string_view name, TensorGroups groups, int root,
+                       DType dtype, int64_t count);
   // Numbers the call, tells the observer, marks it in Gloo (for Interrupt).
-  Status Run(Collective collective, std::string_view name, TensorGroups groups, int root);
-  Status RunCall(Collective collective, std::string_view name, TensorGroups groups, int root);
-  Status Failed(Collective collective, std::string_view name, const std::string& what);
+  Status Run(Collective collective, std::string_view name, TensorGroups groups,
+             int root);
+  Status RunCall(Collective collective, std::string_view name,
+                 TensorGroups groups, int root);
+  Status Failed(Collective collective, std::string_view name,
+                const std::string& what);
 
   // Made at Connect: broadcasts run on it; and a rank that cannot reach
   // another fails at join time, not at the first step.
   std::shared_ptr<gloo::Context> context_;
-  Tensor broadcast_staging_;  // a fused broadcast's groups, end to end
+  Tensor broadcast_staging_;    // a fused broadcast's groups, end to end
   uint32_t broadcast_tag_ = 1;  // the same sequence on every rank
   int rank_ = 0;
   int size_ = 1;
@@ -159,7 +163,8 @@ class GlooCommunicator final : public Communicator {
   std::map<std::string, std::unique_ptr<Entry>, std::less<>> entries_;
   // Entries replaced by a rebuild, kept until destruction.
   std::vector<std::unique_ptr<Entry>> retired_;
-  std::shared_ptr<gloo::rendezvous::Store> store_;  // the rendezvous of new contexts
+  std::shared_ptr<gloo::rendezvous::Store>
+      store_;  // the rendezvous of new contexts
   std::shared_ptr<gloo::transport::Device> device_;
   std::chrono::milliseconds timeout_{60000};
   int contexts_made_ = 0;

@@ -6,9 +6,9 @@
 
 namespace parex {
 
-HierarchicalCommunicator::HierarchicalCommunicator(std::vector<Place> local_places,
-                                                   std::shared_ptr<Communicator> cross,
-                                                   int world_size, int first_local_rank)
+HierarchicalCommunicator::HierarchicalCommunicator(
+    std::vector<Place> local_places, std::shared_ptr<Communicator> cross,
+    int world_size, int first_local_rank)
     : local_(std::move(local_places)),
       cross_(std::move(cross)),
       world_size_(world_size),
@@ -22,11 +22,13 @@ Place HierarchicalCommunicator::place(int rank) const {
   return Place::CPU(rank);
 }
 
-Status HierarchicalCommunicator::ReduceThenCross(std::string_view name, TensorGroups groups,
+Status HierarchicalCommunicator::ReduceThenCross(std::string_view name,
+                                                 TensorGroups groups,
                                                  int root) {
   if (root < 0 || root >= local_size()) {
     return InvalidArgument("reduce '" + std::string(name) + "': root place " +
-                           std::to_string(root) + " is not one of this node's " +
+                           std::to_string(root) +
+                           " is not one of this node's " +
                            std::to_string(local_size()));
   }
   if (local_size() > 1) {
@@ -41,27 +43,31 @@ Status HierarchicalCommunicator::ReduceThenCross(std::string_view name, TensorGr
   return cross_->AllReduce(name, root_groups_);
 }
 
-Status HierarchicalCommunicator::AllReduce(std::string_view name, TensorGroups groups) {
+Status HierarchicalCommunicator::AllReduce(std::string_view name,
+                                           TensorGroups groups) {
   PAREX_RETURN_IF_ERROR(ReduceThenCross(name, groups, 0));
   if (local_size() > 1) return local_.Broadcast(name, groups, 0);
   return Status::Ok();
 }
 
-Status HierarchicalCommunicator::Reduce(std::string_view name, TensorGroups groups, int root) {
+Status HierarchicalCommunicator::Reduce(std::string_view name,
+                                        TensorGroups groups, int root) {
   return ReduceThenCross(name, groups, root);
 }
 
-Status HierarchicalCommunicator::Broadcast(std::string_view name, TensorGroups groups,
-                                           int root) {
+Status HierarchicalCommunicator::Broadcast(std::string_view name,
+                                           TensorGroups groups, int root) {
   if (local_size() == 1) return Status::Ok();
   return local_.Broadcast(name, groups, root);
 }
 
-Status HierarchicalCommunicator::AllGather(std::string_view name, const PlaceTensors& inputs,
+Status HierarchicalCommunicator::AllGather(std::string_view name,
+                                           const PlaceTensors& inputs,
                                            const PlaceTensors& outputs) {
   if (cross_->world_size() == 1) return local_.AllGather(name, inputs, outputs);
-  return Unimplemented("all_gather '" + std::string(name) +
-                       "' across nodes: not supported (dense gradients are all-reduced)");
+  return Unimplemented(
+      "all_gather '" + std::string(name) +
+      "' across nodes: not supported (dense gradients are all-reduced)");
 }
 
 }  // namespace parex

@@ -57,7 +57,8 @@ class HierarchicalCommunicator final : public Communicator {
 
   Status AllReduce(std::string_view name, TensorGroups groups) override;
   Status Reduce(std::string_view name, TensorGroups groups, int root) override;
-  Status Broadcast(std::string_view name, TensorGroups groups, int root) override;
+  Status Broadcast(std::string_view name, TensorGroups groups,
+                   int root) override;
   Status AllGather(std::string_view name, const PlaceTensors& inputs,
                    const PlaceTensors& outputs) override;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/file_io.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 
 namespace parex::cli {
 namespace fs = std::filesystem;
@@ -22,7 +22,8 @@ int64_t StepOf(const std::string& name) {
   if (name.rfind("ckpt-", 0) != 0 || name.size() == 5) return -1;
   int64_t step = 0;
   for (size_t i = 5; i < name.size(); ++i) {
-    if (name[i] < '0' || name[i] > '9' || step > (INT64_MAX - 9) / 10) return -1;
+    if (name[i] < '0' || name[i] > '9' || step > (INT64_MAX - 9) / 10)
+      return -1;
     step = step * 10 + (name[i] - '0');
   }
   return step;
@@ -35,7 +36,8 @@ std::string Serialize(const CheckpointState& s) {
   return out.str();
 }
 
-StatusOr<CheckpointState> Parse(const std::string& text, const std::string& path) {
+StatusOr<CheckpointState> Parse(const std::string& text,
+                                const std::string& path) {
   std::map<std::string, std::string> fields;
   std::istringstream in(text);
   std::string line;
@@ -51,9 +53,11 @@ StatusOr<CheckpointState> Parse(const std::string& text, const std::string& path
     auto it = fields.find(key);
     char* end = nullptr;
     errno = 0;
-    const long long v = it == fields.end() ? -1 : std::strtoll(it->second.c_str(), &end, 10);
+    const long long v =
+        it == fields.end() ? -1 : std::strtoll(it->second.c_str(), &end, 10);
     if (it == fields.end() || errno != 0 || *end != '\0' || v < 0) {
-      return InvalidArgument("checkpoint state '" + path + "': no valid '" + key + "'");
+      return InvalidArgument("checkpoint state '" + path + "': no valid '" +
+                             key + "'");
     }
     *out = v;
   }
@@ -64,27 +68,32 @@ StatusOr<CheckpointState> Parse(const std::string& text, const std::string& path
 
 }  // namespace
 
-StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Program& main,
-                                      const Scope& scope, const CheckpointState& state,
-                                      int keep) {
+StatusOr<std::string> WriteCheckpoint(const std::string& dir,
+                                      const Program& main, const Scope& scope,
+                                      const CheckpointState& state, int keep) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return IoError("--checkpoint-dir: cannot create '" + dir + "': " + ec.message());
+  if (ec)
+    return IoError("--checkpoint-dir: cannot create '" + dir +
+                   "': " + ec.message());
   const std::string name = "ckpt-" + std::to_string(state.step);
   const fs::path tmp = fs::path(dir) / (".tmp-" + name);
   const fs::path final_path = fs::path(dir) / name;
   fs::remove_all(tmp, ec);
   fs::create_directory(tmp, ec);
-  if (ec) return IoError("--checkpoint-dir: cannot create '" + tmp.string() + "': " + ec.message());
-  PAREX_RETURN_IF_ERROR(
-      SavePersistables(main, tmp.string(), scope).WithContext("checkpoint " + name));
+  if (ec)
+    return IoError("--checkpoint-dir: cannot create '" + tmp.string() +
+                   "': " + ec.message());
+  PAREX_RETURN_IF_ERROR(SavePersistables(main, tmp.string(), scope)
+                            .WithContext("checkpoint " + name));
   // The state last: with it the directory is complete.
-  PAREX_RETURN_IF_ERROR(WriteFileBytes((tmp / kStateFile).string(), Serialize(state)));
+  PAREX_RETURN_IF_ERROR(
+      WriteFileBytes((tmp / kStateFile).string(), Serialize(state)));
   fs::remove_all(final_path, ec);  // a checkpoint of the same step, rewritten
   fs::rename(tmp, final_path, ec);
   if (ec) {
-    return IoError("--checkpoint-dir: cannot rename '" + tmp.string() + "' to '" +
-                   final_path.string() + "': " + ec.message());
+    return IoError("--checkpoint-dir: cannot rename '" + tmp.string() +
+                   "' to '" + final_path.string() + "': " + ec.message());
   }
   // Keep the newest `keep`; remove what interrupted writes left.
   std::vector<std::pair<int64_t, fs::path>> complete;
@@ -105,7 +114,8 @@ StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Program& mai
   return final_path.string();
 }
 
-StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(const std::string& dir) {
+StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(
+    const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return NotFound("--resume: '" + dir + "' is not a directory");
@@ -119,17 +129,21 @@ StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(const std::string& dir
       best_path = entry.path();
     }
   }
-  if (ec) return IoError("--resume: cannot read '" + dir + "': " + ec.message());
+  if (ec)
+    return IoError("--resume: cannot read '" + dir + "': " + ec.message());
   if (best < 0) return std::optional<FoundCheckpoint>();
-  PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes((best_path / kStateFile).string()));
+  PAREX_ASSIGN_OR_RETURN(std::string text,
+                         ReadFileBytes((best_path / kStateFile).string()));
   PAREX_ASSIGN_OR_RETURN(CheckpointState state,
                          Parse(text, (best_path / kStateFile).string()));
-  return std::optional<FoundCheckpoint>(FoundCheckpoint{best_path.string(), state});
+  return std::optional<FoundCheckpoint>(
+      FoundCheckpoint{best_path.string(), state});
 }
 
 StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
                                  const CheckpointState& want, Scope* scope) {
-  PAREX_ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found, NewestCheckpoint(dir));
+  PAREX_ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found,
+                         NewestCheckpoint(dir));
   if (!found.has_value()) {
     return NotFound("--resume: no complete checkpoint in '" + dir + "'");
   }
@@ -138,10 +152,12 @@ StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
                            "' was written by another program");
   }
   if (found->state.options != want.options) {
-    return InvalidArgument("--resume: checkpoint '" + found->path + "' was written with '" +
-                           found->state.options + "', this run has '" + want.options + "'");
+    return InvalidArgument("--resume: checkpoint '" + found->path +
+                           "' was written with '" + found->state.options +
+                           "', this run has '" + want.options + "'");
   }
-  PAREX_RETURN_IF_ERROR(LoadPersistables(main, found->path, scope).WithContext("--resume"));
+  PAREX_RETURN_IF_ERROR(
+      LoadPersistables(main, found->path, scope).WithContext("--resume"));
   return *std::move(found);
 }
 

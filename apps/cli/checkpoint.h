@@ -27,9 +27,9 @@ struct CheckpointState {
 
 // Writes `scope`'s persistables of `main` and `state` as DIR/ckpt-<step>,
 // then keeps the newest `keep` checkpoints (keep >= 1). Returns the path.
-StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Program& main,
-                                      const Scope& scope, const CheckpointState& state,
-                                      int keep);
+StatusOr<std::string> WriteCheckpoint(const std::string& dir,
+                                      const Program& main, const Scope& scope,
+                                      const CheckpointState& state, int keep);
 
 struct FoundCheckpoint {
   std::string path;
@@ -37,7 +37,8 @@ struct FoundCheckpoint {
 };
 // The newest complete checkpoint in DIR; nullopt when there is none. Errors:
 // DIR unreadable, a checkpoint whose state file is corrupt (named).
-StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(const std::string& dir);
+StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(
+    const std::string& dir);
 
 // --resume DIR: loads the newest complete checkpoint's persistables of
 // `main` into `scope` and returns its state. Errors: none there, or one

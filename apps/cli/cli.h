@@ -12,7 +12,7 @@
 #include "base/place.h"
 #include "base/status.h"
 #include "graph/ssa/ssa_graph.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "kernels/scope.h"
 
 namespace parex::cli {
@@ -68,10 +68,12 @@ struct TrainOptions {
   // ("": the one Fluid marked).
   std::string program, startup, params, loss;
   std::vector<std::string> data;
-  std::string lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
-  std::vector<std::string> eval_data;  // NAME=FILE.npy: evaluated after each epoch
-  std::vector<std::string> fetch;      // more variables to report per step
-  bool shuffle = true;      // false: the rows in file order every epoch
+  std::string
+      lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
+  std::vector<std::string>
+      eval_data;                   // NAME=FILE.npy: evaluated after each epoch
+  std::vector<std::string> fetch;  // more variables to report per step
+  bool shuffle = true;             // false: the rows in file order every epoch
   // BuildStrategy::sync_batch_norm: batch statistics over every place.
   bool sync_batch_norm = false;
   // Checkpoints (checkpoint.h): written into checkpoint_dir every
@@ -88,15 +90,15 @@ struct TrainOptions {
   std::optional<double> lr;
   std::string mode = "allreduce";
   int seed = 1;
-  std::string trace;       // Chrome trace JSON of the first trace_steps steps
+  std::string trace;  // Chrome trace JSON of the first trace_steps steps
   int trace_steps = 20;
   int64_t trace_from = 0;  // the first step traced (after a warm-up, say)
   std::string save;        // "": parex-<model> in the working directory
   std::string data_dir;    // UCI housing and digits CSVs
   std::string fashion_dir;
-  bool progress = true;    // a live line when stdout is a terminal
+  bool progress = true;          // a live line when stdout is a terminal
   std::optional<int64_t> steps;  // stop after this many steps in all
-  std::string metrics;     // JSON lines: one per step
+  std::string metrics;           // JSON lines: one per step
   // Dense all-reduces packed into buckets of at most this many bytes (0:
   // one call per gradient). Unset: off in one process (its all-reduce is
   // cheap per call), kClusterBucketBytes across nodes (a Gloo call costs a
@@ -117,10 +119,10 @@ int RunNode(const TrainOptions& options);
 
 struct LaunchOptions {
   std::string topology;
-  std::string parex;                 // this executable (argv[0] resolved)
-  std::vector<std::string> args;     // node options passed to every node
-  std::vector<std::string> only;     // nodes to start ("" : every local one)
-  bool no_pin = false;               // leave the nodes' CPU affinity alone
+  std::string parex;              // this executable (argv[0] resolved)
+  std::vector<std::string> args;  // node options passed to every node
+  std::vector<std::string> only;  // nodes to start ("" : every local one)
+  bool no_pin = false;            // leave the nodes' CPU affinity alone
 };
 // parex launch: every node of the topology whose host is this machine, as
 // child processes of `parex node`; their output prefixed with the node name.

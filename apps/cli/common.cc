@@ -22,7 +22,8 @@ int Fail(const std::string& command, const Status& status, int code) {
       message += ch;
     }
   }
-  std::fprintf(stderr, "parex %s: error: %s\n", command.c_str(), message.c_str());
+  std::fprintf(stderr, "parex %s: error: %s\n", command.c_str(),
+               message.c_str());
   return code;
 }
 
@@ -32,7 +33,8 @@ StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
                            "': the command line runs CPU places only so far");
   }
   StatusOr<std::vector<Place>> places = ParsePlaceList(spec);
-  if (!places.ok()) return InvalidArgument("bad --places " + places.status().message());
+  if (!places.ok())
+    return InvalidArgument("bad --places " + places.status().message());
   return places;
 }
 
@@ -43,7 +45,8 @@ StatusOr<Parallelism> ParseParallelism(const std::string& places,
   if (mode == "reduce") {
     p.build.reduce = BuildStrategy::ReduceStrategy::kReduce;
   } else if (mode != "allreduce") {
-    return InvalidArgument("--mode must be allreduce or reduce, not '" + mode + "'");
+    return InvalidArgument("--mode must be allreduce or reduce, not '" + mode +
+                           "'");
   }
   return p;
 }
@@ -60,8 +63,7 @@ StatusOr<std::string> OnlyPdmodel(const std::string& dir) {
     found = entry.path().string();
   }
   if (found.empty()) {
-    return NotFound("'" + dir +
-                    "' holds no __model__ and no *.pdmodel file");
+    return NotFound("'" + dir + "' holds no __model__ and no *.pdmodel file");
   }
   return found;
 }
@@ -77,8 +79,10 @@ StatusOr<InferenceModel> ProgramOnly(const std::string& file, bool validate) {
   InferenceModel model;
   model.program = std::move(program);
   // A program without feed/fetch ops (a training program) has no targets.
-  Status targets = FeedFetchTargets(model.program, &model.feed_names, &model.fetch_names);
-  if (!targets.ok() && validate) return targets.WithContext("program '" + file + "'");
+  Status targets =
+      FeedFetchTargets(model.program, &model.feed_names, &model.fetch_names);
+  if (!targets.ok() && validate)
+    return targets.WithContext("program '" + file + "'");
   return model;
 }
 
@@ -109,7 +113,8 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
   } else if (!fs::exists(params_file, ec)) {
     return NotFound("parameter file '" + params_file + "' does not exist");
   }
-  if (scope == nullptr || params_file.empty()) return ProgramOnly(file, validate);
+  if (scope == nullptr || params_file.empty())
+    return ProgramOnly(file, validate);
   return LoadInferenceModel(file, params_file, scope);
 }
 

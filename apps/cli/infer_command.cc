@@ -9,8 +9,8 @@
 #include <memory>
 #include <set>
 
-#include "actors/parallel_executor.h"
-#include "actors/trace_summary.h"
+#include "actors/executor/parallel_executor.h"
+#include "actors/trace/trace_summary.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/npy.h"
 #include "base/file_io.h"
@@ -35,11 +35,20 @@ std::string Stats(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v;
     switch (t.dtype()) {
-      case DType::kFP32: v = t.data<float>()[i]; break;
-      case DType::kFP64: v = t.data<double>()[i]; break;
-      case DType::kInt64: v = static_cast<double>(t.data<int64_t>()[i]); break;
-      case DType::kInt32: v = t.data<int32_t>()[i]; break;
-      default: return "";
+      case DType::kFP32:
+        v = t.data<float>()[i];
+        break;
+      case DType::kFP64:
+        v = t.data<double>()[i];
+        break;
+      case DType::kInt64:
+        v = static_cast<double>(t.data<int64_t>()[i]);
+        break;
+      case DType::kInt32:
+        v = t.data<int32_t>()[i];
+        break;
+      default:
+        return "";
     }
     lo = std::min(lo, v);
     hi = std::max(hi, v);
@@ -55,7 +64,9 @@ std::string Stats(const Tensor& t) {
 std::string FileStem(const std::string& name) {
   std::string s = name;
   for (char& c : s) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) c = '_';
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+          c == '-'))
+      c = '_';
   }
   return s;
 }
@@ -71,42 +82,54 @@ int RunInfer(const InferOptions& o) {
   for (const std::string& spec : o.inputs) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Fail(cmd, InvalidArgument("--input '" + spec + "': expected NAME=FILE.npy"),
-                  kExitUsage);
+      return Fail(
+          cmd,
+          InvalidArgument("--input '" + spec + "': expected NAME=FILE.npy"),
+          kExitUsage);
     }
     named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
   }
   // Outputs are checked before any work.
   if (!o.output.empty()) {
-    if (Status s = CheckOutputDir(o.output, "--output"); !s.ok()) return Fail(cmd, s);
+    if (Status s = CheckOutputDir(o.output, "--output"); !s.ok())
+      return Fail(cmd, s);
   }
   if (!o.trace.empty()) {
-    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok()) return Fail(cmd, s);
+    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok())
+      return Fail(cmd, s);
   }
   Scope scope;
   StatusOr<InferenceModel> model = LoadModel(o.model, o.params, &scope);
   if (!model.ok()) return Fail(cmd, model.status());
   if (model->feed_names.empty() || model->fetch_names.empty()) {
-    return Fail(cmd, InvalidArgument("'" + o.model + "' has no feed or no fetch "
+    return Fail(cmd, InvalidArgument("'" + o.model +
+                                     "' has no feed or no fetch "
                                      "targets: is it an inference program?"));
   }
   std::string feeds_list;
-  for (const std::string& f : model->feed_names) feeds_list += (feeds_list.empty() ? "" : ", ") + f;
+  for (const std::string& f : model->feed_names)
+    feeds_list += (feeds_list.empty() ? "" : ", ") + f;
   for (const auto& [name, path] : named) {
     if (std::find(model->feed_names.begin(), model->feed_names.end(), name) ==
         model->feed_names.end()) {
-      return Fail(cmd, InvalidArgument("--input " + name + ": the model has no feed '" +
-                                       name + "' (its feeds: " + feeds_list + ")"),
-                  kExitUsage);
+      return Fail(
+          cmd,
+          InvalidArgument("--input " + name + ": the model has no feed '" +
+                          name + "' (its feeds: " + feeds_list + ")"),
+          kExitUsage);
     }
     StatusOr<Tensor> t = ReadNpy(path);
-    if (!t.ok()) return Fail(cmd, t.status().WithContext("input '" + name + "'"));
+    if (!t.ok())
+      return Fail(cmd, t.status().WithContext("input '" + name + "'"));
     feed[name] = std::move(*t);
   }
   for (const std::string& f : model->feed_names) {
     if (feed.count(f) == 0) {
-      return Fail(cmd, InvalidArgument("missing --input " + f + "=FILE.npy (the model's feeds: " +
-                                       feeds_list + ")"), kExitUsage);
+      return Fail(
+          cmd,
+          InvalidArgument("missing --input " + f +
+                          "=FILE.npy (the model's feeds: " + feeds_list + ")"),
+          kExitUsage);
     }
   }
   // The output files, named now so that one that cannot be replaced (a
@@ -134,13 +157,16 @@ int RunInfer(const InferOptions& o) {
   if (!pe.ok()) return Fail(cmd, pe.status());
   const auto start = std::chrono::steady_clock::now();
   StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, model->fetch_names);
-  const double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
   if (!out.ok()) return Fail(cmd, out.status());
   if (!o.output.empty()) {
     std::error_code ec;
     fs::create_directories(o.output, ec);
-    if (ec) return Fail(cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
+    if (ec)
+      return Fail(
+          cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
   }
   std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
               places->size(), (*places)[0].is_sim() ? "simulated" : "CPU",
@@ -161,7 +187,8 @@ int RunInfer(const InferOptions& o) {
       return Fail(cmd, s.WithContext("--trace"));
     }
     std::vector<bool> collective;
-    for (const SsaOp& op : (*pe)->graph().ops()) collective.push_back(IsCollective(op.kind));
+    for (const SsaOp& op : (*pe)->graph().ops())
+      collective.push_back(IsCollective(op.kind));
     std::printf("trace %s: %s\n", o.trace.c_str(),
                 SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
                     .ToString()

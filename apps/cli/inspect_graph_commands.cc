@@ -7,14 +7,14 @@
 
 #include "apps/cli/cli.h"
 #include "apps/models.h"
-#include "graph/ssa/multi_device_builder.h"
+#include "base/file_io.h"
 #include "graph/ir/op_role.h"
 #include "graph/ir/op_schema.h"
-#include "graph/ssa/ssa_dump.h"
 #include "graph/ir/validate.h"
-#include "base/file_io.h"
+#include "graph/ssa/multi_device_builder.h"
+#include "graph/ssa/ssa_dump.h"
+#include "kernels/io/model_io.h"
 #include "kernels/kernel_registry.h"
-#include "kernels/model_io.h"
 #include "kernels/scope.h"
 
 namespace parex::cli {
@@ -31,13 +31,16 @@ std::string HumanBytes(double bytes) {
   int u = 0;
   while (bytes >= 1024 && u < 3) bytes /= 1024, ++u;
   char buf[32];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", bytes,
+                units[u]);
   return buf;
 }
 
 // Why parex cannot run ops of `type` on CPU places, or "" when it can.
-std::string CannotRun(const std::string& type, const std::set<std::string>& with_kernels) {
-  if (OpSchemaRegistry::Global().Find(type) == nullptr) return "unknown op type";
+std::string CannotRun(const std::string& type,
+                      const std::set<std::string>& with_kernels) {
+  if (OpSchemaRegistry::Global().Find(type) == nullptr)
+    return "unknown op type";
   if (type == "feed" || type == "fetch") return "";  // the executors' own
   if (with_kernels.count(type) == 0) return "no CPU kernel";
   return "";
@@ -54,7 +57,8 @@ struct ParameterCheck {
   std::vector<std::string> problems;  // one line each
 };
 
-ParameterCheck CheckParameterFiles(const std::string& path, const std::string& params,
+ParameterCheck CheckParameterFiles(const std::string& path,
+                                   const std::string& params,
                                    const Program& program) {
   namespace fs = std::filesystem;
   ParameterCheck check;
@@ -69,7 +73,8 @@ ParameterCheck CheckParameterFiles(const std::string& path, const std::string& p
       check.layout = "one file per var in " + path;
       for (const std::string& name : names) {
         if (!fs::is_regular_file(fs::path(path) / name, ec)) {
-          check.problems.push_back("missing " + (fs::path(path) / name).string());
+          check.problems.push_back("missing " +
+                                   (fs::path(path) / name).string());
         }
       }
       return check;
@@ -90,7 +95,8 @@ ParameterCheck CheckParameterFiles(const std::string& path, const std::string& p
   }
   check.layout = "combined file " + combined;
   Scope scratch;
-  if (Status s = LoadCombinedPersistables(program, combined, &scratch); !s.ok()) {
+  if (Status s = LoadCombinedPersistables(program, combined, &scratch);
+      !s.ok()) {
     check.problems.push_back(s.message());
   }
   return check;
@@ -118,7 +124,8 @@ int RunInspect(const std::string& path, const std::string& params) {
     return Fail(cmd, valid.WithContext("program '" + path + "'"));
   }
   std::vector<std::string> feeds, fetches;
-  if (Status targets = FeedFetchTargets(program, &feeds, &fetches); !targets.ok()) {
+  if (Status targets = FeedFetchTargets(program, &feeds, &fetches);
+      !targets.ok()) {
     return Fail(cmd, targets.WithContext("program '" + path + "'"));
   }
   const proto::ProgramDesc& desc = program.proto();
@@ -127,9 +134,11 @@ int RunInspect(const std::string& path, const std::string& params) {
     const int64_t v = desc.version().version();
     std::printf("  program version  %lld (Paddle %lld.%lld.%lld)\n",
                 static_cast<long long>(v), static_cast<long long>(v / 1000000),
-                static_cast<long long>(v / 1000 % 1000), static_cast<long long>(v % 1000));
+                static_cast<long long>(v / 1000 % 1000),
+                static_cast<long long>(v % 1000));
   } else {
-    std::printf("  program version  none (saved by Paddle before 1.6, or by parex)\n");
+    std::printf(
+        "  program version  none (saved by Paddle before 1.6, or by parex)\n");
   }
   std::printf("  blocks           %d\n", program.num_blocks());
   std::printf("  feeds            %s\n", Join(model->feed_names).c_str());
@@ -144,9 +153,11 @@ int RunInspect(const std::string& path, const std::string& params) {
       ++total_ops;
     }
   }
-  std::vector<std::pair<std::string, int>> by_count(counts.begin(), counts.end());
-  std::stable_sort(by_count.begin(), by_count.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::pair<std::string, int>> by_count(counts.begin(),
+                                                    counts.end());
+  std::stable_sort(
+      by_count.begin(), by_count.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   std::printf("  ops              %d\n", total_ops);
   for (const auto& [type, count] : by_count) {
     std::printf("    %-32s %d\n", type.c_str(), count);
@@ -167,18 +178,22 @@ int RunInspect(const std::string& path, const std::string& params) {
     }
     bytes += static_cast<double>(numel) * SizeOf(var->dtype());
   }
-  std::printf("  parameters       %lld persistable tensors, %s%s\n",
-              static_cast<long long>(params_count), HumanBytes(bytes).c_str(),
-              unknown_size ? (" (+" + std::to_string(unknown_size) +
-                              " of unknown size)").c_str() : "");
+  std::printf(
+      "  parameters       %lld persistable tensors, %s%s\n",
+      static_cast<long long>(params_count), HumanBytes(bytes).c_str(),
+      unknown_size
+          ? (" (+" + std::to_string(unknown_size) + " of unknown size)").c_str()
+          : "");
 
   const ParameterCheck files = CheckParameterFiles(path, params, program);
   if (!files.layout.empty() && files.problems.empty()) {
     std::printf("  parameter files  all present (%s)\n", files.layout.c_str());
   } else if (!files.layout.empty()) {
-    std::printf("  parameter files  %zu problem%s (%s):\n", files.problems.size(),
-                files.problems.size() == 1 ? "" : "s", files.layout.c_str());
-    for (const std::string& p : files.problems) std::printf("    %s\n", p.c_str());
+    std::printf("  parameter files  %zu problem%s (%s):\n",
+                files.problems.size(), files.problems.size() == 1 ? "" : "s",
+                files.layout.c_str());
+    for (const std::string& p : files.problems)
+      std::printf("    %s\n", p.c_str());
   }
 
   std::set<std::string> with_kernels;
@@ -188,11 +203,13 @@ int RunInspect(const std::string& path, const std::string& params) {
   std::vector<std::string> cannot;
   for (const auto& [type, count] : counts) {
     const std::string why = CannotRun(type, with_kernels);
-    if (!why.empty()) cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
+    if (!why.empty())
+      cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
   }
   if (cannot.empty() && valid.ok()) {
-    std::printf("  parex runs every op of this program%s\n",
-                files.problems.empty() ? "" : " (once its parameter files are there)");
+    std::printf(
+        "  parex runs every op of this program%s\n",
+        files.problems.empty() ? "" : " (once its parameter files are there)");
   } else if (cannot.empty()) {
     std::printf("  invalid: %s\n", valid.message().c_str());
   } else {
@@ -205,21 +222,31 @@ int RunInspect(const std::string& path, const std::string& params) {
 int RunGraph(const GraphOptions& o) {
   const std::string cmd = "graph";
   if (o.file.empty() == o.model.empty()) {
-    return Fail(cmd, InvalidArgument("name a program FILE or --model, not both or neither"),
-                kExitUsage);
+    return Fail(
+        cmd,
+        InvalidArgument("name a program FILE or --model, not both or neither"),
+        kExitUsage);
   }
   std::string format = o.format;
   if (format.empty()) {
-    const std::string ext = std::filesystem::path(o.output).extension().string();
-    format = ext == ".json" ? "json" : ext == ".dot" || ext == ".gv" ? "dot" : "";
+    const std::string ext =
+        std::filesystem::path(o.output).extension().string();
+    format = ext == ".json"                  ? "json"
+             : ext == ".dot" || ext == ".gv" ? "dot"
+                                             : "";
     if (format.empty()) {
-      return Fail(cmd, InvalidArgument("give --format dot|json (the output '" + o.output +
-                                       "' ends neither in .dot nor .json)"), kExitUsage);
+      return Fail(
+          cmd,
+          InvalidArgument("give --format dot|json (the output '" + o.output +
+                          "' ends neither in .dot nor .json)"),
+          kExitUsage);
     }
   }
   if (format != "dot" && format != "json") {
-    return Fail(cmd, InvalidArgument("--format must be dot or json, not '" + format + "'"),
-                kExitUsage);
+    return Fail(
+        cmd,
+        InvalidArgument("--format must be dot or json, not '" + format + "'"),
+        kExitUsage);
   }
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
   StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
@@ -229,7 +256,9 @@ int RunGraph(const GraphOptions& o) {
   Program program;
   std::string loss, what;
   if (!o.model.empty() && !o.loss.empty()) {
-    return Fail(cmd, InvalidArgument("--loss is for a program FILE; an example's loss is known"),
+    return Fail(cmd,
+                InvalidArgument(
+                    "--loss is for a program FILE; an example's loss is known"),
                 kExitUsage);
   }
   if (!o.model.empty()) {
@@ -248,27 +277,33 @@ int RunGraph(const GraphOptions& o) {
     const Block& block = program.global_block();
     if (!o.loss.empty()) {
       if (block.FindVar(o.loss) == nullptr) {
-        return Fail(cmd, NotFound("--loss: program '" + o.file + "' has no variable '" +
-                                  o.loss + "'"), kExitUsage);
+        return Fail(cmd,
+                    NotFound("--loss: program '" + o.file +
+                             "' has no variable '" + o.loss + "'"),
+                    kExitUsage);
       }
       loss = o.loss;
     } else if (HasBackwardOps(block)) {
       const std::vector<std::string> marked = MarkedLosses(block);
       if (marked.size() != 1) {
         std::string names;
-        for (const std::string& m : marked) names += (names.empty() ? "" : ", ") + m;
-        return Fail(cmd, InvalidArgument(
-                             "program '" + o.file + "' is a training program " +
-                             (marked.empty() ? std::string("but no op is marked as its loss")
-                                             : "with several losses marked (" + names + ")") +
-                             "; name the loss with --loss"),
+        for (const std::string& m : marked)
+          names += (names.empty() ? "" : ", ") + m;
+        return Fail(cmd,
+                    InvalidArgument(
+                        "program '" + o.file + "' is a training program " +
+                        (marked.empty()
+                             ? std::string("but no op is marked as its loss")
+                             : "with several losses marked (" + names + ")") +
+                        "; name the loss with --loss"),
                     kExitUsage);
       }
       loss = marked[0];
     }
     if (!loss.empty()) what += " (training program, loss " + loss + ")";
   }
-  StatusOr<SsaGraph> graph = BuildMultiDeviceGraph(program, *places, loss, build);
+  StatusOr<SsaGraph> graph =
+      BuildMultiDeviceGraph(program, *places, loss, build);
   if (!graph.ok()) return Fail(cmd, graph.status());
   Status written = format == "dot" ? WriteSsaGraphDot(*graph, o.output)
                                    : WriteSsaGraphJson(*graph, o.output);
@@ -276,7 +311,8 @@ int RunGraph(const GraphOptions& o) {
   std::map<std::string, int> kinds;
   for (const SsaOp& op : graph->ops()) ++kinds[SsaOpKindName(op.kind)];
   std::string summary;
-  for (const auto& [k, c] : kinds) summary += (summary.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+  for (const auto& [k, c] : kinds)
+    summary += (summary.empty() ? "" : ", ") + std::to_string(c) + " " + k;
   std::printf("%s on %zu places (%s): %zu op handles (%s), %zu vars -> %s\n",
               what.c_str(), places->size(), o.mode.c_str(), graph->ops().size(),
               summary.c_str(), graph->vars().size(), o.output.c_str());

@@ -1,6 +1,7 @@
 // parex launch: starts every node of a topology whose host is this machine
 // as a child `parex node`, prefixes each output line with the node's name,
 // and fails as a whole when one node fails (the others are stopped).
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
@@ -11,8 +12,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -41,11 +40,13 @@ std::set<std::string> LocalNames() {
       if (a->ifa_addr == nullptr) continue;
       char text[INET6_ADDRSTRLEN] = {};
       if (a->ifa_addr->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text,
+        inet_ntop(AF_INET,
+                  &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text,
                   sizeof(text));
       } else if (a->ifa_addr->sa_family == AF_INET6) {
-        inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr, text,
-                  sizeof(text));
+        inet_ntop(AF_INET6,
+                  &reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr,
+                  text, sizeof(text));
       } else {
         continue;
       }
@@ -67,7 +68,7 @@ struct Child {
   int fd = -1;          // its stdout and stderr
   std::string partial;  // an unfinished line
   bool done = false;
-  int code = 0;         // exit code (128 + signal when killed)
+  int code = 0;  // exit code (128 + signal when killed)
 };
 
 volatile sig_atomic_t g_signal = 0;
@@ -93,7 +94,8 @@ bool Drain(Child& c) {
     return false;
   }
   c.partial.append(buf, static_cast<size_t>(got));
-  for (size_t nl = c.partial.find('\n'); nl != std::string::npos; nl = c.partial.find('\n')) {
+  for (size_t nl = c.partial.find('\n'); nl != std::string::npos;
+       nl = c.partial.find('\n')) {
     std::string line = c.partial.substr(0, nl);
     // A live progress line redraws with \r: keep what was drawn last.
     const size_t cr = line.rfind('\r');
@@ -117,10 +119,13 @@ int RunLaunch(const LaunchOptions& o) {
   StatusOr<Topology> topology = LoadTopology(o.topology);
   if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
   for (const std::string& arg : o.args) {
-    if (arg == "--topology" || arg == "--node" || arg.rfind("--topology=", 0) == 0 ||
-        arg.rfind("--node=", 0) == 0) {
-      return Fail(cmd, InvalidArgument("'" + arg + "' is set by launch for each node; "
-                                       "pass only training options"), kExitUsage);
+    if (arg == "--topology" || arg == "--node" ||
+        arg.rfind("--topology=", 0) == 0 || arg.rfind("--node=", 0) == 0) {
+      return Fail(cmd,
+                  InvalidArgument("'" + arg +
+                                  "' is set by launch for each node; "
+                                  "pass only training options"),
+                  kExitUsage);
     }
   }
   // --no-pin is launch's own wherever it stands among the node options.
@@ -137,18 +142,20 @@ int RunLaunch(const LaunchOptions& o) {
   std::vector<const TopologyNode*> nodes;
   for (const std::string& name : o.only) {
     if (topology->Rank(name) < 0) {
-      return Fail(cmd, NotFound(o.topology + ": no node '" + name + "'"), kExitUsage);
+      return Fail(cmd, NotFound(o.topology + ": no node '" + name + "'"),
+                  kExitUsage);
     }
   }
   for (const TopologyNode& n : topology->nodes) {
-    const bool chosen = o.only.empty()
-                            ? IsLocal(n.host, local)
-                            : std::find(o.only.begin(), o.only.end(), n.name) != o.only.end();
+    const bool chosen = o.only.empty() ? IsLocal(n.host, local)
+                                       : std::find(o.only.begin(), o.only.end(),
+                                                   n.name) != o.only.end();
     if (chosen) nodes.push_back(&n);
   }
   if (nodes.empty()) {
-    return Fail(cmd, NotFound(o.topology + ": no node's host is this machine (start them "
-                                           "with parex node on their machines)"));
+    return Fail(cmd, NotFound(o.topology +
+                              ": no node's host is this machine (start them "
+                              "with parex node on their machines)"));
   }
   // Each node pinned to its own share of the CPUs this launcher may use,
   // when they divide into whole shares: a node's workers and its Gloo and
@@ -191,10 +198,12 @@ int RunLaunch(const LaunchOptions& o) {
   // against each other), unless the options say --threads.
   bool threads_given = false;
   for (const std::string& arg : node_args) {
-    threads_given = threads_given || arg == "--threads" || arg.rfind("--threads=", 0) == 0;
+    threads_given =
+        threads_given || arg == "--threads" || arg.rfind("--threads=", 0) == 0;
   }
-  const int share = std::max(
-      1, static_cast<int>(std::thread::hardware_concurrency()) / static_cast<int>(nodes.size()));
+  const int share =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                      static_cast<int>(nodes.size()));
 
   std::vector<Child> children;
   for (size_t k = 0; k < nodes.size(); ++k) {
@@ -204,8 +213,8 @@ int RunLaunch(const LaunchOptions& o) {
       SignalAll(children, SIGTERM);
       return Fail(cmd, IoError(std::string("pipe: ") + std::strerror(errno)));
     }
-    std::vector<std::string> argv = {o.parex, "node", "--topology", o.topology, "--node",
-                                     n->name};
+    std::vector<std::string> argv = {o.parex,    "node",   "--topology",
+                                     o.topology, "--node", n->name};
     argv.insert(argv.end(), node_args.begin(), node_args.end());
     if (!threads_given) {
       argv.push_back("--threads");
@@ -222,7 +231,8 @@ int RunLaunch(const LaunchOptions& o) {
         cpu_set_t set;
         CPU_ZERO(&set);
         for (int c : pins[k]) CPU_SET(c, &set);
-        sched_setaffinity(0, sizeof(set), &set);  // kept across exec; best effort
+        sched_setaffinity(0, sizeof(set),
+                          &set);  // kept across exec; best effort
       }
       dup2(fds[1], STDOUT_FILENO);
       dup2(fds[1], STDERR_FILENO);
@@ -230,7 +240,8 @@ int RunLaunch(const LaunchOptions& o) {
       for (std::string& a : argv) raw.push_back(a.data());
       raw.push_back(nullptr);
       execv(raw[0], raw.data());
-      std::fprintf(stderr, "parex launch: cannot run %s: %s\n", raw[0], std::strerror(errno));
+      std::fprintf(stderr, "parex launch: cannot run %s: %s\n", raw[0],
+                   std::strerror(errno));
       _exit(127);
     }
     close(fds[1]);
@@ -254,7 +265,8 @@ int RunLaunch(const LaunchOptions& o) {
   while (true) {
     if (g_signal != 0 && !forwarded) {
       forwarded = true;
-      SignalAll(children, g_signal);  // the nodes checkpoint and exit themselves
+      SignalAll(children,
+                g_signal);  // the nodes checkpoint and exit themselves
     }
     std::vector<pollfd> polls;
     std::vector<Child*> polled;
@@ -283,14 +295,16 @@ int RunLaunch(const LaunchOptions& o) {
       const pid_t r = waitpid(c.pid, &status, WNOHANG);
       if (r == c.pid) {
         c.done = true;
-        c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        c.code =
+            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (c.code != 0 && failed.empty()) {
           failed = c.name;
           failed_code = c.code;
           if (!forwarded) {
             // One node failed: the cluster cannot go on; stop the others.
             SignalAll(children, SIGTERM);
-            stop_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            stop_deadline =
+                std::chrono::steady_clock::now() + std::chrono::seconds(10);
           }
         }
       } else {
@@ -308,10 +322,15 @@ int RunLaunch(const LaunchOptions& o) {
     }
   }
   if (!failed.empty()) {
-    std::string how = failed_code > 128 ? "was killed by signal " + std::to_string(failed_code - 128)
-                                        : "exited with status " + std::to_string(failed_code);
-    return Fail(cmd, Aborted("node '" + failed + "' " + how + "; the other nodes were stopped"),
-                failed_code == 130 || failed_code == 143 ? failed_code : kExitRuntime);
+    std::string how =
+        failed_code > 128
+            ? "was killed by signal " + std::to_string(failed_code - 128)
+            : "exited with status " + std::to_string(failed_code);
+    return Fail(
+        cmd,
+        Aborted("node '" + failed + "' " + how +
+                "; the other nodes were stopped"),
+        failed_code == 130 || failed_code == 143 ? failed_code : kExitRuntime);
   }
   std::printf("parex launch: %zu nodes finished\n", children.size());
   return kExitOk;

@@ -17,7 +17,8 @@ bool Numbers(const std::string& text, std::vector<double>* out) {
   size_t begin = 0;
   while (true) {
     const size_t comma = text.find(',', begin);
-    const std::string item = text.substr(begin, comma == std::string::npos ? comma : comma - begin);
+    const std::string item =
+        text.substr(begin, comma == std::string::npos ? comma : comma - begin);
     if (item.empty()) return false;
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
@@ -33,12 +34,15 @@ bool Numbers(const std::string& text, std::vector<double>* out) {
 StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
   const size_t colon = spec.find(':');
   if (colon == std::string::npos) {
-    return Bad(spec, "expected KIND:ARGS (constant, piecewise, exponential, cosine, warmup)");
+    return Bad(spec,
+               "expected KIND:ARGS (constant, piecewise, exponential, cosine, "
+               "warmup)");
   }
   const std::string kind = spec.substr(0, colon), rest = spec.substr(colon + 1);
   std::vector<double> a;
   if (kind == "constant") {
-    if (!Numbers(rest, &a) || a.size() != 1) return Bad(spec, "expected constant:LR");
+    if (!Numbers(rest, &a) || a.size() != 1)
+      return Bad(spec, "expected constant:LR");
     const double lr = a[0];
     return LrSchedule([lr](int64_t) { return lr; });
   }
@@ -55,7 +59,8 @@ StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
                            std::to_string(values.size()) + " values)");
     }
     for (size_t i = 1; i < bounds.size(); ++i) {
-      if (bounds[i] <= bounds[i - 1]) return Bad(spec, "boundaries must increase");
+      if (bounds[i] <= bounds[i - 1])
+        return Bad(spec, "boundaries must increase");
     }
     return LrSchedule([bounds, values](int64_t step) {
       size_t i = 0;
@@ -64,7 +69,8 @@ StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
     });
   }
   if (kind == "exponential") {
-    if (!Numbers(rest, &a) || a.size() != 2) return Bad(spec, "expected exponential:LR,GAMMA");
+    if (!Numbers(rest, &a) || a.size() != 2)
+      return Bad(spec, "expected exponential:LR,GAMMA");
     const double lr = a[0], gamma = a[1];
     return LrSchedule([lr, gamma](int64_t step) {
       return lr * std::pow(gamma, static_cast<double>(step));
@@ -83,18 +89,22 @@ StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
     const size_t sep = rest.find(':');
     if (!Numbers(rest.substr(0, sep), &a) || a.size() != 3 || a[0] < 1 ||
         a[0] != std::floor(a[0])) {
-      return Bad(spec, "expected warmup:STEPS,START,END[:INNER] with whole STEPS >= 1");
+      return Bad(
+          spec,
+          "expected warmup:STEPS,START,END[:INNER] with whole STEPS >= 1");
     }
     const int64_t steps = static_cast<int64_t>(a[0]);
     const double start = a[1], end = a[2];
     LrSchedule inner = [end](int64_t) { return end; };
     if (sep != std::string::npos) {
       StatusOr<LrSchedule> parsed = ParseLrSchedule(rest.substr(sep + 1));
-      if (!parsed.ok()) return Bad(spec, "its inner schedule: " + parsed.status().message());
+      if (!parsed.ok())
+        return Bad(spec, "its inner schedule: " + parsed.status().message());
       inner = *parsed;
     }
     return LrSchedule([steps, start, end, inner](int64_t step) {
-      if (step < steps) return start + (end - start) * static_cast<double>(step) / steps;
+      if (step < steps)
+        return start + (end - start) * static_cast<double>(step) / steps;
       return inner(step - steps);
     });
   }

@@ -8,7 +8,8 @@
 //                                (PiecewiseDecay; one value more than bounds)
 //   exponential:LR,GAMMA         LR * GAMMA^step (ExponentialDecay)
 //   cosine:LR,T_MAX[,ETA_MIN]    ETA_MIN + (LR - ETA_MIN)(1 + cos(pi step /
-//                                T_MAX)) / 2 (CosineAnnealingDecay's closed form)
+//                                T_MAX)) / 2 (CosineAnnealingDecay's closed
+//                                form)
 //   warmup:STEPS,START,END[:INNER]  START + (END - START) step / STEPS while
 //                                step < STEPS, then INNER at step - STEPS, or
 //                                END without one (LinearWarmup)

@@ -41,20 +41,24 @@ StatusOr<std::string> DictValue(const std::string& header,
   }
   ++at;
   while (at < header.size() && header[at] == ' ') ++at;
-  if (at >= header.size()) return InvalidArgument(what + ": malformed .npy header");
+  if (at >= header.size())
+    return InvalidArgument(what + ": malformed .npy header");
   size_t end;
   if (header[at] == '\'') {
     end = header.find('\'', at + 1);
-    if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+    if (end == std::string::npos)
+      return InvalidArgument(what + ": malformed .npy header");
     return header.substr(at + 1, end - at - 1);
   }
   if (header[at] == '(') {
     end = header.find(')', at);
-    if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+    if (end == std::string::npos)
+      return InvalidArgument(what + ": malformed .npy header");
     return header.substr(at + 1, end - at - 1);
   }
   end = header.find_first_of(",}", at);
-  if (end == std::string::npos) return InvalidArgument(what + ": malformed .npy header");
+  if (end == std::string::npos)
+    return InvalidArgument(what + ": malformed .npy header");
   return header.substr(at, end - at);
 }
 
@@ -90,16 +94,19 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
   PAREX_ASSIGN_OR_RETURN(std::string descr, DictValue(header, "descr", what));
   PAREX_ASSIGN_OR_RETURN(std::string fortran,
                          DictValue(header, "fortran_order", what));
-  PAREX_ASSIGN_OR_RETURN(std::string shape_text, DictValue(header, "shape", what));
+  PAREX_ASSIGN_OR_RETURN(std::string shape_text,
+                         DictValue(header, "shape", what));
   if (fortran.find("True") != std::string::npos) {
-    return Unimplemented(what + ": Fortran-order arrays are not supported; "
+    return Unimplemented(what +
+                         ": Fortran-order arrays are not supported; "
                          "save with numpy.ascontiguousarray");
   }
   // '<' little-endian, '=' native (little-endian here), '|' no byte order.
   DType dtype = DType::kUndefined;
   if (descr.size() >= 2 && std::strchr("<=|", descr[0]) != nullptr) {
     for (const DescrName& d : kDescrs) {
-      if (descr.compare(1, std::string::npos, d.descr + 1) == 0) dtype = d.dtype;
+      if (descr.compare(1, std::string::npos, d.descr + 1) == 0)
+        dtype = d.dtype;
     }
   }
   if (dtype == DType::kUndefined) {
@@ -109,7 +116,8 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
   Dims dims;
   std::stringstream shape_in(shape_text);
   std::string item;
-  const std::string bad_shape = what + ": bad .npy shape (" + Excerpt(shape_text) + ")";
+  const std::string bad_shape =
+      what + ": bad .npy shape (" + Excerpt(shape_text) + ")";
   while (std::getline(shape_in, item, ',')) {
     const size_t b = item.find_first_not_of(" \t");
     if (b == std::string::npos) continue;  // the trailing comma of (n,)
@@ -120,7 +128,8 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
       return InvalidArgument(bad_shape);
     }
     if (digits.size() > 15) {  // 2^48 has 15 digits
-      return InvalidArgument(bad_shape + ": extent " + digits + " exceeds 2^48");
+      return InvalidArgument(bad_shape + ": extent " + digits +
+                             " exceeds 2^48");
     }
     if (dims.size() == kMaxRank) {
       return InvalidArgument(bad_shape + ": more than " +
@@ -134,13 +143,14 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
   if (!need.ok()) return InvalidArgument(need.status().message());
   // The data must be in the file before anything is allocated for it.
   if (bytes.size() - data_at != *need) {
-    return InvalidArgument(what + ": .npy data has " +
-                           std::to_string(bytes.size() - data_at) +
-                           " bytes, shape (" + Excerpt(shape_text) + ") of " +
-                           DTypeName(dtype) + " needs " + std::to_string(*need));
+    return InvalidArgument(
+        what + ": .npy data has " + std::to_string(bytes.size() - data_at) +
+        " bytes, shape (" + Excerpt(shape_text) + ") of " + DTypeName(dtype) +
+        " needs " + std::to_string(*need));
   }
   Tensor t;
-  if (Status s = t.TryAllocate(dtype, dims); !s.ok()) return s.WithContext(what);
+  if (Status s = t.TryAllocate(dtype, dims); !s.ok())
+    return s.WithContext(what);
   if (*need > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, *need);
   return t;
 }

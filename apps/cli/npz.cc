@@ -39,17 +39,20 @@ StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
     const std::string member = st.name;
     const std::string where = what + ": member '" + member + "'";
     constexpr char kSuffix[] = ".npy";
-    if (member.size() <= 4 || member.compare(member.size() - 4, 4, kSuffix) != 0) {
+    if (member.size() <= 4 ||
+        member.compare(member.size() - 4, 4, kSuffix) != 0) {
       return InvalidArgument(where + " is not a .npy array");
     }
     const std::string name = member.substr(0, member.size() - 4);
     if (!names.insert(name).second) {
-      return InvalidArgument(where + ": the archive holds '" + name + "' twice");
+      return InvalidArgument(where + ": the archive holds '" + name +
+                             "' twice");
     }
     if (st.size > kMaxNpzMemberBytes) {
       return InvalidArgument(where + " states " + std::to_string(st.size) +
                              " bytes, more than the " +
-                             std::to_string(kMaxNpzMemberBytes) + " parex reads");
+                             std::to_string(kMaxNpzMemberBytes) +
+                             " parex reads");
     }
     std::unique_ptr<zip_file_t, FileCloser> file(
         zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0));
@@ -62,7 +65,8 @@ StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
     while (true) {
       const zip_int64_t n = zip_fread(file.get(), chunk, sizeof(chunk));
       if (n < 0) {
-        return InvalidArgument(where + ": " + ZipError(zip_file_get_error(file.get())));
+        return InvalidArgument(where + ": " +
+                               ZipError(zip_file_get_error(file.get())));
       }
       if (n == 0) break;
       if (bytes.size() + static_cast<uint64_t>(n) > st.size) {
@@ -73,12 +77,14 @@ StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
     }
     if (bytes.size() != st.size) {
       return InvalidArgument(where + " holds " + std::to_string(bytes.size()) +
-                             " bytes, not its stated " + std::to_string(st.size));
+                             " bytes, not its stated " +
+                             std::to_string(st.size));
     }
     PAREX_ASSIGN_OR_RETURN(Tensor t, ParseNpy(bytes, where));
     arrays.emplace_back(name, std::move(t));
   }
-  if (arrays.empty()) return InvalidArgument(what + ": the archive holds no arrays");
+  if (arrays.empty())
+    return InvalidArgument(what + ": the archive holds no arrays");
   return arrays;
 }
 
@@ -86,7 +92,8 @@ StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
 
 StatusOr<NamedArrays> ReadNpz(const std::string& path) {
   int code = 0;
-  std::unique_ptr<zip_t, ZipCloser> archive(zip_open(path.c_str(), ZIP_RDONLY, &code));
+  std::unique_ptr<zip_t, ZipCloser> archive(
+      zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (archive == nullptr) {
     zip_error_t error;
     zip_error_init_with_code(&error, code);
@@ -100,16 +107,19 @@ StatusOr<NamedArrays> ReadNpz(const std::string& path) {
   return ReadMembers(archive.get(), "'" + path + "'");
 }
 
-StatusOr<NamedArrays> ParseNpz(const std::string& bytes, const std::string& what) {
+StatusOr<NamedArrays> ParseNpz(const std::string& bytes,
+                               const std::string& what) {
   zip_error_t error;
   zip_error_init(&error);
-  zip_source_t* source = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
+  zip_source_t* source =
+      zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
   if (source == nullptr) {
     const std::string message = ZipError(&error);
     zip_error_fini(&error);
     return InvalidArgument(what + ": " + message);
   }
-  std::unique_ptr<zip_t, ZipCloser> archive(zip_open_from_source(source, ZIP_RDONLY, &error));
+  std::unique_ptr<zip_t, ZipCloser> archive(
+      zip_open_from_source(source, ZIP_RDONLY, &error));
   if (archive == nullptr) {
     zip_source_free(source);
     const std::string message = ZipError(&error);

@@ -25,6 +25,7 @@ using NamedArrays = std::vector<std::pair<std::string, Tensor>>;
 // The arrays of the archive at `path`, in member order.
 StatusOr<NamedArrays> ReadNpz(const std::string& path);
 // The same from the archive's bytes; `what` names it in errors.
-StatusOr<NamedArrays> ParseNpz(const std::string& bytes, const std::string& what);
+StatusOr<NamedArrays> ParseNpz(const std::string& bytes,
+                               const std::string& what);
 
 }  // namespace parex

@@ -10,10 +10,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "apps/cli/cli.h"
 #include "base/file_io.h"
@@ -30,19 +29,23 @@ struct Point {
 };
 
 // The training steps' points; `evals` gets the evaluations' (--eval-data).
-StatusOr<std::vector<Point>> ReadMetrics(const std::string& path, std::vector<Point>* evals) {
+StatusOr<std::vector<Point>> ReadMetrics(const std::string& path,
+                                         std::vector<Point>* evals) {
   PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
   std::vector<Point> points;
   std::istringstream in(text);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     if (line.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    const nlohmann::json j =
+        nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     const std::string where = "'" + path + "' line " + std::to_string(n);
-    if (j.is_discarded() || !j.is_object()) return InvalidArgument(where + ": not JSON");
+    if (j.is_discarded() || !j.is_object())
+      return InvalidArgument(where + ": not JSON");
     if (!j.contains("step") || !j["step"].is_number() || !j.contains("loss") ||
         !j["loss"].is_number()) {
-      return InvalidArgument(where + ": no numeric \"step\" and \"loss\" (a --metrics file?)");
+      return InvalidArgument(
+          where + ": no numeric \"step\" and \"loss\" (a --metrics file?)");
     }
     Point p{j["step"].get<double>(), j["loss"].get<double>(), 0, false};
     if (j.contains("accuracy") && j["accuracy"].is_number()) {
@@ -50,11 +53,13 @@ StatusOr<std::vector<Point>> ReadMetrics(const std::string& path, std::vector<Po
       p.has_accuracy = true;
     }
     if (!std::isfinite(p.step) || !std::isfinite(p.loss)) {
-      return InvalidArgument(where + ": a step or loss that is not a finite number");
+      return InvalidArgument(where +
+                             ": a step or loss that is not a finite number");
     }
     (j.contains("eval") ? evals : &points)->push_back(p);
   }
-  if (points.empty()) return InvalidArgument("'" + path + "' holds no metrics lines");
+  if (points.empty())
+    return InvalidArgument("'" + path + "' holds no metrics lines");
   return points;
 }
 
@@ -65,14 +70,17 @@ Status RunGnuplot(const std::string& script) {
   for (std::string& a : argv) raw.push_back(a.data());
   raw.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, raw.data(), environ);
+  const int rc =
+      posix_spawnp(&pid, "gnuplot", nullptr, nullptr, raw.data(), environ);
   if (rc != 0) {
     return NotFound(std::string("cannot run gnuplot (") + std::strerror(rc) +
                     "): apt-get install gnuplot-nox");
   }
   int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    return Internal("gnuplot failed on the script '" + script + "' (its message above)");
+  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    return Internal("gnuplot failed on the script '" + script +
+                    "' (its message above)");
   }
   return Status::Ok();
 }
@@ -83,7 +91,9 @@ int RunPlot(const PlotOptions& o) {
   const std::string cmd = "plot";
   const std::string ext = fs::path(o.output).extension().string();
   if (ext != ".svg" && ext != ".png") {
-    return Fail(cmd, InvalidArgument("-o '" + o.output + "': the picture must be .svg or .png"),
+    return Fail(cmd,
+                InvalidArgument("-o '" + o.output +
+                                "': the picture must be .svg or .png"),
                 kExitUsage);
   }
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
@@ -106,36 +116,44 @@ int RunPlot(const PlotOptions& o) {
     }
     const double n = static_cast<double>(std::min(i + 1, window));
     char line[160];
-    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g %.9g\n", p.step, p.loss, sum / n,
-                  acc_sum / n);
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g %.9g\n", p.step, p.loss,
+                  sum / n, acc_sum / n);
     data << line;
   }
   const std::string stem = o.output + ".parex-plot";
   std::ostringstream eval_data;
   for (const Point& p : evals) {
     char line[120];
-    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g\n", p.step, p.loss, p.accuracy);
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g\n", p.step, p.loss,
+                  p.accuracy);
     eval_data << line;
   }
   const std::string data_path = stem + ".dat", script_path = stem + ".gp";
   const std::string eval_path = stem + ".eval.dat";
   std::ostringstream gp;
-  gp << "set terminal " << (ext == ".svg" ? "svg" : "pngcairo") << " size 900,500"
-     << (ext == ".svg" ? " dynamic" : "") << "\n"
+  gp << "set terminal " << (ext == ".svg" ? "svg" : "pngcairo")
+     << " size 900,500" << (ext == ".svg" ? " dynamic" : "") << "\n"
      << "set output '" << o.output << "'\n"
-     << "set title \"" << (o.title.empty() ? fs::path(o.metrics).filename().string() : o.title)
+     << "set title \""
+     << (o.title.empty() ? fs::path(o.metrics).filename().string() : o.title)
      << "\" noenhanced\n"
-     << "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key outside top center horizontal\n";
-  if (accuracy) gp << "set y2label 'train accuracy'\nset y2range [0:1]\nset y2tics\nset ytics nomirror\n";
-  gp << "plot '" << data_path << "' using 1:2 with lines lc rgb '#b0c4de' title 'loss', "
-     << "'' using 1:3 with lines lw 2 lc rgb '#1f4e99' title 'loss, mean of " << window
-     << "'";
+     << "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key outside top "
+        "center horizontal\n";
+  if (accuracy)
+    gp << "set y2label 'train accuracy'\nset y2range [0:1]\nset y2tics\nset "
+          "ytics nomirror\n";
+  gp << "plot '" << data_path
+     << "' using 1:2 with lines lc rgb '#b0c4de' title 'loss', "
+     << "'' using 1:3 with lines lw 2 lc rgb '#1f4e99' title 'loss, mean of "
+     << window << "'";
   if (accuracy) {
-    gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title 'accuracy, mean of "
+    gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title "
+          "'accuracy, mean of "
        << window << "'";
   }
   if (!evals.empty()) {
-    gp << ", '" << eval_path << "' using 1:2 with linespoints pt 7 lc rgb '#1e8449' "
+    gp << ", '" << eval_path
+       << "' using 1:2 with linespoints pt 7 lc rgb '#1e8449' "
        << "title 'evaluation loss'";
     if (accuracy) {
       gp << ", '' using 1:3 axes x1y2 with linespoints pt 5 lc rgb '#e67e22' "
@@ -144,7 +162,8 @@ int RunPlot(const PlotOptions& o) {
   }
   gp << "\n";
   Status written = WriteFileBytes(data_path, data.str());
-  if (written.ok() && !evals.empty()) written = WriteFileBytes(eval_path, eval_data.str());
+  if (written.ok() && !evals.empty())
+    written = WriteFileBytes(eval_path, eval_data.str());
   if (written.ok()) written = WriteFileBytes(script_path, gp.str());
   if (written.ok()) written = RunGnuplot(script_path);
   std::error_code ec;
@@ -152,8 +171,8 @@ int RunPlot(const PlotOptions& o) {
   fs::remove(script_path, ec);
   fs::remove(eval_path, ec);
   if (!written.ok()) return Fail(cmd, written);
-  std::printf("plotted %zu steps of %s into %s\n", points->size(), o.metrics.c_str(),
-              o.output.c_str());
+  std::printf("plotted %zu steps of %s into %s\n", points->size(),
+              o.metrics.c_str(), o.output.c_str());
   return kExitOk;
 }
 

@@ -1,10 +1,10 @@
 // parex trace merge: the traces of a cluster's nodes as one timeline
-// (actors/trace_merge.h); parex secret: a cluster's shared secret.
+// (actors/trace/trace_merge.h); parex secret: a cluster's shared secret.
 #include <sys/stat.h>
 
 #include <cstdio>
 
-#include "actors/trace_merge.h"
+#include "actors/trace/trace_merge.h"
 #include "apps/cli/cli.h"
 #include "base/digest.h"
 #include "base/file_io.h"
@@ -24,7 +24,8 @@ int RunTraceMerge(const TraceMergeOptions& options) {
   if (Status s = WriteFileBytes(options.output, *merged); !s.ok()) {
     return Fail(cmd, s.WithContext("-o"));
   }
-  std::printf("merged %zu node traces into %s\n", traces.size(), options.output.c_str());
+  std::printf("merged %zu node traces into %s\n", traces.size(),
+              options.output.c_str());
   return kExitOk;
 }
 
@@ -32,12 +33,15 @@ int RunSecret(const std::string& path, bool force) {
   const std::string cmd = "secret";
   struct stat st;
   if (!force && lstat(path.c_str(), &st) == 0) {
-    return Fail(cmd,
-                FailedPrecondition("'" + path + "' exists; a new secret would lock its cluster's "
-                                   "nodes out until each has it (--force replaces it)"),
-                kExitUsage);
+    return Fail(
+        cmd,
+        FailedPrecondition("'" + path +
+                           "' exists; a new secret would lock its cluster's "
+                           "nodes out until each has it (--force replaces it)"),
+        kExitUsage);
   }
-  if (Status s = CheckOutputFile(path, ""); !s.ok()) return Fail(cmd, s, kExitUsage);
+  if (Status s = CheckOutputFile(path, ""); !s.ok())
+    return Fail(cmd, s, kExitUsage);
   StatusOr<std::string> bytes = RandomBytes(32);
   if (!bytes.ok()) return Fail(cmd, bytes.status());
   static const char kHex[] = "0123456789abcdef";
@@ -47,9 +51,12 @@ int RunSecret(const std::string& path, bool force) {
     text += kHex[c & 15];
   }
   text += "\n";
-  if (Status s = WritePrivateFileBytes(path, text); !s.ok()) return Fail(cmd, s);
-  std::printf("wrote a new cluster secret to %s (mode 0600): copy it to every node, "
-              "privately\n", path.c_str());
+  if (Status s = WritePrivateFileBytes(path, text); !s.ok())
+    return Fail(cmd, s);
+  std::printf(
+      "wrote a new cluster secret to %s (mode 0600): copy it to every node, "
+      "privately\n",
+      path.c_str());
   return kExitOk;
 }
 

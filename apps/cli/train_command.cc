@@ -7,17 +7,16 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <map>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "actors/cluster.h"
-#include "actors/parallel_executor.h"
-#include "actors/trace_summary.h"
+#include "actors/cluster/cluster.h"
+#include "actors/executor/parallel_executor.h"
+#include "actors/trace/trace_summary.h"
 #include "apps/cli/checkpoint.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/train_job.h"
@@ -25,8 +24,8 @@
 #include "apps/reader.h"
 #include "base/digest.h"
 #include "base/file_io.h"
-#include "proto/program_io.h"
 #include "base/logging.h"
+#include "proto/program_io.h"
 
 namespace parex::cli {
 namespace {
@@ -39,7 +38,8 @@ void OnStopSignal(int sig) { g_stop_signal = sig; }
 }  // namespace
 
 // RunTrain and RunNode: `topology` set for one node of a cluster.
-int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* topology) {
+int TrainMain(const std::string& cmd, const TrainOptions& o,
+              const Topology* topology) {
   const auto wall_start = Clock::now();
   std::string places_text = o.places;
   int rank = 0;
@@ -47,9 +47,12 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     rank = topology->Rank(o.node);
     if (rank < 0) {
       std::string names;
-      for (const TopologyNode& n : topology->nodes) names += (names.empty() ? "" : ", ") + n.name;
-      return Fail(cmd, NotFound(topology->path + ": no node '" + o.node + "' (nodes: " + names +
-                                ")"), kExitUsage);
+      for (const TopologyNode& n : topology->nodes)
+        names += (names.empty() ? "" : ", ") + n.name;
+      return Fail(cmd,
+                  NotFound(topology->path + ": no node '" + o.node +
+                           "' (nodes: " + names + ")"),
+                  kExitUsage);
     }
     places_text = topology->nodes[rank].places_text;
   }
@@ -63,7 +66,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   const bool writer = rank == 0;  // --save and --metrics
   if (Status s = CheckTrainOptions(o); !s.ok()) return Fail(cmd, s, kExitUsage);
   {
-    const int64_t bucket = o.fuse_bucket_bytes.value_or(topology != nullptr ? kClusterBucketBytes : 0);
+    const int64_t bucket = o.fuse_bucket_bytes.value_or(
+        topology != nullptr ? kClusterBucketBytes : 0);
     build.fuse_all_reduce_ops = bucket > 0;
     if (bucket > 0) build.fuse_bucket_bytes = bucket;
   }
@@ -72,44 +76,54 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   const bool user_program = !o.program.empty();
   const auto load_start = Clock::now();
   bool usage = false;
-  StatusOr<TrainJob> job = user_program ? ProgramJob(o, &usage) : ExampleJob(o, &usage);
-  if (!job.ok()) return Fail(cmd, job.status(), usage ? kExitUsage : kExitRuntime);
-  LogInfo(Subsystem::kApp, "loaded " + std::to_string(job->columns[0].second.dim(0)) +
-                               " train rows in " + std::to_string(Seconds(load_start)) + " s");
+  StatusOr<TrainJob> job =
+      user_program ? ProgramJob(o, &usage) : ExampleJob(o, &usage);
+  if (!job.ok())
+    return Fail(cmd, job.status(), usage ? kExitUsage : kExitRuntime);
+  LogInfo(Subsystem::kApp,
+          "loaded " + std::to_string(job->columns[0].second.dim(0)) +
+              " train rows in " + std::to_string(Seconds(load_start)) + " s");
   const int epochs = o.epochs.value_or(job->default_epochs);
   const int64_t batch = o.batch.value_or(job->default_batch);
   const int n = static_cast<int>(places->size());
   if (batch < world) {
-    return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
-                                     " is smaller than the " + std::to_string(world) +
-                                     " places it is split over"), kExitUsage);
+    return Fail(
+        cmd,
+        InvalidArgument("--batch " + std::to_string(batch) +
+                        " is smaller than the " + std::to_string(world) +
+                        " places it is split over"),
+        kExitUsage);
   }
   // Outputs are checked before any work: an unwritable --save or --trace is
   // found now, not after training.
   const std::string node_name = topology != nullptr ? o.node : "";
-  const std::string save = ForNode(o.save.empty() ? job->default_save : o.save, node_name);
+  const std::string save =
+      ForNode(o.save.empty() ? job->default_save : o.save, node_name);
   const std::string trace_path = ForNode(o.trace, node_name);
   const std::string metrics_path = ForNode(o.metrics, node_name);
   if (writer) {
     if (Status s = CheckOutputDir(save, "--save"); !s.ok()) return Fail(cmd, s);
     if (!metrics_path.empty()) {
-      if (Status s = CheckOutputFile(metrics_path, "--metrics"); !s.ok()) return Fail(cmd, s);
+      if (Status s = CheckOutputFile(metrics_path, "--metrics"); !s.ok())
+        return Fail(cmd, s);
     }
   }
   if (!trace_path.empty()) {
-    if (Status s = CheckOutputFile(trace_path, "--trace"); !s.ok()) return Fail(cmd, s);
+    if (Status s = CheckOutputFile(trace_path, "--trace"); !s.ok())
+      return Fail(cmd, s);
   }
 
   StatusOr<BatchReader> reader = BatchReader::Create(
-      job->columns,
-      {batch, o.shuffle, static_cast<uint64_t>(o.seed),
-       /*drop_last=*/false});
+      job->columns, {batch, o.shuffle, static_cast<uint64_t>(o.seed),
+                     /*drop_last=*/false});
   if (!reader.ok()) return Fail(cmd, reader.status());
   if (reader->num_rows() < batch) {
-    return Fail(cmd, InvalidArgument("--batch " + std::to_string(batch) +
-                                     " is larger than the " +
-                                     std::to_string(reader->num_rows()) +
-                                     " training rows"), kExitUsage);
+    return Fail(
+        cmd,
+        InvalidArgument("--batch " + std::to_string(batch) +
+                        " is larger than the " +
+                        std::to_string(reader->num_rows()) + " training rows"),
+        kExitUsage);
   }
 
   // A node meets its peers once it knows its program: the handshake
@@ -133,15 +147,19 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   if (o.threads) exec.num_threads = *o.threads;
   if (topology != nullptr) {
     std::map<std::string, std::string> identity;
-    identity["program"] = Sha256Hex(SerializeProgramBinary(job->main.proto()) + '\0' +
-                                    SerializeProgramBinary(job->startup.proto()));
-    identity["options"] = job->identity + HandshakeOptions(o, batch, epochs, sync_bn, build);
-    StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(*topology, o.node, identity);
+    identity["program"] =
+        Sha256Hex(SerializeProgramBinary(job->main.proto()) + '\0' +
+                  SerializeProgramBinary(job->startup.proto()));
+    identity["options"] =
+        job->identity + HandshakeOptions(o, batch, epochs, sync_bn, build);
+    StatusOr<std::unique_ptr<Cluster>> joined =
+        Cluster::Join(*topology, o.node, identity);
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
     // Until the executor exists, a lost peer only bounds the wait.
-    cluster->SetLostHandler(
-        [cmd](const Status& s) { ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2)); });
+    cluster->SetLostHandler([cmd](const Status& s) {
+      ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2));
+    });
     build.world_places = world;
     build.num_trainers = cluster->size();
     build.trainer_id = cluster->rank();
@@ -154,13 +172,13 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   // What a checkpoint must agree with to be resumed here.
   CheckpointState where;
   where.program = Sha256Hex(SerializeProgramBinary(job->main.proto()));
-  where.options = job->identity + " --mode " + o.mode + " --batch " + std::to_string(batch) +
-                  " --seed " + std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
-                  sync_bn +
-                  " --places " + std::to_string(world);
+  where.options = job->identity + " --mode " + o.mode + " --batch " +
+                  std::to_string(batch) + " --seed " + std::to_string(o.seed) +
+                  (o.shuffle ? "" : " --no-shuffle") + sync_bn + " --places " +
+                  std::to_string(world);
   if (!o.resume.empty()) {
-    Status s = ResumeRun(cmd, ForNode(o.resume, node_name), writer, cluster.get(), job->main,
-                         &where, &scope);
+    Status s = ResumeRun(cmd, ForNode(o.resume, node_name), writer,
+                         cluster.get(), job->main, &where, &scope);
     if (!s.ok()) return fail(s);
   }
   // The persistables the startup program made (sorted names).
@@ -168,7 +186,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   std::sort(persistables.begin(), persistables.end());
   if (cluster != nullptr) {
     // Rank 0's initial persistables on every node.
-    if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
+    if (Status s = cluster->BroadcastPersistables(&scope, persistables);
+        !s.ok()) {
       return fail(s);
     }
   }
@@ -201,19 +220,22 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   }
 
   if (cluster != nullptr) {
-    std::printf("parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d worker%s%s\n",
-                o.node.c_str(), cluster->rank(), cluster->size(), topology->path.c_str(),
-                first_place, first_place + n - 1, world, (*pe)->num_threads(),
-                (*pe)->num_threads() == 1 ? "" : "s", PinnedCpus().c_str());
+    std::printf(
+        "parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d "
+        "worker%s%s\n",
+        o.node.c_str(), cluster->rank(), cluster->size(),
+        topology->path.c_str(), first_place, first_place + n - 1, world,
+        (*pe)->num_threads(), (*pe)->num_threads() == 1 ? "" : "s",
+        PinnedCpus().c_str());
   }
-  std::printf("parex %s: %s on %d %s place%s (%s), %lld train rows, "
-              "%d epoch%s of %lld batches of %lld, seed %d\n", cmd.c_str(),
-              job->title.c_str(), n, (*places)[0].is_sim() ? "simulated" : "CPU",
-              n == 1 ? "" : "s", o.mode.c_str(),
-              static_cast<long long>(reader->num_rows()), epochs,
-              epochs == 1 ? "" : "s",
-              static_cast<long long>(reader->num_batches()),
-              static_cast<long long>(batch), o.seed);
+  std::printf(
+      "parex %s: %s on %d %s place%s (%s), %lld train rows, "
+      "%d epoch%s of %lld batches of %lld, seed %d\n",
+      cmd.c_str(), job->title.c_str(), n,
+      (*places)[0].is_sim() ? "simulated" : "CPU", n == 1 ? "" : "s",
+      o.mode.c_str(), static_cast<long long>(reader->num_rows()), epochs,
+      epochs == 1 ? "" : "s", static_cast<long long>(reader->num_batches()),
+      static_cast<long long>(batch), o.seed);
   std::fflush(stdout);
   const bool live = o.progress && isatty(STDOUT_FILENO);
   const bool classifier = !job->accuracy.empty();
@@ -223,10 +245,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   fetch.insert(fetch.end(), job->fetches.begin(), job->fetches.end());
   std::vector<double> fetch_sums(job->fetches.size());  // of this epoch
   const std::string& rows_column = job->columns[0].first;
-  const int64_t total_steps =
-      std::min<int64_t>(epochs * reader->num_batches(), o.steps.value_or(INT64_MAX));
+  const int64_t total_steps = std::min<int64_t>(epochs * reader->num_batches(),
+                                                o.steps.value_or(INT64_MAX));
   int64_t step = where.step, samples = 0;
-  std::string metrics;  // JSON lines, rewritten at each epoch's end and checkpoint
+  std::string
+      metrics;  // JSON lines, rewritten at each epoch's end and checkpoint
   if (!o.resume.empty() && !metrics_path.empty() && writer) {
     metrics = MetricsLinesUpTo(metrics_path, where.step);
   }
@@ -242,8 +265,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   struct StepMetrics {
     int64_t step = 0, batch = 0;
     int epoch = 0;
-    double loss = 0, accuracy = 0;  // sums over this node's places, or the values
-    std::vector<double> fetched;    // --fetch: means, summed like the loss
+    double loss = 0,
+           accuracy = 0;          // sums over this node's places, or the values
+    std::vector<double> fetched;  // --fetch: means, summed like the loss
     double samples_per_s = 0, wall_s = 0;
   };
   constexpr size_t kMetricWindow = 64;
@@ -266,10 +290,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       }
       // A node told to stop tells the others here, at a step all reach.
       sums.push_back(g_stop_signal != 0 ? 1 : 0);
-      PAREX_RETURN_IF_ERROR(cluster->SumAcrossNodes(&sums, "step metrics")
-                                .WithContext("epoch " + std::to_string(pending[0].epoch) +
-                                             ", steps " + std::to_string(pending[0].batch) + "-" +
-                                             std::to_string(pending.back().batch)));
+      PAREX_RETURN_IF_ERROR(
+          cluster->SumAcrossNodes(&sums, "step metrics")
+              .WithContext("epoch " + std::to_string(pending[0].epoch) +
+                           ", steps " + std::to_string(pending[0].batch) + "-" +
+                           std::to_string(pending.back().batch)));
       for (size_t i = 0; i < pending.size(); ++i) {
         pending[i].loss = sums[width * i] / world;
         pending[i].accuracy = sums[width * i + 1] / world;
@@ -283,16 +308,20 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       if (!std::isfinite(m.loss)) {
         pending.clear();
         return Internal("the loss is " + std::to_string(m.loss) + " at epoch " +
-                        std::to_string(m.epoch) + ", step " + std::to_string(m.batch) +
+                        std::to_string(m.epoch) + ", step " +
+                        std::to_string(m.batch) +
                         ": training diverged (try a smaller --lr)");
       }
       loss_sum += m.loss;
       acc_sum += m.accuracy;
-      for (size_t f = 0; f < m.fetched.size(); ++f) fetch_sums[f] += m.fetched[f];
+      for (size_t f = 0; f < m.fetched.size(); ++f)
+        fetch_sums[f] += m.fetched[f];
       ++steps;
       if (!metrics_path.empty()) {
         char line[320], accuracy[64] = "";
-        if (classifier) std::snprintf(accuracy, sizeof(accuracy), ", \"accuracy\": %.9g", m.accuracy);
+        if (classifier)
+          std::snprintf(accuracy, sizeof(accuracy), ", \"accuracy\": %.9g",
+                        m.accuracy);
         std::string fetched;
         for (size_t f = 0; f < m.fetched.size(); ++f) {
           char value[64];
@@ -304,8 +333,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         std::snprintf(line, sizeof(line),
                       "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s%s, "
                       "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
-                      static_cast<long long>(m.step), m.epoch + 1, m.loss, accuracy,
-                      fetched.c_str(), m.samples_per_s, m.wall_s);
+                      static_cast<long long>(m.step), m.epoch + 1, m.loss,
+                      accuracy, fetched.c_str(), m.samples_per_s, m.wall_s);
         metrics += line;
       }
     }
@@ -320,51 +349,58 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (eval_pe == nullptr) {
       ExecutionStrategy eval_exec;
       if (o.threads) eval_exec.num_threads = *o.threads;
-      PAREX_ASSIGN_OR_RETURN(eval_pe, ParallelExecutor::Create(*places, job->eval_program, "",
-                                                               &scope, BuildStrategy(),
-                                                               eval_exec, pe->get()));
+      PAREX_ASSIGN_OR_RETURN(
+          eval_pe,
+          ParallelExecutor::Create(*places, job->eval_program, "", &scope,
+                                   BuildStrategy(), eval_exec, pe->get()));
     }
-    PAREX_ASSIGN_OR_RETURN(EvalResult e, EvaluateJob(*job, eval_pe.get(), n, batch));
+    PAREX_ASSIGN_OR_RETURN(EvalResult e,
+                           EvaluateJob(*job, eval_pe.get(), n, batch));
     const double loss = e.loss, accuracy = e.accuracy;
     const int64_t rows = e.rows;
     char line[200];
     if (classifier) {
-      std::snprintf(line, sizeof(line), "  evaluation: loss %.4f, accuracy %.4f on %lld rows\n",
+      std::snprintf(line, sizeof(line),
+                    "  evaluation: loss %.4f, accuracy %.4f on %lld rows\n",
                     loss, accuracy, static_cast<long long>(rows));
     } else {
-      std::snprintf(line, sizeof(line), "  evaluation: loss %.4f on %lld rows\n", loss,
+      std::snprintf(line, sizeof(line),
+                    "  evaluation: loss %.4f on %lld rows\n", loss,
                     static_cast<long long>(rows));
     }
     if (!metrics_path.empty()) {
       char json[240], acc[64] = "";
-      if (classifier) std::snprintf(acc, sizeof(acc), ", \"accuracy\": %.9g", accuracy);
-      std::snprintf(json, sizeof(json),
-                    "{\"eval\": true, \"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
-                    "\"rows\": %lld}\n",
-                    static_cast<long long>(step), epoch + 1, loss, acc,
-                    static_cast<long long>(rows));
+      if (classifier)
+        std::snprintf(acc, sizeof(acc), ", \"accuracy\": %.9g", accuracy);
+      std::snprintf(
+          json, sizeof(json),
+          "{\"eval\": true, \"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
+          "\"rows\": %lld}\n",
+          static_cast<long long>(step), epoch + 1, loss, acc,
+          static_cast<long long>(rows));
       metrics += json;
     }
     return std::string(line);
   };
   // Writes a checkpoint of the state after the step just run (rank 0).
-  auto checkpoint = [&](int64_t epoch, int64_t next_batch) -> StatusOr<std::string> {
+  auto checkpoint = [&](int64_t epoch,
+                        int64_t next_batch) -> StatusOr<std::string> {
     if (o.checkpoint_dir.empty() || !writer) return std::string();
     CheckpointState state = where;
     state.step = step;
     state.epoch = next_batch < reader->num_batches() ? epoch : epoch + 1;
     state.batch = next_batch < reader->num_batches() ? next_batch : 0;
     PAREX_RETURN_IF_ERROR(write_metrics());
-    return WriteCheckpoint(ForNode(o.checkpoint_dir, node_name), job->main, scope, state,
-                           o.keep);
+    return WriteCheckpoint(ForNode(o.checkpoint_dir, node_name), job->main,
+                           scope, state, o.keep);
   };
   struct sigaction on_stop = {}, old_int = {}, old_term = {};
   on_stop.sa_handler = OnStopSignal;
   sigaction(SIGINT, &on_stop, &old_int);
   sigaction(SIGTERM, &on_stop, &old_term);
   int64_t last_epoch = where.epoch, last_batch = where.batch;  // the next batch
-  for (int epoch = static_cast<int>(where.epoch); epoch < epochs && step < total_steps;
-       ++epoch) {
+  for (int epoch = static_cast<int>(where.epoch);
+       epoch < epochs && step < total_steps; ++epoch) {
     loss_sum = 0;
     acc_sum = 0;
     std::fill(fetch_sums.begin(), fetch_sums.end(), 0.0);
@@ -373,8 +409,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     const int64_t first_batch = epoch == where.epoch ? where.batch : 0;
     BatchReader::Iterator batches = reader->Begin(epoch, first_batch);
     FeedMap feed;
-    for (int64_t b = first_batch; step < total_steps && stop == 0 && batches.Next(&feed);
-         ++b) {
+    for (int64_t b = first_batch;
+         step < total_steps && stop == 0 && batches.Next(&feed); ++b) {
       last_epoch = epoch;
       last_batch = b + 1;
       const int64_t rows = feed.at(rows_column).dim(0);
@@ -386,7 +422,9 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       if (job->lr_at) {
         // The schedule's rate on every place (each holds its own copy of a
         // persistable in AllReduce mode), as LRScheduler sets it in Paddle.
-        if (Status s = SetLearningRate(pe->get(), job->lr_vars, job->lr_at(step)); !s.ok()) {
+        if (Status s =
+                SetLearningRate(pe->get(), job->lr_vars, job->lr_at(step));
+            !s.ok()) {
           return fail(s);
         }
       }
@@ -405,15 +443,16 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         }
         step_status = out.status();
       } else {
-        StatusOr<std::vector<std::vector<Tensor>>> out =
-            (*pe)->RunPerPlace(NodeShareOfBatch(feed, rows, first_place, n, world), fetch);
+        StatusOr<std::vector<std::vector<Tensor>>> out = (*pe)->RunPerPlace(
+            NodeShareOfBatch(feed, rows, first_place, n, world), fetch);
         step_status = out.status();
         if (out.ok()) {
           m.fetched.assign(job->fetches.size(), 0);
           for (size_t i = 0; i < out->size(); ++i) {
             for (const Tensor& t : (*out)[i]) {
-              (i == 0 ? m.loss : i < first_extra ? m.accuracy : m.fetched[i - first_extra]) +=
-                  Mean(t);
+              (i == 0            ? m.loss
+               : i < first_extra ? m.accuracy
+                                 : m.fetched[i - first_extra]) += Mean(t);
             }
           }
         }
@@ -426,7 +465,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       if (!step_status.ok()) {
         if (live) std::printf("\n");
         return fail(step_status.WithContext("epoch " + std::to_string(epoch) +
-                                                 ", step " + std::to_string(b)));
+                                            ", step " + std::to_string(b)));
       }
       pending.push_back(m);
       if (cluster == nullptr || pending.size() == kMetricWindow) {
@@ -435,17 +474,20 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
           return fail(s);
         }
       }
-      if (cluster != nullptr && g_stop_signal != 0 && o.checkpoint_dir.empty()) {
+      if (cluster != nullptr && g_stop_signal != 0 &&
+          o.checkpoint_dir.empty()) {
         // Nothing to save: a node told to stop (its launcher gone, say)
         // stops now rather than at the nodes' next agreed step; a peer that
         // was not told sees it leave, as any lost node, naming it.
         if (live) std::printf("\n");
         std::printf("stopped by %s after step %lld\n",
-                    g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM", static_cast<long long>(step));
+                    g_stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                    static_cast<long long>(step));
         std::fflush(stdout);
         return 128 + g_stop_signal;
       }
-      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 && stop == 0) {
+      if (o.checkpoint_every > 0 && step % o.checkpoint_every == 0 &&
+          stop == 0) {
         // The checkpoint's metrics lines include every step it holds: the
         // nodes settle their window here (every node checkpoints at the
         // same steps: --checkpoint-every is part of the handshake).
@@ -462,14 +504,17 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
         last_draw = Clock::now();
         const double elapsed = Seconds(train_start);
         const double eta = elapsed / step * (total_steps - step);
-        std::printf("\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  ETA %s",
-                    epoch + 1, epochs, static_cast<long long>(b + 1),
-                    static_cast<long long>(reader->num_batches()), loss_sum / steps,
-                    samples / elapsed, Duration(eta).c_str());
+        std::printf(
+            "\r\033[Kepoch %d/%d  step %lld/%lld  loss %.4f  %.0f samples/s  "
+            "ETA %s",
+            epoch + 1, epochs, static_cast<long long>(b + 1),
+            static_cast<long long>(reader->num_batches()), loss_sum / steps,
+            samples / elapsed, Duration(eta).c_str());
         std::fflush(stdout);
       }
     }
-    if (Status s = settle(); !s.ok()) {  // every node ends the epoch at the same step
+    if (Status s = settle();
+        !s.ok()) {  // every node ends the epoch at the same step
       if (live) std::printf("\n");
       return fail(s);
     }
@@ -483,18 +528,20 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
       extra += value;
     }
     if (classifier) {
-      std::printf("epoch %d/%d: loss %.4f, train accuracy %.4f%s, %lld steps, %.1f s\n",
-                  epoch + 1, epochs, loss_sum / std::max<int64_t>(steps, 1),
-                  acc_sum / std::max<int64_t>(steps, 1), extra.c_str(),
-                  static_cast<long long>(steps), secs);
+      std::printf(
+          "epoch %d/%d: loss %.4f, train accuracy %.4f%s, %lld steps, %.1f s\n",
+          epoch + 1, epochs, loss_sum / std::max<int64_t>(steps, 1),
+          acc_sum / std::max<int64_t>(steps, 1), extra.c_str(),
+          static_cast<long long>(steps), secs);
     } else {
-      std::printf("epoch %d/%d: loss %.4f%s, %lld steps, %.1f s\n", epoch + 1, epochs,
-                  loss_sum / std::max<int64_t>(steps, 1), extra.c_str(),
+      std::printf("epoch %d/%d: loss %.4f%s, %lld steps, %.1f s\n", epoch + 1,
+                  epochs, loss_sum / std::max<int64_t>(steps, 1), extra.c_str(),
                   static_cast<long long>(steps), secs);
     }
     if (!job->eval_columns.empty() && steps > 0) {
       StatusOr<std::string> evaluated = evaluate(epoch);
-      if (!evaluated.ok()) return fail(evaluated.status().WithContext("--eval-data"));
+      if (!evaluated.ok())
+        return fail(evaluated.status().WithContext("--eval-data"));
       std::printf("%s", evaluated->c_str());
     }
     std::fflush(stdout);
@@ -508,10 +555,13 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     StatusOr<std::string> c = checkpoint(last_epoch, last_batch);
     if (!c.ok()) return fail(c.status());
     if (stop != 0) {
-      std::printf("stopped by %s after step %lld%s\n", stop == SIGINT ? "SIGINT" : "SIGTERM",
+      std::printf("stopped by %s after step %lld%s\n",
+                  stop == SIGINT ? "SIGINT" : "SIGTERM",
                   static_cast<long long>(step),
-                  c->empty() ? "" : ("; checkpoint " + *c + " (--resume " +
-                                     ForNode(o.checkpoint_dir, node_name) + ")").c_str());
+                  c->empty() ? ""
+                             : ("; checkpoint " + *c + " (--resume " +
+                                ForNode(o.checkpoint_dir, node_name) + ")")
+                                   .c_str());
       std::fflush(stdout);
       if (cluster != nullptr) {
         Status left = cluster->Leave();  // a stop is the error to report
@@ -529,17 +579,19 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     std::copy(digest.begin(), digest.end(), mine.data<uint8_t>());
     Tensor theirs = mine.Clone();
     PlaceTensors one = {&theirs};
-    if (Status s = cluster->cross().Broadcast("parameter digest", one, 0); !s.ok()) {
+    if (Status s = cluster->cross().Broadcast("parameter digest", one, 0);
+        !s.ok()) {
       return fail(s);
     }
     if (std::memcmp(mine.raw_data(), theirs.raw_data(), mine.bytes()) != 0) {
       return fail(Internal("the parameters of node '" + o.node +
-                                "' differ from rank 0's after training"));
+                           "' differ from rank 0's after training"));
     }
     // Rank 0's persistables (its first place's batch_norm statistics, which
     // are what a single process keeps) on every node: every node then holds
     // the model rank 0 saves.
-    if (Status s = cluster->BroadcastPersistables(&scope, persistables); !s.ok()) {
+    if (Status s = cluster->BroadcastPersistables(&scope, persistables);
+        !s.ok()) {
       return fail(s);
     }
   }
@@ -551,10 +603,12 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
     if (cluster != nullptr) {  // what `parex trace merge` aligns the nodes by
       metadata["parex_node"] = o.node;
       metadata["parex_rank"] = std::to_string(cluster->rank());
-      metadata["parex_clock_offset_us"] = std::to_string(cluster->clock_offset_us());
+      metadata["parex_clock_offset_us"] =
+          std::to_string(cluster->clock_offset_us());
       metadata["parex_clock_rtt_us"] = std::to_string(cluster->clock_rtt_us());
     }
-    if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson(metadata)); !s.ok()) {
+    if (Status s = WriteFileBytes(trace_path, (*pe)->TraceJson(metadata));
+        !s.ok()) {
       return fail(s.WithContext("--trace"));
     }
   }
@@ -563,19 +617,22 @@ int TrainMain(const std::string& cmd, const TrainOptions& o, const Topology* top
   std::printf("wall time       %.1f s (training %.1f s)\n", Seconds(wall_start),
               train_seconds);
   std::printf("throughput      %.0f samples/s over %lld steps\n",
-              samples / std::max(train_seconds, 1e-9), static_cast<long long>(step));
+              samples / std::max(train_seconds, 1e-9),
+              static_cast<long long>(step));
   std::printf("parameters      sha256 %s (trainable)\n", digest.c_str());
   std::printf("%s", finished->saved.c_str());
   if (!trace_path.empty()) {
     std::vector<bool> collective, backward;
     for (const SsaOp& op : (*pe)->graph().ops()) {
       collective.push_back(IsCollective(op.kind));
-      backward.push_back(op.kind == SsaOpKind::kComputation && op.type.size() > 5 &&
+      backward.push_back(op.kind == SsaOpKind::kComputation &&
+                         op.type.size() > 5 &&
                          op.type.compare(op.type.size() - 5, 5, "_grad") == 0);
     }
     std::printf("trace           %s\n", trace_path.c_str());
     std::printf("trace summary   %s\n",
-                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads(), &backward)
+                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads(),
+                               &backward)
                     .ToString()
                     .c_str());
   }

@@ -13,10 +13,10 @@
 #include "apps/models.h"
 #include "apps/reader.h"
 #include "base/digest.h"
-#include "graph/build/prune.h"
+#include "graph/builder/prune.h"
 #include "graph/ir/op_role.h"
 #include "graph/ir/validate.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "kernels/reference_executor.h"
 
 namespace parex::cli {
@@ -57,7 +57,8 @@ std::set<std::string> NeededFeeds(const Block& block) {
   std::set<std::string> written, needed;
   for (const auto& op : block.ops()) {
     if (op->type() == "feed") {
-      for (const std::string& out : op->OutputArgumentNames()) written.insert(out);
+      for (const std::string& out : op->OutputArgumentNames())
+        written.insert(out);
       continue;
     }
     for (const std::string& in : op->InputArgumentNames()) {
@@ -65,7 +66,8 @@ std::set<std::string> NeededFeeds(const Block& block) {
       const VarDesc* v = block.FindVar(in);
       if (v != nullptr && !v->persistable()) needed.insert(in);
     }
-    for (const std::string& out : op->OutputArgumentNames()) written.insert(out);
+    for (const std::string& out : op->OutputArgumentNames())
+      written.insert(out);
   }
   return needed;
 }
@@ -80,8 +82,8 @@ Status Usage(bool* usage, Status s) {
 // dtype and shape past dim 0, all with the same rows. A directory stands for
 // its NAME.npy files, a FILE.npz for its arrays.
 StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
-    const std::vector<std::string>& specs, const std::string& option, const Block& block,
-    const std::string& main_path, bool* usage) {
+    const std::vector<std::string>& specs, const std::string& option,
+    const Block& block, const std::string& main_path, bool* usage) {
   std::vector<std::pair<std::string, Tensor>> columns;
   std::set<std::string> fed;
   int64_t rows = -1;
@@ -99,18 +101,22 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
     if (spec.find('=') == std::string::npos && !is_dir &&
         fs::path(spec).extension() == ".npz") {
       StatusOr<NamedArrays> arrays = ReadNpz(spec);
-      if (!arrays.ok()) return Usage(usage, arrays.status().WithContext(option));
-      for (auto& [name, t] : *arrays) sources.push_back({name, spec + ":" + name, std::move(t)});
+      if (!arrays.ok())
+        return Usage(usage, arrays.status().WithContext(option));
+      for (auto& [name, t] : *arrays)
+        sources.push_back({name, spec + ":" + name, std::move(t)});
       continue;
     }
     if (spec.find('=') != std::string::npos || !is_dir) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-        return Usage(usage, InvalidArgument(option + " '" + spec +
-                                            "': expected NAME=FILE.npy, a directory of "
-                                            "NAME.npy files or a FILE.npz"));
+        return Usage(
+            usage, InvalidArgument(option + " '" + spec +
+                                   "': expected NAME=FILE.npy, a directory of "
+                                   "NAME.npy files or a FILE.npz"));
       }
-      sources.push_back({spec.substr(0, eq), spec.substr(eq + 1), std::nullopt});
+      sources.push_back(
+          {spec.substr(0, eq), spec.substr(eq + 1), std::nullopt});
       continue;
     }
     std::vector<std::string> files;
@@ -118,7 +124,8 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
       if (e.path().extension() == ".npy") files.push_back(e.path().string());
     }
     if (files.empty()) {
-      return Usage(usage, NotFound(option + " '" + spec + "': the directory holds no *.npy"));
+      return Usage(usage, NotFound(option + " '" + spec +
+                                   "': the directory holds no *.npy"));
     }
     std::sort(files.begin(), files.end());
     for (const std::string& f : files) {
@@ -134,11 +141,13 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
                                    "' has no variable '" + name + "'"));
     }
     if (var->persistable()) {
-      return Usage(usage, InvalidArgument(what + ": '" + name +
-                                          "' is persistable (a parameter), not a feed"));
+      return Usage(
+          usage, InvalidArgument(what + ": '" + name +
+                                 "' is persistable (a parameter), not a feed"));
     }
     if (!fed.insert(name).second) {
-      return Usage(usage, InvalidArgument(option + " names '" + name + "' twice"));
+      return Usage(usage,
+                   InvalidArgument(option + " names '" + name + "' twice"));
     }
     Tensor t;
     if (source.loaded) {
@@ -150,8 +159,9 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
       return Usage(usage, InvalidArgument(what + ": a 0-d array has no rows"));
     }
     if (t.dtype() != var->dtype()) {
-      return Usage(usage, InvalidArgument(what + ": the file holds " + DTypeName(t.dtype()) +
-                                          ", '" + name + "' is " + DTypeName(var->dtype())));
+      return Usage(usage, InvalidArgument(what + ": the file holds " +
+                                          DTypeName(t.dtype()) + ", '" + name +
+                                          "' is " + DTypeName(var->dtype())));
     }
     const Dims& declared = var->dims();
     bool dims_ok = declared.size() == static_cast<size_t>(t.rank());
@@ -159,14 +169,16 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
       dims_ok = declared[d] < 0 || declared[d] == t.dim(static_cast<int>(d));
     }
     if (!dims_ok) {
-      return Usage(usage, InvalidArgument(what + ": rows of " + DimsToString(t.dims()) +
-                                          " do not fit '" + name + "' " +
-                                          DimsToString(declared) + " (dim 0 counts rows)"));
+      return Usage(usage, InvalidArgument(
+                              what + ": rows of " + DimsToString(t.dims()) +
+                              " do not fit '" + name + "' " +
+                              DimsToString(declared) + " (dim 0 counts rows)"));
     }
     if (rows >= 0 && t.dim(0) != rows) {
-      return Usage(usage, InvalidArgument(option + ": '" + name + "' has " +
-                                          std::to_string(t.dim(0)) + " rows, '" + first +
-                                          "' has " + std::to_string(rows)));
+      return Usage(
+          usage, InvalidArgument(option + ": '" + name + "' has " +
+                                 std::to_string(t.dim(0)) + " rows, '" + first +
+                                 "' has " + std::to_string(rows)));
     }
     if (rows < 0) {
       rows = t.dim(0);
@@ -179,14 +191,15 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> ReadColumns(
 
 }  // namespace
 
-StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval, int places,
-                                 int64_t batch) {
+StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
+                                 int places, int64_t batch) {
   const int n = places;
   const bool classifier = !job.accuracy.empty();
   std::vector<std::string> targets = {job.loss};
   if (classifier) targets.push_back(job.accuracy);
-  PAREX_ASSIGN_OR_RETURN(BatchReader reader,
-                         BatchReader::Create(job.eval_columns, {batch, false, 0, false}));
+  PAREX_ASSIGN_OR_RETURN(
+      BatchReader reader,
+      BatchReader::Create(job.eval_columns, {batch, false, 0, false}));
   EvalResult result;
   BatchReader::Iterator it = reader.Begin(0);
   FeedMap feed;
@@ -194,18 +207,21 @@ StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval, in
     const int64_t r = feed.at(job.eval_columns[0].first).dim(0);
     if (r < n) continue;  // too few rows to split over the places
     PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out, eval->Run(feed, targets));
-    if (out[0].numel() != n) return Internal("the loss is not one value per place");
+    if (out[0].numel() != n)
+      return Internal("the loss is not one value per place");
     for (int p = 0; p < n; ++p) {
       const int64_t share = p == n - 1 ? r - (r / n) * (n - 1) : r / n;
       const auto at = [&](const Tensor& t) {
-        return t.dtype() == DType::kFP64 ? t.data<double>()[p] : t.data<float>()[p];
+        return t.dtype() == DType::kFP64 ? t.data<double>()[p]
+                                         : t.data<float>()[p];
       };
       result.loss += at(out[0]) * share;
       if (classifier) result.accuracy += at(out[1]) * share;
     }
     result.rows += r;
   }
-  if (result.rows == 0) return InvalidArgument("no evaluation rows (fewer than the places)");
+  if (result.rows == 0)
+    return InvalidArgument("no evaluation rows (fewer than the places)");
   result.loss /= result.rows;
   result.accuracy /= result.rows;
   return result;
@@ -241,22 +257,25 @@ StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
     *trainer = std::make_unique<Trainer>(model.get(), scope);
     return (*trainer)->RunStartup();
   };
-  job.finish = [model, data, trainer](Scope*, bool writer,
-                                      const std::string& save) -> StatusOr<TrainJob::Finished> {
-    PAREX_ASSIGN_OR_RETURN(Evaluation eval, (*trainer)->Evaluate(data->test_x, data->test_y));
+  job.finish = [model, data, trainer](
+                   Scope*, bool writer,
+                   const std::string& save) -> StatusOr<TrainJob::Finished> {
+    PAREX_ASSIGN_OR_RETURN(Evaluation eval,
+                           (*trainer)->Evaluate(data->test_x, data->test_y));
     TrainJob::Finished f;
     char line[160];
     if (model->is_classifier()) {
-      std::snprintf(line, sizeof(line), "test accuracy   %.4f on %lld rows\n", eval.accuracy,
-                    static_cast<long long>(eval.rows));
+      std::snprintf(line, sizeof(line), "test accuracy   %.4f on %lld rows\n",
+                    eval.accuracy, static_cast<long long>(eval.rows));
     } else {
-      std::snprintf(line, sizeof(line), "test MSE        %.4f on %lld rows\n", eval.mse,
-                    static_cast<long long>(eval.rows));
+      std::snprintf(line, sizeof(line), "test MSE        %.4f on %lld rows\n",
+                    eval.mse, static_cast<long long>(eval.rows));
     }
     f.report = line;
     if (writer) {
       PAREX_RETURN_IF_ERROR((*trainer)->SaveInferenceModel(save));
-      f.saved = "model saved to  " + save + " (inference model: " + model->input + " -> " +
+      f.saved = "model saved to  " + save +
+                " (inference model: " + model->input + " -> " +
                 model->prediction + ")\n";
     }
     return f;
@@ -280,22 +299,26 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
       startup_path = (dir / "startup.pdmodel").string();
     }
   } else if (!fs::exists(o.program, ec)) {
-    return Usage(usage, NotFound("--program: '" + o.program + "' does not exist"));
+    return Usage(usage,
+                 NotFound("--program: '" + o.program + "' does not exist"));
   }
   if (startup_path.empty() && o.params.empty()) {
-    return Usage(usage, InvalidArgument(
-                            "--program '" + o.program +
-                            "': its persistables need --startup PROGRAM or --params DIR "
-                            "(or a startup.pdmodel beside main.pdmodel)"));
+    return Usage(
+        usage, InvalidArgument(
+                   "--program '" + o.program +
+                   "': its persistables need --startup PROGRAM or --params DIR "
+                   "(or a startup.pdmodel beside main.pdmodel)"));
   }
   TrainJob job;
   PAREX_ASSIGN_OR_RETURN(job.main, LoadValidProgram(main_path, "--program"));
   const bool has_startup = !startup_path.empty();
   if (has_startup) {
-    PAREX_ASSIGN_OR_RETURN(job.startup, LoadValidProgram(startup_path, "--startup"));
+    PAREX_ASSIGN_OR_RETURN(job.startup,
+                           LoadValidProgram(startup_path, "--startup"));
   }
   if (!o.params.empty() && !fs::is_directory(o.params, ec)) {
-    return Usage(usage, NotFound("--params: '" + o.params + "' is not a directory"));
+    return Usage(usage,
+                 NotFound("--params: '" + o.params + "' is not a directory"));
   }
   const Block& block = job.main.global_block();
   job.title = "program '" + main_path + "'";
@@ -311,26 +334,30 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
     const std::vector<std::string> marked = MarkedLosses(block);
     if (marked.size() != 1) {
       std::string names;
-      for (const std::string& m : marked) names += (names.empty() ? "" : ", ") + m;
-      return Usage(usage, InvalidArgument(
-                              "the program '" + main_path + "' " +
-                              (marked.empty() ? std::string("marks no op as its loss")
-                                              : "marks several losses (" + names + ")") +
-                              "; name the loss with --loss"));
+      for (const std::string& m : marked)
+        names += (names.empty() ? "" : ", ") + m;
+      return Usage(
+          usage, InvalidArgument(
+                     "the program '" + main_path + "' " +
+                     (marked.empty() ? std::string("marks no op as its loss")
+                                     : "marks several losses (" + names + ")") +
+                     "; name the loss with --loss"));
     }
     job.loss = marked[0];
   }
   if (!HasBackwardOps(block)) {
-    return Usage(usage, InvalidArgument("the program '" + main_path +
-                                        "' has no backward ops: it is not a training "
-                                        "program (minimize() adds them)"));
+    return Usage(usage,
+                 InvalidArgument("the program '" + main_path +
+                                 "' has no backward ops: it is not a training "
+                                 "program (minimize() adds them)"));
   }
   std::set<std::string> params;
   for (const auto& op : block.ops()) {
     if (op->type() == "accuracy" && job.accuracy.empty()) {
       job.accuracy = op->FirstOutput("Accuracy");
     }
-    if ((OpRole(*op) & kOpRoleOptimize) != 0 && !op->FirstInput("Param").empty()) {
+    if ((OpRole(*op) & kOpRoleOptimize) != 0 &&
+        !op->FirstInput("Param").empty()) {
       params.insert(op->FirstInput("Param"));
     }
   }
@@ -344,22 +371,26 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
     if (!schedule.ok()) return Usage(usage, schedule.status());
     std::set<std::string> lr_vars, written;
     for (const auto& op : block.ops()) {
-      for (const std::string& out : op->OutputArgumentNames()) written.insert(out);
-      if ((OpRole(*op) & kOpRoleOptimize) != 0 && !op->FirstInput("LearningRate").empty()) {
+      for (const std::string& out : op->OutputArgumentNames())
+        written.insert(out);
+      if ((OpRole(*op) & kOpRoleOptimize) != 0 &&
+          !op->FirstInput("LearningRate").empty()) {
         lr_vars.insert(op->FirstInput("LearningRate"));
       }
     }
     if (lr_vars.empty()) {
-      return Usage(usage, InvalidArgument("--lr-schedule: the program '" + main_path +
-                                          "' has no optimizer op with a LearningRate"));
+      return Usage(
+          usage, InvalidArgument("--lr-schedule: the program '" + main_path +
+                                 "' has no optimizer op with a LearningRate"));
     }
     for (const std::string& v : lr_vars) {
       const VarDesc* var = block.FindVar(v);
       if (var == nullptr || !var->persistable() || written.count(v) > 0) {
-        return Usage(usage, InvalidArgument(
-                                "--lr-schedule: the program '" + main_path +
-                                "' computes its learning rate '" + v +
-                                "' itself (an in-graph schedule); run it without one"));
+        return Usage(
+            usage, InvalidArgument(
+                       "--lr-schedule: the program '" + main_path +
+                       "' computes its learning rate '" + v +
+                       "' itself (an in-graph schedule); run it without one"));
       }
     }
     job.lr_vars.assign(lr_vars.begin(), lr_vars.end());
@@ -367,18 +398,22 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
   }
 
   // The data: NAME=FILE.npy per fed variable.
-  PAREX_ASSIGN_OR_RETURN(job.columns, ReadColumns(o.data, "--data", block, main_path, usage));
+  PAREX_ASSIGN_OR_RETURN(
+      job.columns, ReadColumns(o.data, "--data", block, main_path, usage));
   std::set<std::string> fed;
   for (const auto& [name, t] : job.columns) fed.insert(name);
   for (const std::string& need : NeededFeeds(block)) {
     if (fed.count(need) == 0) {
-      return Usage(usage, InvalidArgument("the program '" + main_path + "' reads '" + need +
-                                          "', which no --data " + need + "=FILE.npy feeds"));
+      return Usage(
+          usage,
+          InvalidArgument("the program '" + main_path + "' reads '" + need +
+                          "', which no --data " + need + "=FILE.npy feeds"));
     }
   }
   if (job.columns.empty()) {
-    return Usage(usage, InvalidArgument("--program needs its data: --data NAME=FILE.npy "
-                                        "for each variable it reads"));
+    return Usage(
+        usage, InvalidArgument("--program needs its data: --data NAME=FILE.npy "
+                               "for each variable it reads"));
   }
   for (const std::string& f : o.fetch) {
     if (block.FindVar(f) == nullptr) {
@@ -388,24 +423,28 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
     job.fetches.push_back(f);
   }
   if (!o.eval_data.empty()) {
-    PAREX_ASSIGN_OR_RETURN(job.eval_columns,
-                           ReadColumns(o.eval_data, "--eval-data", block, main_path, usage));
+    PAREX_ASSIGN_OR_RETURN(
+        job.eval_columns,
+        ReadColumns(o.eval_data, "--eval-data", block, main_path, usage));
     std::vector<std::string> eval_feeds, eval_fetches = {job.loss};
     for (const auto& [name, t] : job.eval_columns) eval_feeds.push_back(name);
     if (!job.accuracy.empty()) eval_fetches.push_back(job.accuracy);
     StatusOr<Program> pruned = Prune(job.main, eval_feeds, eval_fetches);
     if (!pruned.ok()) {
-      return Usage(usage, pruned.status().WithContext("--eval-data (the evaluation program)"));
+      return Usage(usage, pruned.status().WithContext(
+                              "--eval-data (the evaluation program)"));
     }
     job.eval_program = std::move(*pruned);
   }
   job.default_epochs = 1;
   job.default_batch = 32;
   job.default_save = "parex-" + fs::path(main_path).stem().string();
-  job.identity = "--loss " + job.loss + " --lr-schedule '" + o.lr_schedule + "' --data";
+  job.identity =
+      "--loss " + job.loss + " --lr-schedule '" + o.lr_schedule + "' --data";
   for (const auto& [name, t] : job.columns) {
     job.identity += " " + name + ":" + std::to_string(t.dim(0)) + ":" +
-                    Sha256Hex(std::string(static_cast<const char*>(t.raw_data()), t.bytes()));
+                    Sha256Hex(std::string(
+                        static_cast<const char*>(t.raw_data()), t.bytes()));
   }
 
   auto main = std::make_shared<Program>(job.main);
@@ -414,8 +453,9 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
   job.init = [main, startup, has_startup, params_dir](Scope* scope) -> Status {
     if (has_startup) {
       ReferenceExecutor executor;
-      PAREX_RETURN_IF_ERROR(
-          executor.Run(*startup, scope, {}, {}).status().WithContext("--startup"));
+      PAREX_RETURN_IF_ERROR(executor.Run(*startup, scope, {}, {})
+                                .status()
+                                .WithContext("--startup"));
     }
     if (!params_dir.empty()) {
       PAREX_RETURN_IF_ERROR(
@@ -429,10 +469,14 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
     if (writer) {
       std::error_code ec;
       fs::create_directories(save, ec);
-      if (ec) return IoError("--save: cannot create '" + save + "': " + ec.message());
-      PAREX_RETURN_IF_ERROR(SavePersistables(*main, save, *scope).WithContext("--save"));
-      f.saved = "saved           " + std::to_string(PersistableTensorNames(*main).size()) +
-                " persistables to " + save + " (Paddle's tensor files, one per var)\n";
+      if (ec)
+        return IoError("--save: cannot create '" + save + "': " + ec.message());
+      PAREX_RETURN_IF_ERROR(
+          SavePersistables(*main, save, *scope).WithContext("--save"));
+      f.saved = "saved           " +
+                std::to_string(PersistableTensorNames(*main).size()) +
+                " persistables to " + save +
+                " (Paddle's tensor files, one per var)\n";
     }
     return f;
   };

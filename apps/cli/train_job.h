@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/parallel_executor.h"
+#include "actors/executor/parallel_executor.h"
 #include "apps/cli/cli.h"
 #include "graph/ir/program.h"
 #include "kernels/scope.h"
@@ -20,7 +20,8 @@
 namespace parex::cli {
 
 struct TrainJob {
-  std::string title;  // the first line's subject: "fashion_mlp", "program 'p.pdmodel'"
+  std::string
+      title;  // the first line's subject: "fashion_mlp", "program 'p.pdmodel'"
   Program main, startup;
   std::string loss;
   std::string accuracy;  // an accuracy op's output, "" when none
@@ -55,7 +56,9 @@ struct TrainJob {
     std::string report;  // printed before the timing lines
     std::string saved;   // printed last, by the writer
   };
-  std::function<StatusOr<Finished>(Scope* scope, bool writer, const std::string& save)> finish;
+  std::function<StatusOr<Finished>(Scope* scope, bool writer,
+                                   const std::string& save)>
+      finish;
 };
 
 // Runs `job`'s evaluation set through `eval` (an executor of
@@ -67,8 +70,8 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
   int64_t rows = 0;
 };
-StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval, int places,
-                                 int64_t batch);
+StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
+                                 int places, int64_t batch);
 
 // The example `o.model` (its program built with o.seed and o.lr, its data
 // read from o.data_dir / o.fashion_dir). Usage errors (an unknown model)

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/cluster.h"
-#include "actors/parallel_executor.h"
+#include "actors/cluster/cluster.h"
+#include "actors/executor/parallel_executor.h"
 #include "apps/cli/checkpoint.h"
 #include "apps/cli/cli.h"
 #include "base/status.h"
@@ -46,8 +46,9 @@ std::string ParameterDigest(const Scope& scope, std::vector<std::string> names);
 // across nodes every node takes rank 0's position from a sum only rank 0
 // adds to, and its persistables with the broadcast that follows. Prints
 // where the run resumes.
-Status ResumeRun(const std::string& cmd, const std::string& dir, bool writer, Cluster* cluster,
-                 const Program& main, CheckpointState* where, Scope* scope);
+Status ResumeRun(const std::string& cmd, const std::string& dir, bool writer,
+                 Cluster* cluster, const Program& main, CheckpointState* where,
+                 Scope* scope);
 
 // "{node}" in a path becomes the node's name.
 std::string ForNode(std::string path, const std::string& node);
@@ -56,7 +57,8 @@ std::string ForNode(std::string path, const std::string& node);
 // compares them: " --mode M --batch B --epochs E --steps S --seed N
 // [--no-shuffle]{sync_bn} --fuse-buckets F --checkpoint-every C" (F 0: off).
 std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
-                             const std::string& sync_bn, const BuildStrategy& build);
+                             const std::string& sync_bn,
+                             const BuildStrategy& build);
 
 // A node whose peer was lost: unless the process ended within `grace` (its
 // training loop saw the error and exited), it reports `status` as `cmd`'s
@@ -74,12 +76,13 @@ std::string MetricsLinesUpTo(const std::string& path, int64_t step);
 // its own copy of a persistable in AllReduce mode), as Paddle's LRScheduler
 // does. InvalidArgument naming the variable and place when one is not a
 // one-element float tensor.
-Status SetLearningRate(ParallelExecutor* pe, const std::vector<std::string>& vars, double rate);
+Status SetLearningRate(ParallelExecutor* pe,
+                       const std::vector<std::string>& vars, double rate);
 
 // A node's share of the global batch `feed` of `rows` rows: for each of its
 // `n` places, the rows place first_place + p would take in one process of
 // `world` places (the last place of the world takes the remainder).
-std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows, int first_place, int n,
-                                      int world);
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows,
+                                      int first_place, int n, int world);
 
 }  // namespace parex::cli

@@ -17,22 +17,38 @@ std::vector<To> Convert(const google::protobuf::RepeatedField<From>& from) {
 
 const char* AttrTypeName(AttrType type) {
   switch (type) {
-    case proto::INT: return "INT";
-    case proto::FLOAT: return "FLOAT";
-    case proto::STRING: return "STRING";
-    case proto::INTS: return "INTS";
-    case proto::FLOATS: return "FLOATS";
-    case proto::STRINGS: return "STRINGS";
-    case proto::BOOLEAN: return "BOOLEAN";
-    case proto::BOOLEANS: return "BOOLEANS";
-    case proto::BLOCK: return "BLOCK";
-    case proto::LONG: return "LONG";
-    case proto::BLOCKS: return "BLOCKS";
-    case proto::LONGS: return "LONGS";
-    case proto::FLOAT64S: return "FLOAT64S";
-    case proto::VAR: return "VAR";
-    case proto::VARS: return "VARS";
-    case proto::FLOAT64: return "FLOAT64";
+    case proto::INT:
+      return "INT";
+    case proto::FLOAT:
+      return "FLOAT";
+    case proto::STRING:
+      return "STRING";
+    case proto::INTS:
+      return "INTS";
+    case proto::FLOATS:
+      return "FLOATS";
+    case proto::STRINGS:
+      return "STRINGS";
+    case proto::BOOLEAN:
+      return "BOOLEAN";
+    case proto::BOOLEANS:
+      return "BOOLEANS";
+    case proto::BLOCK:
+      return "BLOCK";
+    case proto::LONG:
+      return "LONG";
+    case proto::BLOCKS:
+      return "BLOCKS";
+    case proto::LONGS:
+      return "LONGS";
+    case proto::FLOAT64S:
+      return "FLOAT64S";
+    case proto::VAR:
+      return "VAR";
+    case proto::VARS:
+      return "VARS";
+    case proto::FLOAT64:
+      return "FLOAT64";
   }
   return "UNKNOWN";
 }
@@ -59,10 +75,14 @@ bool AttrTypesCompatible(AttrType declared, AttrType found) {
 template <>
 StatusOr<int64_t> ReadAttr<int64_t>(const proto::OpDesc::Attr& attr) {
   switch (attr.type()) {
-    case proto::INT: return static_cast<int64_t>(attr.i());
-    case proto::LONG: return attr.l();
-    case proto::BOOLEAN: return static_cast<int64_t>(attr.b());
-    default: return WrongType(attr, "INT");
+    case proto::INT:
+      return static_cast<int64_t>(attr.i());
+    case proto::LONG:
+      return attr.l();
+    case proto::BOOLEAN:
+      return static_cast<int64_t>(attr.b());
+    default:
+      return WrongType(attr, "INT");
   }
 }
 
@@ -81,9 +101,12 @@ StatusOr<bool> ReadAttr<bool>(const proto::OpDesc::Attr& attr) {
 template <>
 StatusOr<double> ReadAttr<double>(const proto::OpDesc::Attr& attr) {
   switch (attr.type()) {
-    case proto::FLOAT: return static_cast<double>(attr.f());
-    case proto::FLOAT64: return attr.float64();
-    default: return WrongType(attr, "FLOAT");
+    case proto::FLOAT:
+      return static_cast<double>(attr.f());
+    case proto::FLOAT64:
+      return attr.float64();
+    default:
+      return WrongType(attr, "FLOAT");
   }
 }
 
@@ -103,10 +126,14 @@ template <>
 StatusOr<std::vector<int64_t>> ReadAttr<std::vector<int64_t>>(
     const proto::OpDesc::Attr& attr) {
   switch (attr.type()) {
-    case proto::INTS: return Convert<int64_t>(attr.ints());
-    case proto::LONGS: return Convert<int64_t>(attr.longs());
-    case proto::BOOLEANS: return Convert<int64_t>(attr.bools());
-    default: return WrongType(attr, "INTS");
+    case proto::INTS:
+      return Convert<int64_t>(attr.ints());
+    case proto::LONGS:
+      return Convert<int64_t>(attr.longs());
+    case proto::BOOLEANS:
+      return Convert<int64_t>(attr.bools());
+    default:
+      return WrongType(attr, "INTS");
   }
 }
 
@@ -130,9 +157,12 @@ template <>
 StatusOr<std::vector<double>> ReadAttr<std::vector<double>>(
     const proto::OpDesc::Attr& attr) {
   switch (attr.type()) {
-    case proto::FLOATS: return Convert<double>(attr.floats());
-    case proto::FLOAT64S: return Convert<double>(attr.float64s());
-    default: return WrongType(attr, "FLOATS");
+    case proto::FLOATS:
+      return Convert<double>(attr.floats());
+    case proto::FLOAT64S:
+      return Convert<double>(attr.float64s());
+    default:
+      return WrongType(attr, "FLOATS");
   }
 }
 
@@ -150,18 +180,54 @@ StatusOr<std::vector<std::string>> ReadAttr<std::vector<std::string>>(
   return std::vector<std::string>(attr.strings().begin(), attr.strings().end());
 }
 
-template <> AttrType AttrTypeOf<int>() { return proto::INT; }
-template <> AttrType AttrTypeOf<int64_t>() { return proto::LONG; }
-template <> AttrType AttrTypeOf<bool>() { return proto::BOOLEAN; }
-template <> AttrType AttrTypeOf<float>() { return proto::FLOAT; }
-template <> AttrType AttrTypeOf<double>() { return proto::FLOAT64; }
-template <> AttrType AttrTypeOf<std::string>() { return proto::STRING; }
-template <> AttrType AttrTypeOf<std::vector<int>>() { return proto::INTS; }
-template <> AttrType AttrTypeOf<std::vector<int64_t>>() { return proto::LONGS; }
-template <> AttrType AttrTypeOf<std::vector<bool>>() { return proto::BOOLEANS; }
-template <> AttrType AttrTypeOf<std::vector<float>>() { return proto::FLOATS; }
-template <> AttrType AttrTypeOf<std::vector<double>>() { return proto::FLOAT64S; }
-template <> AttrType AttrTypeOf<std::vector<std::string>>() { return proto::STRINGS; }
+template <>
+AttrType AttrTypeOf<int>() {
+  return proto::INT;
+}
+template <>
+AttrType AttrTypeOf<int64_t>() {
+  return proto::LONG;
+}
+template <>
+AttrType AttrTypeOf<bool>() {
+  return proto::BOOLEAN;
+}
+template <>
+AttrType AttrTypeOf<float>() {
+  return proto::FLOAT;
+}
+template <>
+AttrType AttrTypeOf<double>() {
+  return proto::FLOAT64;
+}
+template <>
+AttrType AttrTypeOf<std::string>() {
+  return proto::STRING;
+}
+template <>
+AttrType AttrTypeOf<std::vector<int>>() {
+  return proto::INTS;
+}
+template <>
+AttrType AttrTypeOf<std::vector<int64_t>>() {
+  return proto::LONGS;
+}
+template <>
+AttrType AttrTypeOf<std::vector<bool>>() {
+  return proto::BOOLEANS;
+}
+template <>
+AttrType AttrTypeOf<std::vector<float>>() {
+  return proto::FLOATS;
+}
+template <>
+AttrType AttrTypeOf<std::vector<double>>() {
+  return proto::FLOAT64S;
+}
+template <>
+AttrType AttrTypeOf<std::vector<std::string>>() {
+  return proto::STRINGS;
+}
 
 namespace {
 void Reset(proto::OpDesc::Attr* attr, AttrType type) {
@@ -172,48 +238,71 @@ void Reset(proto::OpDesc::Attr* attr, AttrType type) {
 }
 }  // namespace
 
-template <> void WriteAttr<int>(proto::OpDesc::Attr* a, const int& v) {
-  Reset(a, proto::INT); a->set_i(v);
+template <>
+void WriteAttr<int>(proto::OpDesc::Attr* a, const int& v) {
+  Reset(a, proto::INT);
+  a->set_i(v);
 }
-template <> void WriteAttr<int64_t>(proto::OpDesc::Attr* a, const int64_t& v) {
-  Reset(a, proto::LONG); a->set_l(v);
+template <>
+void WriteAttr<int64_t>(proto::OpDesc::Attr* a, const int64_t& v) {
+  Reset(a, proto::LONG);
+  a->set_l(v);
 }
-template <> void WriteAttr<bool>(proto::OpDesc::Attr* a, const bool& v) {
-  Reset(a, proto::BOOLEAN); a->set_b(v);
+template <>
+void WriteAttr<bool>(proto::OpDesc::Attr* a, const bool& v) {
+  Reset(a, proto::BOOLEAN);
+  a->set_b(v);
 }
-template <> void WriteAttr<float>(proto::OpDesc::Attr* a, const float& v) {
-  Reset(a, proto::FLOAT); a->set_f(v);
+template <>
+void WriteAttr<float>(proto::OpDesc::Attr* a, const float& v) {
+  Reset(a, proto::FLOAT);
+  a->set_f(v);
 }
-template <> void WriteAttr<double>(proto::OpDesc::Attr* a, const double& v) {
-  Reset(a, proto::FLOAT64); a->set_float64(v);
+template <>
+void WriteAttr<double>(proto::OpDesc::Attr* a, const double& v) {
+  Reset(a, proto::FLOAT64);
+  a->set_float64(v);
 }
-template <> void WriteAttr<std::string>(proto::OpDesc::Attr* a,
-                                        const std::string& v) {
-  Reset(a, proto::STRING); a->set_s(v);
+template <>
+void WriteAttr<std::string>(proto::OpDesc::Attr* a, const std::string& v) {
+  Reset(a, proto::STRING);
+  a->set_s(v);
 }
-template <> void WriteAttr<std::vector<int>>(proto::OpDesc::Attr* a,
-                                             const std::vector<int>& v) {
-  Reset(a, proto::INTS); for (int x : v) a->add_ints(x);
+template <>
+void WriteAttr<std::vector<int>>(proto::OpDesc::Attr* a,
+                                 const std::vector<int>& v) {
+  Reset(a, proto::INTS);
+  for (int x : v) a->add_ints(x);
 }
-template <> void WriteAttr<std::vector<int64_t>>(proto::OpDesc::Attr* a,
-                                                 const std::vector<int64_t>& v) {
-  Reset(a, proto::LONGS); for (int64_t x : v) a->add_longs(x);
+template <>
+void WriteAttr<std::vector<int64_t>>(proto::OpDesc::Attr* a,
+                                     const std::vector<int64_t>& v) {
+  Reset(a, proto::LONGS);
+  for (int64_t x : v) a->add_longs(x);
 }
-template <> void WriteAttr<std::vector<bool>>(proto::OpDesc::Attr* a,
-                                              const std::vector<bool>& v) {
-  Reset(a, proto::BOOLEANS); for (bool x : v) a->add_bools(x);
+template <>
+void WriteAttr<std::vector<bool>>(proto::OpDesc::Attr* a,
+                                  const std::vector<bool>& v) {
+  Reset(a, proto::BOOLEANS);
+  for (bool x : v) a->add_bools(x);
 }
-template <> void WriteAttr<std::vector<float>>(proto::OpDesc::Attr* a,
-                                               const std::vector<float>& v) {
-  Reset(a, proto::FLOATS); for (float x : v) a->add_floats(x);
+template <>
+void WriteAttr<std::vector<float>>(proto::OpDesc::Attr* a,
+                                   const std::vector<float>& v) {
+  Reset(a, proto::FLOATS);
+  for (float x : v) a->add_floats(x);
 }
-template <> void WriteAttr<std::vector<double>>(proto::OpDesc::Attr* a,
-                                                const std::vector<double>& v) {
-  Reset(a, proto::FLOAT64S); for (double x : v) a->add_float64s(x);
+template <>
+void WriteAttr<std::vector<double>>(proto::OpDesc::Attr* a,
+                                    const std::vector<double>& v) {
+  Reset(a, proto::FLOAT64S);
+  for (double x : v) a->add_float64s(x);
 }
-template <> void WriteAttr<std::vector<std::string>>(
-    proto::OpDesc::Attr* a, const std::vector<std::string>& v) {
-  Reset(a, proto::STRINGS); for (const auto& x : v) a->add_strings(x);
+template <>
+void WriteAttr<std::vector<std::string>>(proto::OpDesc::Attr* a,
+                                         const std::vector<std::string>& v) {
+  Reset(a, proto::STRINGS);
+  for (const auto& x : v) a->add_strings(x);
 }
 
 }  // namespace parex

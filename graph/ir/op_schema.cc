@@ -28,13 +28,19 @@ Status ShapeContext::CheckSameDType(
 Status ShapeContext::CheckGradDims(std::string_view slot,
                                    const Dims& want) const {
   Dims got = InputDims(slot);
-  bool ok = got.size() == want.size();
-  for (size_t i = 0; ok && i < got.size(); ++i) {
-    ok = IsRuntime() ? got[i] == want[i] : ExtentsAgree(got[i], want[i]);
-  }
-  if (ok || IsUnknown(got)) return Status::Ok();
+  if (SameDims(*this, got, want) || IsUnknown(got)) return Status::Ok();
   return Error(std::string(slot) + " has dims " + DimsToString(got) +
                ", expected " + DimsToString(want));
+}
+
+bool SameDims(const ShapeContext& ctx, const Dims& a, const Dims& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ctx.IsRuntime() ? a[i] != b[i] : !ExtentsAgree(a[i], b[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // ---- OpSchema ---------------------------------------------------------------
@@ -70,8 +76,8 @@ template OpSchema& OpSchema::Attr<std::vector<int>>(std::string,
                                                     const std::vector<int>&);
 template OpSchema& OpSchema::Attr<std::vector<int64_t>>(
     std::string, const std::vector<int64_t>&);
-template OpSchema& OpSchema::Attr<std::vector<float>>(std::string,
-                                                      const std::vector<float>&);
+template OpSchema& OpSchema::Attr<std::vector<float>>(
+    std::string, const std::vector<float>&);
 template OpSchema& OpSchema::Attr<std::vector<std::string>>(
     std::string, const std::vector<std::string>&);
 template OpSchema& OpSchema::Attr<std::vector<bool>>(std::string,

@@ -2,7 +2,7 @@
 // and defaults, shape and dtype inference, how its kernel's dtype is chosen,
 // and the Fluid gradient op it pairs with.
 //
-// Schemas are registered once (RegisterAllOpSchemas in graph/ops/) and then
+// Schemas are registered once (RegisterAllOpSchemas in graph/ir/ops/) and then
 // read concurrently; the registry is immutable after first use.
 #pragma once
 
@@ -41,7 +41,8 @@ class ShapeContext {
     return false;
   }
   // No-op when the output slot has no argument i.
-  virtual void SetOutputDims(std::string_view slot, int i, const Dims& dims) = 0;
+  virtual void SetOutputDims(std::string_view slot, int i,
+                             const Dims& dims) = 0;
   virtual void SetOutputDType(std::string_view slot, int i, DType dtype) = 0;
 
   bool HasInput(std::string_view slot) const { return InputCount(slot) > 0; }
@@ -62,7 +63,9 @@ class ShapeContext {
     return *value;
   }
   // True for the dims of a var declared without a shape (compile time only).
-  bool IsUnknown(const Dims& dims) const { return !IsRuntime() && dims.empty(); }
+  bool IsUnknown(const Dims& dims) const {
+    return !IsRuntime() && dims.empty();
+  }
   // At run time every bound slot of `slots` holds the dtype of the first bound
   // one (kernels read them all as the kernel's type).
   Status CheckSameDType(std::initializer_list<const char*> slots) const;
@@ -75,6 +78,16 @@ class ShapeContext {
     return InvalidArgument(op().Label() + ": " + message);
   }
 };
+
+// Whether `dims` is known: always at run time; at compile time unless the
+// var was declared without a shape (ShapeContext::IsUnknown).
+inline bool Known(const ShapeContext& ctx, const Dims& dims) {
+  return !ctx.IsUnknown(dims);
+}
+
+// The same rank and the same extents; at compile time an unknown extent
+// (-1) agrees with any (ExtentsAgree).
+bool SameDims(const ShapeContext& ctx, const Dims& a, const Dims& b);
 
 using InferShapeFn = std::function<Status(ShapeContext&)>;
 
@@ -94,7 +107,7 @@ struct SlotSpec {
 struct AttrSpec {
   std::string name;
   AttrType type;
-  bool required = false;          // no default: the op must carry it
+  bool required = false;  // no default: the op must carry it
   proto::OpDesc::Attr default_value;
 };
 
@@ -165,7 +178,7 @@ class OpSchema {
 
 class OpSchemaRegistry {
  public:
-  // The registry with every schema of graph/ops/, built on first use.
+  // The registry with every schema of graph/ir/ops/, built on first use.
   static const OpSchemaRegistry& Global();
 
   void Add(OpSchema schema);
@@ -188,7 +201,7 @@ class OpSchemaRegistry {
   std::vector<AttrSpec> common_attrs_;
 };
 
-// Appends every schema of graph/ops/ (defined there).
+// Appends every schema of graph/ir/ops/ (defined there).
 void RegisterAllOpSchemas(OpSchemaRegistry* registry);
 
 // Writes every attribute of the op's schema that the op lacks, with its

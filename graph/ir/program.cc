@@ -30,11 +30,15 @@ proto::VarType::TensorDesc* VarDesc::MutableTensorDesc() {
   if (!t->has_type()) t->set_type(proto::VarType::LOD_TENSOR);
   proto::VarType::TensorDesc* desc = nullptr;
   switch (t->type()) {
-    case proto::VarType::SELECTED_ROWS: desc = t->mutable_selected_rows(); break;
+    case proto::VarType::SELECTED_ROWS:
+      desc = t->mutable_selected_rows();
+      break;
     case proto::VarType::LOD_TENSOR_ARRAY:
       desc = t->mutable_tensor_array()->mutable_tensor();
       break;
-    default: desc = t->mutable_lod_tensor()->mutable_tensor(); break;
+    default:
+      desc = t->mutable_lod_tensor()->mutable_tensor();
+      break;
   }
   if (!desc->has_data_type()) desc->set_data_type(proto::VarType::FP32);
   return desc;
@@ -219,7 +223,8 @@ template StatusOr<int64_t> OpDesc::GetAttr<int64_t>(std::string_view) const;
 template StatusOr<bool> OpDesc::GetAttr<bool>(std::string_view) const;
 template StatusOr<float> OpDesc::GetAttr<float>(std::string_view) const;
 template StatusOr<double> OpDesc::GetAttr<double>(std::string_view) const;
-template StatusOr<std::string> OpDesc::GetAttr<std::string>(std::string_view) const;
+template StatusOr<std::string> OpDesc::GetAttr<std::string>(
+    std::string_view) const;
 template StatusOr<std::vector<int>> OpDesc::GetAttr<std::vector<int>>(
     std::string_view) const;
 template StatusOr<std::vector<int64_t>> OpDesc::GetAttr<std::vector<int64_t>>(
@@ -231,7 +236,7 @@ template StatusOr<std::vector<float>> OpDesc::GetAttr<std::vector<float>>(
 template StatusOr<std::vector<double>> OpDesc::GetAttr<std::vector<double>>(
     std::string_view) const;
 template StatusOr<std::vector<std::string>>
-OpDesc::GetAttr<std::vector<std::string>>(std::string_view) const;
+    OpDesc::GetAttr<std::vector<std::string>>(std::string_view) const;
 
 // ---- Block ------------------------------------------------------------------
 
@@ -339,7 +344,8 @@ StatusOr<Program> Program::Load(const std::string& path) {
 }
 
 StatusOr<Program> Program::Load(const std::string& path, ProgramFormat format) {
-  PAREX_ASSIGN_OR_RETURN(proto::ProgramDesc desc, ReadProgramFile(path, format));
+  PAREX_ASSIGN_OR_RETURN(proto::ProgramDesc desc,
+                         ReadProgramFile(path, format));
   return Program(std::move(desc));
 }
 

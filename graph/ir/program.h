@@ -76,8 +76,12 @@ class OpDesc {
   // The first argument of a slot, or "" when there is none.
   std::string FirstInput(std::string_view slot) const;
   std::string FirstOutput(std::string_view slot) const;
-  bool HasInput(std::string_view slot) const { return !FirstInput(slot).empty(); }
-  bool HasOutput(std::string_view slot) const { return !FirstOutput(slot).empty(); }
+  bool HasInput(std::string_view slot) const {
+    return !FirstInput(slot).empty();
+  }
+  bool HasOutput(std::string_view slot) const {
+    return !FirstOutput(slot).empty();
+  }
   std::vector<std::string> InputSlots() const;
   std::vector<std::string> OutputSlots() const;
   // Every var name read / written, in slot order.
@@ -89,7 +93,9 @@ class OpDesc {
 
   // The attribute as stored, or nullptr.
   const proto::OpDesc::Attr* FindAttr(std::string_view name) const;
-  bool HasAttr(std::string_view name) const { return FindAttr(name) != nullptr; }
+  bool HasAttr(std::string_view name) const {
+    return FindAttr(name) != nullptr;
+  }
   std::vector<std::string> AttrNames() const;
 
   // The attribute read as T; when the op does not store it, the default of
@@ -109,7 +115,8 @@ class OpDesc {
  private:
   proto::OpDesc::Attr* MutableAttr(const std::string& name);
   // The stored attribute, else the schema default, else an error.
-  StatusOr<const proto::OpDesc::Attr*> AttrOrDefault(std::string_view name) const;
+  StatusOr<const proto::OpDesc::Attr*> AttrOrDefault(
+      std::string_view name) const;
 
   proto::OpDesc* desc_;
   int block_idx_;

@@ -57,8 +57,8 @@ Status CheckAttrs(const OpDesc& op, const OpSchema& schema) {
   }
   for (const AttrSpec& spec : schema.attrs()) {
     if (spec.required && !op.HasAttr(spec.name)) {
-      return InvalidArgument(op.Label() + ": required attribute '" +
-                             spec.name + "' is missing");
+      return InvalidArgument(op.Label() + ": required attribute '" + spec.name +
+                             "' is missing");
     }
   }
   return Status::Ok();
@@ -81,11 +81,13 @@ Status CheckPersistableAliases(const OpDesc& op, const Block& block,
           declared = declared || (in == in_slot && out == out_slot);
         }
         if (!declared) {
-          return InvalidArgument(
-              op.Label() + ": output '" + out_slot + "' writes persistable "
-              "variable '" + arg + "', which is also its input '" + in_slot +
-              "'; '" + op.type() + "' is not in-place from '" + in_slot +
-              "' to '" + out_slot + "'");
+          return InvalidArgument(op.Label() + ": output '" + out_slot +
+                                 "' writes persistable "
+                                 "variable '" +
+                                 arg + "', which is also its input '" +
+                                 in_slot + "'; '" + op.type() +
+                                 "' is not in-place from '" + in_slot +
+                                 "' to '" + out_slot + "'");
         }
       }
     }

@@ -8,9 +8,12 @@ const char* ReduceStrategyName(BuildStrategy::ReduceStrategy s) {
 
 const char* GradientScaleName(BuildStrategy::GradientScale s) {
   switch (s) {
-    case BuildStrategy::GradientScale::kCoeffNumDevice: return "coeff_num_device";
-    case BuildStrategy::GradientScale::kOne: return "one";
-    case BuildStrategy::GradientScale::kCustomized: return "customized";
+    case BuildStrategy::GradientScale::kCoeffNumDevice:
+      return "coeff_num_device";
+    case BuildStrategy::GradientScale::kOne:
+      return "one";
+    case BuildStrategy::GradientScale::kCustomized:
+      return "customized";
   }
   return "?";
 }

@@ -35,7 +35,7 @@ struct BuildStrategy {
   bool memory_optimize = false;
   int64_t memory_plan_batch_per_place = 64;
   // sync_batch_norm: training batch norms use the statistics of every
-  // place's rows (graph/build/sync_batch_norm.h), so N places train as one
+  // place's rows (graph/builder/sync_batch_norm.h), so N places train as one
   // place with the whole batch. A program's own sync_batch_norm ops are
   // synchronised either way.
   bool sync_batch_norm = false;

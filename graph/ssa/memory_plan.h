@@ -10,7 +10,7 @@
 
 namespace parex {
 
-class SsaGraph;  // graph/ssa_graph.h, which holds a MemoryPlan
+class SsaGraph;  // graph/ssa/ssa_graph.h, which holds a MemoryPlan
 
 // memory_optimize: a buffer-reuse plan over (var name, place) storages.
 // Filled by PlanMemory (below); empty when memory_optimize is off.

@@ -7,12 +7,13 @@
 
 #include "base/dims.h"
 #include "base/dtype.h"
-#include "graph/build/backward.h"
-#include "graph/build/sync_batch_norm.h"
+#include "graph/builder/backward.h"
+#include "graph/builder/sync_batch_norm.h"
+#include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
 #include "graph/ssa/optimizer_slices.h"
-#include "graph/ir/op_schema.h"
 #include "graph/ssa/ssa_dump.h"
+#include "graph/ssa/ssa_validate.h"
 
 namespace parex {
 namespace {
@@ -89,11 +90,11 @@ class Builder {
   int n_;
   bool reduce_mode_ = false;
   std::vector<int64_t> owned_numel_;
-  std::map<std::string, int> owner_;        // param and grad name -> place
+  std::map<std::string, int> owner_;  // param and grad name -> place
   // Reduce mode: vars that only an owner-placed op wrote -> that place.
   std::map<std::string, int> local_place_;
-  std::map<std::string, int> grad_index_;   // grad name -> graph_.grads
-  std::vector<std::string> bucket_;         // open fused bucket
+  std::map<std::string, int> grad_index_;  // grad name -> graph_.grads
+  std::vector<std::string> bucket_;        // open fused bucket
   int64_t bucket_bytes_ = 0;
   std::vector<std::string> program_fetches_;
   // Shared storages: the op that wrote each one last.
@@ -175,9 +176,9 @@ Status Builder::CheckProgram() {
     }
     const std::vector<std::string> outs = op.OutputArgumentNames();
     if (outs.size() != 1 || outs[0] != GradVarName(loss)) {
-      return InvalidArgument(op.Label() + " (op_role Backward|Loss) must write '" +
-                             GradVarName(loss) + "', the gradient of the loss '" +
-                             loss + "'");
+      return InvalidArgument(
+          op.Label() + " (op_role Backward|Loss) must write '" +
+          GradVarName(loss) + "', the gradient of the loss '" + loss + "'");
     }
   }
   return Status::Ok();
@@ -220,8 +221,9 @@ void Builder::Wire(int op,
     }
   }
   // Newest first; a reader before a writer of the same op id.
-  std::stable_sort(hazards.begin(), hazards.end(),
-                   [](const Hazard& a, const Hazard& b) { return a.from > b.from; });
+  std::stable_sort(
+      hazards.begin(), hazards.end(),
+      [](const Hazard& a, const Hazard& b) { return a.from > b.from; });
   std::vector<bool> ancestors;
   bool computed = false;
   for (const Hazard& h : hazards) {
@@ -293,8 +295,8 @@ Status Builder::AddComputation(int index, int place, bool owner_only) {
       local_place_.erase(name);
     }
   }
-  const int op = graph_.AddOp(SsaOpKind::kComputation, desc.type(), place,
-                              {place});
+  const int op =
+      graph_.AddOp(SsaOpKind::kComputation, desc.type(), place, {place});
   graph_.mutable_op(op).program_op = index;
   std::vector<std::pair<std::string, int>> reads, writes;
   for (const std::string& name : desc.InputArgumentNames()) {
@@ -323,8 +325,8 @@ Status Builder::AddScaleLossGrad(int index) {
   }
   const std::string out = desc.OutputArgumentNames()[0];
   for (int p = 0; p < n_; ++p) {
-    const int op = graph_.AddOp(SsaOpKind::kScaleLossGrad, "scale_loss_grad",
-                                p, {p});
+    const int op =
+        graph_.AddOp(SsaOpKind::kScaleLossGrad, "scale_loss_grad", p, {p});
     graph_.mutable_op(op).program_op = index;
     graph_.mutable_op(op).scale = value;
     Wire(op, {{graph_.loss_name, p}}, {{out, p}});
@@ -360,8 +362,8 @@ void Builder::FlushBucket() {
   bucket_bytes_ = 0;
 }
 
-Status Builder::MergeGradient(const std::string& param,
-                              const std::string& grad, int producer) {
+Status Builder::MergeGradient(const std::string& param, const std::string& grad,
+                              int producer) {
   if (grad_index_.count(grad) != 0) {
     return InvalidArgument(block_.op(producer).Label() +
                            ": op_role_var names gradient '" + grad +
@@ -384,7 +386,8 @@ Status Builder::MergeGradient(const std::string& param,
   info.bytes = info.numel * static_cast<int64_t>(SizeOf(p->dtype()));
   const OpDesc& op = block_.op(producer);
   info.sparse = g->type() == proto::VarType::SELECTED_ROWS;
-  if ((op.type() == "lookup_table_grad" || op.type() == "lookup_table_v2_grad") &&
+  if ((op.type() == "lookup_table_grad" ||
+       op.type() == "lookup_table_v2_grad") &&
       op.HasAttr("is_sparse")) {
     StatusOr<bool> sparse = op.GetAttr<bool>("is_sparse");
     info.sparse = info.sparse || (sparse.ok() && *sparse);
@@ -432,8 +435,8 @@ Status Builder::AddProgramOp(int index) {
     for (const auto& names :
          {desc.InputArgumentNames(), desc.OutputArgumentNames()}) {
       for (const std::string& name : names) {
-        touches = touches || std::find(bucket_.begin(), bucket_.end(),
-                                       name) != bucket_.end();
+        touches = touches || std::find(bucket_.begin(), bucket_.end(), name) !=
+                                 bucket_.end();
       }
     }
     if (touches) FlushBucket();

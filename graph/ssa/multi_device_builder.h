@@ -17,7 +17,7 @@
 //  - fuse_all_reduce_ops packs dense all-reduces into buckets;
 //  - sync_batch_norm (and a program's own sync_batch_norm ops), over more
 //    than one place in the world: training batch norms become the stages of
-//    graph/build/sync_batch_norm.h, each stage's sums all-reduced after it;
+//    graph/builder/sync_batch_norm.h, each stage's sums all-reduced after it;
 //  - data hazards are ordered with control vars, added only where the graph
 //    does not already order the two ops (so each one is necessary):
 //    write-after-read (a reader of version k before the writer of k+1) and

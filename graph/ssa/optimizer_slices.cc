@@ -142,8 +142,9 @@ void SliceOptimizers(SsaGraph* g) {
     const OpDesc& desc = block.op(o.program_op);
     if (!CanSliceOptimizer(desc)) continue;
     const std::string param = desc.FirstInput("Param");
-    auto info = std::find_if(g->grads.begin(), g->grads.end(),
-                             [&](const GradInfo& i) { return i.param == param; });
+    auto info =
+        std::find_if(g->grads.begin(), g->grads.end(),
+                     [&](const GradInfo& i) { return i.param == param; });
     if (info == g->grads.end() || info->owner != o.place || info->sparse ||
         info->grad != desc.FirstInput("Grad") || info->numel < min_numel ||
         info->numel < n) {

@@ -4,7 +4,7 @@
 // different place, with the same bits as one op over the whole. Reduce mode
 // with shared CPU parameters splits a large parameter's optimizer op so (the
 // builder in multi_device_builder.cc, the runner in
-// actors/op_handle_tasks.cc).
+// actors/executor/op_handle_tasks.cc).
 #pragma once
 
 #include <string>
@@ -46,7 +46,6 @@ bool CanSliceOptimizer(const OpDesc& op);
 // the slices also sum the gradient (SsaOp::sliced_reduce). No-op with
 // sequential execution (its per-place program order has no place for them).
 void SliceOptimizers(SsaGraph* graph);
-
 
 // Elements [begin, end) of slice `k` of `n` over `numel` elements: balanced,
 // contiguous, in order.

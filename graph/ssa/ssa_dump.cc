@@ -6,229 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "graph/ssa/ssa_labels.h"
 #include "proto/program_io.h"
 
 namespace parex {
 namespace {
-
-// Validation reads ids straight from the graph's lists, so a broken graph
-// may hold any integer where an id belongs: the helpers below never index
-// with an id they have not range-checked, and the labels they build never
-// call SsaGraph::VarLabel / OpLabel on a place index out of range.
-
-bool InRange(int i, size_t n) { return i >= 0 && static_cast<size_t>(i) < n; }
-
-bool Contains(const std::vector<int>& list, int x) {
-  return std::find(list.begin(), list.end(), x) != list.end();
-}
-
-std::string PlaceName(const SsaGraph& graph, int place) {
-  if (InRange(place, graph.places().size())) {
-    return graph.places()[place].ToString();
-  }
-  return "place #" + std::to_string(place) + " (out of range)";
-}
-
-// graph.VarLabel(id), or a label naming the bad id / place.
-std::string SafeVarLabel(const SsaGraph& graph, int id) {
-  if (!InRange(id, graph.vars().size())) {
-    return "var #" + std::to_string(id) + " (out of range)";
-  }
-  const SsaVar& v = graph.var(id);
-  if (InRange(v.place, graph.places().size())) return graph.VarLabel(id);
-  return v.name + "@" + std::to_string(v.version) + "@" +
-         PlaceName(graph, v.place);
-}
-
-// graph.OpLabel(id), or a label naming the bad id / place.
-std::string SafeOpLabel(const SsaGraph& graph, int id) {
-  if (!InRange(id, graph.ops().size())) {
-    return "op #" + std::to_string(id) + " (out of range)";
-  }
-  const SsaOp& op = graph.op(id);
-  if (op.place < 0 || InRange(op.place, graph.places().size())) {
-    return graph.OpLabel(id);
-  }
-  return "op #" + std::to_string(id) + " " + op.type + "@" +
-         PlaceName(graph, op.place);
-}
-
-Status Broken(const std::string& message) {
-  return FailedPrecondition("SSA graph: " + message);
-}
-
-// A var's own fields and its links to its generator and readers.
-Status CheckVar(const SsaGraph& graph, int id) {
-  const SsaVar& v = graph.var(id);
-  const std::string label = SafeVarLabel(graph, id);
-  if (v.id != id) {
-    return Broken("var #" + std::to_string(id) + " " + label + " records id " +
-                  std::to_string(v.id));
-  }
-  if (!InRange(v.place, graph.places().size())) {
-    return Broken("var " + label + " lies on " + PlaceName(graph, v.place) +
-                  ", the graph has " + std::to_string(graph.num_places()) +
-                  " places");
-  }
-  if (v.generator != -1) {
-    if (!InRange(v.generator, graph.ops().size())) {
-      return Broken("var " + label + " names generator " +
-                    SafeOpLabel(graph, v.generator));
-    }
-    if (!Contains(graph.op(v.generator).outputs, id)) {
-      return Broken("var " + label + " names " +
-                    SafeOpLabel(graph, v.generator) +
-                    " as its generator, but that op does not list it as an "
-                    "output");
-    }
-  }
-  for (int r : v.readers) {
-    if (!InRange(r, graph.ops().size())) {
-      return Broken("var " + label + " names reader " + SafeOpLabel(graph, r));
-    }
-    if (!Contains(graph.op(r).inputs, id)) {
-      return Broken("var " + label + " names " + SafeOpLabel(graph, r) +
-                    " as a reader, but that op does not list it as an input");
-    }
-  }
-  return Status::Ok();
-}
-
-// An op's own fields and its links to its inputs and outputs.
-Status CheckOpLinks(const SsaGraph& graph, int id) {
-  const SsaOp& op = graph.op(id);
-  const std::string label = SafeOpLabel(graph, id);
-  if (op.id != id) {
-    return Broken("op #" + std::to_string(id) + " records id " +
-                  std::to_string(op.id));
-  }
-  const bool spans = op.kind != SsaOpKind::kComputation &&
-                     op.kind != SsaOpKind::kScaleLossGrad;
-  if (!spans && !InRange(op.place, graph.places().size())) {
-    return Broken(label + " runs on " + PlaceName(graph, op.place) +
-                  ", the graph has " + std::to_string(graph.num_places()) +
-                  " places");
-  }
-  for (int p : op.places) {
-    if (!InRange(p, graph.places().size())) {
-      return Broken(label + " lists " + PlaceName(graph, p) +
-                    " among its places");
-    }
-  }
-  if (spans && op.places.empty()) {
-    return Broken(label + " (" + SsaOpKindName(op.kind) + ") lists no places");
-  }
-  for (int v : op.inputs) {
-    if (!InRange(v, graph.vars().size())) {
-      return Broken(label + " reads " + SafeVarLabel(graph, v));
-    }
-    if (graph.removed(v)) {
-      return Broken(label + " reads removed var " + SafeVarLabel(graph, v));
-    }
-    if (!Contains(graph.var(v).readers, id)) {
-      return Broken(label + " reads " + SafeVarLabel(graph, v) +
-                    ", which does not list the op as a reader");
-    }
-  }
-  for (int v : op.outputs) {
-    if (!InRange(v, graph.vars().size())) {
-      return Broken(label + " writes " + SafeVarLabel(graph, v));
-    }
-    if (graph.removed(v)) {
-      return Broken(label + " writes removed var " + SafeVarLabel(graph, v));
-    }
-    const int generator = graph.var(v).generator;
-    if (generator != id) {
-      return Broken(label + " writes " + SafeVarLabel(graph, v) +
-                    ", whose generator is " +
-                    (generator < 0 ? std::string("none (a graph input)")
-                                   : SafeOpLabel(graph, generator)) +
-                    " (a var has at most one generator)");
-    }
-  }
-  return Status::Ok();
-}
-
-// Versions of every (name, place) are numbered 0.. in the graph's index;
-// only version 0 may lack a generator.
-Status CheckVersions(const SsaGraph& graph) {
-  for (const SsaVar& v : graph.vars()) {
-    if (v.is_control() || graph.removed(v.id)) continue;
-    const std::vector<int>& versions = graph.Versions(v.name, v.place);
-    if (!InRange(v.version, versions.size()) || versions[v.version] != v.id) {
-      return Broken("var " + graph.VarLabel(v.id) + " is not version " +
-                    std::to_string(v.version) + " of " + v.name + " on " +
-                    PlaceName(graph, v.place) + " in the version index (" +
-                    std::to_string(versions.size()) + " versions)");
-    }
-    if (v.version > 0 && v.generator < 0) {
-      return Broken("var " + graph.VarLabel(v.id) +
-                    " has no generator; only version 0 may be a graph input");
-    }
-  }
-  for (const std::string& name : graph.VarNames()) {
-    for (int p = 0; p < graph.num_places(); ++p) {
-      const std::vector<int>& versions = graph.Versions(name, p);
-      for (size_t k = 0; k < versions.size(); ++k) {
-        const int id = versions[k];
-        if (!InRange(id, graph.vars().size()) ||
-            graph.var(id).version != static_cast<int>(k) ||
-            graph.var(id).name != name || graph.var(id).place != p) {
-          return Broken("version " + std::to_string(k) + " of " + name +
-                        " on " + PlaceName(graph, p) + " is " +
-                        SafeVarLabel(graph, id));
-        }
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-// Data vars only: control vars carry no data, and a hazard between places
-// that share a parameter buffer joins ops of two places.
-Status CheckPlacement(const SsaGraph& graph, int id) {
-  const SsaOp& op = graph.op(id);
-  auto check = [&](int v, bool write) -> Status {
-    const SsaVar& var = graph.var(v);
-    if (var.is_control()) return Status::Ok();
-    const char* verb = write ? " writes " : " reads ";
-    const std::string where =
-        SafeOpLabel(graph, id) + verb + graph.VarLabel(v) + ", ";
-    switch (op.kind) {
-      case SsaOpKind::kComputation:
-      case SsaOpKind::kScaleLossGrad:
-        if (var.place != op.place) {
-          return Broken(where + "a var of another place (the op runs on " +
-                        PlaceName(graph, op.place) + ")");
-        }
-        return Status::Ok();
-      default:
-        break;
-    }
-    if (!Contains(op.places, var.place)) {
-      return Broken(where + "a var of " + PlaceName(graph, var.place) +
-                    ", which the op does not list among its places");
-    }
-    if (op.kind == SsaOpKind::kReduce && write && var.place != op.root) {
-      return Broken(where + "but a reduce writes only on its root " +
-                    PlaceName(graph, op.root));
-    }
-    if (op.kind == SsaOpKind::kBroadcast && !write && var.place != op.root) {
-      return Broken(where + "but a broadcast reads only on its root " +
-                    PlaceName(graph, op.root));
-    }
-    return Status::Ok();
-  };
-  if ((op.kind == SsaOpKind::kReduce || op.kind == SsaOpKind::kBroadcast) &&
-      !Contains(op.places, op.root)) {
-    return Broken(SafeOpLabel(graph, id) + " has root " +
-                  PlaceName(graph, op.root) +
-                  ", which it does not list among its places");
-  }
-  for (int v : op.inputs) PAREX_RETURN_IF_ERROR(check(v, false));
-  for (int v : op.outputs) PAREX_RETURN_IF_ERROR(check(v, true));
-  return Status::Ok();
-}
 
 // --- dot --------------------------------------------------------------------
 
@@ -281,10 +63,10 @@ OpStyle StyleOf(SsaOpKind kind) {
 std::string OpDotLabel(const SsaGraph& graph, const SsaOp& op) {
   std::string label = "#" + std::to_string(op.id) + " " + op.type + "\n";
   if (op.place >= 0) {
-    label += PlaceName(graph, op.place);
+    label += SsaPlaceName(graph, op.place);
   } else {
     for (size_t i = 0; i < op.places.size(); ++i) {
-      label += (i > 0 ? "," : "") + PlaceName(graph, op.places[i]);
+      label += (i > 0 ? "," : "") + SsaPlaceName(graph, op.places[i]);
     }
   }
   constexpr size_t kShownNames = 3;
@@ -296,7 +78,7 @@ std::string OpDotLabel(const SsaGraph& graph, const SsaOp& op) {
     label += "\n" + op.var_names[i];
   }
   if (op.kind == SsaOpKind::kReduce || op.kind == SsaOpKind::kBroadcast) {
-    label += "\nroot " + PlaceName(graph, op.root);
+    label += "\nroot " + SsaPlaceName(graph, op.root);
   }
   if (op.kind == SsaOpKind::kScaleLossGrad) {
     std::ostringstream scale;
@@ -313,12 +95,12 @@ using Json = nlohmann::ordered_json;
 // A place index as "cpu:0"; -1 (none) as null.
 Json PlaceJson(const SsaGraph& graph, int place) {
   if (place < 0) return nullptr;
-  return PlaceName(graph, place);
+  return SsaPlaceName(graph, place);
 }
 
 Json PlacesJson(const SsaGraph& graph, const std::vector<int>& places) {
   Json out = Json::array();
-  for (int p : places) out.push_back(PlaceName(graph, p));
+  for (int p : places) out.push_back(SsaPlaceName(graph, p));
   return out;
 }
 
@@ -349,7 +131,7 @@ Json MemoryPlanJson(const SsaGraph& graph, const MemoryPlan& plan) {
   std::vector<std::vector<std::string>> held(plan.buffer_bytes.size());
   for (const auto& per_place : plan.buffer_of) {
     for (const auto& [name, buffer] : per_place) {
-      if (InRange(buffer, held.size())) held[buffer].push_back(name);
+      if (IdInRange(buffer, held.size())) held[buffer].push_back(name);
     }
   }
   Json buffers = Json::array();
@@ -368,23 +150,6 @@ Json MemoryPlanJson(const SsaGraph& graph, const MemoryPlan& plan) {
 }
 
 }  // namespace
-
-Status ValidateSsaGraph(const SsaGraph& graph) {
-  // Links first: the later checks and the topological order follow them.
-  for (int id = 0; id < static_cast<int>(graph.vars().size()); ++id) {
-    if (graph.removed(id)) continue;
-    PAREX_RETURN_IF_ERROR(CheckVar(graph, id));
-  }
-  for (int id = 0; id < static_cast<int>(graph.ops().size()); ++id) {
-    PAREX_RETURN_IF_ERROR(CheckOpLinks(graph, id));
-  }
-  PAREX_RETURN_IF_ERROR(CheckVersions(graph));
-  for (int id = 0; id < static_cast<int>(graph.ops().size()); ++id) {
-    PAREX_RETURN_IF_ERROR(CheckPlacement(graph, id));
-  }
-  // Names the ops of the cycle ("the SSA graph has a cycle: op #1 ... ").
-  return graph.TopologicalOrder().status();
-}
 
 // Dumps never index with an unchecked id: a graph that fails validation
 // still dumps (edges to ids out of range are left out).
@@ -426,12 +191,12 @@ std::string SsaGraphToDot(const SsaGraph& graph) {
     if (graph.removed(v.id)) continue;
     const char* edge_style =
         v.is_control() ? " [style=dashed, color=\"gray40\"]" : "";
-    if (InRange(v.generator, graph.ops().size())) {
+    if (IdInRange(v.generator, graph.ops().size())) {
       out << "  " << OpNode(v.generator) << " -> " << VarNode(v.id)
           << edge_style << ";\n";
     }
     for (int r : v.readers) {
-      if (!InRange(r, graph.ops().size())) continue;
+      if (!IdInRange(r, graph.ops().size())) continue;
       out << "  " << VarNode(v.id) << " -> " << OpNode(r) << edge_style
           << ";\n";
     }

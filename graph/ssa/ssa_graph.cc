@@ -10,14 +10,22 @@ namespace parex {
 
 const char* SsaOpKindName(SsaOpKind kind) {
   switch (kind) {
-    case SsaOpKind::kComputation: return "computation";
-    case SsaOpKind::kScaleLossGrad: return "scale_loss_grad";
-    case SsaOpKind::kAllReduce: return "all_reduce";
-    case SsaOpKind::kFusedAllReduce: return "fused_all_reduce";
-    case SsaOpKind::kReduce: return "reduce";
-    case SsaOpKind::kBroadcast: return "broadcast";
-    case SsaOpKind::kAllGather: return "all_gather";
-    case SsaOpKind::kFetch: return "fetch";
+    case SsaOpKind::kComputation:
+      return "computation";
+    case SsaOpKind::kScaleLossGrad:
+      return "scale_loss_grad";
+    case SsaOpKind::kAllReduce:
+      return "all_reduce";
+    case SsaOpKind::kFusedAllReduce:
+      return "fused_all_reduce";
+    case SsaOpKind::kReduce:
+      return "reduce";
+    case SsaOpKind::kBroadcast:
+      return "broadcast";
+    case SsaOpKind::kAllGather:
+      return "all_gather";
+    case SsaOpKind::kFetch:
+      return "fetch";
   }
   return "?";
 }
@@ -37,13 +45,20 @@ bool IsCollective(SsaOpKind kind) {
 
 const char* ControlReasonName(ControlReason reason) {
   switch (reason) {
-    case ControlReason::kNone: return "data";
-    case ControlReason::kWriteAfterRead: return "write-after-read";
-    case ControlReason::kWriteAfterWrite: return "write-after-write";
-    case ControlReason::kReadAfterWrite: return "read-after-write";
-    case ControlReason::kNoOutput: return "no-output";
-    case ControlReason::kSequential: return "sequential";
-    case ControlReason::kOptimizerSlice: return "optimizer-slice";
+    case ControlReason::kNone:
+      return "data";
+    case ControlReason::kWriteAfterRead:
+      return "write-after-read";
+    case ControlReason::kWriteAfterWrite:
+      return "write-after-write";
+    case ControlReason::kReadAfterWrite:
+      return "read-after-write";
+    case ControlReason::kNoOutput:
+      return "no-output";
+    case ControlReason::kSequential:
+      return "sequential";
+    case ControlReason::kOptimizerSlice:
+      return "optimizer-slice";
   }
   return "?";
 }
@@ -330,8 +345,7 @@ bool SsaReachability::Reaches(int from, int to) const {
 }
 
 Status CheckRaces(const SsaGraph& graph) {
-  PAREX_ASSIGN_OR_RETURN(SsaReachability reach,
-                         SsaReachability::Create(graph));
+  PAREX_ASSIGN_OR_RETURN(SsaReachability reach, SsaReachability::Create(graph));
   struct Access {
     int op;
     bool write;
@@ -365,8 +379,9 @@ Status CheckRaces(const SsaGraph& graph) {
                   (graph.IsSharedStorage(va.name)
                        ? std::string(" (shared by every place)")
                        : " on " + graph.places()[va.place].ToString()) +
-                  ": " + graph.OpLabel(a.op) + (a.write ? " writes " : " reads ") +
-                  graph.VarLabel(a.var) + " and " + graph.OpLabel(b.op) +
+                  ": " + graph.OpLabel(a.op) +
+                  (a.write ? " writes " : " reads ") + graph.VarLabel(a.var) +
+                  " and " + graph.OpLabel(b.op) +
                   (b.write ? " writes " : " reads ") + graph.VarLabel(b.var) +
                   " with no order between them";
         }

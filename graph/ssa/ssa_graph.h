@@ -24,9 +24,9 @@
 
 #include "base/place.h"
 #include "base/status.h"
+#include "graph/ir/program.h"
 #include "graph/ssa/build_strategy.h"
 #include "graph/ssa/memory_plan.h"
-#include "graph/ir/program.h"
 
 namespace parex {
 
@@ -190,8 +190,8 @@ class SsaGraph {
   // Results of the passes (filled by the builder and PlanMemory).
   std::string loss_name;
   BuildStrategy strategy;
-  std::vector<GradInfo> grads;     // production order
-  std::vector<GradBucket> buckets; // fuse_all_reduce_ops
+  std::vector<GradInfo> grads;      // production order
+  std::vector<GradBucket> buckets;  // fuse_all_reduce_ops
   // Reduce mode with share_cpu_parameters on CPU places: every place uses
   // one buffer per parameter; hazards and races are then judged across
   // places for these names.

@@ -5,9 +5,9 @@
 // the element at the same index is written.
 #include <algorithm>
 #include <cmath>
-#include <utility>
 #include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -136,10 +136,12 @@ struct Gelu {
       const T inner = k * (x + T(0.044715) * x * x * x);
       const T t = std::tanh(inner);
       const T d_inner = k * (T(1) + T(3) * T(0.044715) * x * x);
-      return dout * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * d_inner);
+      return dout *
+             (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * d_inner);
     }
     const T cdf = T(0.5) * (T(1) + std::erf(x * static_cast<T>(M_SQRT1_2)));
-    const T pdf = std::exp(T(-0.5) * x * x) * static_cast<T>(0.39894228040143267794);
+    const T pdf =
+        std::exp(T(-0.5) * x * x) * static_cast<T>(0.39894228040143267794);
     return dout * (cdf + x * pdf);
   }
 };
@@ -185,7 +187,8 @@ struct HardSwish {
     const T shifted = x + static_cast<T>(a.offset);
     if (shifted <= T(0)) return T(0);
     if (shifted >= static_cast<T>(a.threshold)) return dout;
-    return dout * (T(2) * x + static_cast<T>(a.offset)) / static_cast<T>(a.scale);
+    return dout * (T(2) * x + static_cast<T>(a.offset)) /
+           static_cast<T>(a.scale);
   }
 };
 
@@ -216,16 +219,20 @@ struct Clip {
     double min, max;
     static StatusOr<Attrs> Read(const KernelContext& ctx) {
       Attrs a{ctx.Attr<float>("min"), ctx.Attr<float>("max")};
-      for (auto [slot, value] : {std::pair<const char*, double*>{"Min", &a.min}, {"Max", &a.max}}) {
+      for (auto [slot, value] :
+           {std::pair<const char*, double*>{"Min", &a.min}, {"Max", &a.max}}) {
         if (const Tensor* t = ctx.Input(slot)) {
-          if (t->numel() != 1 || (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
+          if (t->numel() != 1 ||
+              (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
             return ctx.Error(std::string(slot) + " must be one float");
           }
-          *value = t->dtype() == DType::kFP32 ? t->data<float>()[0] : t->data<double>()[0];
+          *value = t->dtype() == DType::kFP32 ? t->data<float>()[0]
+                                              : t->data<double>()[0];
         }
       }
       if (!(a.min <= a.max)) {
-        return ctx.Error("min " + std::to_string(a.min) + " is above max " + std::to_string(a.max));
+        return ctx.Error("min " + std::to_string(a.min) + " is above max " +
+                         std::to_string(a.max));
       }
       return a;
     }
@@ -250,7 +257,8 @@ Status UnaryKernel(KernelContext& ctx) {
   const T* xd = x->data<T>();
   T* od = out->data<T>();
 #pragma GCC ivdep  // in place or disjoint: element i touches index i only
-  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) od[i] = F::Forward(xd[i], attrs);
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i)
+    od[i] = F::Forward(xd[i], attrs);
   return Status::Ok();
 }
 

@@ -1,7 +1,7 @@
 // batch_norm and batch_norm_grad on CPU, for NCHW (rank 2..5) and NHWC, and
-// the stages of synchronised batch norm (graph/build/sync_batch_norm.h). X is
+// the stages of synchronised batch norm (graph/builder/sync_batch_norm.h). X is
 // viewed as [outer, C, inner]: NCHW gives [N, C, H*W...] (a 2-D [N, C] has
-// inner 1), NHWC gives [N*H*W, C, 1]. Semantics: graph/ops/norm_ops.cc.
+// inner 1), NHWC gives [N*H*W, C, 1]. Semantics: graph/ir/ops/norm_ops.cc.
 //
 // In place: MeanOut / VarianceOut may be the Mean / Variance tensors (Fluid
 // programs bind the same variable), so each channel reads its running value
@@ -190,9 +190,9 @@ Status BatchNormKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// ---- synchronised batch norm's stages (graph/build/sync_batch_norm.h) -------
-// The statistics of the whole batch over every place: each place sums its
-// rows, the sums are all-reduced between the stages, and every place then
+// ---- synchronised batch norm's stages (graph/builder/sync_batch_norm.h)
+// ------- The statistics of the whole batch over every place: each place sums
+// its rows, the sums are all-reduced between the stages, and every place then
 // finishes with the same numbers, as batch_norm does over the whole batch.
 
 // Sum [C + 1] (double) = each channel's sum of X, then the element count.
@@ -255,9 +255,8 @@ void GradSums(const BnShape& s, const T* x, const T* dy, const double* mu,
     const double m = mu[c];
     const double a =
         LaneSum(s.inner, [dyr](int64_t i) { return double{dyr[i]}; });
-    const double b = LaneSum(s.inner, [xr, dyr, m](int64_t i) {
-      return dyr[i] * (xr[i] - m);
-    });
+    const double b = LaneSum(
+        s.inner, [xr, dyr, m](int64_t i) { return dyr[i] * (xr[i] - m); });
     sum_dy[c] += a;
     sum_dy_xhat[c] += b * inv_std[c];
   });
@@ -365,8 +364,8 @@ Status SyncBnGradSumKernel(KernelContext& ctx) {
   double* inv_std = mu + s.c;
   SavedStatistics<T>(ctx, s.c, mu, inv_std);
   double* sums = ctx.Output("GradSum")->data<double>();
-  GradSums(s, x_t.data<T>(), ctx.Input("Y@GRAD")->data<T>(), mu, inv_std,
-           sums, sums + s.c);
+  GradSums(s, x_t.data<T>(), ctx.Input("Y@GRAD")->data<T>(), mu, inv_std, sums,
+           sums + s.c);
   ParameterGrads<T>(ctx, s.c, sums, sums + s.c);
   return Status::Ok();
 }
@@ -394,7 +393,7 @@ void RegisterBatchNormKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "batch_norm", BatchNormKernel, float, double);
   PAREX_CPU_KERNEL(r, "batch_norm_grad", BatchNormGradKernel, float, double);
   // A program's own sync_batch_norm: on one place it is batch_norm; over
-  // several, graph/build/sync_batch_norm.h replaces it with the stages.
+  // several, graph/builder/sync_batch_norm.h replaces it with the stages.
   PAREX_CPU_KERNEL(r, "sync_batch_norm", BatchNormKernel, float, double);
   PAREX_CPU_KERNEL(r, "sync_batch_norm_grad", BatchNormGradKernel, float,
                    double);

@@ -46,8 +46,8 @@ void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
     SingleThreadedDnnl();
     // Row-major like the call below; it fails only on bad arguments, which
     // the callers' shapes rule out, so a failure falls through to OpenBLAS.
-    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha,
-                   a, lda, b, ldb, beta, c, ldc) == dnnl_success) {
+    if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
+                   lda, b, ldb, beta, c, ldc) == dnnl_success) {
       return;
     }
   }

@@ -99,7 +99,7 @@ class BroadcastMap {
 // 1s, line up with X's dims starting at `axis` (-1: rank(X) - rank(Y)); each
 // is X's extent or 1. Writes Y's extent along every X dim into
 // y_extents[0..rank(X)) and returns true, or returns false when Y does not
-// fit. Graph-side shape inference (graph/ops/elementwise_ops.cc) applies the
+// fit. Graph-side shape inference (graph/ir/ops/elementwise_ops.cc) applies the
 // same rule to declared dims, where extents may be unknown.
 // REQUIRES: y_extents has room for x.size() values.
 inline bool FluidElementwiseExtents(const Dims& x, const Dims& y, int axis,

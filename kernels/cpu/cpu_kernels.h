@@ -1,5 +1,5 @@
 // The groups of CPU kernels, one file each under kernels/cpu/, matching the
-// schema groups of graph/ops/.
+// schema groups of graph/ir/ops/.
 #pragma once
 
 #include "kernels/kernel_registry.h"

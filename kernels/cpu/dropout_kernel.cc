@@ -1,4 +1,4 @@
-// dropout and dropout_grad on CPU. Semantics: graph/ops/norm_ops.cc.
+// dropout and dropout_grad on CPU. Semantics: graph/ir/ops/norm_ops.cc.
 //
 // Randomness: the mask of one run comes from a std::mt19937_64 seeded with
 // DeviceContext::NextSeed(s), s being the Seed input's value when given,

@@ -1,7 +1,7 @@
 // elementwise_add/sub/mul/div/max/min/pow and their gradients, and
 // less_than, on CPU, broadcasting Y into X by Fluid's `axis` rule
 // (kernels/cpu/broadcast.h); equal, broadcasting either operand
-// (graph/ir/ops/broadcast_spec.h).
+// (graph/ir/spec/broadcast_spec.h).
 //
 // Out may be the same variable as X (in-place "x = x + y"), and X@GRAD the
 // same as Out@GRAD: every element is read before the element at the same
@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "base/checked_math.h"
-#include "graph/ir/ops/broadcast_spec.h"
+#include "graph/ir/spec/broadcast_spec.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -278,11 +278,13 @@ Status EqualKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
-  StatusOr<BroadcastSpec> spec = BroadcastBoth(x->dims(), y->dims(), ctx.Attr<int>("axis"));
+  StatusOr<BroadcastSpec> spec =
+      BroadcastBoth(x->dims(), y->dims(), ctx.Attr<int>("axis"));
   if (!spec.ok()) return ctx.Error(spec.status().message());
   const int rank = static_cast<int>(spec->out.size());
   if (rank > static_cast<int>(kMaxRank)) {
-    return ctx.Error("rank " + std::to_string(rank) + " is above " + std::to_string(kMaxRank));
+    return ctx.Error("rank " + std::to_string(rank) + " is above " +
+                     std::to_string(kMaxRank));
   }
   // Strides of X and Y along Out's dims; 0 where an operand repeats.
   std::array<int64_t, kMaxRank> x_stride{}, y_stride{}, index{};

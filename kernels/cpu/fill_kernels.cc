@@ -236,8 +236,8 @@ Status CastKernel(KernelContext& ctx) {
 void RegisterFillKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "fill_constant", FillConstantKernel, float, double,
                    int32_t, int64_t, bool);
-  PAREX_CPU_KERNEL(r, "fill_constant_batch_size_like", FillConstantKernel, float,
-                   double, int32_t, int64_t, bool);
+  PAREX_CPU_KERNEL(r, "fill_constant_batch_size_like", FillConstantKernel,
+                   float, double, int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "uniform_random", UniformRandomKernel, float, double);
   PAREX_CPU_KERNEL(r, "gaussian_random", GaussianRandomKernel, float, double);
   PAREX_CPU_KERNEL(r, "assign", AssignKernel, float, double, int32_t, int64_t,

@@ -34,7 +34,8 @@ Status LayerNormKernel(KernelContext& ctx) {
   const T* xd = x.data<T>();
   T* y = ctx.Output("Y")->data<T>();
   T* mean_out = ctx.Output("Mean") ? ctx.Output("Mean")->data<T>() : nullptr;
-  T* var_out = ctx.Output("Variance") ? ctx.Output("Variance")->data<T>() : nullptr;
+  T* var_out =
+      ctx.Output("Variance") ? ctx.Output("Variance")->data<T>() : nullptr;
   for (int64_t r = 0; r < left; ++r) {
     const T* row = xd + r * right;
     T sum = 0;

@@ -1,7 +1,7 @@
 // lookup_table(_v2) and their gradients on CPU: row gathers from W, and
 // row scatter-adds into a dense W@GRAD or, with is_sparse, W@GRAD as
 // SelectedRows (a row per id, in Ids order). Semantics:
-// graph/ops/lookup_table_ops.cc.
+// graph/ir/ops/lookup_table_ops.cc.
 //
 // REQUIRES (ensured by the schemas' shape inference, which runs first): W is
 // [V, D]; Ids is int64 or int32; Out / Out@GRAD hold one D-row per id.
@@ -60,7 +60,8 @@ Status SparseLookupTableGrad(KernelContext& ctx, Variable* var) {
   SelectedRows* dw = var->GetMutableSelectedRows();
   dw->height = height;
   dw->rows.resize(n);  // keeps its capacity: no allocation after step one
-  PAREX_RETURN_IF_ERROR(dw->value.TryAllocate(w.dtype(), {n, width}, ctx.place()));
+  PAREX_RETURN_IF_ERROR(
+      dw->value.TryAllocate(w.dtype(), {n, width}, ctx.place()));
   const T* dout = ctx.Input("Out@GRAD")->data<T>();
   T* value = dw->value.data<T>();
   for (int64_t i = 0; i < n; ++i) {

@@ -1,5 +1,5 @@
 // increment, sqrt, floor, squared_l2_norm and their gradients on CPU
-// (schemas: graph/ops/math_ops.cc).
+// (schemas: graph/ir/ops/math_ops.cc).
 //
 // In place: increment's Out is usually X (the step counter), and sqrt/floor
 // may write X; every element is read before the element at the same index is
@@ -51,7 +51,8 @@ Status UnaryKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
   T* od = ctx.Output("Out")->data<T>();
-  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i) od[i] = F::Forward(xd[i]);
+  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i)
+    od[i] = F::Forward(xd[i]);
   return Status::Ok();
 }
 

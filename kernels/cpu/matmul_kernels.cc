@@ -4,7 +4,7 @@
 //
 // REQUIRES (ensured by the schemas' shape inference, which runs first):
 // operand dims agree and Out / Out@GRAD have the inferred dims. The matmul
-// geometry below mirrors graph/ops/matmul_ops.cc.
+// geometry below mirrors graph/ir/ops/matmul_ops.cc.
 #include <algorithm>
 
 #include "kernels/cpu/blas.h"

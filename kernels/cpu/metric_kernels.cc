@@ -2,10 +2,10 @@
 // graph/ir/ops/metric_ops.cc.
 #include <algorithm>
 #include <cmath>
-#include <utility>
-#include <vector>
 #include <initializer_list>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 
@@ -44,7 +44,6 @@ StatusOr<TopKShape> TopKAxis(const KernelContext& ctx, const Dims& x) {
   for (size_t d = axis + 1; d < x.size(); ++d) s.inner *= x[d];
   return s;
 }
-
 
 // Paddle 2.6's order for top_k_v2 (its CPU kernel's sequence of standard
 // algorithms, whose ties fall where those algorithms leave them): over the
@@ -94,11 +93,12 @@ Status TopKKernel(KernelContext& ctx) {
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
       const T* row = xd + o * s.n * s.inner + i;  // element j at row[j * inner]
-      const int64_t base = o * k * s.inner + i;    // slot m at base + m * inner
+      const int64_t base = o * k * s.inner + i;   // slot m at base + m * inner
       auto at = [&](int64_t m) -> int64_t& { return id[base + m * s.inner]; };
       if (v2) {
         pairs.clear();
-        for (int64_t j = 0; j < s.n; ++j) pairs.emplace_back(row[j * s.inner], j);
+        for (int64_t j = 0; j < s.n; ++j)
+          pairs.emplace_back(row[j * s.inner], j);
         PaddleTopKRow(&pairs, k, largest, sorted);
         for (int64_t m = 0; m < k; ++m) {
           od[base + m * s.inner] = pairs[m].first;
@@ -201,7 +201,8 @@ Status AccuracyKernel(KernelContext& ctx) {
 // ---- arg_max ----------------------------------------------------------------
 
 template <typename T, typename Index>
-void ArgMax(const T* x, Index* out, int64_t outer, int64_t extent, int64_t inner) {
+void ArgMax(const T* x, Index* out, int64_t outer, int64_t extent,
+            int64_t inner) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const T* row = x + o * extent * inner + i;
@@ -219,14 +220,17 @@ template <typename T>
 Status ArgMaxKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor& x = *ctx.Input("X");
-  if (x.numel() == 0) return ctx.Error("X " + DimsToString(x.dims()) + " holds no element");
+  if (x.numel() == 0)
+    return ctx.Error("X " + DimsToString(x.dims()) + " holds no element");
   int64_t outer = 1, extent = x.numel(), inner = 1;
   if (!ctx.Attr<bool>("flatten")) {
     const int rank = x.rank();
-    int64_t axis = ctx.Attr<int64_t>("axis");  // in range: the schema checked it
+    int64_t axis =
+        ctx.Attr<int64_t>("axis");  // in range: the schema checked it
     if (axis < 0) axis += rank;
     outer = extent = inner = 1;
-    for (int d = 0; d < rank; ++d) (d < axis ? outer : d == axis ? extent : inner) *= x.dims()[d];
+    for (int d = 0; d < rank; ++d)
+      (d < axis ? outer : d == axis ? extent : inner) *= x.dims()[d];
   }
   Tensor* out = ctx.Output("Out");
   if (out->dtype() == DType::kInt32) {
@@ -237,7 +241,8 @@ Status ArgMaxKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// ---- one_hot_v2 --------------------------------------------------------------
+// ---- one_hot_v2
+// --------------------------------------------------------------
 
 template <typename Index, typename T>
 Status OneHot(const KernelContext& ctx, const Tensor& x, Tensor* out) {
@@ -266,10 +271,14 @@ Status OneHotKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.Input("X");
   Tensor* out = ctx.Output("Out");
   switch (out->dtype()) {
-    case DType::kFP32: return OneHot<Index, float>(ctx, x, out);
-    case DType::kFP64: return OneHot<Index, double>(ctx, x, out);
-    case DType::kInt32: return OneHot<Index, int32_t>(ctx, x, out);
-    case DType::kInt64: return OneHot<Index, int64_t>(ctx, x, out);
+    case DType::kFP32:
+      return OneHot<Index, float>(ctx, x, out);
+    case DType::kFP64:
+      return OneHot<Index, double>(ctx, x, out);
+    case DType::kInt32:
+      return OneHot<Index, int32_t>(ctx, x, out);
+    case DType::kInt64:
+      return OneHot<Index, int64_t>(ctx, x, out);
     default:
       return ctx.Error(std::string("Out cannot be ") + DTypeName(out->dtype()));
   }

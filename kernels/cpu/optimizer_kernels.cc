@@ -85,8 +85,8 @@ Status CheckSparseGrad(const KernelContext& ctx, const SelectedRows& g,
   }
   for (int64_t r : g.rows) {
     if (r < 0 || r >= g.height) {
-      return ctx.Error("sparse Grad row " + std::to_string(r) + " is outside [0, " +
-                       std::to_string(g.height) + ")");
+      return ctx.Error("sparse Grad row " + std::to_string(r) +
+                       " is outside [0, " + std::to_string(g.height) + ")");
     }
   }
   return Status::Ok();
@@ -111,7 +111,8 @@ Status SparseSgd(KernelContext& ctx, const SelectedRows& g, T lr) {
   const Tensor* param = ctx.Input("Param");
   PAREX_RETURN_IF_ERROR(CheckSparseGrad<T>(ctx, g, *param));
   T* out = ctx.Output("ParamOut")->data<T>();
-  if (out != param->data<T>()) std::memcpy(out, param->data<T>(), param->bytes());
+  if (out != param->data<T>())
+    std::memcpy(out, param->data<T>(), param->bytes());
   const int64_t width = g.height > 0 ? param->numel() / g.height : 0;
   const T* value = g.value.data<T>();
   for (size_t i = 0; i < g.rows.size(); ++i) {
@@ -141,7 +142,8 @@ Status SgdKernel(KernelContext& ctx) {
   const T* g = ctx.Input("Grad")->data<T>();
   T* out = ctx.Output("ParamOut")->data<T>();
 #pragma GCC ivdep  // in place or disjoint: element i touches index i only
-  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i) out[i] = p[i] - lr * g[i];
+  for (int64_t i = 0, i_end = param->numel(); i < i_end; ++i)
+    out[i] = p[i] - lr * g[i];
   return Status::Ok();
 }
 
@@ -152,17 +154,19 @@ Status SgdKernel(KernelContext& ctx) {
 template <typename T>
 Status MomentumKernel(KernelContext& ctx) {
   const SelectedRows* sparse = SparseGrad(ctx);
-  PAREX_RETURN_IF_ERROR(sparse ? ctx.CheckInputs<T>({"Param", "Velocity"})
-                               : ctx.CheckInputs<T>({"Param", "Grad", "Velocity"}));
+  PAREX_RETURN_IF_ERROR(
+      sparse ? ctx.CheckInputs<T>({"Param", "Velocity"})
+             : ctx.CheckInputs<T>({"Param", "Grad", "Velocity"}));
   const Tensor* param = ctx.Input("Param");
   const Tensor* grad_t = ctx.Input("Grad");
   if (sparse != nullptr) {
     PAREX_RETURN_IF_ERROR(CheckSparseGrad<T>(ctx, *sparse, *param));
     PAREX_ASSIGN_OR_RETURN(grad_t, DenseGrad<T>(ctx, *sparse));
   }
-  PAREX_RETURN_IF_ERROR(
-      CheckSameCount(ctx, *param, sparse ? std::initializer_list<const char*>{"Velocity"}
-                                         : std::initializer_list<const char*>{"Grad", "Velocity"}));
+  PAREX_RETURN_IF_ERROR(CheckSameCount(
+      ctx, *param,
+      sparse ? std::initializer_list<const char*>{"Velocity"}
+             : std::initializer_list<const char*>{"Grad", "Velocity"}));
   double lr_value;
   PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
   const std::string method = ctx.Attr<std::string>("regularization_method");
@@ -242,20 +246,22 @@ Status AdamKernel(KernelContext& ctx) {
   const SelectedRows* sparse = SparseGrad(ctx);
   PAREX_RETURN_IF_ERROR(
       sparse ? ctx.CheckInputs<T>({"Param", "Moment1", "Moment2"})
-             : ctx.CheckInputs<T>({"Param", "Grad", "Moment1", "Moment2", "GradAddends"}));
+             : ctx.CheckInputs<T>(
+                   {"Param", "Grad", "Moment1", "Moment2", "GradAddends"}));
   const Tensor* param = ctx.Input("Param");
   const Tensor* grad_t = ctx.Input("Grad");
   if (sparse != nullptr) {
     if (ctx.InputCount("GradAddends") > 0) {
-      return ctx.Error("GradAddends with a sparse Grad (Reduce mode's sums are dense)");
+      return ctx.Error(
+          "GradAddends with a sparse Grad (Reduce mode's sums are dense)");
     }
     PAREX_RETURN_IF_ERROR(CheckSparseGrad<T>(ctx, *sparse, *param));
     PAREX_ASSIGN_OR_RETURN(grad_t, DenseGrad<T>(ctx, *sparse));
   }
   PAREX_RETURN_IF_ERROR(CheckSameCount(ctx, *param, {"Moment1", "Moment2"}));
   if (grad_t->numel() != param->numel()) {
-    return ctx.Error("Grad " + DimsToString(grad_t->dims()) + " does not match Param " +
-                     DimsToString(param->dims()));
+    return ctx.Error("Grad " + DimsToString(grad_t->dims()) +
+                     " does not match Param " + DimsToString(param->dims()));
   }
   // parex's GradAddends (Reduce mode's optimizer slices): other places'
   // gradients, added onto Grad in order.
@@ -298,10 +304,18 @@ Status AdamKernel(KernelContext& ctx) {
       static_cast<T>(lr_value * std::sqrt(1 - beta2_pow) / (1 - beta1_pow));
   const T eps_t = static_cast<T>(epsilon * std::sqrt(1 - beta2_pow));
   const cpu::AdamLoopArgs<T> args{
-      param->numel(), param->data<T>(), grad_t->data<T>(),
-      ctx.Input("Moment1")->data<T>(), ctx.Input("Moment2")->data<T>(),
-      ctx.Output("ParamOut")->data<T>(), ctx.Output("Moment1Out")->data<T>(),
-      ctx.Output("Moment2Out")->data<T>(), b1, b2, lr_t, eps_t,
+      param->numel(),
+      param->data<T>(),
+      grad_t->data<T>(),
+      ctx.Input("Moment1")->data<T>(),
+      ctx.Input("Moment2")->data<T>(),
+      ctx.Output("ParamOut")->data<T>(),
+      ctx.Output("Moment1Out")->data<T>(),
+      ctx.Output("Moment2Out")->data<T>(),
+      b1,
+      b2,
+      lr_t,
+      eps_t,
       addends ? addends->data() : nullptr,
       addends ? static_cast<int>(addends->size()) : 0};
   if (sparse != nullptr && ctx.Attr<bool>("lazy_mode")) {

@@ -154,15 +154,17 @@ Status SparseSum(KernelContext& ctx) {
     if (rows != nullptr) {
       // Never into a buffer a variable shares (an earlier run's dense input).
       if (dense[k].buffer_holders() > 1) dense[k] = Tensor();
-      PAREX_RETURN_IF_ERROR(rows->ToDense(&dense[k]).WithContext(ctx.op().Label()));
+      PAREX_RETURN_IF_ERROR(
+          rows->ToDense(&dense[k]).WithContext(ctx.op().Label()));
     } else if (t != nullptr && t->defined()) {
       dense[k].ShareDataWith(*t);  // read before Out is written: see below
     } else {
       return ctx.Error("input X[" + std::to_string(k) + "] holds no value");
     }
-    if (dense[k].dtype() != DTypeOf<T>() || (k > 0 && dense[k].dims() != dims)) {
-      return ctx.Error("input X[" + std::to_string(k) + "] " + dense[k].DebugString() +
-                       " does not match X[0]");
+    if (dense[k].dtype() != DTypeOf<T>() ||
+        (k > 0 && dense[k].dims() != dims)) {
+      return ctx.Error("input X[" + std::to_string(k) + "] " +
+                       dense[k].DebugString() + " does not match X[0]");
     }
     dims = dense[k].dims();
   }
@@ -245,7 +247,8 @@ ScanLayout ScanLayoutOf(const KernelContext& ctx, const Dims& x) {
 // out = the running sums of `in` along the layout's extent, from the end
 // when `reverse`; `exclusive` leaves each element out of its own sum.
 template <typename T>
-void Scan(const T* in, T* out, const ScanLayout& l, bool exclusive, bool reverse) {
+void Scan(const T* in, T* out, const ScanLayout& l, bool exclusive,
+          bool reverse) {
   for (int64_t o = 0; o < l.outer; ++o) {
     for (int64_t i = 0; i < l.inner; ++i) {
       const int64_t base = o * l.extent * l.inner + i;
@@ -276,8 +279,9 @@ template <typename T>
 Status CumsumGradKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
   Tensor* dx = ctx.Output("X@GRAD");
-  Scan(ctx.Input("Out@GRAD")->data<T>(), dx->data<T>(), ScanLayoutOf(ctx, dx->dims()),
-       ctx.Attr<bool>("exclusive"), !ctx.Attr<bool>("reverse"));
+  Scan(ctx.Input("Out@GRAD")->data<T>(), dx->data<T>(),
+       ScanLayoutOf(ctx, dx->dims()), ctx.Attr<bool>("exclusive"),
+       !ctx.Attr<bool>("reverse"));
   return Status::Ok();
 }
 

@@ -1,6 +1,6 @@
 // reshape2, transpose2, concat and split on CPU, with the gradient ops of the
 // first three. Pure data movement, registered for float, double, int32,
-// int64, uint8 and bool. Semantics: graph/ops/shape_ops.cc.
+// int64, uint8 and bool. Semantics: graph/ir/ops/shape_ops.cc.
 //
 // reshape2 copies X into Out rather than sharing its buffer: buffers are
 // kept from step to step, so a shared one would let the next step's Out
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-#include "graph/ir/ops/slice_spec.h"
+#include "graph/ir/spec/slice_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
@@ -53,7 +53,8 @@ void ForEachSliced(const Dims& in, const SliceSpec& spec, F&& f) {
   for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * in[d + 1];
   for (int64_t o = 0; o < total; ++o) {
     int64_t offset = 0;
-    for (int d = 0; d < rank; ++d) offset += (spec.begin[d] + index[d]) * stride[d];
+    for (int d = 0; d < rank; ++d)
+      offset += (spec.begin[d] + index[d]) * stride[d];
     f(offset, o);
     for (int d = rank - 1; d >= 0; --d) {  // next output index, row-major
       if (++index[d] < spec.out[d]) break;
@@ -63,9 +64,11 @@ void ForEachSliced(const Dims& in, const SliceSpec& spec, F&& f) {
 }
 
 StatusOr<SliceSpec> KernelSliceSpec(const KernelContext& ctx, const Dims& in) {
-  StatusOr<SliceSpec> spec = ComputeSlice(
-      in, ctx.Attr<std::vector<int>>("axes"), ctx.Attr<std::vector<int64_t>>("starts"),
-      ctx.Attr<std::vector<int64_t>>("ends"), ctx.Attr<std::vector<int>>("decrease_axis"));
+  StatusOr<SliceSpec> spec =
+      ComputeSlice(in, ctx.Attr<std::vector<int>>("axes"),
+                   ctx.Attr<std::vector<int64_t>>("starts"),
+                   ctx.Attr<std::vector<int64_t>>("ends"),
+                   ctx.Attr<std::vector<int>>("decrease_axis"));
   if (!spec.ok()) return ctx.Error(spec.status().message());
   return spec;
 }
@@ -76,7 +79,8 @@ Status SliceKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(SliceSpec spec, KernelSliceSpec(ctx, in.dims()));
   const T* src = in.data<T>();
   T* dst = ctx.Output("Out")->data<T>();
-  ForEachSliced(in.dims(), spec, [&](int64_t i, int64_t o) { dst[o] = src[i]; });
+  ForEachSliced(in.dims(), spec,
+                [&](int64_t i, int64_t o) { dst[o] = src[i]; });
   return Status::Ok();
 }
 
@@ -88,7 +92,8 @@ Status SliceGradKernel(KernelContext& ctx) {
   Tensor* dx_t = ctx.Output("Input@GRAD");
   T* dx = dx_t->data<T>();
   std::fill(dx, dx + dx_t->numel(), T(0));
-  ForEachSliced(in.dims(), spec, [&](int64_t i, int64_t o) { dx[i] = dout[o]; });
+  ForEachSliced(in.dims(), spec,
+                [&](int64_t i, int64_t o) { dx[i] = dout[o]; });
   return Status::Ok();
 }
 
@@ -260,7 +265,8 @@ void RegisterShapeKernels(KernelRegistry* r) {
   PAREX_SHAPE_KERNEL(r, "reshape2", Reshape2Kernel);
   PAREX_SHAPE_KERNEL(r, "reshape2_grad", Reshape2GradKernel);
   // Views with other dims rules, the same copies (graph/ir/ops/shape_ops.cc).
-  for (const char* view : {"unsqueeze2", "squeeze2", "flatten_contiguous_range"}) {
+  for (const char* view :
+       {"unsqueeze2", "squeeze2", "flatten_contiguous_range"}) {
     PAREX_SHAPE_KERNEL(r, view, Reshape2Kernel);
     PAREX_SHAPE_KERNEL(r, std::string(view) + "_grad", Reshape2GradKernel);
   }

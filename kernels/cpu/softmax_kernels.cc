@@ -1,7 +1,8 @@
 // softmax, cross_entropy, softmax_with_cross_entropy,
-// sigmoid_cross_entropy_with_logits and their gradients on CPU. A tensor normalised along `axis` is viewed as [outer, n, inner]: the
-// element (o, k, i) sits at (o * n + k) * inner + i, and the per-row values
-// (labels, losses) of the collapsed [outer, 1, inner] view at o * inner + i.
+// sigmoid_cross_entropy_with_logits and their gradients on CPU. A tensor
+// normalised along `axis` is viewed as [outer, n, inner]: the element (o, k, i)
+// sits at (o * n + k) * inner + i, and the per-row values (labels, losses) of
+// the collapsed [outer, 1, inner] view at o * inner + i.
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
@@ -339,7 +340,8 @@ Status SigmoidCrossEntropyKernel(KernelContext& ctx) {
     const T v = x[i];
     const T loss = Ignored(label[i], ignore_index)
                        ? T(0)
-                       : std::max(v, T(0)) - v * label[i] + std::log1p(std::exp(-std::abs(v)));
+                       : std::max(v, T(0)) - v * label[i] +
+                             std::log1p(std::exp(-std::abs(v)));
     out[i] = loss / norm;
   }
   return Status::Ok();
@@ -360,7 +362,9 @@ Status SigmoidCrossEntropyGradKernel(KernelContext& ctx) {
   const T norm = SigmoidCrossEntropyNorm(ctx, label, n);
   for (int64_t i = 0; i < n; ++i) {
     const T sigmoid = T(1) / (T(1) + std::exp(-x[i]));
-    dx[i] = (Ignored(label[i], ignore_index) ? T(0) : (sigmoid - label[i]) * dout[i]) / norm;
+    dx[i] = (Ignored(label[i], ignore_index) ? T(0)
+                                             : (sigmoid - label[i]) * dout[i]) /
+            norm;
   }
   return Status::Ok();
 }
@@ -377,8 +381,8 @@ void RegisterSoftmaxKernels(KernelRegistry* r) {
                    SoftmaxWithCrossEntropyKernel, float, double);
   PAREX_CPU_KERNEL(r, "softmax_with_cross_entropy_grad",
                    SoftmaxWithCrossEntropyGradKernel, float, double);
-  PAREX_CPU_KERNEL(r, "sigmoid_cross_entropy_with_logits", SigmoidCrossEntropyKernel, float,
-                   double);
+  PAREX_CPU_KERNEL(r, "sigmoid_cross_entropy_with_logits",
+                   SigmoidCrossEntropyKernel, float, double);
   PAREX_CPU_KERNEL(r, "sigmoid_cross_entropy_with_logits_grad",
                    SigmoidCrossEntropyGradKernel, float, double);
 }

@@ -20,7 +20,7 @@ namespace parex {
 // CUDA allocator factory. Needs no device; safe to call more than once.
 void RegisterCudaKernels(KernelRegistry* registry);
 
-// The groups, one file each, named like the schema groups of graph/ops/.
+// The groups, one file each, named like the schema groups of graph/ir/ops/.
 void RegisterCudaActivationKernels(KernelRegistry* registry);
 void RegisterCudaElementwiseKernels(KernelRegistry* registry);
 void RegisterCudaFillKernels(KernelRegistry* registry);

@@ -9,21 +9,20 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/message.hpp>
+#include <caf/send.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#include <caf/actor_system.hpp>
-#include <caf/binary_deserializer.hpp>
-#include <caf/binary_serializer.hpp>
-#include <caf/message.hpp>
-#include <caf/send.hpp>
-
-#include "actors/actor_runner.h"
-#include "actors/messages.h"
-#include "actors/runner_state.h"
+#include "actors/runtime/actor_runner.h"
+#include "actors/runtime/messages.h"
+#include "actors/runtime/runner_state.h"
 
 namespace parex {
 namespace {
@@ -45,7 +44,7 @@ T RoundTrip(caf::actor_system& sys, const T& value) {
 }
 
 TEST(MessagesTest, EveryMessageSerialisesThroughItsRegisteredType) {
-  std::shared_ptr<ActorSystem> system = ActorSystem::Create(1);
+  std::shared_ptr<WorkerPool> system = WorkerPool::Create(1);
   caf::actor_system& sys = system->system();
   const RunNode run = RoundTrip(sys, RunNode{7, 3, 2, 99});
   EXPECT_EQ(run.step, 7);
@@ -67,8 +66,7 @@ TEST(MessagesTest, EveryMessageSerialisesThroughItsRegisteredType) {
   EXPECT_EQ(abort.reason, "peer gone");
   // The type ids are parex's block, after CAF's own.
   EXPECT_GE(caf::type_id<RunNode>::value, caf::first_custom_type_id);
-  EXPECT_EQ(caf::type_id<AbortStep>::value,
-            caf::type_id<RunNode>::value + 6);
+  EXPECT_EQ(caf::type_id<AbortStep>::value, caf::type_id<RunNode>::value + 6);
 }
 
 // 0 and 1 feed 2. The test plays the producers: node 2's op actor is sent
@@ -248,7 +246,8 @@ TEST(CollectiveActorTest, ABlockingBackendDoesNotOccupyASchedulerWorker) {
     }
     if (node == 0) {
       std::unique_lock<std::mutex> lock(mu);
-      if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return op_ran; })) {
+      if (!cv.wait_for(lock, std::chrono::seconds(20),
+                       [&] { return op_ran; })) {
         return Internal("the op never ran while the collective blocked");
       }
     }
@@ -272,8 +271,8 @@ TEST(CollectiveActorTest, ABlockingBackendDoesNotOccupyASchedulerWorker) {
 struct BlockingPeer {
   std::mutex mu;
   std::condition_variable cv;
-  bool block = false;      // this step's call waits for the peer
-  bool blocked = false;    // a call is waiting now
+  bool block = false;    // this step's call waits for the peer
+  bool blocked = false;  // a call is waiting now
   bool interrupted = false;
   Status reason;
 };
@@ -374,7 +373,8 @@ struct StreamFixture {
     // producer 0 happened to finish before the consumer started.
     g.streams.push_back({"sim:0/compute", 0, TaskStream::kCompute, 1000000});
     g.streams.push_back({"sim:1/compute", 1, TaskStream::kCompute, 1000000});
-    g.streams.push_back({"sim:0/communication", 0, TaskStream::kCommunication, 0});
+    g.streams.push_back(
+        {"sim:0/communication", 0, TaskStream::kCommunication, 0});
     for (int i = 0; i < 2; ++i) {
       g.nodes[i].label = "producer " + std::to_string(i);
       g.nodes[i].place = i;
@@ -433,7 +433,8 @@ TEST(StreamActorTest, ASynchronousNodeReadingAsynchronousWorkIsRefused) {
   ASSERT_TRUE(f.graph->Finalize().ok());
   auto runner = ActorRunner::Create(f.graph, {});
   ASSERT_FALSE(runner.ok());
-  EXPECT_THAT(runner.status().message(), HasSubstr("consumer runs synchronously"));
+  EXPECT_THAT(runner.status().message(),
+              HasSubstr("consumer runs synchronously"));
 }
 
 }  // namespace

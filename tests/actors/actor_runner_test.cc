@@ -1,6 +1,6 @@
 // ActorRunner: every node runs once per step, after all its predecessors;
 // the first task error fails the step and the next step starts clean.
-#include "actors/actor_runner.h"
+#include "actors/runtime/actor_runner.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -25,7 +25,8 @@ std::shared_ptr<TaskGraph> RandomDag(int n, int max_fanout, uint32_t seed) {
     std::vector<int> succ;
     for (int k = 0; k < max_fanout && i + 1 < n; ++k) {
       const int s = i + 1 + static_cast<int>(rng() % (n - i - 1));
-      if (std::find(succ.begin(), succ.end(), s) == succ.end()) succ.push_back(s);
+      if (std::find(succ.begin(), succ.end(), s) == succ.end())
+        succ.push_back(s);
     }
     g->nodes[i].successors = succ;
   }
@@ -57,10 +58,10 @@ TEST(ActorRunnerTest, RunsEveryNodeOnceAfterItsPredecessors) {
       // 0: CAF's stealing policy; 1: CAF's sharing; 2: resume-here; 3:
       // resume-here with nodes on places, whose linear chains run fused, and
       // sparse fan-out so chains exist.
-      const SchedulerPolicy policy =
-          variant == 0   ? SchedulerPolicy::kStealing
-          : variant == 1 ? SchedulerPolicy::kSharing
-                         : SchedulerPolicy::kResumeHere;
+      const SchedulerPolicy policy = variant == 0 ? SchedulerPolicy::kStealing
+                                     : variant == 1
+                                         ? SchedulerPolicy::kSharing
+                                         : SchedulerPolicy::kResumeHere;
       std::shared_ptr<TaskGraph> g =
           RandomDag(300, variant == 3 ? 1 : 3, 7 + threads);
       if (variant == 3) {
@@ -113,7 +114,8 @@ TEST(ActorRunnerTest, FirstErrorFailsTheStepAndTheNextStepRuns) {
     return Status::Ok();
   };
   ASSERT_TRUE(g->Finalize().ok());
-  auto runner = ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
+  auto runner =
+      ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(runner.ok());
   ASSERT_TRUE((*runner)->Run(0).ok());
   fail_step = 1;
@@ -132,7 +134,8 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
   auto empty = std::make_shared<TaskGraph>();
   empty->task = [](int, int64_t) { return Status::Ok(); };
   ASSERT_TRUE(empty->Finalize().ok());
-  auto r0 = ActorRunner::Create(empty, Options(1, SchedulerPolicy::kResumeHere));
+  auto r0 =
+      ActorRunner::Create(empty, Options(1, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(r0.ok());
   EXPECT_TRUE((*r0)->Run(0).ok());
 
@@ -151,7 +154,7 @@ TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {
 }
 
 TEST(ActorRunnerTest, RunnersShareOneSystemAndStopIndependently) {
-  std::shared_ptr<ActorSystem> system = ActorSystem::Create(2);
+  std::shared_ptr<WorkerPool> system = WorkerPool::Create(2);
   auto count = std::make_shared<std::atomic<int>>(0);
   auto make = [&](uint32_t seed) {
     std::shared_ptr<TaskGraph> g = RandomDag(50, 2, seed);
@@ -303,7 +306,8 @@ TEST(ActorRunnerTest, StepHooksRunAroundTheNodes) {
     return Status::Ok();
   };
   ASSERT_TRUE(g->Finalize().ok());
-  auto runner = ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
+  auto runner =
+      ActorRunner::Create(g, Options(2, SchedulerPolicy::kResumeHere));
   ASSERT_TRUE(runner.ok());
   int at_begin = -1, at_end = -1;
   bool end_ran = false, end_ok = false;

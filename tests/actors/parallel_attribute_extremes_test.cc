@@ -7,18 +7,20 @@
 
 #include <string>
 
-#include "actors/parallel_executor.h"
-#include "graph/build/examples.h"
-#include "kernels/example_feed.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/examples.h"
 #include "graph/ir/validate.h"
+#include "kernels/example_feed.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace parex {
 namespace {
 
-void RunVariants(const Program& program, const std::string& what, int* ran, int* failed) {
+void RunVariants(const Program& program, const std::string& what, int* ran,
+                 int* failed) {
   fuzz::SetUpOnce();
-  fuzz::ForEachAttributeVariant(program, [&](const Program& p, const std::string& change) {
+  fuzz::ForEachAttributeVariant(program, [&](const Program& p,
+                                             const std::string& change) {
     SCOPED_TRACE(what + " " + change);
     if (!ValidateProgram(p).ok()) return;
     Scope scope;
@@ -38,20 +40,23 @@ void RunVariants(const Program& program, const std::string& what, int* ran, int*
       ++*failed;
       // The op, feed or variable that failed, on its place.
       const std::string& m = out.status().message();
-      EXPECT_TRUE(m.find("op #") != std::string::npos || m.find("feed") != std::string::npos ||
+      EXPECT_TRUE(m.find("op #") != std::string::npos ||
+                  m.find("feed") != std::string::npos ||
                   m.find("'") != std::string::npos)
           << m;
     }
   });
 }
 
-class ParallelAttributeExtremesTest : public ::testing::TestWithParam<ExampleKind> {};
+class ParallelAttributeExtremesTest
+    : public ::testing::TestWithParam<ExampleKind> {};
 
 TEST_P(ParallelAttributeExtremesTest, TrainingProgramOnTwoPlaces) {
   StatusOr<ExampleProgram> ex = BuildExample(GetParam());
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
   int ran = 0, failed = 0;
-  RunVariants(ex->main, std::string(ExampleName(GetParam())) + " main", &ran, &failed);
+  RunVariants(ex->main, std::string(ExampleName(GetParam())) + " main", &ran,
+              &failed);
   std::printf("%s on 2 places: %d variants ran, %d failed with an error\n",
               ExampleName(GetParam()), ran, failed);
   EXPECT_GT(ran, 0);
@@ -59,8 +64,11 @@ TEST_P(ParallelAttributeExtremesTest, TrainingProgramOnTwoPlaces) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Examples, ParallelAttributeExtremesTest,
-                         ::testing::Values(ExampleKind::kDigitsMlp, ExampleKind::kFashionCnn),
-                         [](const auto& info) { return std::string(ExampleName(info.param)); });
+                         ::testing::Values(ExampleKind::kDigitsMlp,
+                                           ExampleKind::kFashionCnn),
+                         [](const auto& info) {
+                           return std::string(ExampleName(info.param));
+                         });
 
 }  // namespace
 }  // namespace parex

@@ -3,21 +3,22 @@
 // places in AllReduce, fused AllReduce and Reduce modes match the reference
 // within 1e-4 relative and repeat bit for bit; bad feeds, fetches and
 // failing kernels give clear errors and leave the executor usable.
-#include "actors/parallel_executor.h"
+#include "actors/executor/parallel_executor.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <cstring>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <random>
 
-#include "graph/build/examples.h"
-#include "kernels/example_feed.h"
+#include "graph/builder/examples.h"
 #include "graph/ir/op_schema.h"
+#include "graph/ssa/multi_thread_transpile.h"
 #include "graph/ssa/parallel_do.h"
+#include "kernels/example_feed.h"
 #include "kernels/kernel_registry.h"
 #include "kernels/reference_executor.h"
 
@@ -78,11 +79,13 @@ Trace RunReference(const ExampleProgram& ex, const std::vector<FeedMap>& data,
   Program program = ex.main;
   std::vector<std::string> fetch{ex.loss};
   if (per_chunk) {
-    StatusOr<Program> t = TranspileMultiThread(ex.main, ex.loss, ex.feed_names(), n);
+    StatusOr<Program> t =
+        TranspileMultiThread(ex.main, ex.loss, ex.feed_names(), n);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     program = *t;
     fetch.clear();
-    for (int p = 0; p < n; ++p) fetch.push_back(ex.loss + "@THREAD@" + std::to_string(p));
+    for (int p = 0; p < n; ++p)
+      fetch.push_back(ex.loss + "@THREAD@" + std::to_string(p));
   }
   for (const FeedMap& feed : data) {
     StatusOr<std::vector<Tensor>> r = exec.Run(program, &scope, feed, fetch);
@@ -127,7 +130,7 @@ struct Case {
   ExampleKind kind;
   int places;
   int mode;  // 0 AllReduce, 1 fused AllReduce, 2 Reduce, 3 Reduce with
-            // every optimizer of >= places elements run as slices
+             // every optimizer of >= places elements run as slices
 };
 
 class ParallelEquivalenceTest : public ::testing::TestWithParam<Case> {};
@@ -191,9 +194,9 @@ TEST_P(ParallelEquivalenceTest, MatchesTheReferenceAndRepeatsBitForBit) {
   const Trace again = RunParallel(*ex, data, c.places, strategy);
   EXPECT_EQ(again.losses, par.losses);
   for (const auto& [name, t] : par.params) {
-    EXPECT_EQ(std::memcmp(t.raw_data(), again.params.at(name).raw_data(),
-                          t.bytes()),
-              0)
+    EXPECT_EQ(
+        std::memcmp(t.raw_data(), again.params.at(name).raw_data(), t.bytes()),
+        0)
         << name;
   }
 }
@@ -217,13 +220,13 @@ std::vector<Case> Cases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Examples, ParallelEquivalenceTest, ::testing::ValuesIn(Cases()),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return std::string(ExampleName(info.param.kind)) + "_" +
-             std::to_string(info.param.places) + "places_" +
-             ModeName(info.param.mode);
-    });
+INSTANTIATE_TEST_SUITE_P(Examples, ParallelEquivalenceTest,
+                         ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(ExampleName(info.param.kind)) +
+                                  "_" + std::to_string(info.param.places) +
+                                  "places_" + ModeName(info.param.mode);
+                         });
 
 class ParallelErrorsTest : public ::testing::Test {
  protected:
@@ -345,17 +348,18 @@ TEST(ParallelFailureTest, AKernelFailingOnOnePlaceFailsTheStepThenRecovers) {
   op->SetOutput("Out", {"checked_hidden"});
   Scope scope;
   StartupInto(*ex, &scope);
-  auto pe = ParallelExecutor::Create({Place::CPU(0), Place::CPU(1), Place::CPU(2)},
-                                     ex->main, ex->loss, &scope);
+  auto pe =
+      ParallelExecutor::Create({Place::CPU(0), Place::CPU(1), Place::CPU(2)},
+                               ex->main, ex->loss, &scope);
   ASSERT_TRUE(pe.ok()) << pe.status().ToString();
   const std::vector<FeedMap> data = RandomBatches(*ex, 3, 9);
   ASSERT_TRUE((*pe)->Run(data[0], {ex->loss}).ok());
   FailOnDemand::place = 1;
   const auto start = std::chrono::steady_clock::now();
   auto failed = (*pe)->Run(data[1], {ex->loss});
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   FailOnDemand::place = -1;
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(failed.status().message(), HasSubstr("injected failure"));

@@ -15,10 +15,11 @@
 #include <thread>
 
 #include "actors/comm/in_process_communicator.h"
-#include "actors/parallel_executor.h"
-#include "graph/build/examples.h"
-#include "kernels/example_feed.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/examples.h"
+#include "graph/ssa/multi_thread_transpile.h"
 #include "graph/ssa/parallel_do.h"
+#include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {
@@ -58,7 +59,8 @@ std::vector<std::vector<double>> ReferenceLosses(
   Program program = ex.main;
   std::vector<std::string> fetch{ex.loss};
   if (HasBatchNorm(ex.main)) {
-    StatusOr<Program> t = TranspileMultiThread(ex.main, ex.loss, ex.feed_names(), 2);
+    StatusOr<Program> t =
+        TranspileMultiThread(ex.main, ex.loss, ex.feed_names(), 2);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     if (!t.ok()) return {};
     program = *t;
@@ -107,7 +109,8 @@ ParallelRun RunOn(const ExampleProgram& ex, const std::vector<FeedMap>& data,
   ParallelRun run;
   Scope scope;
   StartupInto(ex, &scope);
-  auto pe = ParallelExecutor::Create(places, ex.main, ex.loss, &scope, {}, exec);
+  auto pe =
+      ParallelExecutor::Create(places, ex.main, ex.loss, &scope, {}, exec);
   if (!pe.ok()) {
     run.status = pe.status();
     return run;
@@ -136,12 +139,14 @@ TEST_P(SimPlacesTest, MatchTheReferenceAndRepeatCpuPlacesBitForBit) {
   StatusOr<ExampleProgram> ex = BuildExample(c.kind);
   ASSERT_TRUE(ex.ok()) << ex.status().ToString();
   std::vector<FeedMap> data;
-  for (int s = 0; s < 5; ++s) data.push_back(RandomExampleFeed(*ex, kBatch, 40 + s));
+  for (int s = 0; s < 5; ++s)
+    data.push_back(RandomExampleFeed(*ex, kBatch, 40 + s));
   const std::vector<std::vector<double>> ref = ReferenceLosses(*ex, data);
   ExecutionStrategy exec;
   exec.stream_wait = c.wait;
   exec.sim_delay_us = 20;  // the device completes work later than issued
-  const ParallelRun sim = RunOn(*ex, data, {Place::Sim(0), Place::Sim(1)}, exec);
+  const ParallelRun sim =
+      RunOn(*ex, data, {Place::Sim(0), Place::Sim(1)}, exec);
   ASSERT_TRUE(sim.status.ok()) << sim.status.ToString();
   const ParallelRun cpu = RunOn(*ex, data, {Place::CPU(0), Place::CPU(1)}, {});
   ASSERT_TRUE(cpu.status.ok()) << cpu.status.ToString();
@@ -154,13 +159,15 @@ TEST_P(SimPlacesTest, MatchTheReferenceAndRepeatCpuPlacesBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, SimPlacesTest,
-    ::testing::Values(SimCase{ExampleKind::kDigitsMlp, StreamWaitStrategy::kEvent},
-                      SimCase{ExampleKind::kDigitsMlp, StreamWaitStrategy::kWait},
-                      SimCase{ExampleKind::kFashionCnn, StreamWaitStrategy::kEvent},
-                      SimCase{ExampleKind::kFashionCnn, StreamWaitStrategy::kWait}),
+    ::testing::Values(
+        SimCase{ExampleKind::kDigitsMlp, StreamWaitStrategy::kEvent},
+        SimCase{ExampleKind::kDigitsMlp, StreamWaitStrategy::kWait},
+        SimCase{ExampleKind::kFashionCnn, StreamWaitStrategy::kEvent},
+        SimCase{ExampleKind::kFashionCnn, StreamWaitStrategy::kWait}),
     [](const ::testing::TestParamInfo<SimCase>& info) {
       return std::string(ExampleName(info.param.kind)) +
-             (info.param.wait == StreamWaitStrategy::kEvent ? "_event" : "_wait");
+             (info.param.wait == StreamWaitStrategy::kEvent ? "_event"
+                                                            : "_wait");
     });
 
 // Every cross-stream input of the graph, removed one at a time for a sample
@@ -171,8 +178,8 @@ TEST(SimPlacesTest, RemovingOneCrossStreamWaitIsReportedAsARace) {
   ASSERT_TRUE(ex.ok());
   Scope scope;
   StartupInto(*ex, &scope);
-  auto probe = ParallelExecutor::Create({Place::Sim(0), Place::Sim(1)}, ex->main,
-                                        ex->loss, &scope);
+  auto probe = ParallelExecutor::Create({Place::Sim(0), Place::Sim(1)},
+                                        ex->main, ex->loss, &scope);
   ASSERT_TRUE(probe.ok()) << probe.status().ToString();
   const SsaGraph& g = (*probe)->graph();
   std::vector<std::pair<int, int>> removals;  // producer, consumer
@@ -243,7 +250,8 @@ class LostPeerCommunicator : public Communicator {
   }
   bool WaitUntilBlocked() {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return blocked_; });
+    return cv_.wait_for(lock, std::chrono::seconds(20),
+                        [&] { return blocked_; });
   }
   int calls() const { return calls_; }
 

@@ -7,10 +7,10 @@
 
 #include <cstring>
 
-#include "actors/parallel_executor.h"
-#include "graph/build/layers.h"
-#include "graph/build/optimizer.h"
-#include "graph/build/program_builder.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
+#include "graph/builder/program_builder.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {
@@ -35,7 +35,8 @@ DropoutNet BuildNet() {
   o.param_attr.initializer = Initializer::Uniform(-1, 1, 3);
   auto h = layers::Fc(b, *x, o);
   EXPECT_TRUE(h.ok());
-  auto d = layers::Dropout(b, *h, 0.5f, /*is_test=*/false, /*seed=*/0, "upscale_in_train");
+  auto d = layers::Dropout(b, *h, 0.5f, /*is_test=*/false, /*seed=*/0,
+                           "upscale_in_train");
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   o.size = 1;
   o.act = "";
@@ -55,9 +56,11 @@ DropoutNet BuildNet() {
 FeedMap Batch(int step, int rows) {
   Tensor x(DType::kFP32, {rows, 8}), y(DType::kFP32, {rows, 1});
   for (int64_t i = 0; i < x.numel(); ++i) {
-    x.data<float>()[i] = static_cast<float>((i * 7 + step * 3) % 11) / 11.0f - 0.4f;
+    x.data<float>()[i] =
+        static_cast<float>((i * 7 + step * 3) % 11) / 11.0f - 0.4f;
   }
-  for (int64_t i = 0; i < rows; ++i) y.data<float>()[i] = static_cast<float>(i % 3) - 1.0f;
+  for (int64_t i = 0; i < rows; ++i)
+    y.data<float>()[i] = static_cast<float>(i % 3) - 1.0f;
   return {{"x", x}, {"y", y}};
 }
 
@@ -78,7 +81,8 @@ void Train(const DropoutNet& net, Scope* scope, int places, int from, int to,
     auto r = (*pe)->Run(Batch(s, 8), {net.loss});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     if (losses != nullptr) {
-      for (int64_t p = 0; p < (*r)[0].numel(); ++p) losses->push_back((*r)[0].data<float>()[p]);
+      for (int64_t p = 0; p < (*r)[0].numel(); ++p)
+        losses->push_back((*r)[0].data<float>()[p]);
     }
   }
 }
@@ -87,7 +91,8 @@ bool SameParams(const DropoutNet& net, const Scope& a, const Scope& b) {
   for (const std::string& name : net.params) {
     const Tensor& x = *a.FindVar(name)->GetTensor();
     const Tensor& y = *b.FindVar(name)->GetTensor();
-    if (x.bytes() != y.bytes() || std::memcmp(x.raw_data(), y.raw_data(), x.bytes()) != 0) {
+    if (x.bytes() != y.bytes() ||
+        std::memcmp(x.raw_data(), y.raw_data(), x.bytes()) != 0) {
       return false;
     }
   }
@@ -119,12 +124,15 @@ TEST(RandomOpsTest, PlacesDrawByTheirGlobalIndex) {
   const DropoutNet net = BuildNet();
   ReferenceExecutor startup;
   Scope two, second, first;
-  for (Scope* s : {&two, &second, &first}) ASSERT_TRUE(startup.Run(net.startup, s, {}, {}).ok());
+  for (Scope* s : {&two, &second, &first})
+    ASSERT_TRUE(startup.Run(net.startup, s, {}, {}).ok());
   auto pe2 = ParallelExecutor::Create(Places(2), net.main, net.loss, &two);
   ExecutionStrategy exec;
   exec.first_place = 1;
-  auto pe_second = ParallelExecutor::Create(Places(1), net.main, net.loss, &second, {}, exec);
-  auto pe_first = ParallelExecutor::Create(Places(1), net.main, net.loss, &first);
+  auto pe_second = ParallelExecutor::Create(Places(1), net.main, net.loss,
+                                            &second, {}, exec);
+  auto pe_first =
+      ParallelExecutor::Create(Places(1), net.main, net.loss, &first);
   ASSERT_TRUE(pe2.ok() && pe_second.ok() && pe_first.ok());
   const FeedMap feed = Batch(0, 8);
   FeedMap second_half;

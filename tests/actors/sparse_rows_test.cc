@@ -13,10 +13,10 @@
 #include <memory>
 #include <set>
 
-#include "actors/parallel_executor.h"
-#include "graph/build/layers.h"
-#include "graph/build/optimizer.h"
-#include "graph/build/program_builder.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
+#include "graph/builder/program_builder.h"
 #include "kernels/op_runner.h"
 #include "kernels/reference_executor.h"
 
@@ -35,7 +35,8 @@ struct Net {
   std::vector<std::string> params;
 };
 
-Net BuildNet(bool sparse, const std::function<std::unique_ptr<Optimizer>()>& make_opt) {
+Net BuildNet(bool sparse,
+             const std::function<std::unique_ptr<Optimizer>()>& make_opt) {
   Net net;
   ProgramBuilder b(&net.main, &net.startup);
   auto ids = layers::Data(b, "ids", {kLen, 1}, DType::kInt64);
@@ -44,7 +45,8 @@ Net BuildNet(bool sparse, const std::function<std::unique_ptr<Optimizer>()>& mak
   ParamAttr attr;
   attr.name = net.table;
   attr.initializer = Initializer::Uniform(-1, 1, 9);
-  auto emb = layers::Embedding(b, *ids, kVocab, kDim, attr, /*padding_idx=*/-1, sparse);
+  auto emb = layers::Embedding(b, *ids, kVocab, kDim, attr, /*padding_idx=*/-1,
+                               sparse);
   EXPECT_TRUE(emb.ok()) << emb.status().ToString();
   layers::FcOptions o;
   o.size = 1;
@@ -65,19 +67,26 @@ Net BuildNet(bool sparse, const std::function<std::unique_ptr<Optimizer>()>& mak
 FeedMap Batch(int step, int64_t rows, bool repeat) {
   Tensor ids(DType::kInt64, {rows, kLen, 1}), y(DType::kFP32, {rows, 1});
   for (int64_t i = 0; i < ids.numel(); ++i) {
-    ids.data<int64_t>()[i] = repeat ? (i * 5 + step) % kVocab : (i + step * 3) % kVocab;
+    ids.data<int64_t>()[i] =
+        repeat ? (i * 5 + step) % kVocab : (i + step * 3) % kVocab;
   }
-  for (int64_t r = 0; r < rows; ++r) y.data<float>()[r] = static_cast<float>(r % 3) - 0.5f;
+  for (int64_t r = 0; r < rows; ++r)
+    y.data<float>()[r] = static_cast<float>(r % 3) - 0.5f;
   return {{"ids", ids}, {"y", y}};
 }
 
-std::unique_ptr<Optimizer> Sgd() { return std::make_unique<SGDOptimizer>(LearningRate::Constant(0.1)); }
+std::unique_ptr<Optimizer> Sgd() {
+  return std::make_unique<SGDOptimizer>(LearningRate::Constant(0.1));
+}
 std::unique_ptr<Optimizer> Momentum() {
   return std::make_unique<MomentumOptimizer>(LearningRate::Constant(0.1), 0.9);
 }
-std::unique_ptr<Optimizer> Adam() { return std::make_unique<AdamOptimizer>(LearningRate::Constant(0.05)); }
+std::unique_ptr<Optimizer> Adam() {
+  return std::make_unique<AdamOptimizer>(LearningRate::Constant(0.05));
+}
 
-std::map<std::string, Tensor> TrainReference(const Net& net, int steps, int64_t rows, bool repeat,
+std::map<std::string, Tensor> TrainReference(const Net& net, int steps,
+                                             int64_t rows, bool repeat,
                                              Scope* scope) {
   ReferenceExecutor exec;
   EXPECT_TRUE(exec.Run(net.startup, scope, {}, {}).ok());
@@ -86,21 +95,25 @@ std::map<std::string, Tensor> TrainReference(const Net& net, int steps, int64_t 
     EXPECT_TRUE(r.ok()) << r.status().ToString();
   }
   std::map<std::string, Tensor> params;
-  for (const std::string& p : net.params) params[p] = scope->FindVar(p)->GetTensor()->Clone();
+  for (const std::string& p : net.params)
+    params[p] = scope->FindVar(p)->GetTensor()->Clone();
   return params;
 }
 
 bool Bitwise(const Tensor& a, const Tensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
+  return a.bytes() == b.bytes() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }
 
-double Worst(const std::map<std::string, Tensor>& a, const std::map<std::string, Tensor>& b) {
+double Worst(const std::map<std::string, Tensor>& a,
+             const std::map<std::string, Tensor>& b) {
   double worst = 0;
   for (const auto& [name, t] : a) {
     const Tensor& u = b.at(name);
     for (int64_t i = 0; i < t.numel(); ++i) {
       const double x = t.data<float>()[i], y = u.data<float>()[i];
-      worst = std::max(worst, std::abs(x - y) / std::max({std::abs(x), std::abs(y), 1e-3}));
+      worst = std::max(
+          worst, std::abs(x - y) / std::max({std::abs(x), std::abs(y), 1e-3}));
     }
   }
   return worst;
@@ -120,7 +133,8 @@ TEST(SparseRowsTest, TheGradientIsARowPerId) {
   EXPECT_EQ(rows.value.dims(), (Dims{5 * kLen, kDim}));
   const FeedMap feed = Batch(0, 5, true);
   const Tensor& ids = feed.at("ids");
-  EXPECT_EQ(rows.rows, std::vector<int64_t>(ids.data<int64_t>(), ids.data<int64_t>() + ids.numel()));
+  EXPECT_EQ(rows.rows, std::vector<int64_t>(ids.data<int64_t>(),
+                                            ids.data<int64_t>() + ids.numel()));
 }
 
 // Momentum and (non-lazy) adam take the rows' dense sum, summed in the order
@@ -133,16 +147,20 @@ TEST(SparseRowsTest, TrainsAsTheDenseGradient) {
     bool repeat, bitwise;
     int64_t rows;  // 4 rows of 3 distinct ids of 12 repeat none
   };
-  for (const Case& c : {Case{"momentum", Momentum, true, true, 8}, Case{"adam", Adam, true, true, 8},
-                        Case{"sgd", Sgd, false, true, 4},
-                        Case{"sgd repeated ids", Sgd, true, false, 8}}) {
+  for (const Case& c :
+       {Case{"momentum", Momentum, true, true, 8},
+        Case{"adam", Adam, true, true, 8}, Case{"sgd", Sgd, false, true, 4},
+        Case{"sgd repeated ids", Sgd, true, false, 8}}) {
     SCOPED_TRACE(c.name);
     Scope dense_scope, sparse_scope;
-    const auto dense = TrainReference(BuildNet(false, c.opt), 6, c.rows, c.repeat, &dense_scope);
-    const auto sparse = TrainReference(BuildNet(true, c.opt), 6, c.rows, c.repeat, &sparse_scope);
+    const auto dense = TrainReference(BuildNet(false, c.opt), 6, c.rows,
+                                      c.repeat, &dense_scope);
+    const auto sparse = TrainReference(BuildNet(true, c.opt), 6, c.rows,
+                                       c.repeat, &sparse_scope);
     ASSERT_EQ(dense.size(), sparse.size());
     if (c.bitwise) {
-      for (const auto& [name, t] : dense) EXPECT_TRUE(Bitwise(t, sparse.at(name))) << name;
+      for (const auto& [name, t] : dense)
+        EXPECT_TRUE(Bitwise(t, sparse.at(name))) << name;
     } else {
       EXPECT_LT(Worst(dense, sparse), 1e-5);
       EXPECT_FALSE(Bitwise(dense.at("emb"), sparse.at("emb")));  // row by row
@@ -162,17 +180,22 @@ TEST(SparseRowsTest, LazyAdamUpdatesOnlyTheRowsPresent) {
   ReferenceExecutor exec;
   ASSERT_TRUE(exec.Run(lazy.startup, &lazy_scope, {}, {}).ok());
   const Tensor before = lazy_scope.FindVar("emb")->GetTensor()->Clone();
-  const auto after = TrainReference(lazy, 1, 2, false, &lazy_scope);  // startup again: same
-  const auto dense = TrainReference(BuildNet(false, Adam), 1, 2, false, &dense_scope);
+  const auto after =
+      TrainReference(lazy, 1, 2, false, &lazy_scope);  // startup again: same
+  const auto dense =
+      TrainReference(BuildNet(false, Adam), 1, 2, false, &dense_scope);
   const FeedMap feed = Batch(0, 2, false);
   const Tensor& ids = feed.at("ids");
-  std::set<int64_t> present(ids.data<int64_t>(), ids.data<int64_t>() + ids.numel());
+  std::set<int64_t> present(ids.data<int64_t>(),
+                            ids.data<int64_t>() + ids.numel());
   ASSERT_LT(present.size(), static_cast<size_t>(kVocab));
   const float* got = after.at("emb").data<float>();
   for (int64_t r = 0; r < kVocab; ++r) {
-    const float* want = present.count(r) ? dense.at("emb").data<float>() : before.data<float>();
+    const float* want =
+        present.count(r) ? dense.at("emb").data<float>() : before.data<float>();
     for (int64_t j = 0; j < kDim; ++j) {
-      EXPECT_EQ(got[r * kDim + j], want[r * kDim + j]) << "row " << r << (present.count(r) ? " present" : "");
+      EXPECT_EQ(got[r * kDim + j], want[r * kDim + j])
+          << "row " << r << (present.count(r) ? " present" : "");
     }
   }
 }
@@ -180,10 +203,12 @@ TEST(SparseRowsTest, LazyAdamUpdatesOnlyTheRowsPresent) {
 // Over 2 and 3 places, AllReduce (rows gathered) and Reduce (dense sums):
 // as the reference executor with the whole batch.
 TEST(SparseRowsTest, PlacesTrainAsOnePlace) {
-  for (auto mode : {BuildStrategy::ReduceStrategy::kAllReduce, BuildStrategy::ReduceStrategy::kReduce}) {
+  for (auto mode : {BuildStrategy::ReduceStrategy::kAllReduce,
+                    BuildStrategy::ReduceStrategy::kReduce}) {
     for (int n : {2, 3}) {
       for (auto make : {Sgd, Adam}) {
-        SCOPED_TRACE(std::to_string(n) + " places, mode " + std::to_string(static_cast<int>(mode)));
+        SCOPED_TRACE(std::to_string(n) + " places, mode " +
+                     std::to_string(static_cast<int>(mode)));
         const Net net = BuildNet(true, make);
         Scope ref_scope, par_scope;
         const auto want = TrainReference(net, 5, 12, true, &ref_scope);
@@ -193,14 +218,16 @@ TEST(SparseRowsTest, PlacesTrainAsOnePlace) {
         for (int p = 0; p < n; ++p) places.push_back(Place::CPU(p));
         BuildStrategy strategy;
         strategy.reduce = mode;
-        auto pe = ParallelExecutor::Create(places, net.main, net.loss, &par_scope, strategy);
+        auto pe = ParallelExecutor::Create(places, net.main, net.loss,
+                                           &par_scope, strategy);
         ASSERT_TRUE(pe.ok()) << pe.status().ToString();
         for (int s = 0; s < 5; ++s) {
           auto r = (*pe)->Run(Batch(s, 12, true), {net.loss});
           ASSERT_TRUE(r.ok()) << r.status().ToString();
         }
         std::map<std::string, Tensor> got;
-        for (const std::string& p : net.params) got[p] = par_scope.FindVar(p)->GetTensor()->Clone();
+        for (const std::string& p : net.params)
+          got[p] = par_scope.FindVar(p)->GetTensor()->Clone();
         EXPECT_LT(Worst(got, want), 1e-5);
       }
     }
@@ -239,7 +266,8 @@ TEST(SparseRowsTest, SumAddsRowsAsTheirDenseSum) {
     ASSERT_NE(got, nullptr);
     // Row 0: 10, 20; row 1: none; row 2: 1 + 100, 2 + 200; plus b.
     const std::vector<float> want = {10, 20.5f, 1, 1.5f, 103, 204.5f};
-    EXPECT_EQ(std::vector<float>(got->data<float>(), got->data<float>() + 6), want);
+    EXPECT_EQ(std::vector<float>(got->data<float>(), got->data<float>() + 6),
+              want);
   }
 }
 

@@ -1,8 +1,8 @@
 // Issue 12, acceptance 4: after warm-up, a training step allocates nothing
 // on the heap: no kernel output, no op runner bookkeeping, no actor message
-// (actors/message_pool.h), no scheduler queue node. This binary replaces the
-// global operator new (and its variants) with a counting one; the count is
-// read over 100 steady steps of the MLPs on 2 places.
+// (actors/runtime/message_pool.h), no scheduler queue node. This binary
+// replaces the global operator new (and its variants) with a counting one; the
+// count is read over 100 steady steps of the MLPs on 2 places.
 //
 // The steps feed the same per-place tensors (refilled in place, as a reader
 // with its own buffers would) and fetch nothing: Run's fetched values are new
@@ -10,16 +10,15 @@
 //
 // PAREX_ALLOC_BACKTRACE=1 prints the stack of each counted allocation.
 #include <execinfo.h>
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
 
-#include "actors/parallel_executor.h"
-#include "graph/build/examples.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/examples.h"
 #include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 
@@ -32,7 +31,8 @@ thread_local bool in_hook = false;
 void* Allocate(std::size_t size, std::size_t align) {
   if (counting.load(std::memory_order_relaxed) && !in_hook) {
     allocations.fetch_add(1, std::memory_order_relaxed);
-    static const bool backtraces = std::getenv("PAREX_ALLOC_BACKTRACE") != nullptr;
+    static const bool backtraces =
+        std::getenv("PAREX_ALLOC_BACKTRACE") != nullptr;
     if (backtraces) {
       in_hook = true;
       void* frames[32];
@@ -87,8 +87,12 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
 
 namespace parex {
 namespace {

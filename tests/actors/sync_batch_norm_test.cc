@@ -4,15 +4,16 @@
 // places holding different row counts; without it the same comparison
 // fails. A program's own sync_batch_norm ops are synchronised either way,
 // and run as batch_norm on one place.
+#include "graph/builder/sync_batch_norm.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "actors/parallel_executor.h"
-#include "graph/build/examples.h"
-#include "graph/build/sync_batch_norm.h"
+#include "actors/executor/parallel_executor.h"
+#include "graph/builder/examples.h"
 #include "graph/ssa/multi_device_builder.h"
 #include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
@@ -62,7 +63,8 @@ Outcome Reference(const ExampleProgram& ex, const std::vector<FeedMap>& data) {
   ReferenceExecutor exec;
   EXPECT_TRUE(exec.Run(ex.startup, &scope, {}, {}).ok());
   for (const FeedMap& feed : data) {
-    StatusOr<std::vector<Tensor>> r = exec.Run(ex.main, &scope, feed, {ex.loss});
+    StatusOr<std::vector<Tensor>> r =
+        exec.Run(ex.main, &scope, feed, {ex.loss});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return run;
     run.losses.push_back((*r)[0].data<float>()[0]);
@@ -72,14 +74,15 @@ Outcome Reference(const ExampleProgram& ex, const std::vector<FeedMap>& data) {
 }
 
 Outcome Parallel(const ExampleProgram& ex, const std::vector<FeedMap>& data,
-             int n, const BuildStrategy& strategy) {
+                 int n, const BuildStrategy& strategy) {
   Outcome run;
   Scope scope;
   ReferenceExecutor startup;
   EXPECT_TRUE(startup.Run(ex.startup, &scope, {}, {}).ok());
   std::vector<Place> places;
   for (int p = 0; p < n; ++p) places.push_back(Place::CPU(p));
-  auto pe = ParallelExecutor::Create(places, ex.main, ex.loss, &scope, strategy);
+  auto pe =
+      ParallelExecutor::Create(places, ex.main, ex.loss, &scope, strategy);
   EXPECT_TRUE(pe.ok()) << pe.status().ToString();
   if (!pe.ok()) return run;
   for (const FeedMap& feed : data) {
@@ -87,7 +90,8 @@ Outcome Parallel(const ExampleProgram& ex, const std::vector<FeedMap>& data,
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (!r.ok()) return run;
     double mean = 0;  // equal chunks: the mean of the places' mean losses
-    for (int64_t p = 0; p < (*r)[0].numel(); ++p) mean += (*r)[0].data<float>()[p];
+    for (int64_t p = 0; p < (*r)[0].numel(); ++p)
+      mean += (*r)[0].data<float>()[p];
     run.losses.push_back(mean / (*r)[0].numel());
   }
   Collect(ex, scope, &run);
@@ -109,8 +113,8 @@ double Worst(const Outcome& a, const Outcome& b) {
       continue;
     }
     for (int64_t i = 0; i < t.numel(); ++i) {
-      worst = std::max(worst, RelDiff(t.data<float>()[i],
-                                      it->second.data<float>()[i]));
+      worst = std::max(
+          worst, RelDiff(t.data<float>()[i], it->second.data<float>()[i]));
     }
   }
   return worst;
@@ -127,7 +131,8 @@ TEST_P(SyncBatchNormTest, PlacesTrainAsOnePlaceWithTheWholeBatch) {
   const Case c = GetParam();
   const ExampleProgram ex = FashionCnn();
   std::vector<FeedMap> data;
-  for (int s = 0; s < kSteps; ++s) data.push_back(RandomExampleFeed(ex, 24, 40 + s));
+  for (int s = 0; s < kSteps; ++s)
+    data.push_back(RandomExampleFeed(ex, 24, 40 + s));
   BuildStrategy strategy;
   strategy.reduce = c.mode;
   strategy.sync_batch_norm = true;
@@ -166,7 +171,8 @@ TEST(SyncBatchNormUnevenTest, PlacesWithDifferentRowCounts) {
   ReferenceExecutor exec;
   ASSERT_TRUE(exec.Run(ex.startup, &ref_scope, {}, {}).ok());
   ASSERT_TRUE(exec.Run(ex.startup, &par_scope, {}, {}).ok());
-  StatusOr<std::vector<Tensor>> want = exec.Run(ex.main, &ref_scope, feed, fetch);
+  StatusOr<std::vector<Tensor>> want =
+      exec.Run(ex.main, &ref_scope, feed, fetch);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
   BuildStrategy strategy;
   strategy.sync_batch_norm = true;
@@ -181,8 +187,8 @@ TEST(SyncBatchNormUnevenTest, PlacesWithDifferentRowCounts) {
     ASSERT_EQ(y.dims(), (*want)[f].dims()) << fetch[f];
     double worst = 0;
     for (int64_t i = 0; i < y.numel(); ++i) {
-      worst = std::max(worst, RelDiff(y.data<float>()[i],
-                                      (*want)[f].data<float>()[i]));
+      worst = std::max(
+          worst, RelDiff(y.data<float>()[i], (*want)[f].data<float>()[i]));
     }
     EXPECT_LT(worst, 1e-5) << fetch[f];
     // SavedMean from both places, concatenated: each is the whole batch's.
@@ -236,8 +242,8 @@ TEST(SyncBatchNormOpTest, TheGraphHasTheStagesAndTheirAllReduces) {
   std::map<std::string, int> count;
   for (const SsaOp& op : graph->ops()) {
     ++count[op.type];
-    if (op.kind == SsaOpKind::kAllReduce && op.var_names[0].find(".sync_") !=
-                                                 std::string::npos) {
+    if (op.kind == SsaOpKind::kAllReduce &&
+        op.var_names[0].find(".sync_") != std::string::npos) {
       ++count["stats_all_reduce"];
     }
   }

@@ -1,9 +1,9 @@
 // MergeNodeTraces on hand-made node traces whose clocks are worked out here.
-#include "actors/trace_merge.h"
+#include "actors/trace/trace_merge.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
@@ -15,21 +15,43 @@ using nlohmann::json;
 // A node trace: one place, a compute span at `compute_ts` and the
 // collective "op #N all_reduce(w@GRAD)" of step 3 at `collective_ts` (µs on
 // the node's recorder), a message arrow of flow id 1.
-std::string NodeJson(const std::string& node, int rank, int64_t origin_ns, int64_t offset_us,
-                     int op_number, double compute_ts, double collective_ts) {
+std::string NodeJson(const std::string& node, int rank, int64_t origin_ns,
+                     int64_t offset_us, int op_number, double compute_ts,
+                     double collective_ts) {
   json events = json::array();
-  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1},
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
                     {"args", {{"name", "cpu:0"}}}});
-  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0},
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 1},
+                    {"tid", 0},
                     {"args", {{"name", "op actors"}}}});
-  events.push_back({{"name", "op #0 mul_grad@cpu:0"}, {"cat", "compute"}, {"ph", "X"},
-                    {"ts", compute_ts}, {"dur", 10.0}, {"pid", 1}, {"tid", 0},
+  events.push_back({{"name", "op #0 mul_grad@cpu:0"},
+                    {"cat", "compute"},
+                    {"ph", "X"},
+                    {"ts", compute_ts},
+                    {"dur", 10.0},
+                    {"pid", 1},
+                    {"tid", 0},
                     {"args", {{"step", 3}}}});
-  events.push_back({{"name", "op #" + std::to_string(op_number) + " all_reduce(w@GRAD)"},
-                    {"cat", "communication"}, {"ph", "X"}, {"ts", collective_ts},
-                    {"dur", 5.0}, {"pid", 0}, {"tid", 1}, {"args", {{"step", 3}}}});
-  events.push_back({{"name", "RunNode"}, {"cat", "message"}, {"ph", "s"}, {"id", 1},
-                    {"ts", compute_ts}, {"pid", 1}, {"tid", 0}});
+  events.push_back(
+      {{"name", "op #" + std::to_string(op_number) + " all_reduce(w@GRAD)"},
+       {"cat", "communication"},
+       {"ph", "X"},
+       {"ts", collective_ts},
+       {"dur", 5.0},
+       {"pid", 0},
+       {"tid", 1},
+       {"args", {{"step", 3}}}});
+  events.push_back({{"name", "RunNode"},
+                    {"cat", "message"},
+                    {"ph", "s"},
+                    {"id", 1},
+                    {"ts", compute_ts},
+                    {"pid", 1},
+                    {"tid", 0}});
   json doc = {{"traceEvents", events},
               {"metadata",
                {{"parex_node", node},
@@ -39,9 +61,11 @@ std::string NodeJson(const std::string& node, int rank, int64_t origin_ns, int64
   return doc.dump();
 }
 
-const json* Find(const json& events, const std::string& ph, int pid, const std::string& name) {
+const json* Find(const json& events, const std::string& ph, int pid,
+                 const std::string& name) {
   for (const json& e : events) {
-    if (e.value("ph", "") == ph && e.value("pid", -1) == pid && e.value("name", "") == name) {
+    if (e.value("ph", "") == ph && e.value("pid", -1) == pid &&
+        e.value("name", "") == name) {
       return &e;
     }
   }
@@ -57,7 +81,8 @@ TEST(TraceMergeTest, AlignsClocksAndJoinsTheNodes) {
   const std::string a = NodeJson("a", 0, 1000000, 0, 7, 0, 20);
   const std::string b = NodeJson("b", 1, 5000000, -4500, 4, 2, 30);
   // Given in the other order: ranks order the processes.
-  StatusOr<std::string> merged = MergeNodeTraces({{"b.json", b}, {"a.json", a}});
+  StatusOr<std::string> merged =
+      MergeNodeTraces({{"b.json", b}, {"a.json", a}});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   const json doc = json::parse(*merged);
   const json& events = doc["traceEvents"];
@@ -88,7 +113,8 @@ TEST(TraceMergeTest, AlignsClocksAndJoinsTheNodes) {
   std::set<uint64_t> message_ids;
   int cross_starts = 0, cross_ends = 0;
   for (const json& e : events) {
-    if (e.value("cat", "") == "message") message_ids.insert(e["id"].get<uint64_t>());
+    if (e.value("cat", "") == "message")
+      message_ids.insert(e["id"].get<uint64_t>());
     if (e.value("cat", "") == "cross-node") {
       EXPECT_EQ(e["name"], "across nodes: all_reduce(w@GRAD)");
       if (e["ph"] == "s") {
@@ -112,10 +138,12 @@ TEST(TraceMergeTest, ErrorsNameTheFile) {
   const std::string a = NodeJson("a", 0, 0, 0, 1, 0, 1);
   StatusOr<std::string> r = MergeNodeTraces({{"x.json", "{not json"}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("x.json: not a JSON object"), std::string::npos);
+  EXPECT_NE(r.status().message().find("x.json: not a JSON object"),
+            std::string::npos);
   r = MergeNodeTraces({{"single.json", R"({"traceEvents": []})"}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("single.json: not a node's trace"), std::string::npos)
+  EXPECT_NE(r.status().message().find("single.json: not a node's trace"),
+            std::string::npos)
       << r.status().message();
   r = MergeNodeTraces({{"a1.json", a}, {"a2.json", a}});
   ASSERT_FALSE(r.ok());
@@ -126,8 +154,9 @@ TEST(TraceMergeTest, ErrorsNameTheFile) {
   bad["metadata"]["parex_clock_offset_us"] = "soon";
   r = MergeNodeTraces({{"b.json", bad.dump()}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("b.json: metadata 'parex_clock_offset_us'"),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find("b.json: metadata 'parex_clock_offset_us'"),
+      std::string::npos)
       << r.status().message();
 }
 

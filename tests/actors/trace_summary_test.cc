@@ -1,5 +1,5 @@
 // SummarizeTrace on hand-made spans whose figures are worked out here.
-#include "actors/trace_summary.h"
+#include "actors/trace/trace_summary.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,8 @@
 namespace parex {
 namespace {
 
-TraceSpan Span(int64_t step, int node, int64_t begin_us, int64_t end_us, uint32_t thread) {
+TraceSpan Span(int64_t step, int node, int64_t begin_us, int64_t end_us,
+               uint32_t thread) {
   TraceSpan s;
   s.step = step;
   s.node = node;
@@ -34,7 +35,8 @@ TEST(TraceSummaryTest, OverlapAndIdle) {
   EXPECT_DOUBLE_EQ(s.collective_ms, 0.1);
   EXPECT_DOUBLE_EQ(s.collective_hidden, 0.8);
   EXPECT_DOUBLE_EQ(s.scheduler_idle, 0.3);
-  EXPECT_THAT(s.ToString(), ::testing::HasSubstr("(80% hidden behind compute)"));
+  EXPECT_THAT(s.ToString(),
+              ::testing::HasSubstr("(80% hidden behind compute)"));
 
   // A second step with a collective alone: nothing hidden there; walls add.
   spans.push_back(Span(1, 2, 1000, 1100, 1));
@@ -43,7 +45,9 @@ TEST(TraceSummaryTest, OverlapAndIdle) {
   EXPECT_DOUBLE_EQ(s.wall_ms, 0.3);
   EXPECT_DOUBLE_EQ(s.collective_hidden, 0.4);
   // No collective at all: 0% hidden, not a division by zero.
-  EXPECT_EQ(SummarizeTrace({Span(0, 0, 0, 10, 0)}, collective, 1).collective_hidden, 0);
+  EXPECT_EQ(
+      SummarizeTrace({Span(0, 0, 0, 10, 0)}, collective, 1).collective_hidden,
+      0);
   EXPECT_EQ(SummarizeTrace({}, collective, 2).steps, 0);
 }
 
@@ -53,12 +57,14 @@ TEST(TraceSummaryTest, HiddenBehindBackward) {
   // [100, 150) = 50%.
   const std::vector<bool> collective = {false, false, true};
   const std::vector<bool> backward = {false, true, false};
-  std::vector<TraceSpan> spans = {Span(0, 0, 0, 100, 0), Span(0, 1, 100, 200, 0),
-                                  Span(0, 2, 50, 150, 1)};
+  std::vector<TraceSpan> spans = {
+      Span(0, 0, 0, 100, 0), Span(0, 1, 100, 200, 0), Span(0, 2, 50, 150, 1)};
   TraceSummary s = SummarizeTrace(spans, collective, 2, &backward);
   EXPECT_DOUBLE_EQ(s.collective_hidden, 1.0);
   EXPECT_DOUBLE_EQ(s.collective_hidden_backward, 0.5);
-  EXPECT_THAT(s.ToString(), ::testing::HasSubstr("(100% hidden behind compute, 50% behind backward)"));
+  EXPECT_THAT(s.ToString(),
+              ::testing::HasSubstr(
+                  "(100% hidden behind compute, 50% behind backward)"));
 }
 
 }  // namespace

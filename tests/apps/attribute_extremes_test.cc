@@ -23,12 +23,14 @@ struct Counts {
 // Every variant of every attribute of every op of block 0.
 void Torture(const Program& program, const std::string& what, Counts* counts) {
   fuzz::SetUpOnce();
-  fuzz::ForEachAttributeVariant(program, [&](const Program& p, const std::string& change) {
+  fuzz::ForEachAttributeVariant(program, [&](const Program& p,
+                                             const std::string& change) {
     SCOPED_TRACE(what + " " + change);
     Status valid = ValidateProgram(p);
     if (!valid.ok()) {
       ++counts->rejected;
-      EXPECT_NE(valid.message().find("op #"), std::string::npos) << valid.message();
+      EXPECT_NE(valid.message().find("op #"), std::string::npos)
+          << valid.message();
       return;
     }
     Status run = fuzz::RunOneSmallStep(p);
@@ -52,22 +54,24 @@ TEST_P(AttributeExtremesTest, RejectedOrRunOrFailWithTheOpNamed) {
   ASSERT_TRUE(plain.ok()) << plain.ToString();
   Counts counts;
   Torture(ex->main, std::string(ExampleName(GetParam())) + " main", &counts);
-  Torture(ex->startup, std::string(ExampleName(GetParam())) + " startup", &counts);
-  std::printf("%s: %d variants rejected by validation, %d ran, %d failed to run\n",
-              ExampleName(GetParam()), counts.rejected, counts.ran, counts.failed_run);
+  Torture(ex->startup, std::string(ExampleName(GetParam())) + " startup",
+          &counts);
+  std::printf(
+      "%s: %d variants rejected by validation, %d ran, %d failed to run\n",
+      ExampleName(GetParam()), counts.rejected, counts.ran, counts.failed_run);
   EXPECT_GT(counts.rejected, 0);
   EXPECT_GT(counts.ran, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Examples, AttributeExtremesTest,
-                         ::testing::Values(ExampleKind::kFitALine, ExampleKind::kDigitsMlp,
-                                           ExampleKind::kFashionMlp,
-                                           ExampleKind::kFashionCnn),
-                         [](const auto& info) { return std::string(ExampleName(info.param)); });
+INSTANTIATE_TEST_SUITE_P(
+    Examples, AttributeExtremesTest,
+    ::testing::Values(ExampleKind::kFitALine, ExampleKind::kDigitsMlp,
+                      ExampleKind::kFashionMlp, ExampleKind::kFashionCnn),
+    [](const auto& info) { return std::string(ExampleName(info.param)); });
 
 TEST(AttributeExtremesTest, PaddleTrainingProgram) {
-  StatusOr<Program> main =
-      Program::Load(std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_mlp_momentum/main.pdmodel");
+  StatusOr<Program> main = Program::Load(std::string(PAREX_TEST_FIXTURES_DIR) +
+                                         "/paddle_mlp_momentum/main.pdmodel");
   ASSERT_TRUE(main.ok()) << main.status().ToString();
   Counts counts;
   Torture(*main, "paddle_mlp_momentum main", &counts);

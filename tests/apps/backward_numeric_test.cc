@@ -7,8 +7,8 @@
 #include <random>
 #include <sstream>
 
-#include "graph/build/backward.h"
-#include "graph/build/layers.h"
+#include "graph/builder/backward.h"
+#include "graph/builder/layers.h"
 #include "kernels/reference_executor.h"
 
 namespace parex {

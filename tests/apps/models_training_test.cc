@@ -13,7 +13,7 @@
 
 #include "apps/datasets.h"
 #include "apps/models.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 
 namespace parex {
 namespace {

@@ -1,7 +1,7 @@
-// Training with graph/optimizer.cc end to end: a linear model built with
-// ProgramBuilder and layers, Minimize, then the startup program and several
-// steps of the main program on the reference executor. After every step the
-// parameters and optimizer state are checked against the update rules
+// Training with graph/builder/optimizer.cc end to end: a linear model built
+// with ProgramBuilder and layers, Minimize, then the startup program and
+// several steps of the main program on the reference executor. After every step
+// the parameters and optimizer state are checked against the update rules
 // written out here (sgd, momentum with and without Nesterov, adam), with the
 // gradients of the model computed here by hand; likewise the learning rate
 // of both schedules, L2 regularisation and clipping by global norm. Finally
@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/build/layers.h"
-#include "graph/build/optimizer.h"
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
 #include "graph/ir/program.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"

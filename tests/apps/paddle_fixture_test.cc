@@ -8,12 +8,12 @@
 #include <cmath>
 #include <fstream>
 
-#include "graph/build/backward.h"
+#include "graph/builder/backward.h"
 #include "graph/ir/op_role.h"
 #include "graph/ir/validate.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
+#include "kernels/io/tensor_io.h"
 #include "kernels/reference_executor.h"
-#include "kernels/tensor_io.h"
 
 namespace parex {
 namespace {
@@ -70,10 +70,14 @@ TEST(PaddleFixtureTest, MomentumMlpReproducesPaddleLosses) {
     double expected = 0;
     ASSERT_TRUE(expected_file >> expected);
     Tensor x, label;
-    ASSERT_TRUE(LoadTensorFile(kFixture + "/batches/x_" + std::to_string(step), &x).ok());
     ASSERT_TRUE(
-        LoadTensorFile(kFixture + "/batches/label_" + std::to_string(step), &label).ok());
-    auto out = executor.Run(*main, &scope, {{"x", x}, {"label", label}}, {loss});
+        LoadTensorFile(kFixture + "/batches/x_" + std::to_string(step), &x)
+            .ok());
+    ASSERT_TRUE(LoadTensorFile(
+                    kFixture + "/batches/label_" + std::to_string(step), &label)
+                    .ok());
+    auto out =
+        executor.Run(*main, &scope, {{"x", x}, {"label", label}}, {loss});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     double got = (*out)[0].data<float>()[0];
     EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << "step " << step;
@@ -121,17 +125,23 @@ TEST(PaddleFixtureTest, BatchNormAdamCnnWithPiecewiseRateReproducesPaddle) {
     ASSERT_EQ(lr->numel(), 1);
     lr->data<float>()[0] = static_cast<float>(rate);
     Tensor x, label;
-    ASSERT_TRUE(LoadTensorFile(kCnnFixture + "/batches/x_" + std::to_string(step), &x).ok());
     ASSERT_TRUE(
-        LoadTensorFile(kCnnFixture + "/batches/label_" + std::to_string(step), &label).ok());
-    auto out = executor.Run(*main, &scope, {{"x", x}, {"label", label}}, {losses[0]});
+        LoadTensorFile(kCnnFixture + "/batches/x_" + std::to_string(step), &x)
+            .ok());
+    ASSERT_TRUE(
+        LoadTensorFile(kCnnFixture + "/batches/label_" + std::to_string(step),
+                       &label)
+            .ok());
+    auto out =
+        executor.Run(*main, &scope, {{"x", x}, {"label", label}}, {losses[0]});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     const double got = (*out)[0].data<float>()[0];
     EXPECT_NEAR(got, expected, 1e-4 * std::abs(expected)) << "step " << step;
   }
   // Parameters, moments and batch-norm statistics after the ten steps.
   Scope final_scope;
-  ASSERT_TRUE(LoadPersistables(*main, kCnnFixture + "/final", &final_scope).ok());
+  ASSERT_TRUE(
+      LoadPersistables(*main, kCnnFixture + "/final", &final_scope).ok());
   int compared = 0;
   for (const std::string& name : PersistableTensorNames(*main)) {
     const Tensor& want = *final_scope.FindVar(name)->GetTensor();

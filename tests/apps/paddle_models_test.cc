@@ -1,6 +1,8 @@
 // The three programs PaddlePaddle saved (../shared/paddle_models) load and
 // run unchanged in the reference executor and reproduce the reference
 // outputs listed in that folder's README.
+#include "tests/paddle_models.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,9 +10,8 @@
 #include <sstream>
 
 #include "apps/datasets.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "kernels/reference_executor.h"
-#include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
@@ -34,7 +35,8 @@ TEST(PaddleModelsTest, FitALineReproducesTestMse) {
   const Tensor& pred = (*out)[0];
   ASSERT_EQ(pred.dims(), (Dims{102, 1}));
   const float expected[] = {13.5011f, 13.5695f, 13.6182f, 15.7586f, 14.3852f};
-  for (int i = 0; i < 5; ++i) EXPECT_NEAR(pred.data<float>()[i], expected[i], 1e-3);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_NEAR(pred.data<float>()[i], expected[i], 1e-3);
   double mse = 0;
   for (int i = 0; i < 102; ++i) {
     double d = pred.data<float>()[i] - data->test_y.data<float>()[i];
@@ -48,8 +50,10 @@ TEST(PaddleModelsTest, MnistMlpReproducesProbabilities) {
   Scope scope;
   auto model = LoadInferenceModel(kModels + "/mnist_mlp", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto images = ReadIdxImages(kModels + "/mnist_mlp/golden/images-64-idx3-ubyte");
-  auto labels = ReadIdxLabels(kModels + "/mnist_mlp/golden/labels-64-idx1-ubyte");
+  auto images =
+      ReadIdxImages(kModels + "/mnist_mlp/golden/images-64-idx3-ubyte");
+  auto labels =
+      ReadIdxLabels(kModels + "/mnist_mlp/golden/labels-64-idx1-ubyte");
   ASSERT_TRUE(images.ok()) << images.status().ToString();
   ASSERT_TRUE(labels.ok()) << labels.status().ToString();
   Tensor x(DType::kFP32, {64, 1, 28, 28});
@@ -63,8 +67,9 @@ TEST(PaddleModelsTest, MnistMlpReproducesProbabilities) {
   const Tensor& prob = (*out)[0];
   ASSERT_EQ(prob.dims(), (Dims{64, 10}));
 
-  const std::vector<std::vector<double>> golden = testing::ReadGoldenProbabilities(
-      kModels + "/mnist_mlp/golden/probabilities.csv");
+  const std::vector<std::vector<double>> golden =
+      testing::ReadGoldenProbabilities(kModels +
+                                       "/mnist_mlp/golden/probabilities.csv");
   ASSERT_GE(golden.size(), 64u);
   int row = 0, correct = 0;
   double worst = 0;
@@ -85,8 +90,9 @@ TEST(PaddleModelsTest, MnistMlpReproducesProbabilities) {
 TEST(PaddleModelsTest, SimpleModelConvBatchNormOnOnes) {
   PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
-  auto model = LoadInferenceModel(kModels + "/simple_model/model.pdmodel",
-                                  kModels + "/simple_model/model.pdiparams", &scope);
+  auto model =
+      LoadInferenceModel(kModels + "/simple_model/model.pdmodel",
+                         kModels + "/simple_model/model.pdiparams", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Tensor x(DType::kFP32, {1, 3, 224, 224});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 1.0f;
@@ -113,7 +119,8 @@ TEST(PaddleModelsTest, BrokenModelDirectoriesGiveNamedErrors) {
   Scope scope;
   auto missing = LoadInferenceModel(kModels + "/no_such_model", &scope);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("no_such_model"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("no_such_model"),
+            std::string::npos);
   // The simple_model program with fit_a_line's parameter file layout: the
   // combined file misses records.
   auto wrong = LoadInferenceModel(kModels + "/simple_model/model.pdmodel",

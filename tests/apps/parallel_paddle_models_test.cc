@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "actors/parallel_executor.h"
+#include "actors/executor/parallel_executor.h"
 #include "apps/datasets.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "kernels/reference_executor.h"
 #include "tests/paddle_models.h"
 
@@ -46,9 +46,11 @@ double MaxAbsDiff(const Tensor& a, const Tensor& b) {
 TEST(ParallelPaddleModelsTest, FitALineOnTheHousingTestRows) {
   PAREX_REQUIRE_PADDLE_MODELS();
   Scope scope;
-  auto model = LoadInferenceModel(testing::PaddleModelsDir() + "/fit_a_line", &scope);
+  auto model =
+      LoadInferenceModel(testing::PaddleModelsDir() + "/fit_a_line", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  auto data = LoadUciHousing(std::string(PAREX_DATA_DIR) + "/boston_house_prices.csv");
+  auto data =
+      LoadUciHousing(std::string(PAREX_DATA_DIR) + "/boston_house_prices.csv");
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   Tensor parallel, reference;
   RunBoth(*model, &scope, data->test_x, &parallel, &reference);
@@ -85,8 +87,8 @@ TEST(ParallelPaddleModelsTest, MnistMlpReproducesPaddlesProbabilities) {
   double worst = 0;
   for (; row < 64; ++row) {
     for (int c = 0; c < 10; ++c) {
-      worst = std::max(
-          worst, std::abs(parallel.data<float>()[row * 10 + c] - golden[row][c]));
+      worst = std::max(worst, std::abs(parallel.data<float>()[row * 10 + c] -
+                                       golden[row][c]));
     }
   }
   EXPECT_EQ(row, 64);
@@ -97,8 +99,8 @@ TEST(ParallelPaddleModelsTest, SimpleModelTwoImagesOnePerPlace) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = testing::PaddleModelsDir() + "/simple_model";
   Scope scope;
-  auto model = LoadInferenceModel(dir + "/model.pdmodel", dir + "/model.pdiparams",
-                                  &scope);
+  auto model = LoadInferenceModel(dir + "/model.pdmodel",
+                                  dir + "/model.pdiparams", &scope);
   ASSERT_TRUE(model.ok()) << model.status().ToString();
   Tensor x(DType::kFP32, {2, 3, 224, 224});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 1.0f;

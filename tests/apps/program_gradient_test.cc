@@ -9,7 +9,7 @@
 
 #include "apps/datasets.h"
 #include "apps/models.h"
-#include "graph/build/backward.h"
+#include "graph/builder/backward.h"
 
 namespace parex {
 namespace {

@@ -11,16 +11,19 @@ TEST(CheckedMathTest, NumelOfOrdinaryShapes) {
   EXPECT_EQ(*CheckedNumel({}, "x"), 1);
   EXPECT_EQ(*CheckedNumel({64, 784}, "x"), 64 * 784);
   EXPECT_EQ(*CheckedNumel({0, int64_t{1} << 40}, "x"), 0);
-  EXPECT_EQ(*CheckedNumel({int64_t{1} << 24, int64_t{1} << 24}, "x"), int64_t{1} << 48);
+  EXPECT_EQ(*CheckedNumel({int64_t{1} << 24, int64_t{1} << 24}, "x"),
+            int64_t{1} << 48);
 }
 
 TEST(CheckedMathTest, ProductsThatWrapAreRefusedNamingTheShape) {
   // 2^32 * 2^32 wraps int64 to 0: the "enough bytes?" test would pass.
-  StatusOr<int64_t> n = CheckedNumel({int64_t{1} << 32, int64_t{1} << 32}, "'a.npy'");
+  StatusOr<int64_t> n =
+      CheckedNumel({int64_t{1} << 32, int64_t{1} << 32}, "'a.npy'");
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(n.status().message().find("'a.npy'"), std::string::npos);
-  EXPECT_NE(n.status().message().find("[4294967296,4294967296]"), std::string::npos);
+  EXPECT_NE(n.status().message().find("[4294967296,4294967296]"),
+            std::string::npos);
   EXPECT_FALSE(CheckedNumel({int64_t{1} << 24, int64_t{1} << 24, 2}, "x").ok());
   EXPECT_FALSE(CheckedNumel({INT64_MAX, 0}, "x").ok());  // an extent above 2^48
   EXPECT_FALSE(CheckedNumel({-1, 4}, "x").ok());

@@ -1,10 +1,9 @@
 #include "base/file_io.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string Scratch(const std::string& name) {
-  const fs::path dir = fs::path(PAREX_TEST_TMP_DIR) / ("file_io_" + name + "_" +
-                                                       std::to_string(getpid()));
+  const fs::path dir = fs::path(PAREX_TEST_TMP_DIR) /
+                       ("file_io_" + name + "_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();
@@ -64,7 +63,8 @@ TEST(FileIoTest, ReadingAFifoFailsAtOnceInsteadOfBlocking) {
   EXPECT_NE(bytes.status().message().find("FIFO"), std::string::npos);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   EXPECT_FALSE(ReadFileBytes(dir).ok());  // a directory
-  EXPECT_EQ(ReadFileBytes(dir + "/missing").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(ReadFileBytes(dir + "/missing").status().code(),
+            StatusCode::kNotFound);
 }
 
 TEST(FileIoTest, OutputChecksBeforeAnyWork) {

@@ -34,19 +34,23 @@ TEST(PlaceTest, PlaceLists) {
     return out;
   };
   EXPECT_EQ(ids("cpu"), (std::vector<std::string>{"cpu:0"}));
-  EXPECT_EQ(ids("cpu:3"), (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+  EXPECT_EQ(ids("cpu:3"),
+            (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
   EXPECT_EQ(ids("cpu:0,2"), (std::vector<std::string>{"cpu:0", "cpu:2"}));
   EXPECT_EQ(ids("cuda:1,0"), (std::vector<std::string>{"cuda:1", "cuda:0"}));
-  EXPECT_EQ(ids("cpu:0-2"), (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+  EXPECT_EQ(ids("cpu:0-2"),
+            (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
   EXPECT_EQ(ids("cpu:2-2"), (std::vector<std::string>{"cpu:2"}));
-  EXPECT_EQ(ids("cpu:0,2-3"), (std::vector<std::string>{"cpu:0", "cpu:2", "cpu:3"}));
-  for (const char* bad : {"", "cpu:", "cpu:0", "cpu:-1", "cpu:1,1", "cpu:1,", "tpu:2",
-                          "cpu:99999999999999999999", "cpu:2000", "cpu:1x", "cpu:3-1",
-                          "cpu:0-", "cpu:-", "cpu:0-1,1", "cpu:0-2000", "cpu:+1",
-                          "cpu:0--1", "cpu:1-+2"}) {
+  EXPECT_EQ(ids("cpu:0,2-3"),
+            (std::vector<std::string>{"cpu:0", "cpu:2", "cpu:3"}));
+  for (const char* bad :
+       {"", "cpu:", "cpu:0", "cpu:-1", "cpu:1,1", "cpu:1,", "tpu:2",
+        "cpu:99999999999999999999", "cpu:2000", "cpu:1x", "cpu:3-1", "cpu:0-",
+        "cpu:-", "cpu:0-1,1", "cpu:0-2000", "cpu:+1", "cpu:0--1", "cpu:1-+2"}) {
     auto p = ParsePlaceList(bad);
     ASSERT_FALSE(p.ok()) << bad;
-    EXPECT_NE(p.status().message().find("'" + std::string(bad) + "'"), std::string::npos)
+    EXPECT_NE(p.status().message().find("'" + std::string(bad) + "'"),
+              std::string::npos)
         << p.status().message();
   }
 }

@@ -72,7 +72,8 @@ TEST(ConfigTest, DefaultsAndEnvironment) {
   EXPECT_EQ(GetConfigInt("PAREX_SEED"), 0);
   ::unsetenv("PAREX_SEED");
   bool declared = false;
-  for (const auto& v : ConfigVars()) declared |= std::string(v.name) == "CPU_NUM";
+  for (const auto& v : ConfigVars())
+    declared |= std::string(v.name) == "CPU_NUM";
   EXPECT_TRUE(declared);
 }
 

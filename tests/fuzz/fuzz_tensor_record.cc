@@ -1,11 +1,11 @@
 // Fuzz target: Paddle's tensor records (proto/tensor_record.h through
-// kernels/tensor_io.h), read back to back as in a combined parameter file.
+// kernels/io/tensor_io.h), read back to back as in a combined parameter file.
 // A record that reads must write back to the same bytes' meaning.
 #include <sstream>
 #include <string>
 
 #include "base/check.h"
-#include "kernels/tensor_io.h"
+#include "kernels/io/tensor_io.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

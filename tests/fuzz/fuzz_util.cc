@@ -6,11 +6,11 @@
 #include <mutex>
 #include <set>
 
-#include "base/logging.h"
 #include "base/checked_math.h"
-#include "kernels/allocator.h"
+#include "base/logging.h"
 #include "graph/ir/op_role.h"
 #include "graph/ir/validate.h"
+#include "kernels/allocator.h"
 #include "kernels/reference_executor.h"
 #include "proto/program_io.h"
 
@@ -67,7 +67,8 @@ void SmallInputs(const Program& program, Scope* scope, FeedMap* feeds_out) {
   Scope& s = *scope;
   FeedMap& feeds = *feeds_out;
   for (const auto& var : block.vars()) {
-    if (!var->persistable() || var->name() == "feed" || var->name() == "fetch") {
+    if (!var->persistable() || var->name() == "feed" ||
+        var->name() == "fetch") {
       continue;
     }
     Tensor t;
@@ -119,14 +120,20 @@ namespace {
 using Attr = proto::OpDesc::Attr;
 
 const std::vector<int64_t>& ExtremeInts() {
-  static const std::vector<int64_t> v = {INT_MIN, -(1 << 20), -5, -1, 0,
-                                         1,       3,          1 << 20, INT_MAX};
+  static const std::vector<int64_t> v = {INT_MIN, -(1 << 20), -5,     -1, 0, 1,
+                                         3,       1 << 20,    INT_MAX};
   return v;
 }
 const std::vector<double>& ExtremeFloats() {
-  static const std::vector<double> v = {-1e30, -1, 0, 1e-30, 2, 1e30,
-                                        std::numeric_limits<double>::infinity(),
-                                        std::numeric_limits<double>::quiet_NaN()};
+  static const std::vector<double> v = {
+      -1e30,
+      -1,
+      0,
+      1e-30,
+      2,
+      1e30,
+      std::numeric_limits<double>::infinity(),
+      std::numeric_limits<double>::quiet_NaN()};
   return v;
 }
 
@@ -141,7 +148,8 @@ std::vector<Attr> Variants(const Attr& a) {
   };
   switch (a.type()) {
     case proto::INT:
-      for (int64_t x : ExtremeInts()) with([&](Attr* v) { v->set_i(static_cast<int>(x)); });
+      for (int64_t x : ExtremeInts())
+        with([&](Attr* v) { v->set_i(static_cast<int>(x)); });
       break;
     case proto::LONG:
       for (int64_t x : ExtremeInts()) with([&](Attr* v) { v->set_l(x); });
@@ -152,23 +160,32 @@ std::vector<Attr> Variants(const Attr& a) {
       with([&](Attr* v) { v->set_b(!a.b()); });
       break;
     case proto::FLOAT:
-      for (double x : ExtremeFloats()) with([&](Attr* v) { v->set_f(static_cast<float>(x)); });
+      for (double x : ExtremeFloats())
+        with([&](Attr* v) { v->set_f(static_cast<float>(x)); });
       break;
     case proto::FLOAT64:
-      for (double x : ExtremeFloats()) with([&](Attr* v) { v->set_float64(x); });
+      for (double x : ExtremeFloats())
+        with([&](Attr* v) { v->set_float64(x); });
       break;
     case proto::INTS:
       for (int64_t x : ExtremeInts()) {
         with([&](Attr* v) {
-          for (int i = 0; i < v->ints_size(); ++i) v->set_ints(i, static_cast<int>(x));
+          for (int i = 0; i < v->ints_size(); ++i)
+            v->set_ints(i, static_cast<int>(x));
         });
         if (a.ints_size() > 0) {
           with([&](Attr* v) { v->set_ints(0, static_cast<int>(x)); });
         }
       }
       with([&](Attr* v) { v->clear_ints(); });
-      with([&](Attr* v) { v->clear_ints(); v->add_ints(2); });
-      with([&](Attr* v) { v->clear_ints(); for (int i = 0; i < 5; ++i) v->add_ints(1); });
+      with([&](Attr* v) {
+        v->clear_ints();
+        v->add_ints(2);
+      });
+      with([&](Attr* v) {
+        v->clear_ints();
+        for (int i = 0; i < 5; ++i) v->add_ints(1);
+      });
       break;
     case proto::LONGS:
       for (int64_t x : {int64_t{INT64_MIN}, int64_t{-1}, int64_t{0},
@@ -178,12 +195,16 @@ std::vector<Attr> Variants(const Attr& a) {
         });
       }
       with([&](Attr* v) { v->clear_longs(); });
-      with([&](Attr* v) { v->clear_longs(); for (int i = 0; i < 12; ++i) v->add_longs(2); });
+      with([&](Attr* v) {
+        v->clear_longs();
+        for (int i = 0; i < 12; ++i) v->add_longs(2);
+      });
       break;
     case proto::FLOATS:
       for (double x : ExtremeFloats()) {
         with([&](Attr* v) {
-          for (int i = 0; i < v->floats_size(); ++i) v->set_floats(i, static_cast<float>(x));
+          for (int i = 0; i < v->floats_size(); ++i)
+            v->set_floats(i, static_cast<float>(x));
         });
       }
       with([&](Attr* v) { v->clear_floats(); });
@@ -209,16 +230,17 @@ void ForEachAttributeVariant(
     const proto::OpDesc& op = base.blocks(0).ops(i);
     for (int a = 0; a < op.attrs_size(); ++a) {
       const std::string& name = op.attrs(a).name();
-      if (name == "op_role" || name == "op_role_var" || name == "op_namescope" ||
-          name == "op_callstack" || name == "op_device" || name == "with_quant_attr") {
+      if (name == "op_role" || name == "op_role_var" ||
+          name == "op_namescope" || name == "op_callstack" ||
+          name == "op_device" || name == "with_quant_attr") {
         continue;  // bookkeeping the executors read through OpRole only
       }
       for (const Attr& variant : Variants(op.attrs(a))) {
         proto::ProgramDesc desc = base;
         *desc.mutable_blocks(0)->mutable_ops(i)->mutable_attrs(a) = variant;
-        visit(Program(std::move(desc)), "op #" + std::to_string(i) + " '" + op.type() +
-                                            "' attr '" + name +
-                                            "' = " + variant.ShortDebugString());
+        visit(Program(std::move(desc)),
+              "op #" + std::to_string(i) + " '" + op.type() + "' attr '" +
+                  name + "' = " + variant.ShortDebugString());
       }
     }
   }

@@ -4,7 +4,8 @@
 // every op the builder emits), and with --regressions the hand-minimised
 // programs of crashes found so far. Run by hand; its output is committed:
 //   build/tests/fuzz/parex_fuzz_make_corpus tests/fuzz/corpus/program
-//   build/tests/fuzz/parex_fuzz_make_corpus --regressions tests/fuzz/regressions/program
+//   build/tests/fuzz/parex_fuzz_make_corpus --regressions
+//   tests/fuzz/regressions/program
 #include <climits>
 #include <cstdio>
 #include <string>
@@ -21,7 +22,8 @@ Program ElementwiseAxisOverflow() {
   Program p;
   Block& b = p.global_block();
   for (const auto& [name, dims] : {std::pair<const char*, Dims>{"x", {-1, 4}},
-                                   {"y", {4}}, {"out", {-1, 4}}}) {
+                                   {"y", {4}},
+                                   {"out", {-1, 4}}}) {
     VarDesc* v = b.Var(name);
     v->SetDType(DType::kFP32);
     v->SetDims(dims);
@@ -35,8 +37,8 @@ Program ElementwiseAxisOverflow() {
 }
 
 int WriteRegressions(const std::string& dir) {
-  for (const auto& [name, program] :
-       {std::pair<const char*, Program>{"elementwise_axis_int_max", ElementwiseAxisOverflow()}}) {
+  for (const auto& [name, program] : {std::pair<const char*, Program>{
+           "elementwise_axis_int_max", ElementwiseAxisOverflow()}}) {
     const std::string path = dir + "/" + name + ".pdmodel";
     if (Status s = program.Save(path); !s.ok()) {
       std::fprintf(stderr, "%s\n", s.ToString().c_str());
@@ -58,8 +60,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (ExampleKind kind : {ExampleKind::kFitALine, ExampleKind::kDigitsMlp,
-                           ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+  for (ExampleKind kind :
+       {ExampleKind::kFitALine, ExampleKind::kDigitsMlp,
+        ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     StatusOr<ExampleProgram> ex = BuildExample(kind);
     if (!ex.ok()) {
       std::fprintf(stderr, "%s\n", ex.status().ToString().c_str());

@@ -1,4 +1,5 @@
-// Tests of kernels/cpu/activation_kernels.cc and graph/ops/activation_ops.cc.
+// Tests of kernels/cpu/activation_kernels.cc and
+// graph/ir/ops/activation_ops.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -6,10 +7,9 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graph/ir/op_schema.h"
 #include "kernels/kernel_registry.h"
@@ -39,20 +39,31 @@ const std::vector<Activation>& Activations() {
       {"exp", [](double x) { return std::exp(x); }, "Out"},
       {"log", [](double x) { return std::log(x); }, "X", {}, 0.2, 3.0},
       {"abs", [](double x) { return std::abs(x); }, "X"},
-      {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, "X"},
+      {"gelu",
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       "X"},
       {"gelu",
        [](double x) {
-         return 0.5 * x * (1 + std::tanh(std::sqrt(2 / kPi) * (x + 0.044715 * x * x * x)));
+         return 0.5 * x *
+                (1 +
+                 std::tanh(std::sqrt(2 / kPi) * (x + 0.044715 * x * x * x)));
        },
        "X", [](OpTester& t) { t.Attr<bool>("approximate", true); }},
-      {"leaky_relu", [](double x) { return x > 0 ? x : static_cast<double>(0.1f) * x; }, "X",
+      {"leaky_relu",
+       [](double x) { return x > 0 ? x : static_cast<double>(0.1f) * x; }, "X",
        [](OpTester& t) { t.Attr<float>("alpha", 0.1f); }},
-      {"hard_swish", [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; }, "X",
-       {}, -4.1, 3.9},
+      {"hard_swish",
+       [](double x) { return x * std::min(std::max(x + 3, 0.0), 6.0) / 6; },
+       "X",
+       {},
+       -4.1,
+       3.9},
       {"swish", [](double x) { return x / (1 + std::exp(-1.5 * x)); }, "X",
        [](OpTester& t) { t.Attr<float>("beta", 1.5f); }},
       {"clip", [](double x) { return std::min(std::max(x, -0.5), 1.25); }, "X",
-       [](OpTester& t) { t.Attr<float>("min", -0.5f).Attr<float>("max", 1.25f); }},
+       [](OpTester& t) {
+         t.Attr<float>("min", -0.5f).Attr<float>("max", 1.25f);
+       }},
   };
   return all;
 }
@@ -84,7 +95,8 @@ TEST(ActivationKernelsTest, ForwardMatchesScalarFormulaInBothFloatTypes) {
     for (DType dtype : {DType::kFP32, DType::kFP64}) {
       SCOPED_TRACE(std::string(a.type) + " " + DTypeName(dtype));
       // Positive-only ops (log) keep their range; the others take [-3, 3].
-      Tensor x = RandomTensor({3, 5}, a.lo > 0 ? a.lo : -3, a.lo > 0 ? a.hi : 3, 11, dtype);
+      Tensor x = RandomTensor({3, 5}, a.lo > 0 ? a.lo : -3, a.lo > 0 ? a.hi : 3,
+                              11, dtype);
       OpTester t(a.type);
       t.Input("X", x).Output("Out");
       if (a.attrs) a.attrs(t);
@@ -110,7 +122,8 @@ TEST(ActivationKernelsTest, GradMatchesFiniteDifferences) {
       OpTester t(a.type);
       // Distinct values keep relu's kink away from every probed point (the
       // asymmetric range keeps 0 itself out).
-      t.Input("X", DistinctRandomTensor(dims, a.lo, a.hi, seed++)).Output("Out");
+      t.Input("X", DistinctRandomTensor(dims, a.lo, a.hi, seed++))
+          .Output("Out");
       if (a.attrs) a.attrs(t);
       EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
     }
@@ -158,23 +171,14 @@ TEST(ActivationKernelsTest, CompileTimeShapesAcceptUnknownBatch) {
 }
 
 TEST(ActivationKernelsTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{{"relu", kFloats},
-                                           {"sigmoid", kFloats},
-                                           {"tanh", kFloats},
-                                           {"square", kFloats},
-                                           {"relu_grad", kFloats},
-                                           {"sigmoid_grad", kFloats},
-                                           {"tanh_grad", kFloats},
-                                           {"square_grad", kFloats}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"relu", kFloats},
+                        {"sigmoid", kFloats},
+                        {"tanh", kFloats},
+                        {"square", kFloats},
+                        {"relu_grad", kFloats},
+                        {"sigmoid_grad", kFloats},
+                        {"tanh_grad", kFloats},
+                        {"square_grad", kFloats}});
 }
 
 }  // namespace
@@ -195,7 +199,8 @@ TEST(ActivationKernelsTest, MatchPaddleGoldens) {
   for (const auto& c : doc["cases"]) {
     const std::string op = c["op"];
     SCOPED_TRACE(op + " " + c["attrs"].dump());
-    const std::vector<double> x = c["x"], w = c["w"], out = c["out"], grad = c["x_grad"];
+    const std::vector<double> x = c["x"], w = c["w"], out = c["out"],
+                              grad = c["x_grad"];
     const int64_t n = static_cast<int64_t>(x.size());
     auto set_attrs = [&](OpTester& t) {
       for (const auto& [name, value] : c["attrs"].items()) {
@@ -210,17 +215,21 @@ TEST(ActivationKernelsTest, MatchPaddleGoldens) {
     fwd.Input("X", MakeTensor<double>({n}, x)).Output("Out");
     set_attrs(fwd);
     ASSERT_TRUE(fwd.Run().ok());
-    EXPECT_EQ(CompareTensors(fwd.Out("Out"), MakeTensor<double>({n}, out), 1e-12, 1e-12), "");
+    EXPECT_EQ(CompareTensors(fwd.Out("Out"), MakeTensor<double>({n}, out),
+                             1e-12, 1e-12),
+              "");
     const OpSchema* schema = OpSchemaRegistry::Global().Find(op);
     ASSERT_NE(schema, nullptr);
     const std::string source = schema->grad_inputs()[0];
     OpTester bwd(op + "_grad");
-    bwd.Input(source, source == "X" ? MakeTensor<double>({n}, x) : fwd.Out("Out"))
+    bwd.Input(source,
+              source == "X" ? MakeTensor<double>({n}, x) : fwd.Out("Out"))
         .Input("Out@GRAD", MakeTensor<double>({n}, w))
         .Output("X@GRAD");
     set_attrs(bwd);
     ASSERT_TRUE(bwd.Run().ok());
-    EXPECT_EQ(CompareTensors(bwd.Out("X@GRAD"), MakeTensor<double>({n}, grad), 1e-12, 1e-12),
+    EXPECT_EQ(CompareTensors(bwd.Out("X@GRAD"), MakeTensor<double>({n}, grad),
+                             1e-12, 1e-12),
               "");
     ++checked;
   }

@@ -34,7 +34,8 @@ TEST(AllocatorTest, HugeRequestsFailWithoutAskingTheSystem) {
       },
       [](void* p) { std::free(p); });
   // Sizes above 2^63 once looped forever finding their size class.
-  for (size_t size : {SIZE_MAX, SIZE_MAX / 2 + 1, size_t{1} << 62, AllocationLimit() + 1}) {
+  for (size_t size :
+       {SIZE_MAX, SIZE_MAX / 2 + 1, size_t{1} << 62, AllocationLimit() + 1}) {
     EXPECT_EQ(alloc->Allocate(size), nullptr) << size;
   }
   EXPECT_EQ(system_calls, 0);
@@ -53,7 +54,8 @@ TEST(AllocatorTest, ASystemRefusalIsNullptrAfterTheCacheIsReleased) {
   void* small = alloc->Allocate(64);
   alloc->Free(small, 64);
   EXPECT_EQ(alloc->Allocate(8192), nullptr);
-  EXPECT_EQ(system_calls, 3);  // the small block, then 8192 twice around a release
+  EXPECT_EQ(system_calls,
+            3);  // the small block, then 8192 twice around a release
   EXPECT_EQ(alloc->stats().bytes_cached, 0u);
 }
 

@@ -1,5 +1,5 @@
 // Tests of batch_norm and batch_norm_grad (kernels/cpu/batch_norm_kernel.cc,
-// schema in graph/ops/norm_ops.cc): statistics and outputs against loops
+// schema in graph/ir/ops/norm_ops.cc): statistics and outputs against loops
 // written here, the in-place running-statistics update, inference mode with
 // is_test stored as INT, gradients against finite differences, shape errors.
 #include <gmock/gmock.h>

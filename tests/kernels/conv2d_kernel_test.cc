@@ -1,5 +1,5 @@
-// Tests of conv2d and conv2d_grad (kernels/cpu/conv2d_kernel.cc, schema in
-// graph/ops/conv_ops.cc): forward values against a direct 7-loop
+// Tests of conv2d and conv2d_grad (kernels/cpu/spatial/conv2d_kernel.cc, schema
+// in graph/ir/ops/conv_ops.cc): forward values against a direct 7-loop
 // convolution written here, gradients against finite differences, shape
 // errors and compile-time shapes; depthwise_conv2d against PaddlePaddle
 // 2.6.2 (paddle_goldens/depthwise_conv2d.json) and finite differences.
@@ -333,7 +333,10 @@ TEST(DepthwiseConv2dKernelTest, MatchesPaddle) {
 
 TEST(DepthwiseConv2dKernelTest, MatchesDirectConvolutionAndGradients) {
   const ForwardCase cases[] = {
-      {"multiplier1", {2, 3, 5, 5}, {3, 1, 3, 3}, {3, {1, 1}, {1, 1, 1, 1}, {1, 1}}},
+      {"multiplier1",
+       {2, 3, 5, 5},
+       {3, 1, 3, 3},
+       {3, {1, 1}, {1, 1, 1, 1}, {1, 1}}},
       {"multiplier2_stride2_dilation2",
        {1, 2, 7, 6},
        {4, 1, 2, 3},
@@ -347,8 +350,8 @@ TEST(DepthwiseConv2dKernelTest, MatchesDirectConvolutionAndGradients) {
     t.Input("Input", input).Input("Filter", filter).Output("Output");
     SetConvAttrs(t, c.params);
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Output"), DirectConv(input, filter, c.params),
-                             1e-12, 1e-12),
+    EXPECT_EQ(CompareTensors(t.Out("Output"),
+                             DirectConv(input, filter, c.params), 1e-12, 1e-12),
               "");
     EXPECT_THAT(t.CheckGrad({"Input", "Filter"}, {"Output"}), IsEmpty());
   }

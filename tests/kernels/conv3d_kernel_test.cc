@@ -1,5 +1,5 @@
 // Tests of conv3d and conv3d_grad (the conv2d kernels over volumes,
-// kernels/cpu/conv2d_kernel.cc and im2col.h's Vol2Col; schema in
+// kernels/cpu/spatial/conv2d_kernel.cc and im2col.h's Vol2Col; schema in
 // graph/ir/ops/conv_ops.cc): values and Paddle's gradient op against
 // PaddlePaddle 2.6.2 (paddle_goldens/conv3d.json), values against a direct
 // loop written here, gradients against finite differences, bad attributes
@@ -27,14 +27,18 @@ struct Conv3dParams {
 
 // out[n][m][o0][o1][o2] = sum over the group's channels and taps t of
 // in[n][c][o*stride - pad_before + t*dilation] * f[m][c][t], zero outside.
-Tensor DirectConv3d(const Tensor& input, const Tensor& filter, const Conv3dParams& p) {
-  const int n_ = input.dim(0), c_ = input.dim(1), m_ = filter.dim(0), cg = filter.dim(1);
+Tensor DirectConv3d(const Tensor& input, const Tensor& filter,
+                    const Conv3dParams& p) {
+  const int n_ = input.dim(0), c_ = input.dim(1), m_ = filter.dim(0),
+            cg = filter.dim(1);
   int in[3], k[3], out[3];
   for (int i = 0; i < 3; ++i) {
     in[i] = input.dim(2 + i);
     k[i] = filter.dim(2 + i);
     out[i] = (in[i] + p.paddings[2 * i] + p.paddings[2 * i + 1] -
-              (p.dilations[i] * (k[i] - 1) + 1)) / p.strides[i] + 1;
+              (p.dilations[i] * (k[i] - 1) + 1)) /
+                 p.strides[i] +
+             1;
   }
   Tensor result(DType::kFP64, {n_, m_, out[0], out[1], out[2]});
   double* o = result.data<double>();
@@ -53,14 +57,20 @@ Tensor DirectConv3d(const Tensor& input, const Tensor& filter, const Conv3dParam
               for (int t0 = 0; t0 < k[0]; ++t0) {
                 for (int t1 = 0; t1 < k[1]; ++t1) {
                   for (int t2 = 0; t2 < k[2]; ++t2) {
-                    const int z = a * p.strides[0] - p.paddings[0] + t0 * p.dilations[0];
-                    const int y = b * p.strides[1] - p.paddings[2] + t1 * p.dilations[1];
-                    const int w = e * p.strides[2] - p.paddings[4] + t2 * p.dilations[2];
-                    if (z < 0 || z >= in[0] || y < 0 || y >= in[1] || w < 0 || w >= in[2]) {
+                    const int z =
+                        a * p.strides[0] - p.paddings[0] + t0 * p.dilations[0];
+                    const int y =
+                        b * p.strides[1] - p.paddings[2] + t1 * p.dilations[1];
+                    const int w =
+                        e * p.strides[2] - p.paddings[4] + t2 * p.dilations[2];
+                    if (z < 0 || z >= in[0] || y < 0 || y >= in[1] || w < 0 ||
+                        w >= in[2]) {
                       continue;
                     }
-                    sum += x[(((n * c_ + ci) * in[0] + z) * in[1] + y) * in[2] + w] *
-                           f[(((m * cg + c) * k[0] + t0) * k[1] + t1) * k[2] + t2];
+                    sum +=
+                        x[(((n * c_ + ci) * in[0] + z) * in[1] + y) * in[2] +
+                          w] *
+                        f[(((m * cg + c) * k[0] + t0) * k[1] + t1) * k[2] + t2];
                   }
                 }
               }
@@ -107,9 +117,10 @@ TEST(Conv3dKernelTest, MatchesDirectLoopAndGradients) {
         .Attr("paddings", c.params.paddings)
         .Attr("dilations", c.params.dilations);
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Output"), DirectConv3d(input, filter, c.params), 1e-12,
-                             1e-12),
-              "");
+    EXPECT_EQ(
+        CompareTensors(t.Out("Output"), DirectConv3d(input, filter, c.params),
+                       1e-12, 1e-12),
+        "");
     EXPECT_THAT(t.CheckGrad({"Input", "Filter"}, {"Output"}), IsEmpty());
   }
 }

@@ -1,5 +1,5 @@
 // Tests of conv2d_transpose and its gradient op
-// (kernels/cpu/conv_transpose_kernel.cc, schema in
+// (kernels/cpu/spatial/conv_transpose_kernel.cc, schema in
 // graph/ir/ops/conv_transpose_ops.cc): values and Paddle's gradient op
 // against PaddlePaddle 2.6.2 (paddle_goldens/conv2d_transpose.json), values
 // against a scatter loop written here, gradients against finite
@@ -51,8 +51,10 @@ Tensor ScatterTranspose(const Tensor& input, const Tensor& filter,
           for (int m = 0; m < mg; ++m) {
             for (int i = 0; i < kh; ++i) {
               for (int j = 0; j < kw; ++j) {
-                const int oy = y * p.strides[0] - p.paddings[0] + i * p.dilations[0];
-                const int ox = x * p.strides[1] - p.paddings[2] + j * p.dilations[1];
+                const int oy =
+                    y * p.strides[0] - p.paddings[0] + i * p.dilations[0];
+                const int ox =
+                    x * p.strides[1] - p.paddings[2] + j * p.dilations[1];
                 if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
                 const int om = (c / cg) * mg + m;
                 o[((n * m_ + om) * oh + oy) * ow + ox] +=
@@ -111,10 +113,10 @@ TEST(ConvTransposeKernelTest, MatchesScatterLoopAndGradients) {
     t.Input("Input", input).Input("Filter", filter).Output("Output");
     SetTransposeAttrs(t, c.params);
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Output"),
-                             ScatterTranspose(input, filter, c.params), 1e-12,
-                             1e-12),
-              "");
+    EXPECT_EQ(
+        CompareTensors(t.Out("Output"),
+                       ScatterTranspose(input, filter, c.params), 1e-12, 1e-12),
+        "");
     EXPECT_THAT(t.CheckGrad({"Input", "Filter"}, {"Output"}), IsEmpty());
   }
 }
@@ -128,10 +130,26 @@ TEST(ConvTransposeKernelTest, BadAttributesAndShapesNameTheOp) {
   };
   const Bad cases[] = {
       {"channels", {1, 3, 3, 3}, {2, 2, 2, 2}, {}, {}},
-      {"groups", {1, 3, 3, 3}, {3, 2, 2, 2}, {2, {1, 1}, {0, 0, 0, 0}, {1, 1}, {0, 0}}, {}},
-      {"output_padding", {1, 2, 3, 3}, {2, 2, 2, 2}, {1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {2, 0}}, {}},
-      {"output_size", {1, 2, 3, 3}, {2, 2, 2, 2}, {1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {0, 0}}, {9, 6}},
-      {"paddings", {1, 2, 1, 1}, {2, 2, 1, 1}, {1, {1, 1}, {1, 1, 0, 0}, {1, 1}, {0, 0}}, {}},
+      {"groups",
+       {1, 3, 3, 3},
+       {3, 2, 2, 2},
+       {2, {1, 1}, {0, 0, 0, 0}, {1, 1}, {0, 0}},
+       {}},
+      {"output_padding",
+       {1, 2, 3, 3},
+       {2, 2, 2, 2},
+       {1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {2, 0}},
+       {}},
+      {"output_size",
+       {1, 2, 3, 3},
+       {2, 2, 2, 2},
+       {1, {2, 2}, {0, 0, 0, 0}, {1, 1}, {0, 0}},
+       {9, 6}},
+      {"paddings",
+       {1, 2, 1, 1},
+       {2, 2, 1, 1},
+       {1, {1, 1}, {1, 1, 0, 0}, {1, 1}, {0, 0}},
+       {}},
   };
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.what);

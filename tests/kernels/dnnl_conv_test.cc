@@ -1,10 +1,12 @@
-// fp32 conv2d / conv2d_grad through oneDNN (kernels/cpu/dnnl_conv.h, issue
-// 13): on shapes with padding (symmetric and not), strides, dilations,
+// fp32 conv2d / conv2d_grad through oneDNN (kernels/cpu/spatial/dnnl_conv.h,
+// issue 13): on shapes with padding (symmetric and not), strides, dilations,
 // groups and 1x1 filters, the oneDNN results match the fp64 im2col path (the
 // reference, itself checked against a direct convolution and finite
 // differences in conv2d_kernel_test.cc) to fp32 accuracy; they are the same
 // bits run to run and from a prepared op's cached primitives; and oneDNN is
 // what ran (its execution count grows), while switching it off runs im2col.
+#include "kernels/cpu/spatial/dnnl_conv.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,9 +16,9 @@
 #include <vector>
 
 #include "graph/ir/validate.h"
-#include "kernels/cpu/dnnl_conv.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
+#include "kernels/prepared_op.h"
 #include "kernels/scope.h"
 #include "tests/kernels/op_tester.h"
 
@@ -36,14 +38,30 @@ std::vector<Case> Cases() {
   return {
       {"lenet_conv1_pad2", {8, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2, 2, 2}},
       {"lenet_conv2", {8, 6, 14, 14}, {16, 6, 5, 5}},
-      {"stride2_asymmetric_pad", {3, 4, 11, 9}, {5, 4, 3, 3}, {2, 2},
+      {"stride2_asymmetric_pad",
+       {3, 4, 11, 9},
+       {5, 4, 3, 3},
+       {2, 2},
        {0, 1, 1, 0}},
-      {"groups2_dilation2", {2, 6, 12, 12}, {4, 3, 3, 3}, {1, 1}, {1, 1, 1, 1},
-       {2, 2}, 2},
+      {"groups2_dilation2",
+       {2, 6, 12, 12},
+       {4, 3, 3, 3},
+       {1, 1},
+       {1, 1, 1, 1},
+       {2, 2},
+       2},
       {"one_by_one", {4, 8, 7, 7}, {12, 8, 1, 1}},
-      {"depthwise_stride2", {2, 4, 9, 9}, {4, 1, 3, 3}, {2, 2}, {1, 1, 1, 1},
-       {1, 1}, 4},
-      {"blocks_16_to_32_pad1", {2, 16, 10, 10}, {32, 16, 3, 3}, {1, 1},
+      {"depthwise_stride2",
+       {2, 4, 9, 9},
+       {4, 1, 3, 3},
+       {2, 2},
+       {1, 1, 1, 1},
+       {1, 1},
+       4},
+      {"blocks_16_to_32_pad1",
+       {2, 16, 10, 10},
+       {32, 16, 3, 3},
+       {1, 1},
        {1, 1, 1, 1}},
   };
 }
@@ -60,8 +78,8 @@ struct ConvProgram {
 Tensor Cast(const Tensor& t, DType dtype) {
   Tensor out(dtype, t.dims());
   for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = t.dtype() == DType::kFP64 ? t.data<double>()[i]
-                                               : t.data<float>()[i];
+    const double v =
+        t.dtype() == DType::kFP64 ? t.data<double>()[i] : t.data<float>()[i];
     if (dtype == DType::kFP64) {
       out.data<double>()[i] = v;
     } else {
@@ -75,10 +93,10 @@ std::unique_ptr<ConvProgram> Build(const Case& c, DType dtype) {
   auto p = std::make_unique<ConvProgram>();
   Block& block = p->program.global_block();
   // fp32 values, so both dtypes start from the same numbers.
-  const Tensor input = Cast(RandomTensor(c.input, -1, 1, 11, DType::kFP64),
-                            DType::kFP32);
-  const Tensor filter = Cast(RandomTensor(c.filter, -1, 1, 12, DType::kFP64),
-                             DType::kFP32);
+  const Tensor input =
+      Cast(RandomTensor(c.input, -1, 1, 11, DType::kFP64), DType::kFP32);
+  const Tensor filter =
+      Cast(RandomTensor(c.filter, -1, 1, 12, DType::kFP64), DType::kFP32);
   auto var = [&](const std::string& name, const Tensor* value) {
     VarDesc* v = block.Var(name);
     v->SetDType(dtype);
@@ -127,8 +145,7 @@ std::unique_ptr<ConvProgram> Build(const Case& c, DType dtype) {
   grad->SetAttr("groups", c.groups);
   EXPECT_TRUE(ValidateOp(*grad, block).ok()) << c.name;
   auto prepared = PreparedOp::Prepare(*grad, &p->scope, &p->device);
-  EXPECT_TRUE(prepared.ok()) << c.name << ": "
-                             << prepared.status().ToString();
+  EXPECT_TRUE(prepared.ok()) << c.name << ": " << prepared.status().ToString();
   p->grad = std::move(*prepared);
   EXPECT_TRUE(p->grad->Run().ok()) << c.name;
   return p;
@@ -180,7 +197,8 @@ class DnnlConvTest : public ::testing::Test {
 
 TEST_F(DnnlConvTest, MatchesTheFp64ReferenceAndIsTheSameBitsEveryRun) {
   ASSERT_TRUE(cpu::DnnlAvailable())
-      << "parex was built without oneDNN (scripts/bootstrap installs libdnnl-dev)";
+      << "parex was built without oneDNN (scripts/bootstrap installs "
+         "libdnnl-dev)";
   for (const Case& c : Cases()) {
     cpu::SetDnnlConvMode(cpu::DnnlConvMode::kAlways);
     const int64_t before = cpu::DnnlConvExecutions();
@@ -189,8 +207,8 @@ TEST_F(DnnlConvTest, MatchesTheFp64ReferenceAndIsTheSameBitsEveryRun) {
     EXPECT_EQ(cpu::DnnlConvExecutions() - before, 3) << c.name;
     auto reference = Build(c, DType::kFP64);
     for (const char* name : {"out", "din", "dw"}) {
-      ExpectClose(Get(*dnnl, name), Get(*reference, name),
-                  c.name + " " + name, Terms(c, name));
+      ExpectClose(Get(*dnnl, name), Get(*reference, name), c.name + " " + name,
+                  Terms(c, name));
     }
     // Again through the prepared ops' cached primitives, and from scratch.
     const Tensor out = Get(*dnnl, "out"), din = Get(*dnnl, "din"),

@@ -1,5 +1,5 @@
 // Tests of dropout and dropout_grad (kernels/cpu/dropout_kernel.cc, schema in
-// graph/ops/norm_ops.cc): both implementations in training and inference,
+// graph/ir/ops/norm_ops.cc): both implementations in training and inference,
 // the mask's rate and seeding, gradients against finite differences (with a
 // fixed seed, so every forward run draws the same mask), attribute errors.
 #include <gmock/gmock.h>

@@ -1,6 +1,7 @@
-// Tests of kernels/cpu/elementwise_kernels.cc and graph/ops/elementwise_ops.cc:
-// forward values against a naive multi-index loop, gradients against finite
-// differences, Fluid's axis broadcasting cases and shape errors.
+// Tests of kernels/cpu/elementwise_kernels.cc and
+// graph/ir/ops/elementwise_ops.cc: forward values against a naive multi-index
+// loop, gradients against finite differences, Fluid's axis broadcasting cases
+// and shape errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -268,23 +269,14 @@ TEST(ElementwiseKernelsTest, SchemasDeclareFluidGradSlots) {
 }
 
 TEST(ElementwiseKernelsTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{{"elementwise_add", kNumbers},
-                                           {"elementwise_sub", kNumbers},
-                                           {"elementwise_mul", kNumbers},
-                                           {"elementwise_div", kNumbers},
-                                           {"elementwise_add_grad", kFloats},
-                                           {"elementwise_sub_grad", kFloats},
-                                           {"elementwise_mul_grad", kFloats},
-                                           {"elementwise_div_grad", kFloats}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"elementwise_add", kNumbers},
+                        {"elementwise_sub", kNumbers},
+                        {"elementwise_mul", kNumbers},
+                        {"elementwise_div", kNumbers},
+                        {"elementwise_add_grad", kFloats},
+                        {"elementwise_sub_grad", kFloats},
+                        {"elementwise_mul_grad", kFloats},
+                        {"elementwise_div_grad", kFloats}});
 }
 
 }  // namespace
@@ -300,8 +292,8 @@ namespace {
 // axis 0, bool and int operands.
 TEST(EqualKernelTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("equal"), 6);
-  ExpectCpuKernels("equal",
-                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64, DType::kBool});
+  ExpectCpuKernels("equal", {DType::kFP32, DType::kFP64, DType::kInt32,
+                             DType::kInt64, DType::kBool});
 }
 
 // Y lined up with X's middle dim: out[i, j, k] = x[i, j, k] == y[j]
@@ -329,11 +321,14 @@ TEST(EqualKernelTest, AxisLinesYUpInsideX) {
 
 TEST(EqualKernelTest, BadShapesAndAxisNameTheOp) {
   OpTester dims("equal");
-  dims.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Input("Y", RandomTensor({4}, 0, 1, 2)).Output("Out");
+  dims.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Input("Y", RandomTensor({4}, 0, 1, 2))
+      .Output("Out");
   Status s = dims.Run();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'equal'"));
-  EXPECT_THAT(s.message(), HasSubstr("X [2,3] and Y [4] do not broadcast at axis -1"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("X [2,3] and Y [4] do not broadcast at axis -1"));
   OpTester axis("equal");
   axis.Input("X", RandomTensor({2, 3}, 0, 1, 1))
       .Input("Y", RandomTensor({3}, 0, 1, 2))

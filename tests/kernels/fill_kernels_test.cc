@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/fill_kernels.cc and graph/ops/fill_ops.cc:
+// Tests of kernels/cpu/fill_kernels.cc and graph/ir/ops/fill_ops.cc:
 // fill_constant, uniform_random, gaussian_random, assign, scale and cast.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "graph/ir/op_schema.h"
-#include "kernels/kernel_registry.h"
 #include "graph/ir/validate.h"
+#include "kernels/kernel_registry.h"
 #include "tests/kernels/op_tester.h"
 #include "tests/kernels/paddle_golden.h"
 
@@ -342,27 +342,19 @@ TEST(FillKernelsTest, CopyOpsDeclareNoGradSpec) {
 }
 
 TEST(FillKernelsTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{{"fill_constant", kNumbers},
-                                           {"uniform_random", kFloats},
-                                           {"gaussian_random", kFloats},
-                                           {"assign", kNumbers},
-                                           {"scale", kNumbers},
-                                           {"cast", kNumbers}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"fill_constant", kNumbers},
+                        {"uniform_random", kFloats},
+                        {"gaussian_random", kFloats},
+                        {"assign", kNumbers},
+                        {"scale", kNumbers},
+                        {"cast", kNumbers}});
 }
 
 }  // namespace
 }  // namespace parex::testing
 
-// ---- fill_constant_batch_size_like --------------------------------------------
+// ---- fill_constant_batch_size_like
+// --------------------------------------------
 
 namespace parex::testing {
 namespace {
@@ -371,8 +363,9 @@ namespace {
 // the batch extent at other indices, str_value for an int64, int32 and bool.
 TEST(FillConstantBatchSizeLikeKernelTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("fill_constant_batch_size_like"), 5);
-  ExpectCpuKernels("fill_constant_batch_size_like",
-                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64, DType::kBool});
+  ExpectCpuKernels(
+      "fill_constant_batch_size_like",
+      {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64, DType::kBool});
 }
 
 TEST(FillConstantBatchSizeLikeKernelTest, BadAttributesNameTheOp) {
@@ -381,12 +374,17 @@ TEST(FillConstantBatchSizeLikeKernelTest, BadAttributesNameTheOp) {
     int input_dim_idx, output_dim_idx, dtype;
     std::string message;
   };
-  for (const Case& c : {Case{{}, 0, 0, 5, "attribute shape is empty"},
-                        Case{{-1, 3}, 0, 2, 5, "output_dim_idx 2 is outside shape [-1,3]"},
-                        Case{{-1, 3}, 2, 0, 5, "input_dim_idx 2 is outside Input [4,2]"},
-                        Case{{-1, -1}, 0, 0, 5, "shape [4,-1] (with Input's extent at 0) has a "
-                                                "negative extent"},
-                        Case{{-1, 3}, 0, 0, 99, "attribute dtype 99 is no element type"}}) {
+  for (const Case& c :
+       {Case{{}, 0, 0, 5, "attribute shape is empty"},
+        Case{{-1, 3}, 0, 2, 5, "output_dim_idx 2 is outside shape [-1,3]"},
+        Case{{-1, 3}, 2, 0, 5, "input_dim_idx 2 is outside Input [4,2]"},
+        Case{{-1, -1},
+             0,
+             0,
+             5,
+             "shape [4,-1] (with Input's extent at 0) has a "
+             "negative extent"},
+        Case{{-1, 3}, 0, 0, 99, "attribute dtype 99 is no element type"}}) {
     OpTester t("fill_constant_batch_size_like");
     t.Input("Input", RandomTensor({4, 2}, 0, 1, 1))
         .Output("Out")

@@ -1,9 +1,9 @@
 // Tests of nearest_interp_v2 / bilinear_interp_v2 and their gradient ops
-// (kernels/cpu/interp_kernels.cc, schema in graph/ir/ops/interp_ops.cc):
-// values and Paddle's gradient op against PaddlePaddle 2.6.2
-// (paddle_goldens/interp.json), hand-computed values, gradients against
-// finite differences, bad attributes and shapes, refused inputs and layouts,
-// compile-time shapes.
+// (kernels/cpu/spatial/interp_kernels.cc, schema in
+// graph/ir/ops/interp_ops.cc): values and Paddle's gradient op against
+// PaddlePaddle 2.6.2 (paddle_goldens/interp.json), hand-computed values,
+// gradients against finite differences, bad attributes and shapes, refused
+// inputs and layouts, compile-time shapes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -25,8 +25,11 @@ TEST(InterpKernelTest, MatchesPaddle) {
     ExpectCpuKernels(op, {DType::kFP32, DType::kFP64});
     ExpectCpuKernels(std::string(op) + "_grad", {DType::kFP32, DType::kFP64});
   }
-  EXPECT_EQ(CheckPaddleGoldens("bilinear_interp_v2", {1e-12, 1e-6}, "interp.json"), 12);
-  EXPECT_EQ(CheckPaddleGoldens("nearest_interp_v2", {1e-12, 1e-6}, "interp.json"), 8);
+  EXPECT_EQ(
+      CheckPaddleGoldens("bilinear_interp_v2", {1e-12, 1e-6}, "interp.json"),
+      12);
+  EXPECT_EQ(
+      CheckPaddleGoldens("nearest_interp_v2", {1e-12, 1e-6}, "interp.json"), 8);
 }
 
 TEST(InterpKernelTest, HandComputed) {
@@ -36,11 +39,12 @@ TEST(InterpKernelTest, HandComputed) {
     OpTester t("bilinear_interp_v2");
     t.Input("X", x).Output("Out").Attr("out_h", 3).Attr("out_w", 3);
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Out"),
-                             MakeTensor<double>({1, 1, 3, 3},
-                                                {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4}),
-                             0, 0),
-              "");
+    EXPECT_EQ(
+        CompareTensors(
+            t.Out("Out"),
+            MakeTensor<double>({1, 1, 3, 3}, {1, 1.5, 2, 2, 2.5, 3, 3, 3.5, 4}),
+            0, 0),
+        "");
   }
   {
     SCOPED_TRACE("bilinear, half-pixel");
@@ -55,7 +59,8 @@ TEST(InterpKernelTest, HandComputed) {
         .Attr("align_mode", 0);
     ASSERT_TRUE(t.Run().ok());
     EXPECT_EQ(CompareTensors(t.Out("Out"),
-                             MakeTensor<double>({1, 1, 4, 1}, {1, 1.5, 2.5, 3}), 0, 0),
+                             MakeTensor<double>({1, 1, 4, 1}, {1, 1.5, 2.5, 3}),
+                             0, 0),
               "");
   }
   {
@@ -67,11 +72,12 @@ TEST(InterpKernelTest, HandComputed) {
         .Attr("scale", std::vector<float>{2.0f, 1.5f})
         .Attr("align_corners", false);
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Out"),
-                             MakeTensor<double>({1, 1, 4, 3},
-                                                {1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4}),
-                             0, 0),
-              "");
+    EXPECT_EQ(
+        CompareTensors(t.Out("Out"),
+                       MakeTensor<double>({1, 1, 4, 3},
+                                          {1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4}),
+                       0, 0),
+        "");
   }
 }
 
@@ -80,7 +86,7 @@ TEST(InterpKernelTest, Gradients) {
     const char* op;
     std::string method;
     Dims x;
-    std::vector<int> size;    // out_h, out_w, or empty
+    std::vector<int> size;  // out_h, out_w, or empty
     std::vector<float> scale;
     bool align_corners;
     int align_mode;
@@ -88,8 +94,20 @@ TEST(InterpKernelTest, Gradients) {
   const Case cases[] = {
       {"bilinear_interp_v2", "bilinear", {2, 2, 3, 4}, {5, 7}, {}, false, 0},
       {"bilinear_interp_v2", "bilinear", {1, 2, 6, 5}, {4, 3}, {}, true, 1},
-      {"bilinear_interp_v2", "bilinear", {1, 1, 4, 3}, {}, {1.5f, 2.0f}, false, 1},
-      {"bilinear_interp_v2", "bilinear", {2, 1, 5, 6}, {}, {0.6f, 0.5f}, false, 0},
+      {"bilinear_interp_v2",
+       "bilinear",
+       {1, 1, 4, 3},
+       {},
+       {1.5f, 2.0f},
+       false,
+       1},
+      {"bilinear_interp_v2",
+       "bilinear",
+       {2, 1, 5, 6},
+       {},
+       {0.6f, 0.5f},
+       false,
+       0},
       {"bilinear_interp_v2", "bilinear", {1, 1, 3, 3}, {3, 3}, {}, false, 0},
       {"nearest_interp_v2", "nearest", {2, 2, 3, 3}, {7, 5}, {}, false, 1},
       {"nearest_interp_v2", "nearest", {1, 2, 7, 6}, {}, {0.5f, 0.7f}, true, 1},
@@ -117,17 +135,37 @@ struct Bad {
 TEST(InterpKernelTest, BadAttributesAndShapesNameTheOp) {
   const Bad cases[] = {
       {"out_h", {1, 1, 2, 2}, [](OpTester& t) { t.Attr("out_w", 3); }},
-      {"out_w", {1, 1, 2, 2}, [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", -1); }},
-      {"scale", {1, 1, 2, 2}, [](OpTester& t) { t.Attr("scale", std::vector<float>{2}); }},
-      {"positive", {1, 1, 2, 2},
-       [](OpTester& t) { t.Attr("scale", std::vector<float>{2, -1}); }},
-      {"empty output", {1, 1, 4, 4},
-       [](OpTester& t) { t.Attr("scale", std::vector<float>{0.2f, 1}); }},
-      {"interp_method", {1, 1, 2, 2},
-       [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3).Attr("interp_method", std::string("area")); }},
-      {"align_mode", {1, 1, 2, 2},
-       [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3).Attr("align_mode", 2); }},
-      {"rank 4", {2, 2}, [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3); }},
+      {"out_w",
+       {1, 1, 2, 2},
+       [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", -1); }},
+      {"scale",
+       {1, 1, 2, 2},
+       [](OpTester& t) { t.Attr("scale", std::vector<float>{2}); }},
+      {"positive",
+       {1, 1, 2, 2},
+       [](OpTester& t) {
+         t.Attr("scale", std::vector<float>{2, -1});
+       }},
+      {"empty output",
+       {1, 1, 4, 4},
+       [](OpTester& t) {
+         t.Attr("scale", std::vector<float>{0.2f, 1});
+       }},
+      {"interp_method",
+       {1, 1, 2, 2},
+       [](OpTester& t) {
+         t.Attr("out_h", 3)
+             .Attr("out_w", 3)
+             .Attr("interp_method", std::string("area"));
+       }},
+      {"align_mode",
+       {1, 1, 2, 2},
+       [](OpTester& t) {
+         t.Attr("out_h", 3).Attr("out_w", 3).Attr("align_mode", 2);
+       }},
+      {"rank 4",
+       {2, 2},
+       [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3); }},
   };
   for (const char* op : kOps) {
     for (const Bad& c : cases) {
@@ -161,12 +199,25 @@ TEST(InterpKernelTest, RefusedInputsAndLayoutsAreUnimplemented) {
       EXPECT_THAT(s.message(), HasSubstr(std::string("'") + slot + "'"));
     }
     const Bad refused[] = {
-        {"NHWC", {1, 2, 2, 1},
-         [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3).Attr("data_layout", std::string("NHWC")); }},
-        {"bicubic", {1, 1, 2, 2},
-         [](OpTester& t) { t.Attr("out_h", 3).Attr("out_w", 3).Attr("interp_method", std::string("bicubic")); }},
-        {"rank 4", {1, 1, 2, 2, 2},
-         [](OpTester& t) { t.Attr("out_d", 3).Attr("out_h", 3).Attr("out_w", 3); }},
+        {"NHWC",
+         {1, 2, 2, 1},
+         [](OpTester& t) {
+           t.Attr("out_h", 3)
+               .Attr("out_w", 3)
+               .Attr("data_layout", std::string("NHWC"));
+         }},
+        {"bicubic",
+         {1, 1, 2, 2},
+         [](OpTester& t) {
+           t.Attr("out_h", 3)
+               .Attr("out_w", 3)
+               .Attr("interp_method", std::string("bicubic"));
+         }},
+        {"rank 4",
+         {1, 1, 2, 2, 2},
+         [](OpTester& t) {
+           t.Attr("out_d", 3).Attr("out_h", 3).Attr("out_w", 3);
+         }},
     };
     for (const Bad& c : refused) {
       SCOPED_TRACE(std::string(op) + " " + c.what);

@@ -6,10 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
@@ -39,7 +38,10 @@ TEST(LayerNormKernelTest, GradMatchesFiniteDifferences) {
       t.Input("Scale", RandomTensor({right}, 0.5, 1.5, scale_seed))
           .Input("Bias", RandomTensor({right}, -0.5, 0.5, bias_seed));
     }
-    t.Output("Y").Output("Mean").Output("Variance").Attr<int>("begin_norm_axis", c.axis);
+    t.Output("Y")
+        .Output("Mean")
+        .Output("Variance")
+        .Attr<int>("begin_norm_axis", c.axis);
     std::vector<std::string> wrt = {"X"};
     if (c.affine) wrt = {"X", "Scale", "Bias"};
     EXPECT_THAT(t.CheckGrad(wrt, {"Y"}), IsEmpty());
@@ -62,41 +64,55 @@ TEST(LayerNormKernelTest, MatchesPaddleGoldens) {
     OpTester fwd("layer_norm");
     fwd.Input("X", MakeTensor<double>(dims, c["x"].get<std::vector<double>>()));
     if (affine) {
-      fwd.Input("Scale", MakeTensor<double>({right}, c["scale"].get<std::vector<double>>()))
-          .Input("Bias", MakeTensor<double>({right}, c["bias"].get<std::vector<double>>()));
+      fwd.Input("Scale", MakeTensor<double>(
+                             {right}, c["scale"].get<std::vector<double>>()))
+          .Input("Bias", MakeTensor<double>(
+                             {right}, c["bias"].get<std::vector<double>>()));
     }
-    fwd.Output("Y").Output("Mean").Output("Variance").Attr<int>("begin_norm_axis", axis);
+    fwd.Output("Y")
+        .Output("Mean")
+        .Output("Variance")
+        .Attr<int>("begin_norm_axis", axis);
     ASSERT_TRUE(fwd.Run().ok());
-    EXPECT_EQ(CompareTensors(fwd.Out("Y"),
-                             MakeTensor<double>(dims, c["y"].get<std::vector<double>>()),
-                             1e-12, 1e-12),
+    EXPECT_EQ(CompareTensors(
+                  fwd.Out("Y"),
+                  MakeTensor<double>(dims, c["y"].get<std::vector<double>>()),
+                  1e-12, 1e-12),
               "");
     OpTester bwd("layer_norm_grad");
     bwd.Input("X", MakeTensor<double>(dims, c["x"].get<std::vector<double>>()))
         .Input("Mean", fwd.Out("Mean"))
         .Input("Variance", fwd.Out("Variance"))
-        .Input("Y@GRAD", MakeTensor<double>(dims, c["w"].get<std::vector<double>>()))
+        .Input("Y@GRAD",
+               MakeTensor<double>(dims, c["w"].get<std::vector<double>>()))
         .Output("X@GRAD")
         .Attr<int>("begin_norm_axis", axis);
     if (affine) {
-      bwd.Input("Scale", MakeTensor<double>({right}, c["scale"].get<std::vector<double>>()))
-          .Input("Bias", MakeTensor<double>({right}, c["bias"].get<std::vector<double>>()))
+      bwd.Input("Scale", MakeTensor<double>(
+                             {right}, c["scale"].get<std::vector<double>>()))
+          .Input("Bias", MakeTensor<double>(
+                             {right}, c["bias"].get<std::vector<double>>()))
           .Output("Scale@GRAD")
           .Output("Bias@GRAD");
     }
     ASSERT_TRUE(bwd.Run().ok());
     EXPECT_EQ(CompareTensors(bwd.Out("X@GRAD"),
-                             MakeTensor<double>(dims, c["x_grad"].get<std::vector<double>>()),
+                             MakeTensor<double>(
+                                 dims, c["x_grad"].get<std::vector<double>>()),
                              1e-11, 1e-11),
               "");
     if (affine) {
       for (const char* slot : {"scale", "bias"}) {
-        const std::string out = slot == std::string("scale") ? "Scale@GRAD" : "Bias@GRAD";
-        EXPECT_EQ(CompareTensors(bwd.Out(out),
-                                 MakeTensor<double>({right}, c[std::string(slot) + "_grad"]
-                                                                  .get<std::vector<double>>()),
-                                 1e-11, 1e-11),
-                  "")
+        const std::string out =
+            slot == std::string("scale") ? "Scale@GRAD" : "Bias@GRAD";
+        EXPECT_EQ(
+            CompareTensors(
+                bwd.Out(out),
+                MakeTensor<double>(
+                    {right},
+                    c[std::string(slot) + "_grad"].get<std::vector<double>>()),
+                1e-11, 1e-11),
+            "")
             << slot;
       }
     }

@@ -1,6 +1,6 @@
 // Tests of lookup_table, lookup_table_v2 and their gradients
 // (kernels/cpu/lookup_table_kernel.cc, schemas in
-// graph/ops/lookup_table_ops.cc): hand-computed gathers with padding_idx,
+// graph/ir/ops/lookup_table_ops.cc): hand-computed gathers with padding_idx,
 // id dtypes, dense gradients against finite differences, errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/math_kernels.cc and graph/ops/math_ops.cc (increment,
+// Tests of kernels/cpu/math_kernels.cc and graph/ir/ops/math_ops.cc (increment,
 // sqrt, floor, squared_l2_norm), and of the ops that optimizers, learning-rate
 // schedules and gradient clipping added to the elementwise group
 // (elementwise_max/min/pow, less_than): forward values computed here
@@ -292,9 +292,10 @@ TEST(ElementwiseMaxMinPowTest, ForwardMatchesNaiveLoopOnBroadcastCases) {
       OpTester t(op.type);
       t.Input("X", x).Input("Y", y).Output("Out").Attr("axis", c.axis);
       ASSERT_TRUE(t.Run().ok());
-      EXPECT_EQ(CompareTensors(t.Out("Out"), NaiveElementwise(x, y, c.axis, op.f),
-                               1e-14, 1e-14),
-                "");
+      EXPECT_EQ(
+          CompareTensors(t.Out("Out"), NaiveElementwise(x, y, c.axis, op.f),
+                         1e-14, 1e-14),
+          "");
     }
   }
 }
@@ -436,29 +437,20 @@ TEST(LessThanKernelTest, MismatchedShapesAndDTypesAreErrors) {
 }
 
 TEST(MathOpsTest, RegistersCpuKernelsForItsDTypes) {
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  for (const Entry& e : std::vector<Entry>{{"increment", kNumbers},
-                                           {"sqrt", kFloats},
-                                           {"sqrt_grad", kFloats},
-                                           {"floor", kFloats},
-                                           {"floor_grad", kFloats},
-                                           {"squared_l2_norm", kFloats},
-                                           {"squared_l2_norm_grad", kFloats},
-                                           {"elementwise_max", kNumbers},
-                                           {"elementwise_min", kNumbers},
-                                           {"elementwise_pow", kNumbers},
-                                           {"elementwise_max_grad", kFloats},
-                                           {"elementwise_min_grad", kFloats},
-                                           {"elementwise_pow_grad", kFloats},
-                                           {"less_than", kNumbers}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"increment", kNumbers},
+                        {"sqrt", kFloats},
+                        {"sqrt_grad", kFloats},
+                        {"floor", kFloats},
+                        {"floor_grad", kFloats},
+                        {"squared_l2_norm", kFloats},
+                        {"squared_l2_norm_grad", kFloats},
+                        {"elementwise_max", kNumbers},
+                        {"elementwise_min", kNumbers},
+                        {"elementwise_pow", kNumbers},
+                        {"elementwise_max_grad", kFloats},
+                        {"elementwise_min_grad", kFloats},
+                        {"elementwise_pow_grad", kFloats},
+                        {"less_than", kNumbers}});
 }
 
 }  // namespace

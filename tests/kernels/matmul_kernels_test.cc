@@ -1,5 +1,5 @@
 // Tests of mul, matmul and matmul_v2 (kernels/cpu/matmul_kernels.cc, schemas
-// in graph/ops/matmul_ops.cc): forward values against naive loops written
+// in graph/ir/ops/matmul_ops.cc): forward values against naive loops written
 // here, gradients against finite differences, shape errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -360,7 +360,8 @@ TEST(BlasTest, FloatGemmMatchesANaiveProductOnBothBackends) {
   struct Shape {
     int64_t m, n, k;
   };
-  for (const Shape& s : {Shape{3, 4, 5}, Shape{32, 256, 78}, Shape{50, 64, 500}}) {
+  for (const Shape& s :
+       {Shape{3, 4, 5}, Shape{32, 256, 78}, Shape{50, 64, 500}}) {
     for (int trans = 0; trans < 4; ++trans) {
       const bool ta = trans & 1, tb = trans & 2;
       const int64_t a_rows = ta ? s.k : s.m, a_cols = ta ? s.m : s.k;

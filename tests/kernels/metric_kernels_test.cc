@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/metric_kernels.cc and graph/ops/metric_ops.cc: top_k
+// Tests of kernels/cpu/metric_kernels.cc and graph/ir/ops/metric_ops.cc: top_k
 // and top_k_v2 (values, index order on ties, gradient; top_k_v2 against
 // PaddlePaddle 2.6.2) and accuracy.
 #include <gmock/gmock.h>
@@ -6,9 +6,8 @@
 
 #include <algorithm>
 #include <fstream>
-#include <numeric>
-
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -176,18 +175,8 @@ TEST(TopKKernelTest, SchemaDeclaresFluidGradSlots) {
 }
 
 TEST(TopKKernelTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{{"top_k", kFloats},
-                                           {"top_k_grad", kFloats},
-                                           {"accuracy", kFloats}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable(
+      {{"top_k", kFloats}, {"top_k_grad", kFloats}, {"accuracy", kFloats}});
 }
 
 // top_k_v2 along any axis, largest or smallest, ties by the lower index:
@@ -201,8 +190,10 @@ TEST(TopKV2KernelTest, MatchesPaddleGoldens) {
   for (const auto& c : doc["cases"]) {
     const Dims dims = c["x_dims"].get<std::vector<int64_t>>();
     const Dims out_dims = c["out_dims"].get<std::vector<int64_t>>();
-    SCOPED_TRACE(DimsToString(dims) + " axis " + std::to_string(c["axis"].get<int>()));
-    const Tensor x = MakeTensor<double>(dims, c["x"].get<std::vector<double>>());
+    SCOPED_TRACE(DimsToString(dims) + " axis " +
+                 std::to_string(c["axis"].get<int>()));
+    const Tensor x =
+        MakeTensor<double>(dims, c["x"].get<std::vector<double>>());
     OpTester fwd("top_k_v2");
     fwd.Input("X", x)
         .Output("Out")
@@ -212,18 +203,22 @@ TEST(TopKV2KernelTest, MatchesPaddleGoldens) {
         .Attr<bool>("largest", c["largest"]);
     ASSERT_TRUE(fwd.Run().ok());
     EXPECT_EQ(fwd.Out("Out").dims(), out_dims);
-    EXPECT_EQ(ToVector<double>(fwd.Out("Out")), c["out"].get<std::vector<double>>());
-    EXPECT_EQ(ToVector<int64_t>(fwd.Out("Indices")), c["indices"].get<std::vector<int64_t>>());
+    EXPECT_EQ(ToVector<double>(fwd.Out("Out")),
+              c["out"].get<std::vector<double>>());
+    EXPECT_EQ(ToVector<int64_t>(fwd.Out("Indices")),
+              c["indices"].get<std::vector<int64_t>>());
     OpTester bwd("top_k_v2_grad");
     bwd.Input("X", x)
         .Input("Indices", fwd.Out("Indices"))
-        .Input("Out@GRAD", MakeTensor<double>(out_dims, c["w"].get<std::vector<double>>()))
+        .Input("Out@GRAD",
+               MakeTensor<double>(out_dims, c["w"].get<std::vector<double>>()))
         .Output("X@GRAD")
         .Attr<int>("k", c["k"])
         .Attr<int>("axis", c["axis"]);
     ASSERT_TRUE(bwd.Run().ok());
     EXPECT_EQ(CompareTensors(bwd.Out("X@GRAD"),
-                             MakeTensor<double>(dims, c["x_grad"].get<std::vector<double>>()),
+                             MakeTensor<double>(
+                                 dims, c["x_grad"].get<std::vector<double>>()),
                              0, 0),
               "");
     ++checked;
@@ -234,7 +229,8 @@ TEST(TopKV2KernelTest, MatchesPaddleGoldens) {
 TEST(TopKV2KernelTest, GradientMatchesFiniteDifferences) {
   for (int axis : {0, 1, -1}) {
     for (bool largest : {true, false}) {
-      SCOPED_TRACE("axis " + std::to_string(axis) + (largest ? " largest" : " smallest"));
+      SCOPED_TRACE("axis " + std::to_string(axis) +
+                   (largest ? " largest" : " smallest"));
       OpTester t("top_k_v2");
       t.Input("X", DistinctRandomTensor({3, 4, 5}, -2, 2, 11))
           .Output("Out")
@@ -271,7 +267,8 @@ TEST(TopKV2KernelTest, BadAttributesAreNamed) {
 }  // namespace
 }  // namespace parex::testing
 
-// ---- arg_max, one_hot_v2 ------------------------------------------------------
+// ---- arg_max, one_hot_v2
+// ------------------------------------------------------
 
 namespace parex::testing {
 namespace {
@@ -281,7 +278,8 @@ namespace {
 // int32 indices; one_hot_v2 of int32 and int64 X into fp32, fp64, int64.
 TEST(ArgMaxKernelTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("arg_max"), 7);
-  ExpectCpuKernels("arg_max", {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
+  ExpectCpuKernels("arg_max",
+                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
 }
 
 TEST(OneHotV2KernelTest, MatchesPaddle) {
@@ -298,9 +296,12 @@ TEST(ArgMaxKernelTest, BadAttributesNameTheOp) {
   Status s = dtype.Run();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'arg_max'"));
-  EXPECT_THAT(s.message(), HasSubstr("dtype 5 is neither int64 (3) nor int32 (2)"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("dtype 5 is neither int64 (3) nor int32 (2)"));
   OpTester axis("arg_max");
-  axis.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Output("Out").Attr<int64_t>("axis", -3);
+  axis.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Output("Out")
+      .Attr<int64_t>("axis", -3);
   s = axis.Run();
   EXPECT_THAT(s.message(), HasSubstr("'arg_max'"));
   EXPECT_THAT(s.message(), HasSubstr("axis -3 is out of range for X [2,3]"));
@@ -321,7 +322,9 @@ TEST(ArgMaxKernelTest, BadAttributesNameTheOp) {
 TEST(OneHotV2KernelTest, OutOfRangeIndicesAreErrorsUnlessAllowed) {
   for (int64_t bad : {3, -1}) {
     OpTester t("one_hot_v2");
-    t.Input("X", MakeTensor<int64_t>({3}, {0, bad, 2})).Output("Out").Attr<int>("depth", 3);
+    t.Input("X", MakeTensor<int64_t>({3}, {0, bad, 2}))
+        .Output("Out")
+        .Attr<int>("depth", 3);
     Status s = t.Run();
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr("'one_hot_v2'"));
@@ -344,9 +347,11 @@ TEST(OneHotV2KernelTest, BadAttributesNameTheOp) {
     int depth, dtype;
     std::string message;
   };
-  for (const Case& c : {Case{0, 5, "depth 0 must be >= 1"},
-                        Case{-1, 5, "depth -1 must be >= 1"},
-                        Case{3, 0, "dtype 0 is not fp32 (5), fp64 (6), int32 (2) or int64 (3)"}}) {
+  for (const Case& c :
+       {Case{0, 5, "depth 0 must be >= 1"},
+        Case{-1, 5, "depth -1 must be >= 1"},
+        Case{3, 0,
+             "dtype 0 is not fp32 (5), fp64 (6), int32 (2) or int64 (3)"}}) {
     OpTester t("one_hot_v2");
     t.Input("X", MakeTensor<int64_t>({2}, {0, 1}))
         .Output("Out")
@@ -357,8 +362,11 @@ TEST(OneHotV2KernelTest, BadAttributesNameTheOp) {
     EXPECT_THAT(s.message(), HasSubstr(c.message));
   }
   OpTester floats("one_hot_v2");
-  floats.Input("X", RandomTensor({2}, 0, 1, 1)).Output("Out").Attr<int>("depth", 3);
-  EXPECT_THAT(floats.Run().message(), HasSubstr("X must be int32 or int64, got fp64"));
+  floats.Input("X", RandomTensor({2}, 0, 1, 1))
+      .Output("Out")
+      .Attr<int>("depth", 3);
+  EXPECT_THAT(floats.Run().message(),
+              HasSubstr("X must be int32 or int64, got fp64"));
   OpTester tensor("one_hot_v2");
   tensor.Input("X", MakeTensor<int64_t>({2}, {0, 1}))
       .Input("depth_tensor", MakeTensor<int32_t>({1}, {3}))

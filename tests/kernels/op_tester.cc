@@ -21,21 +21,34 @@ std::string VarName(const std::string& slot, int i) {
 
 double ElementAsDouble(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::kFP32: return t.data<float>()[i];
-    case DType::kFP64: return t.data<double>()[i];
-    case DType::kInt32: return t.data<int32_t>()[i];
-    case DType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::kBool: return t.data<bool>()[i];
-    case DType::kUInt8: return t.data<uint8_t>()[i];
-    default: PAREX_CHECK(false, "ElementAsDouble: unsupported dtype"); return 0;
+    case DType::kFP32:
+      return t.data<float>()[i];
+    case DType::kFP64:
+      return t.data<double>()[i];
+    case DType::kInt32:
+      return t.data<int32_t>()[i];
+    case DType::kInt64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::kBool:
+      return t.data<bool>()[i];
+    case DType::kUInt8:
+      return t.data<uint8_t>()[i];
+    default:
+      PAREX_CHECK(false, "ElementAsDouble: unsupported dtype");
+      return 0;
   }
 }
 
 void SetElement(Tensor* t, int64_t i, double v) {
   switch (t->dtype()) {
-    case DType::kFP32: t->data<float>()[i] = static_cast<float>(v); break;
-    case DType::kFP64: t->data<double>()[i] = v; break;
-    default: PAREX_CHECK(false, "SetElement: unsupported dtype");
+    case DType::kFP32:
+      t->data<float>()[i] = static_cast<float>(v);
+      break;
+    case DType::kFP64:
+      t->data<double>()[i] = v;
+      break;
+    default:
+      PAREX_CHECK(false, "SetElement: unsupported dtype");
   }
 }
 
@@ -47,7 +60,8 @@ OpTester& OpTester::Input(const std::string& slot, Tensor value) {
   return Inputs(slot, {std::move(value)});
 }
 
-OpTester& OpTester::Inputs(const std::string& slot, std::vector<Tensor> values) {
+OpTester& OpTester::Inputs(const std::string& slot,
+                           std::vector<Tensor> values) {
   inputs_.emplace_back(slot, std::move(values));
   return *this;
 }
@@ -299,7 +313,8 @@ Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
   return out;
 }
 
-void ExpectCpuKernels(const std::string& type, const std::vector<DType>& dtypes) {
+void ExpectCpuKernels(const std::string& type,
+                      const std::vector<DType>& dtypes) {
   for (DType dtype : dtypes) {
     EXPECT_TRUE(KernelRegistry::Global().Has({type, Place::Kind::kCPU, dtype}))
         << type << " " << DTypeName(dtype);
@@ -309,8 +324,8 @@ void ExpectCpuKernels(const std::string& type, const std::vector<DType>& dtypes)
 std::string CompareTensors(const Tensor& actual, const Tensor& expected,
                            double atol, double rtol) {
   if (actual.dims() != expected.dims()) {
-    return "dims " + DimsToString(actual.dims()) + " != " +
-           DimsToString(expected.dims());
+    return "dims " + DimsToString(actual.dims()) +
+           " != " + DimsToString(expected.dims());
   }
   for (int64_t i = 0; i < actual.numel(); ++i) {
     double a = ElementAsDouble(actual, i);
@@ -322,6 +337,11 @@ std::string CompareTensors(const Tensor& actual, const Tensor& expected,
     }
   }
   return "";
+}
+
+void ExpectCpuKernelTable(const std::vector<KernelTableRow>& table) {
+  for (const KernelTableRow& row : table)
+    ExpectCpuKernels(row.type, row.dtypes);
 }
 
 }  // namespace parex::testing

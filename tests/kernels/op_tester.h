@@ -34,7 +34,8 @@ class OpTester {
   OpTester& Output(const std::string& slot, int count = 1);
   template <typename T>
   OpTester& Attr(const std::string& name, const T& value) {
-    attrs_.push_back([name, value](OpDesc* op) { op->SetAttr<T>(name, value); });
+    attrs_.push_back(
+        [name, value](OpDesc* op) { op->SetAttr<T>(name, value); });
     return *this;
   }
 
@@ -96,7 +97,19 @@ Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
                         const std::function<double(double, double)>& f);
 
 // Expects a CPU kernel of `type` for each of `dtypes` in the global registry.
-void ExpectCpuKernels(const std::string& type, const std::vector<DType>& dtypes);
+void ExpectCpuKernels(const std::string& type,
+                      const std::vector<DType>& dtypes);
+
+// A group's kernel table: ExpectCpuKernels for each (op type, dtypes) row.
+struct KernelTableRow {
+  const char* type;
+  std::vector<DType> dtypes;
+};
+void ExpectCpuKernelTable(const std::vector<KernelTableRow>& table);
+// The dtype lists most rows name.
+inline const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
+inline const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
+                                            DType::kInt32, DType::kInt64};
 
 // Element-wise comparison; returns "" or a message naming the first mismatch.
 std::string CompareTensors(const Tensor& actual, const Tensor& expected,

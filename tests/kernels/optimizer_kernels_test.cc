@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/optimizer_kernels.cc and graph/ops/optimizer_ops.cc:
+// Tests of kernels/cpu/optimizer_kernels.cc and graph/ir/ops/optimizer_ops.cc:
 // sgd, momentum and adam against the update formulas written out here, run
 // in place (outputs bound to their inputs) for several steps.
 #include <gmock/gmock.h>
@@ -282,8 +282,8 @@ void ExpectAddendsGiveTheSumsBits() {
   }
   Tensor sum = g[0].Clone();
   for (int64_t i = 0; i < n; ++i) {
-    sum.data<T>()[i] = (g[0].data<T>()[i] + g[1].data<T>()[i]) +
-                       g[2].data<T>()[i];
+    sum.data<T>()[i] =
+        (g[0].data<T>()[i] + g[1].data<T>()[i]) + g[2].data<T>()[i];
   }
   auto run = [&](OpTester& t) {
     t.Input("Param", p)
@@ -359,35 +359,36 @@ TEST(VectorLoopsTest, Avx2AdamGivesTheBaselineBits) {
     for (int b = 0; b < 2; ++b) {
       for (auto& v : out[b]) v.assign(n, 0);
       const float* more[1] = {g1.data()};
-      cpu::AdamLoopArgs<float> a{n, p.data(), g.data(), m1.data(), m2.data(),
-                                 out[b][0].data(), out[b][1].data(),
-                                 out[b][2].data(), 0.9f, 0.999f, 1e-3f, 1e-8f,
-                                 more, addends};
+      cpu::AdamLoopArgs<float> a{n,
+                                 p.data(),
+                                 g.data(),
+                                 m1.data(),
+                                 m2.data(),
+                                 out[b][0].data(),
+                                 out[b][1].data(),
+                                 out[b][2].data(),
+                                 0.9f,
+                                 0.999f,
+                                 1e-3f,
+                                 1e-8f,
+                                 more,
+                                 addends};
       if (!cpu::AdamLoopOn(isas[b], a)) {
         ASSERT_EQ(b, 1) << "the baseline build is always there";
         GTEST_SKIP() << "no AVX2 build or CPU: " << cpu::VectorLoopsIsa();
       }
     }
     for (int k = 0; k < 3; ++k) {
-      EXPECT_EQ(out[1][k], out[0][k]) << "output " << k << ", addends "
-                                      << addends;
+      EXPECT_EQ(out[1][k], out[0][k])
+          << "output " << k << ", addends " << addends;
     }
     EXPECT_NE(out[0][0], p);
   }
 }
 
 TEST(SgdKernelTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{
-           {"sgd", kFloats}, {"momentum", kFloats}, {"adam", kFloats}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable(
+      {{"sgd", kFloats}, {"momentum", kFloats}, {"adam", kFloats}});
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Tests of pad3d and pad3d_grad (kernels/cpu/pad3d_kernel.cc, schema in
+// Tests of pad3d and pad3d_grad (kernels/cpu/spatial/pad3d_kernel.cc, schema in
 // graph/ir/ops/pad_ops.cc): values and Paddle's gradient op against
 // PaddlePaddle 2.6.2 (paddle_goldens/pad3d.json), hand-written rows for each
 // mode, gradients against finite differences, bad attributes and shapes,
@@ -47,20 +47,23 @@ TEST(Pad3dKernelTest, EachModeOnOneRow) {
       // Reflect paddings stay below the extent: 3 is too many.
       t.Attr("paddings", std::vector<int>{2, 2, 0, 0, 0, 0});
       ASSERT_TRUE(t.Run().ok());
-      EXPECT_EQ(CompareTensors(t.Out("Out"),
-                               MakeTensor<double>({1, 1, 1, 1, 7}, {3, 2, 1, 2, 3, 2, 1}), 0,
-                               0),
-                "");
+      EXPECT_EQ(
+          CompareTensors(
+              t.Out("Out"),
+              MakeTensor<double>({1, 1, 1, 1, 7}, {3, 2, 1, 2, 3, 2, 1}), 0, 0),
+          "");
       continue;
     }
     ASSERT_TRUE(t.Run().ok());
-    EXPECT_EQ(CompareTensors(t.Out("Out"), MakeTensor<double>({1, 1, 1, 1, 8}, c.want), 0, 0),
+    EXPECT_EQ(CompareTensors(t.Out("Out"),
+                             MakeTensor<double>({1, 1, 1, 1, 8}, c.want), 0, 0),
               "");
   }
 }
 
 TEST(Pad3dKernelTest, Gradients) {
-  for (const std::string mode : {"constant", "reflect", "replicate", "circular"}) {
+  for (const std::string mode :
+       {"constant", "reflect", "replicate", "circular"}) {
     SCOPED_TRACE(mode);
     OpTester t("pad3d");
     t.Input("X", RandomTensor({2, 2, 3, 3, 4}, -1, 1, 41))

@@ -1,8 +1,8 @@
 // The cases of tests/kernels/paddle_goldens/tensor_ops.json and the later
-// groups' files (written by make_goldens.py): one op that PaddlePaddle 2.6.2 ran in a static program,
-// its inputs and attributes, its outputs and, for differentiable ops, the
-// gradients of sum(w * out) that Paddle's gradient op gave and that op's
-// type and slots.
+// groups' files (written by make_goldens.py): one op that PaddlePaddle 2.6.2
+// ran in a static program, its inputs and attributes, its outputs and, for
+// differentiable ops, the gradients of sum(w * out) that Paddle's gradient op
+// gave and that op's type and slots.
 //
 // CheckPaddleGoldens runs each case of one op type through OpTester (the
 // real path: validation, shape inference, the registered CPU kernel) and

@@ -1,6 +1,6 @@
-// Tests of pool2d and pool2d_grad (kernels/cpu/pool2d_kernel.cc, schema in
-// graph/ops/conv_ops.cc): hand-computed windows for every mode, a naive max
-// pool written here, gradients against finite differences, shape errors.
+// Tests of pool2d and pool2d_grad (kernels/cpu/spatial/pool2d_kernel.cc, schema
+// in graph/ir/ops/conv_ops.cc): hand-computed windows for every mode, a naive
+// max pool written here, gradients against finite differences, shape errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

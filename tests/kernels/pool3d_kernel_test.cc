@@ -1,5 +1,5 @@
-// Tests of pool3d and pool3d_grad (kernels/cpu/pool3d_kernel.cc, schema in
-// graph/ir/ops/conv_ops.cc): values and Paddle's gradient op against
+// Tests of pool3d and pool3d_grad (kernels/cpu/spatial/pool3d_kernel.cc, schema
+// in graph/ir/ops/conv_ops.cc): values and Paddle's gradient op against
 // PaddlePaddle 2.6.2 (paddle_goldens/pool3d.json), a hand-computed case,
 // gradients against finite differences, bad attributes and shapes,
 // compile-time shapes.
@@ -41,10 +41,11 @@ TEST(Pool3dKernelTest, HandComputedTwoCubed) {
         .Attr("exclusive", exclusive);
     ASSERT_TRUE(t.Run().ok());
     const double d = exclusive ? 4 : 8;
-    EXPECT_EQ(CompareTensors(t.Out("Out"),
-                             MakeTensor<double>({1, 1, 2, 1, 1},
-                                                {(1 + 2 + 3 + 4) / d, (5 + 6 + 7 + 8) / d}),
-                             1e-15, 0),
+    EXPECT_EQ(CompareTensors(
+                  t.Out("Out"),
+                  MakeTensor<double>({1, 1, 2, 1, 1}, {(1 + 2 + 3 + 4) / d,
+                                                       (5 + 6 + 7 + 8) / d}),
+                  1e-15, 0),
               "");
   }
 }
@@ -58,12 +59,35 @@ TEST(Pool3dKernelTest, Gradients) {
   };
   const GradCase cases[] = {
       {"max_overlapping_padded", "max", {3, 2, 3}, {1, 2, 1}, {1, 0, 1}},
-      {"max_six_paddings_ceil", "max", {2, 2, 2}, {2, 2, 2}, {1, 0, 0, 1, 1, 0}, true, false, true},
+      {"max_six_paddings_ceil",
+       "max",
+       {2, 2, 2},
+       {2, 2, 2},
+       {1, 0, 0, 1, 1, 0},
+       true,
+       false,
+       true},
       {"max_global", "max", {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, true, true},
       {"avg_padded_exclusive", "avg", {3, 3, 2}, {2, 2, 1}, {1, 1, 0}},
       {"avg_padded_inclusive", "avg", {3, 3, 2}, {2, 2, 1}, {1, 1, 0}, false},
-      {"avg_adaptive", "avg", {2, 3, 2}, {1, 1, 1}, {0, 0, 0}, true, false, false, true},
-      {"max_adaptive", "max", {3, 2, 2}, {1, 1, 1}, {0, 0, 0}, true, false, false, true},
+      {"avg_adaptive",
+       "avg",
+       {2, 3, 2},
+       {1, 1, 1},
+       {0, 0, 0},
+       true,
+       false,
+       false,
+       true},
+      {"max_adaptive",
+       "max",
+       {3, 2, 2},
+       {1, 1, 1},
+       {0, 0, 0},
+       true,
+       false,
+       false,
+       true},
   };
   for (const GradCase& c : cases) {
     SCOPED_TRACE(c.name);
@@ -134,7 +158,8 @@ TEST(Pool3dSchemaTest, UnknownBatchAtCompileTime) {
   op->SetAttr("paddings", std::vector<int>{0, 1, 1});
   op->SetAttr("ceil_mode", true);
   ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
-  // depth (8-2)/2+1 = 4; height ceil((11-3)/2)+1 = 5; width ceil((12-3)/3)+1 = 4.
+  // depth (8-2)/2+1 = 4; height ceil((11-3)/2)+1 = 5; width ceil((12-3)/3)+1
+  // = 4.
   EXPECT_EQ(block.FindVar("y")->dims(), (Dims{-1, 3, 4, 5, 4}));
   EXPECT_EQ(block.FindVar("y")->dtype(), DType::kFP64);
   EXPECT_TRUE(ValidateProgram(program).ok());

@@ -1,9 +1,11 @@
 // PreparedOp: bound once, run many times with inputs of changing shapes, it
 // gives what RunOp gives, and the same errors.
-#include "kernels/op_runner.h"
+#include "kernels/prepared_op.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "kernels/op_runner.h"
 
 namespace parex {
 namespace {
@@ -77,7 +79,8 @@ TEST(PreparedOpTest, ErrorsNameTheOpAndVariable) {
   *scope.FindVar("x")->GetMutableTensor() = Filled(2, 0);
   Status s = (*prepared)->Run();
   EXPECT_THAT(s.message(), HasSubstr("'elementwise_mul'"));
-  EXPECT_THAT(s.message(), HasSubstr("input 'Y' reads variable 'y', which holds no value"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("input 'Y' reads variable 'y', which holds no value"));
   // The wrong dtype: the kernel lookup names op, place and dtype.
   Tensor flags(DType::kBool, {2, 3});
   *scope.FindVar("x")->GetMutableTensor() = flags;
@@ -90,7 +93,6 @@ TEST(PreparedOpTest, ErrorsNameTheOpAndVariable) {
   EXPECT_THAT(PreparedOp::Prepare(*bad, &scope, &ctx).status().message(),
               HasSubstr("no_such_op"));
 }
-
 
 // top_k over x [2, 3] with its outputs renamed, as a crafted program could.
 Program TopKProgram(const std::string& out, const std::string& indices) {
@@ -119,10 +121,12 @@ TEST(PreparedOpTest, RefusesOutputsAliasingWithAnotherDTypeOrShape) {
   };
   for (const Case& c :
        {Case{"v", "v", "outputs 'Indices' and 'Out' both write variable 'v'"},
-        Case{"v", "x", "output 'Indices' writes variable 'x' in place of its "
-                       "input 'X' (fp32[2,3]) as int64[2,1]"},
-        Case{"x", "i", "output 'Out' writes variable 'x' in place of its "
-                       "input 'X' (fp32[2,3]) as fp32[2,1]"}}) {
+        Case{"v", "x",
+             "output 'Indices' writes variable 'x' in place of its "
+             "input 'X' (fp32[2,3]) as int64[2,1]"},
+        Case{"x", "i",
+             "output 'Out' writes variable 'x' in place of its "
+             "input 'X' (fp32[2,3]) as fp32[2,1]"}}) {
     Program program = TopKProgram(c.out, c.indices);
     const OpDesc& op = program.global_block().op(0);
     for (bool prepared : {false, true}) {

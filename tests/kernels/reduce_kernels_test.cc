@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/reduce_kernels.cc and graph/ops/reduce_ops.cc: mean,
+// Tests of kernels/cpu/reduce_kernels.cc and graph/ir/ops/reduce_ops.cc: mean,
 // reduce_sum, reduce_mean (values against a naive multi-index loop, output
 // dims by Paddle 2.x rules, gradients against finite differences) and sum.
 #include <gmock/gmock.h>
@@ -269,28 +269,20 @@ TEST(ReduceKernelsTest, SchemasDeclareFluidGradSlots) {
 }
 
 TEST(ReduceKernelsTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e : std::vector<Entry>{{"mean", kFloats},
-                                           {"mean_grad", kFloats},
-                                           {"reduce_sum", kNumbers},
-                                           {"reduce_mean", kFloats},
-                                           {"reduce_sum_grad", kFloats},
-                                           {"reduce_mean_grad", kFloats},
-                                           {"sum", kNumbers}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"mean", kFloats},
+                        {"mean_grad", kFloats},
+                        {"reduce_sum", kNumbers},
+                        {"reduce_mean", kFloats},
+                        {"reduce_sum_grad", kFloats},
+                        {"reduce_mean_grad", kFloats},
+                        {"sum", kNumbers}});
 }
 
 }  // namespace
 }  // namespace parex::testing
 
-// ---- cumsum -------------------------------------------------------------------
+// ---- cumsum
+// -------------------------------------------------------------------
 
 namespace parex::testing {
 namespace {
@@ -299,7 +291,8 @@ namespace {
 // exclusive, reverse, flatten; gradients through Paddle's cumsum_grad.
 TEST(CumsumKernelTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("cumsum"), 7);
-  ExpectCpuKernels("cumsum", {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
+  ExpectCpuKernels("cumsum",
+                   {DType::kFP32, DType::kFP64, DType::kInt32, DType::kInt64});
   ExpectCpuKernels("cumsum_grad", {DType::kFP32, DType::kFP64});
 }
 
@@ -309,8 +302,9 @@ TEST(CumsumKernelTest, GradMatchesFiniteDifferences) {
     for (bool exclusive : {false, true}) {
       for (bool reverse : {false, true}) {
         for (int axis : {0, 1, -1}) {
-          SCOPED_TRACE("axis " + std::to_string(axis) + " flatten " + std::to_string(flatten) +
-                       " exclusive " + std::to_string(exclusive) + " reverse " +
+          SCOPED_TRACE("axis " + std::to_string(axis) + " flatten " +
+                       std::to_string(flatten) + " exclusive " +
+                       std::to_string(exclusive) + " reverse " +
                        std::to_string(reverse));
           OpTester t("cumsum");
           t.Input("X", RandomTensor({2, 3, 4}, -1, 1, seed++))
@@ -328,7 +322,9 @@ TEST(CumsumKernelTest, GradMatchesFiniteDifferences) {
 
 TEST(CumsumKernelTest, BadAxisNamesTheOp) {
   OpTester t("cumsum");
-  t.Input("X", RandomTensor({2, 3}, 0, 1, 1)).Output("Out").Attr<int>("axis", 2);
+  t.Input("X", RandomTensor({2, 3}, 0, 1, 1))
+      .Output("Out")
+      .Attr<int>("axis", 2);
   Status s = t.Run();
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'cumsum'"));
@@ -341,7 +337,8 @@ TEST(CumsumKernelTest, BadAxisNamesTheOp) {
       .Attr<bool>("flatten", true);
   ASSERT_TRUE(flat.Run().ok());
   EXPECT_EQ(flat.Out("Out").dims(), (Dims{4}));
-  EXPECT_EQ(ToVector<double>(flat.Out("Out")), (std::vector<double>{1, 3, 6, 10}));
+  EXPECT_EQ(ToVector<double>(flat.Out("Out")),
+            (std::vector<double>{1, 3, 6, 10}));
 }
 
 TEST(CumsumSchemaTest, UnknownBatchAtCompileTime) {

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/model_io.h"
-#include "kernels/tensor_io.h"
+#include "kernels/io/model_io.h"
+#include "kernels/io/tensor_io.h"
 #include "proto/program_io.h"
 
 namespace parex {
@@ -84,7 +84,8 @@ TEST(ReferenceExecutorTest, FeedErrorsNameTheVariable) {
   ReferenceExecutor executor;
   auto missing = executor.Run(program, &scope, {}, {"z"});
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("missing feed 'x'"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("missing feed 'x'"),
+            std::string::npos);
 
   auto wrong_dtype = executor.Run(
       program, &scope, {{"x", MakeTensor<double>({1, 2}, {1, 2})}}, {"z"});
@@ -116,9 +117,8 @@ TEST(ReferenceExecutorTest, MissingParameterAndFetchAreErrors) {
   EXPECT_NE(out.status().message().find("'mul'"), std::string::npos);
 
   SetW(&scope);
-  auto fetch = executor.Run(program, &scope,
-                            {{"x", MakeTensor<float>({1, 2}, {1, 2})}},
-                            {"nothing"});
+  auto fetch = executor.Run(
+      program, &scope, {{"x", MakeTensor<float>({1, 2}, {1, 2})}}, {"nothing"});
   ASSERT_FALSE(fetch.ok());
   EXPECT_NE(fetch.status().message().find("nothing"), std::string::npos);
 }
@@ -148,7 +148,8 @@ TEST(ModelIoTest, PersistablesRoundTripSeparateAndCombined) {
   SetW(&scope);
   std::string dir = kTmp;
   ASSERT_TRUE(SavePersistables(program, dir, scope).ok());
-  ASSERT_TRUE(SaveCombinedPersistables(program, dir + "/all.pdiparams", scope).ok());
+  ASSERT_TRUE(
+      SaveCombinedPersistables(program, dir + "/all.pdiparams", scope).ok());
   Scope a, b;
   ASSERT_TRUE(LoadPersistables(program, dir, &a).ok());
   Status s = LoadCombinedPersistables(program, dir + "/all.pdiparams", &b);
@@ -158,7 +159,8 @@ TEST(ModelIoTest, PersistablesRoundTripSeparateAndCombined) {
               ToVector<float>(*scope.FindVar("w")->GetTensor()));
   }
   // Saved again from the loaded scope: the same bytes.
-  ASSERT_TRUE(SaveCombinedPersistables(program, dir + "/again.pdiparams", b).ok());
+  ASSERT_TRUE(
+      SaveCombinedPersistables(program, dir + "/again.pdiparams", b).ok());
   EXPECT_EQ(*ReadFileBytes(dir + "/all.pdiparams"),
             *ReadFileBytes(dir + "/again.pdiparams"));
 }
@@ -184,10 +186,12 @@ TEST(ModelIoTest, FailedLoadChangesNothing) {
 TEST(ModelIoTest, DeclaredShapeMismatchNamesVariableAndFile) {
   Program program = AffineProgram();
   Scope scope;
-  *scope.Var("w")->GetMutableTensor() = MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  *scope.Var("w")->GetMutableTensor() =
+      MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6});
   std::string dir = kTmp + "/bad_w";
   ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
-  ASSERT_TRUE(SaveTensorFile(dir + "/w", *scope.FindVar("w")->GetTensor()).ok());
+  ASSERT_TRUE(
+      SaveTensorFile(dir + "/w", *scope.FindVar("w")->GetTensor()).ok());
   Scope target;
   Status s = LoadPersistables(program, dir, &target);
   ASSERT_FALSE(s.ok());

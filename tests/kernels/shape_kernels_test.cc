@@ -1,12 +1,11 @@
 // Tests of reshape2, transpose2, concat and split
-// (kernels/cpu/shape_kernels.cc, schemas in graph/ops/shape_ops.cc): values
+// (kernels/cpu/shape_kernels.cc, schemas in graph/ir/ops/shape_ops.cc): values
 // against index arithmetic written here, integer dtypes, gradients against
 // finite differences, shape errors and compile-time shapes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "graph/ir/op_schema.h"
@@ -299,7 +298,8 @@ namespace {
 // order, write XShape, and their gradients restore X's dims (finite
 // differences).
 TEST(ViewKernelsTest, DimsMatchPaddleAndGradientsRestoreX) {
-  std::ifstream file(std::string(PAREX_SOURCE_DIR) + "/tests/kernels/paddle_goldens/views.json");
+  std::ifstream file(std::string(PAREX_SOURCE_DIR) +
+                     "/tests/kernels/paddle_goldens/views.json");
   ASSERT_TRUE(file.good());
   const nlohmann::json doc = nlohmann::json::parse(file);
   uint32_t seed = 40;
@@ -369,7 +369,8 @@ namespace {
 // negative and clamped bounds, decrease_axis; values, dims and the gradient
 // of sum(w * out); gradients by finite differences too.
 TEST(SliceKernelTest, MatchesPaddleAndFiniteDifferences) {
-  std::ifstream file(std::string(PAREX_SOURCE_DIR) + "/tests/kernels/paddle_goldens/slice.json");
+  std::ifstream file(std::string(PAREX_SOURCE_DIR) +
+                     "/tests/kernels/paddle_goldens/slice.json");
   ASSERT_TRUE(file.good());
   const nlohmann::json doc = nlohmann::json::parse(file);
   int checked = 0;
@@ -377,31 +378,41 @@ TEST(SliceKernelTest, MatchesPaddleAndFiniteDifferences) {
     SCOPED_TRACE(c["x"].dump() + " axes " + c["axes"].dump());
     const Dims x = c["x"].get<std::vector<int64_t>>();
     std::vector<double> values(Numel(x));
-    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<double>(i);
     auto build = [&](OpTester& t, Tensor input) {
       t.Input("Input", std::move(input))
           .Output("Out")
           .Attr<std::vector<int>>("axes", c["axes"].get<std::vector<int>>())
-          .Attr<std::vector<int64_t>>("starts", c["starts"].get<std::vector<int64_t>>())
-          .Attr<std::vector<int64_t>>("ends", c["ends"].get<std::vector<int64_t>>())
-          .Attr<std::vector<int>>("decrease_axis", c["decrease_axis"].get<std::vector<int>>());
+          .Attr<std::vector<int64_t>>("starts",
+                                      c["starts"].get<std::vector<int64_t>>())
+          .Attr<std::vector<int64_t>>("ends",
+                                      c["ends"].get<std::vector<int64_t>>())
+          .Attr<std::vector<int>>("decrease_axis",
+                                  c["decrease_axis"].get<std::vector<int>>());
     };
     OpTester t("slice");
     build(t, MakeTensor<double>(x, values));
     ASSERT_TRUE(t.Run().ok());
     const Dims out_dims = c["out_dims"].get<std::vector<int64_t>>();
     EXPECT_EQ(t.Out("Out").dims(), out_dims);
-    EXPECT_EQ(ToVector<double>(t.Out("Out")), c["out"].get<std::vector<double>>());
+    EXPECT_EQ(ToVector<double>(t.Out("Out")),
+              c["out"].get<std::vector<double>>());
     OpTester g("slice_grad");
     g.Input("Input", MakeTensor<double>(x, values))
-        .Input("Out@GRAD", MakeTensor<double>(out_dims, c["w"].get<std::vector<double>>()))
+        .Input("Out@GRAD",
+               MakeTensor<double>(out_dims, c["w"].get<std::vector<double>>()))
         .Output("Input@GRAD")
         .Attr<std::vector<int>>("axes", c["axes"].get<std::vector<int>>())
-        .Attr<std::vector<int64_t>>("starts", c["starts"].get<std::vector<int64_t>>())
-        .Attr<std::vector<int64_t>>("ends", c["ends"].get<std::vector<int64_t>>())
-        .Attr<std::vector<int>>("decrease_axis", c["decrease_axis"].get<std::vector<int>>());
+        .Attr<std::vector<int64_t>>("starts",
+                                    c["starts"].get<std::vector<int64_t>>())
+        .Attr<std::vector<int64_t>>("ends",
+                                    c["ends"].get<std::vector<int64_t>>())
+        .Attr<std::vector<int>>("decrease_axis",
+                                c["decrease_axis"].get<std::vector<int>>());
     ASSERT_TRUE(g.Run().ok());
-    EXPECT_EQ(ToVector<double>(g.Out("Input@GRAD")), c["x_grad"].get<std::vector<double>>());
+    EXPECT_EQ(ToVector<double>(g.Out("Input@GRAD")),
+              c["x_grad"].get<std::vector<double>>());
     OpTester fd("slice");
     build(fd, RandomTensor(x, -1, 1, 70 + checked));
     EXPECT_THAT(fd.CheckGrad({"Input"}, {"Out"}), IsEmpty());
@@ -417,11 +428,12 @@ TEST(SliceKernelTest, BadAttributesNameTheOp) {
     std::vector<int> decrease;
     std::string message;
   };
-  for (const Case& c : {Case{{1}, {0, 1}, {2}, {}, "axes, starts and ends have 1, 2 and 1"},
-                        Case{{3}, {0}, {1}, {}, "axis 3 is out of range"},
-                        Case{{1, -1}, {0, 0}, {1, 1}, {}, "is sliced twice"},
-                        Case{{1}, {3}, {1}, {}, "end 1 comes before start 3"},
-                        Case{{1}, {0}, {2}, {1}, "decrease_axis 1 has extent 2"}}) {
+  for (const Case& c :
+       {Case{{1}, {0, 1}, {2}, {}, "axes, starts and ends have 1, 2 and 1"},
+        Case{{3}, {0}, {1}, {}, "axis 3 is out of range"},
+        Case{{1, -1}, {0, 0}, {1, 1}, {}, "is sliced twice"},
+        Case{{1}, {3}, {1}, {}, "end 1 comes before start 3"},
+        Case{{1}, {0}, {2}, {1}, "decrease_axis 1 has extent 2"}}) {
     OpTester t("slice");
     t.Input("Input", RandomTensor({2, 4}, 0, 1, 1))
         .Output("Out")

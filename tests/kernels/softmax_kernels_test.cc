@@ -1,4 +1,4 @@
-// Tests of kernels/cpu/softmax_kernels.cc and graph/ops/softmax_ops.cc:
+// Tests of kernels/cpu/softmax_kernels.cc and graph/ir/ops/softmax_ops.cc:
 // softmax, cross_entropy and softmax_with_cross_entropy against naive loops
 // written here, gradients against finite differences, and label errors.
 #include <gmock/gmock.h>
@@ -333,28 +333,19 @@ TEST(SoftmaxKernelTest, SchemasDeclareFluidGradSlots) {
 }
 
 TEST(SoftmaxKernelTest, RegistersCpuKernelsForItsDTypes) {
-  struct Entry {
-    const char* type;
-    std::vector<DType> dtypes;
-  };
-  const std::vector<DType> kFloats = {DType::kFP32, DType::kFP64};
-  const std::vector<DType> kNumbers = {DType::kFP32, DType::kFP64,
-                                       DType::kInt32, DType::kInt64};
-  for (const Entry& e :
-       std::vector<Entry>{{"softmax", kFloats},
-                          {"softmax_grad", kFloats},
-                          {"cross_entropy", kFloats},
-                          {"cross_entropy_grad", kFloats},
-                          {"softmax_with_cross_entropy", kFloats},
-                          {"softmax_with_cross_entropy_grad", kFloats}}) {
-    ExpectCpuKernels(e.type, e.dtypes);
-  }
+  ExpectCpuKernelTable({{"softmax", kFloats},
+                        {"softmax_grad", kFloats},
+                        {"cross_entropy", kFloats},
+                        {"cross_entropy_grad", kFloats},
+                        {"softmax_with_cross_entropy", kFloats},
+                        {"softmax_with_cross_entropy_grad", kFloats}});
 }
 
 }  // namespace
 }  // namespace parex::testing
 
-// ---- sigmoid_cross_entropy_with_logits ------------------------------------------
+// ---- sigmoid_cross_entropy_with_logits
+// ------------------------------------------
 
 namespace parex::testing {
 namespace {
@@ -364,8 +355,10 @@ namespace {
 // every label ignored with normalize (NaN, as Paddle).
 TEST(SigmoidCrossEntropyWithLogitsKernelTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("sigmoid_cross_entropy_with_logits"), 5);
-  ExpectCpuKernels("sigmoid_cross_entropy_with_logits", {DType::kFP32, DType::kFP64});
-  ExpectCpuKernels("sigmoid_cross_entropy_with_logits_grad", {DType::kFP32, DType::kFP64});
+  ExpectCpuKernels("sigmoid_cross_entropy_with_logits",
+                   {DType::kFP32, DType::kFP64});
+  ExpectCpuKernels("sigmoid_cross_entropy_with_logits_grad",
+                   {DType::kFP32, DType::kFP64});
 }
 
 TEST(SigmoidCrossEntropyWithLogitsKernelTest, GradMatchesFiniteDifferences) {

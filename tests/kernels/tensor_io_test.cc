@@ -1,4 +1,4 @@
-#include "kernels/tensor_io.h"
+#include "kernels/io/tensor_io.h"
 
 #include <gtest/gtest.h>
 

@@ -56,11 +56,12 @@ TEST(TensorTest, TryAllocateRefusesWhatCannotBeHad) {
   Tensor t(DType::kFP32, {2, 3});
   // A shape whose byte size overflows, a negative extent, more than the
   // allocator's limit: errors naming dims and place, the tensor unchanged.
-  for (const Dims& dims : {Dims{int64_t{1} << 32, int64_t{1} << 32}, Dims{-1, 4},
-                           Dims{int64_t{1} << 47, 4}}) {
+  for (const Dims& dims : {Dims{int64_t{1} << 32, int64_t{1} << 32},
+                           Dims{-1, 4}, Dims{int64_t{1} << 47, 4}}) {
     Status s = t.TryAllocate(DType::kFP32, dims, Place::CPU(1));
     ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.message().find(DimsToString(dims)), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(DimsToString(dims)), std::string::npos)
+        << s.message();
     EXPECT_EQ(t.dims(), (Dims{2, 3}));
   }
   const size_t limit = AllocationLimit();
@@ -70,7 +71,8 @@ TEST(TensorTest, TryAllocateRefusesWhatCannotBeHad) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(s.message().find("cpu:1"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("4194304 bytes"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("4194304 bytes"), std::string::npos)
+      << s.message();
   EXPECT_TRUE(t.TryAllocate(DType::kFP32, {1024, 1024}, Place::CPU(1)).ok());
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+
 #include "tests/paddle_models.h"
 
 namespace parex {
@@ -129,7 +130,8 @@ TEST(ProgramIoTest, RandomBytesAndEmptyFilesAreErrors) {
 }
 
 TEST(ProgramIoTest, TextParseErrorNamesLine) {
-  auto parsed = ParseProgramText("blocks {\n  idx: 0\n  bogus: 1\n}\n", "bad.pbtxt");
+  auto parsed =
+      ParseProgramText("blocks {\n  idx: 0\n  bogus: 1\n}\n", "bad.pbtxt");
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("bad.pbtxt"), std::string::npos);
   EXPECT_NE(parsed.status().message().find("line 3"), std::string::npos);

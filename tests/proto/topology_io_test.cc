@@ -11,8 +11,9 @@ namespace parex {
 namespace {
 
 std::string Scratch() {
-  std::string dir = std::string(PAREX_TEST_TMP_DIR) + "/topology_io_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string dir =
+      std::string(PAREX_TEST_TMP_DIR) + "/topology_io_" +
+      ::testing::UnitTest::GetInstance()->current_test_info()->name();
   mkdir(dir.c_str(), 0755);
   std::ofstream(dir + "/cluster.secret") << "0123456789abcdef-a-test-secret";
   std::ofstream(dir + "/short.secret") << "short";
@@ -76,32 +77,54 @@ TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
     std::string text;
     std::string message;
   };
-  const std::string head = "cluster: \"demo\"\nsecret_file: \"cluster.secret\"\n";
-  const std::string a = "node { name: \"a\" host: \"127.0.0.1\" port: 47100 places: \"cpu:1\" }\n";
+  const std::string head =
+      "cluster: \"demo\"\nsecret_file: \"cluster.secret\"\n";
+  const std::string a =
+      "node { name: \"a\" host: \"127.0.0.1\" port: 47100 places: \"cpu:1\" "
+      "}\n";
   const std::vector<Case> cases = {
-      {head + a + "node { name: \"a\" host: \"127.0.0.1\" port: 47101 places: \"cpu:1\" }\n",
+      {head + a +
+           "node { name: \"a\" host: \"127.0.0.1\" port: 47101 places: "
+           "\"cpu:1\" }\n",
        path + ":4: node 'a' is listed twice (also line 3)"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\"\n port: 70000 places: \"cpu:1\" }\n",
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\"\n port: 70000 places: "
+           "\"cpu:1\" }\n",
        path + ":5: node 'b': port 70000 is not in 1..65535"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 47100 places: \"cpu:1\" }\n",
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 47100 places: "
+           "\"cpu:1\" }\n",
        "node 'b': address 127.0.0.1:47100 is already another node's"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 1\n places: \"cpu:3-1\" }\n",
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 1\n places: "
+           "\"cpu:3-1\" }\n",
        path + ":5: node 'b': places 'cpu:3-1'"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" }\n",
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" "
+           "}\n",
        "node 'b': place cuda:0 is not a CPU place"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 }\n", "node 'b': no places"},
-      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cpu\" role: PSERVER }\n",
+      {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 }\n",
+       "node 'b': no places"},
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cpu\" "
+           "role: PSERVER }\n",
        "node 'b': role PSERVER is not supported yet"},
-      {head + a + "node { name: \"b c\" host: \"h\" port: 2 places: \"cpu\" }\n",
+      {head + a +
+           "node { name: \"b c\" host: \"h\" port: 2 places: \"cpu\" }\n",
        path + ":4: node #1: name 'b c'"},
-      {head + a + "node { name: \"b\" host: \"h;rm\" port: 2 places: \"cpu\" }\n",
+      {head + a +
+           "node { name: \"b\" host: \"h;rm\" port: 2 places: \"cpu\" }\n",
        "node 'b': host 'h;rm' is not an address"},
-      {head + "collective: NCCL\n" + a, path + ":3: collective NCCL is not supported yet"},
+      {head + "collective: NCCL\n" + a,
+       path + ":3: collective NCCL is not supported yet"},
       {head + a + "node { name: \"b\" hots: \"x\" }\n", path + ":4:"},
-      {head + "connect_timeout_ms: 5\n" + a, path + ":3: connect_timeout_ms 5 is not in"},
+      {head + "connect_timeout_ms: 5\n" + a,
+       path + ":3: connect_timeout_ms 5 is not in"},
       {"cluster: \"demo\"\n" + a, path + ": secret_file is missing"},
-      {"cluster: \"demo\"\nsecret_file: \"missing.secret\"\n" + a, path + ":2: secret_file:"},
-      {"cluster: \"demo\"\nsecret_file: \"short.secret\"\n" + a, "holds 5 bytes"},
+      {"cluster: \"demo\"\nsecret_file: \"missing.secret\"\n" + a,
+       path + ":2: secret_file:"},
+      {"cluster: \"demo\"\nsecret_file: \"short.secret\"\n" + a,
+       "holds 5 bytes"},
       {head, path + ": no node { ... } listed"},
       {"secret_file: \"cluster.secret\"\n" + a, "cluster name ''"},
   };
@@ -121,8 +144,9 @@ TEST(TopologyIoTest, SecretsOthersCanReadAreRefused) {
     chmod((dir + "/cluster.secret").c_str(), mode);
     StatusOr<Topology> t = ParseTopology(kGood, dir + "/t.pbtxt");
     ASSERT_FALSE(t.ok()) << std::oct << mode;
-    EXPECT_NE(t.status().message().find("cluster.secret' is a secret but its mode"),
-              std::string::npos)
+    EXPECT_NE(
+        t.status().message().find("cluster.secret' is a secret but its mode"),
+        std::string::npos)
         << t.status().message();
     EXPECT_NE(t.status().message().find("chmod 600"), std::string::npos);
     EXPECT_NE(t.status().message().find(":2: secret_file"), std::string::npos);
@@ -134,13 +158,17 @@ TEST(TopologyIoTest, SecretsOthersCanReadAreRefused) {
 TEST(TopologyIoTest, HeartbeatAndTls) {
   const std::string dir = Scratch();
   for (const char* f : {"c.pem", "ca.pem", "k.pem", "bad.pem"}) {
-    std::ofstream(dir + "/" + f) << (std::string(f) == "bad.pem" ? "garbage" :
-                                     "-----BEGIN X-----\n-----END X-----\n");
+    std::ofstream(dir + "/" + f)
+        << (std::string(f) == "bad.pem"
+                ? "garbage"
+                : "-----BEGIN X-----\n-----END X-----\n");
   }
   chmod((dir + "/k.pem").c_str(), 0600);
-  const std::string tls = "tls { cert: \"c.pem\" key: \"k.pem\" ca: \"ca.pem\" }\n";
-  StatusOr<Topology> t = ParseTopology(std::string(kGood) + "heartbeat_timeout_ms: 1500\n" + tls,
-                                       dir + "/t.pbtxt");
+  const std::string tls =
+      "tls { cert: \"c.pem\" key: \"k.pem\" ca: \"ca.pem\" }\n";
+  StatusOr<Topology> t =
+      ParseTopology(std::string(kGood) + "heartbeat_timeout_ms: 1500\n" + tls,
+                    dir + "/t.pbtxt");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->heartbeat_timeout_ms, 1500);
   EXPECT_TRUE(t->tls());
@@ -150,14 +178,16 @@ TEST(TopologyIoTest, HeartbeatAndTls) {
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->heartbeat_timeout_ms, 4000);
   EXPECT_FALSE(plain->tls());
-  EXPECT_NE(plain->fingerprint, t->fingerprint);  // TLS on one side only: refused
+  EXPECT_NE(plain->fingerprint,
+            t->fingerprint);  // TLS on one side only: refused
   const std::string path = dir + "/t.pbtxt";
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"heartbeat_timeout_ms: 50\n", ":11: heartbeat_timeout_ms 50 is not in"},
       {"tls { cert: \"c.pem\" key: \"k.pem\" }\n", ":11: tls: ca is missing"},
       {"tls { cert: \"c.pem\" key: \"k.pem\" ca: \"none.pem\" }\n",
        "tls ca: cannot open '" + dir + "/none.pem'"},
-      {"tls { cert: \"bad.pem\" key: \"k.pem\" ca: \"ca.pem\" }\n", "is not a PEM file"},
+      {"tls { cert: \"bad.pem\" key: \"k.pem\" ca: \"ca.pem\" }\n",
+       "is not a PEM file"},
       {"tls { cert: \"c.pem\" key: \"c.pem\" ca: \"ca.pem\" }\n",
        "tls key: '" + dir + "/c.pem' is a secret but its mode"},
   };
@@ -170,7 +200,8 @@ TEST(TopologyIoTest, HeartbeatAndTls) {
 }
 
 TEST(TopologyIoTest, LoadNamesAMissingFile) {
-  StatusOr<Topology> t = LoadTopology(std::string(PAREX_TEST_TMP_DIR) + "/no/such.pbtxt");
+  StatusOr<Topology> t =
+      LoadTopology(std::string(PAREX_TEST_TMP_DIR) + "/no/such.pbtxt");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("no/such.pbtxt"), std::string::npos);
 }
@@ -180,8 +211,10 @@ TEST(TopologyIoTest, TheExampleTopologiesLoad) {
   // the repository does not hold: parse their text beside a scratch one.
   const std::string dir = Scratch();
   for (const char* name : {"two_nodes.pbtxt", "three_nodes.pbtxt"}) {
-    std::ifstream in(std::string(PAREX_SOURCE_DIR) + "/examples/topology/" + name);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream in(std::string(PAREX_SOURCE_DIR) + "/examples/topology/" +
+                     name);
+    const std::string text((std::istreambuf_iterator<char>(in)),
+                           std::istreambuf_iterator<char>());
     ASSERT_FALSE(text.empty()) << name;
     StatusOr<Topology> t = ParseTopology(text, dir + "/" + name);
     ASSERT_TRUE(t.ok()) << name << ": " << t.status().ToString();

@@ -53,7 +53,9 @@ void AddActivation(OpSchemaRegistry* r, const std::string& type,
   OpSchema grad(type + "_grad");
   grad.Input(grad_source);
   for (const std::string& in : extra_inputs) grad.Input(in, kOptional);
-  grad.Input("Out@GRAD").Output("X@GRAD").InferShape(InferUnaryGrad(grad_source));
+  grad.Input("Out@GRAD")
+      .Output("X@GRAD")
+      .InferShape(InferUnaryGrad(grad_source));
   if (attrs) {
     attrs(op);
     attrs(grad);
@@ -72,15 +74,17 @@ void RegisterActivationOps(OpSchemaRegistry* r) {
   AddActivation(r, "exp", "Out");
   AddActivation(r, "log", "X");
   AddActivation(r, "abs", "X");
-  AddActivation(r, "gelu", "X", [](OpSchema& s) { s.Attr("approximate", false); });
-  AddActivation(r, "leaky_relu", "X", [](OpSchema& s) { s.Attr("alpha", 0.02f); });
+  AddActivation(r, "gelu", "X",
+                [](OpSchema& s) { s.Attr("approximate", false); });
+  AddActivation(r, "leaky_relu", "X",
+                [](OpSchema& s) { s.Attr("alpha", 0.02f); });
   AddActivation(r, "hard_swish", "X", [](OpSchema& s) {
     s.Attr("threshold", 6.0f).Attr("scale", 6.0f).Attr("offset", 3.0f);
   });
   AddActivation(r, "swish", "X", [](OpSchema& s) { s.Attr("beta", 1.0f); });
-  AddActivation(
-      r, "clip", "X",
-      [](OpSchema& s) { s.Attr("min", 0.0f).Attr("max", 0.0f); }, {"Min", "Max"});
+  AddActivation(r, "clip", "X",
+                [](OpSchema& s) { s.Attr("min", 0.0f).Attr("max", 0.0f); },
+                {"Min", "Max"});
 }
 
 }  // namespace parex

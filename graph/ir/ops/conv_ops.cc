@@ -6,14 +6,14 @@
 // kernel is its grouped convolution, so groups need not equal the channels
 // there either); its gradient op takes Input, Filter and Output@GRAD.
 //
-// Window geometry: graph/ir/ops/window_spec.h; global_pooling pools the
+// Window geometry: graph/ir/spec/window_spec.h; global_pooling pools the
 // whole plane (no padding); adaptive pooling has out = ksize.
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
-#include "graph/ir/ops/window_spec.h"
+#include "graph/ir/spec/window_spec.h"
 
 namespace parex {
 namespace {
@@ -60,8 +60,7 @@ StatusOr<Dims> ConvOutDims(const ShapeContext& ctx, int rank) {
     w.size[i] = filter[2 + i];
   }
   PAREX_ASSIGN_OR_RETURN(w.strides, PositiveIntsAttr(ctx, "strides", rank));
-  PAREX_ASSIGN_OR_RETURN(w.dilations,
-                         PositiveIntsAttr(ctx, "dilations", rank));
+  PAREX_ASSIGN_OR_RETURN(w.dilations, PositiveIntsAttr(ctx, "dilations", rank));
   PAREX_RETURN_IF_ERROR(ResolvePaddings(ctx, &w));
   Dims out{in[0], filter[0]};
   for (int i = 0; i < rank; ++i) {
@@ -98,8 +97,7 @@ Status InferConv(ShapeContext& ctx) {
 
 template <int kRank>
 Status InferConvGrad(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(
-      ctx.CheckSameDType({"Input", "Filter", "Output@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"Input", "Filter", "Output@GRAD"}));
   if (!ctx.IsUnknown(ctx.InputDims("Input")) &&
       !ctx.IsUnknown(ctx.InputDims("Filter"))) {
     PAREX_ASSIGN_OR_RETURN(Dims out, ConvOutDims(ctx, kRank));
@@ -184,14 +182,15 @@ OpSchema& ConvAttrs(OpSchema& s, int rank = 2) {
 
 // `type` and `type`_grad: Input, Filter -> Output, and the gradient op
 // Input, Filter, Output@GRAD -> Input@GRAD, Filter@GRAD.
-void AddConvWithoutBias(OpSchemaRegistry* r, const std::string& type, InferShapeFn infer,
-                        InferShapeFn infer_grad, int rank) {
+void AddConvWithoutBias(OpSchemaRegistry* r, const std::string& type,
+                        InferShapeFn infer, InferShapeFn infer_grad, int rank) {
   OpSchema forward(type);
   forward.Input("Input")
       .Input("Filter")
       .Output("Output")
       .InferShape(std::move(infer))
-      .Grad(type + "_grad", {"Input", "Filter", "Output@GRAD"}, {"Input@GRAD", "Filter@GRAD"});
+      .Grad(type + "_grad", {"Input", "Filter", "Output@GRAD"},
+            {"Input@GRAD", "Filter@GRAD"});
   r->Add(ConvAttrs(forward, rank));
   OpSchema grad(type + "_grad");
   grad.Input("Input")

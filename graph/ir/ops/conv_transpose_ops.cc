@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
-#include "graph/ir/ops/window_spec.h"
+#include "graph/ir/spec/window_spec.h"
 
 namespace parex {
 namespace {
@@ -47,14 +47,13 @@ StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
   }
   if (!ExtentsAgree(in[1], filter[0])) {
     return ctx.Error("Input has " + std::to_string(in[1]) +
-                     " channels, Filter " + DimsToString(filter) +
-                     " expects " + std::to_string(filter[0]));
+                     " channels, Filter " + DimsToString(filter) + " expects " +
+                     std::to_string(filter[0]));
   }
   if (filter[0] >= 0 && filter[0] % groups != 0) {
-    return ctx.Error("Filter " + DimsToString(filter) + " has " +
-                     std::to_string(filter[0]) +
-                     " input channels, not divisible by groups " +
-                     std::to_string(groups));
+    return ctx.Error(
+        "Filter " + DimsToString(filter) + " has " + std::to_string(filter[0]) +
+        " input channels, not divisible by groups " + std::to_string(groups));
   }
   int64_t channels = -1;
   if (filter[1] >= 0 && !CheckedMul(filter[1], int64_t{groups}, &channels)) {
@@ -68,8 +67,7 @@ StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
     w.size[i] = filter[2 + i];
   }
   PAREX_ASSIGN_OR_RETURN(w.strides, PositiveIntsAttr(ctx, "strides", rank));
-  PAREX_ASSIGN_OR_RETURN(w.dilations,
-                         PositiveIntsAttr(ctx, "dilations", rank));
+  PAREX_ASSIGN_OR_RETURN(w.dilations, PositiveIntsAttr(ctx, "dilations", rank));
   PAREX_RETURN_IF_ERROR(ResolvePaddings(ctx, &w));
   PAREX_ASSIGN_OR_RETURN(std::vector<int> output_size,
                          OptionalPerDim(ctx, "output_size", rank));
@@ -88,8 +86,8 @@ StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
                        " with strides " + IntsToString(w.strides) +
                        " is too large");
     }
-    infer += int64_t{w.dilations[i]} * (w.size[i] - 1) + 1 -
-             w.paddings[2 * i] - w.paddings[2 * i + 1];
+    infer += int64_t{w.dilations[i]} * (w.size[i] - 1) + 1 - w.paddings[2 * i] -
+             w.paddings[2 * i + 1];
     if (infer <= 0) {
       return ctx.Error("paddings " + IntsToString(w.paddings) +
                        " leave no output of Input " + DimsToString(in) +
@@ -141,8 +139,7 @@ Status InferConvTranspose(ShapeContext& ctx) {
 template <int kRank>
 Status InferConvTransposeGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(CheckNoBias(ctx));
-  PAREX_RETURN_IF_ERROR(
-      ctx.CheckSameDType({"Input", "Filter", "Output@GRAD"}));
+  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"Input", "Filter", "Output@GRAD"}));
   if (!ctx.IsUnknown(ctx.InputDims("Input")) &&
       !ctx.IsUnknown(ctx.InputDims("Filter"))) {
     PAREX_ASSIGN_OR_RETURN(Dims out, ConvTransposeOutDims(ctx, kRank));

@@ -12,8 +12,8 @@
 // itself, NaN to nothing; the kernel's rule).
 #include <string>
 
-#include "graph/ir/ops/broadcast_spec.h"
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/broadcast_spec.h"
 
 namespace parex {
 namespace {

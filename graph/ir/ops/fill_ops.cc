@@ -41,26 +41,29 @@ Status InferFillBatchSizeLike(ShapeContext& ctx) {
   if (shape.empty()) return ctx.Error("attribute shape is empty");
   const int dtype = ctx.Attr<int>("dtype");
   if (!IsElementType(dtype)) {
-    return ctx.Error("attribute dtype " + std::to_string(dtype) + " is no element type");
+    return ctx.Error("attribute dtype " + std::to_string(dtype) +
+                     " is no element type");
   }
   const Dims in = ctx.InputDims("Input");
   const int in_idx = ctx.Attr<int>("input_dim_idx");
   const int out_idx = ctx.Attr<int>("output_dim_idx");
   if (out_idx < 0 || out_idx >= static_cast<int>(shape.size())) {
-    return ctx.Error("output_dim_idx " + std::to_string(out_idx) + " is outside shape " +
-                     DimsToString(shape));
+    return ctx.Error("output_dim_idx " + std::to_string(out_idx) +
+                     " is outside shape " + DimsToString(shape));
   }
-  if (!ctx.IsUnknown(in) && (in_idx < 0 || in_idx >= static_cast<int>(in.size()))) {
-    return ctx.Error("input_dim_idx " + std::to_string(in_idx) + " is outside Input " +
-                     DimsToString(in));
+  if (!ctx.IsUnknown(in) &&
+      (in_idx < 0 || in_idx >= static_cast<int>(in.size()))) {
+    return ctx.Error("input_dim_idx " + std::to_string(in_idx) +
+                     " is outside Input " + DimsToString(in));
   }
   shape[out_idx] = ctx.IsUnknown(in) ? -1 : in[in_idx];
   for (int64_t d : shape) {
     // -1 stays unknown at compile time, as in Paddle; it has no value to
     // take when the op runs.
     if (d < -1 || (d == -1 && ctx.IsRuntime())) {
-      return ctx.Error("shape " + DimsToString(shape) + " (with Input's extent at " +
-                       std::to_string(out_idx) + ") has a negative extent");
+      return ctx.Error("shape " + DimsToString(shape) +
+                       " (with Input's extent at " + std::to_string(out_idx) +
+                       ") has a negative extent");
     }
   }
   ctx.SetOutput("Out", shape, static_cast<DType>(dtype));
@@ -140,7 +143,11 @@ void RegisterFillOps(OpSchemaRegistry* r) {
              .Attr("dtype", kFP32)
              .InferShape(InferFromShapeAttr)
              .KernelDTypeFromAttr("dtype"));
-  r->Add(OpSchema("assign").Input("X").Output("Out").Inplace("X", "Out").InferShape(InferCopy));
+  r->Add(OpSchema("assign")
+             .Input("X")
+             .Output("Out")
+             .Inplace("X", "Out")
+             .InferShape(InferCopy));
   r->Add(OpSchema("scale")
              .Input("X")
              .Input("ScaleTensor", kOptional)

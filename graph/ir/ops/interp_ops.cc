@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
-#include "graph/ir/ops/window_spec.h"
+#include "graph/ir/spec/window_spec.h"
 
 namespace parex {
 namespace {
@@ -56,8 +56,7 @@ Status CheckInterp(const ShapeContext& ctx) {
                        FloatsToString(scale));
     }
     if (!(scale[0] > 0) || !(scale[1] > 0)) {
-      return ctx.Error("scale " + FloatsToString(scale) +
-                       " must be positive");
+      return ctx.Error("scale " + FloatsToString(scale) + " must be positive");
     }
   }
   return Status::Ok();
@@ -83,8 +82,10 @@ StatusOr<Dims> InterpOutDims(const ShapeContext& ctx) {
       }
       out[2 + d] = static_cast<int>(static_cast<float>(in) * scale[d]);
       if (out[2 + d] <= 0) {
-        return ctx.Error("scale " + FloatsToString(scale) + " gives an empty "
-                         "output from X " + DimsToString(x));
+        return ctx.Error("scale " + FloatsToString(scale) +
+                         " gives an empty "
+                         "output from X " +
+                         DimsToString(x));
       }
     } else {
       const int v = ctx.Attr<int>(d == 0 ? "out_h" : "out_w");
@@ -130,12 +131,16 @@ void RegisterInterpOps(OpSchemaRegistry* r) {
           .Input("SizeTensor", kOptional | kDuplicable)
           .Input("Scale", kOptional);
       if (grad) {
-        s.Input("Out@GRAD").Output("X@GRAD", kOptional).InferShape(InferInterpGrad);
+        s.Input("Out@GRAD")
+            .Output("X@GRAD", kOptional)
+            .InferShape(InferInterpGrad);
         s.KernelDTypeFromInput("Out@GRAD");
       } else {
-        s.Output("Out").InferShape(InferInterp).Grad(
-            grad_type, {"X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"},
-            {"X@GRAD"});
+        s.Output("Out")
+            .InferShape(InferInterp)
+            .Grad(grad_type,
+                  {"X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"},
+                  {"X@GRAD"});
       }
       // Paddle 2.6's defaults (its op proto), the same for both ops.
       s.Attr("data_layout", std::string("NCHW"))

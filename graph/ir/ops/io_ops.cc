@@ -6,9 +6,15 @@
 namespace parex {
 
 void RegisterIoOps(OpSchemaRegistry* r) {
-  r->Add(OpSchema("feed").Input("X").Output("Out").Attr("col", 0)
+  r->Add(OpSchema("feed")
+             .Input("X")
+             .Output("Out")
+             .Attr("col", 0)
              .KernelDTypeAny());
-  r->Add(OpSchema("fetch").Input("X").Output("Out").Attr("col", 0)
+  r->Add(OpSchema("fetch")
+             .Input("X")
+             .Output("Out")
+             .Attr("col", 0)
              .KernelDTypeAny());
 }
 

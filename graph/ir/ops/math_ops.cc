@@ -14,18 +14,6 @@
 namespace parex {
 namespace {
 
-bool Known(const ShapeContext& ctx, const Dims& dims) {
-  return ctx.IsRuntime() || !dims.empty();
-}
-
-bool SameDims(const Dims& a, const Dims& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!ExtentsAgree(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 // `slot` holds one element (undeclared dims and unknown extents pass at
 // compile time).
 Status CheckOneElement(const ShapeContext& ctx, const char* slot) {
@@ -56,7 +44,7 @@ InferShapeFn InferUnaryGrad(std::string source) {
   return [source](ShapeContext& ctx) -> Status {
     const Dims a = ctx.InputDims(source);
     const Dims g = ctx.InputDims("Out@GRAD");
-    if (Known(ctx, a) && Known(ctx, g) && !SameDims(a, g)) {
+    if (Known(ctx, a) && Known(ctx, g) && !SameDims(ctx, a, g)) {
       return ctx.Error("Out@GRAD " + DimsToString(g) + " does not match " +
                        source + " " + DimsToString(a));
     }

@@ -62,8 +62,7 @@ StatusOr<Dims> MulOutDims(const ShapeContext& ctx) {
 Status InferMul(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Y"}));
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
-  if (ctx.IsUnknown(ctx.InputDims("X")) ||
-      ctx.IsUnknown(ctx.InputDims("Y"))) {
+  if (ctx.IsUnknown(ctx.InputDims("X")) || ctx.IsUnknown(ctx.InputDims("Y"))) {
     return Status::Ok();
   }
   PAREX_ASSIGN_OR_RETURN(Dims out, MulOutDims(ctx));

@@ -22,25 +22,14 @@
 namespace parex {
 namespace {
 
-bool Known(const ShapeContext& ctx, const Dims& dims) {
-  return ctx.IsRuntime() || !dims.empty();
-}
-
-bool SameDims(const Dims& a, const Dims& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!ExtentsAgree(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 // Out and Indices are X's dims with extent k along the axis: top_k's last,
 // top_k_v2's `axis`. k may exceed an unknown (compile-time) extent; at run
 // time it must not exceed the real one.
 Status InferTopKAlong(ShapeContext& ctx, bool v2) {
   if (v2 && ctx.HasInput("K")) {
-    return ctx.Error("a K input (k from a tensor) is not supported; set the "
-                     "attribute k");
+    return ctx.Error(
+        "a K input (k from a tensor) is not supported; set the "
+        "attribute k");
   }
   const int k = ctx.Attr<int>("k");
   if (k < 1) return ctx.Error("k = " + std::to_string(k) + " must be >= 1");
@@ -59,9 +48,10 @@ Status InferTopKAlong(ShapeContext& ctx, bool v2) {
                      DimsToString(dims));
   }
   if (dims[axis] >= 0 && dims[axis] < k) {
-    return ctx.Error("k = " + std::to_string(k) + " exceeds " +
-                     (v2 ? "dim " + std::to_string(axis) : std::string("the last dim")) +
-                     " of X " + DimsToString(dims));
+    return ctx.Error(
+        "k = " + std::to_string(k) + " exceeds " +
+        (v2 ? "dim " + std::to_string(axis) : std::string("the last dim")) +
+        " of X " + DimsToString(dims));
   }
   dims[axis] = k;
   ctx.SetOutput("Out", dims, ctx.InputDType("X"));
@@ -75,7 +65,8 @@ Status InferTopKV2(ShapeContext& ctx) { return InferTopKAlong(ctx, true); }
 Status InferTopKGrad(ShapeContext& ctx) {
   const Dims indices = ctx.InputDims("Indices");
   const Dims dout = ctx.InputDims("Out@GRAD");
-  if (Known(ctx, indices) && Known(ctx, dout) && !SameDims(indices, dout)) {
+  if (Known(ctx, indices) && Known(ctx, dout) &&
+      !SameDims(ctx, indices, dout)) {
     return ctx.Error("Out@GRAD " + DimsToString(dout) +
                      " does not match Indices " + DimsToString(indices));
   }
@@ -93,7 +84,7 @@ Status InferAccuracy(ShapeContext& ctx) {
       return ctx.Error("Indices must have rank 2, got " +
                        DimsToString(indices));
     }
-    if (Known(ctx, out) && !SameDims(out, indices)) {
+    if (Known(ctx, out) && !SameDims(ctx, out, indices)) {
       return ctx.Error("Out " + DimsToString(out) + " does not match Indices " +
                        DimsToString(indices));
     }
@@ -122,8 +113,10 @@ Status InferAccuracy(ShapeContext& ctx) {
 
 Status InferArgMax(ShapeContext& ctx) {
   const int dtype = ctx.Attr<int>("dtype");
-  if (dtype != static_cast<int>(DType::kInt64) && dtype != static_cast<int>(DType::kInt32)) {
-    return ctx.Error("dtype " + std::to_string(dtype) + " is neither int64 (3) nor int32 (2)");
+  if (dtype != static_cast<int>(DType::kInt64) &&
+      dtype != static_cast<int>(DType::kInt32)) {
+    return ctx.Error("dtype " + std::to_string(dtype) +
+                     " is neither int64 (3) nor int32 (2)");
   }
   const DType out_dtype = static_cast<DType>(dtype);
   const Dims x = ctx.InputDims("X");
@@ -139,8 +132,8 @@ Status InferArgMax(ShapeContext& ctx) {
     if (keepdims) out.assign(x.size(), 1);
   } else {
     if (axis < -rank || axis >= rank) {
-      return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
-                       DimsToString(x));
+      return ctx.Error("axis " + std::to_string(axis) +
+                       " is out of range for X " + DimsToString(x));
     }
     const int a = static_cast<int>(axis < 0 ? axis + rank : axis);
     for (int d = 0; d < rank; ++d) {
@@ -153,7 +146,8 @@ Status InferArgMax(ShapeContext& ctx) {
   }
   if (out.empty()) out.push_back(1);  // Paddle 2.6: 0-D
   if (dtype == static_cast<int>(DType::kInt32) && Numel(x) > INT32_MAX) {
-    return ctx.Error("X " + DimsToString(x) + " has too many elements for int32 indices");
+    return ctx.Error("X " + DimsToString(x) +
+                     " has too many elements for int32 indices");
   }
   ctx.SetOutput("Out", out, out_dtype);
   return Status::Ok();
@@ -161,22 +155,25 @@ Status InferArgMax(ShapeContext& ctx) {
 
 Status InferOneHot(ShapeContext& ctx) {
   if (ctx.HasInput("depth_tensor")) {
-    return Unimplemented(ctx.op().Label() +
-                         ": input 'depth_tensor' (a tensor-valued attribute) is not supported; "
-                         "set the attribute depth");
+    return Unimplemented(
+        ctx.op().Label() +
+        ": input 'depth_tensor' (a tensor-valued attribute) is not supported; "
+        "set the attribute depth");
   }
   const int depth = ctx.Attr<int>("depth");
-  if (depth < 1) return ctx.Error("depth " + std::to_string(depth) + " must be >= 1");
+  if (depth < 1)
+    return ctx.Error("depth " + std::to_string(depth) + " must be >= 1");
   const int dtype = ctx.Attr<int>("dtype");
   const DType out = static_cast<DType>(dtype);
   if (out != DType::kFP32 && out != DType::kFP64 && out != DType::kInt32 &&
       out != DType::kInt64) {
-    return ctx.Error("dtype " + std::to_string(dtype) + " is not fp32 (5), fp64 (6), int32 (2) " +
-                     "or int64 (3)");
+    return ctx.Error("dtype " + std::to_string(dtype) +
+                     " is not fp32 (5), fp64 (6), int32 (2) " + "or int64 (3)");
   }
   const DType in = ctx.InputDType("X");
   if (in != DType::kUndefined && in != DType::kInt32 && in != DType::kInt64) {
-    return ctx.Error(std::string("X must be int32 or int64, got ") + DTypeName(in));
+    return ctx.Error(std::string("X must be int32 or int64, got ") +
+                     DTypeName(in));
   }
   Dims dims = ctx.InputDims("X");
   if (!Known(ctx, dims)) {

@@ -23,16 +23,6 @@
 namespace parex {
 namespace {
 
-bool SameDims(const ShapeContext& ctx, const Dims& got, const Dims& want) {
-  if (got.size() != want.size()) return false;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (ctx.IsRuntime() ? got[i] != want[i] : !ExtentsAgree(got[i], want[i])) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // ---- batch_norm -------------------------------------------------------------
 
 // The channel count of X under data_layout.
@@ -91,7 +81,7 @@ Status InferBatchNorm(ShapeContext& ctx) {
 Status InferBatchNormGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(
       ctx.CheckSameDType({"X", "Scale", "Bias", "SavedMean", "SavedVariance",
-                           "Mean", "Variance", "Y@GRAD"}));
+                          "Mean", "Variance", "Y@GRAD"}));
   const Dims x = ctx.InputDims("X");
   if (!ctx.IsUnknown(x)) {
     PAREX_ASSIGN_OR_RETURN(int64_t c, BatchNormChannels(ctx, x));
@@ -114,15 +104,14 @@ Status InferBatchNormGrad(ShapeContext& ctx) {
   return InferGradShapesFromForwardInputs(ctx);
 }
 
-// ---- synchronised batch norm's stages (graph/build/sync_batch_norm.h) -------
-// Their double sums are all-reduced across places between the stages.
+// ---- synchronised batch norm's stages (graph/builder/sync_batch_norm.h)
+// ------- Their double sums are all-reduced across places between the stages.
 
 // Checks that `slot` is a double vector of `extent` values.
 Status CheckSums(const ShapeContext& ctx, const char* slot, int64_t extent) {
   const DType t = ctx.InputDType(slot);
   if (t != DType::kUndefined && t != DType::kFP64) {
-    return ctx.Error(std::string(slot) + " must be fp64, got " +
-                     DTypeName(t));
+    return ctx.Error(std::string(slot) + " must be fp64, got " + DTypeName(t));
   }
   const Dims d = ctx.InputDims(slot);
   if (ctx.IsUnknown(d)) return Status::Ok();
@@ -222,8 +211,9 @@ Status LayerNormSplit(const ShapeContext& ctx, const Dims& x, int64_t* left,
                       int64_t* right) {
   const int axis = ctx.Attr<int>("begin_norm_axis");
   if (axis < 1 || axis > static_cast<int>(x.size())) {
-    return ctx.Error("begin_norm_axis " + std::to_string(axis) + " is outside [1, " +
-                     std::to_string(x.size()) + "] for X " + DimsToString(x));
+    return ctx.Error("begin_norm_axis " + std::to_string(axis) +
+                     " is outside [1, " + std::to_string(x.size()) +
+                     "] for X " + DimsToString(x));
   }
   *left = 1;
   *right = 1;
@@ -241,8 +231,9 @@ Status CheckLayerNormVectors(const ShapeContext& ctx, int64_t right,
     const Dims d = ctx.InputDims(slot);
     if (ctx.IsUnknown(d) || right < 0) continue;
     if (Numel(d) != right) {
-      return ctx.Error(std::string(slot) + " " + DimsToString(d) + " must hold " +
-                       std::to_string(right) + " values (X's extent past begin_norm_axis)");
+      return ctx.Error(std::string(slot) + " " + DimsToString(d) +
+                       " must hold " + std::to_string(right) +
+                       " values (X's extent past begin_norm_axis)");
     }
   }
   return Status::Ok();
@@ -252,7 +243,8 @@ Status InferLayerNorm(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Scale", "Bias"}));
   const Dims x = ctx.InputDims("X");
   const DType dtype = ctx.InputDType("X");
-  for (const char* out : {"Y", "Mean", "Variance"}) ctx.SetOutputDType(out, 0, dtype);
+  for (const char* out : {"Y", "Mean", "Variance"})
+    ctx.SetOutputDType(out, 0, dtype);
   if (ctx.IsUnknown(x)) return Status::Ok();
   int64_t left = 0, right = 0;
   PAREX_RETURN_IF_ERROR(LayerNormSplit(ctx, x, &left, &right));
@@ -264,7 +256,8 @@ Status InferLayerNorm(ShapeContext& ctx) {
 }
 
 Status InferLayerNormGrad(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"}));
+  PAREX_RETURN_IF_ERROR(
+      ctx.CheckSameDType({"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"}));
   const Dims x = ctx.InputDims("X");
   const DType dtype = ctx.InputDType("X");
   if (!ctx.IsUnknown(x)) {
@@ -274,13 +267,15 @@ Status InferLayerNormGrad(ShapeContext& ctx) {
     for (const char* slot : {"Mean", "Variance"}) {
       const Dims d = ctx.InputDims(slot);
       if (ctx.IsRuntime() && left >= 0 && Numel(d) != left) {
-        return ctx.Error(std::string(slot) + " " + DimsToString(d) + " must hold " +
-                         std::to_string(left) + " values (one per row)");
+        return ctx.Error(std::string(slot) + " " + DimsToString(d) +
+                         " must hold " + std::to_string(left) +
+                         " values (one per row)");
       }
     }
     const Dims dy = ctx.InputDims("Y@GRAD");
     if (!ctx.IsUnknown(dy) && !SameDims(ctx, dy, x)) {
-      return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " + DimsToString(x));
+      return ctx.Error("Y@GRAD has dims " + DimsToString(dy) + ", X has " +
+                       DimsToString(x));
     }
     ctx.SetOutputDims("X@GRAD", 0, x);
   }
@@ -357,7 +352,7 @@ OpSchema& DropoutAttrs(OpSchema& s) {
 
 void RegisterNormOps(OpSchemaRegistry* r) {
   // A program's sync_batch_norm (Paddle's SyncBatchNorm) has batch_norm's
-  // slots; graph/build/sync_batch_norm.h synchronises it over places.
+  // slots; graph/builder/sync_batch_norm.h synchronises it over places.
   for (const std::string type : {"batch_norm", "sync_batch_norm"}) {
     OpSchema bn(type);
     bn.Input("X")
@@ -403,11 +398,16 @@ void RegisterNormOps(OpSchemaRegistry* r) {
   }
 
   OpSchema bn_sum("sync_bn_sum");
-  bn_sum.Input("X").Output("Sum").InferShape(InferSyncBnSum)
+  bn_sum.Input("X")
+      .Output("Sum")
+      .InferShape(InferSyncBnSum)
       .KernelDTypeFromInput("X");
   r->Add(BatchNormAttrs(bn_sum));
   OpSchema bn_sq("sync_bn_sq_dev");
-  bn_sq.Input("X").Input("Sum").Output("SqDev").InferShape(InferSyncBnSqDev)
+  bn_sq.Input("X")
+      .Input("Sum")
+      .Output("SqDev")
+      .InferShape(InferSyncBnSqDev)
       .KernelDTypeFromInput("X");
   r->Add(BatchNormAttrs(bn_sq));
   OpSchema bn_apply("sync_bn_apply");
@@ -463,7 +463,8 @@ void RegisterNormOps(OpSchemaRegistry* r) {
       .InferShape(InferLayerNorm)
       .Attr("epsilon", 1e-5f)
       .Attr("begin_norm_axis", 1)
-      .Grad("layer_norm_grad", {"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"},
+      .Grad("layer_norm_grad",
+            {"X", "Scale", "Bias", "Mean", "Variance", "Y@GRAD"},
             {"X@GRAD", "Scale@GRAD", "Bias@GRAD"});
   r->Add(std::move(ln));
   OpSchema ln_grad("layer_norm_grad");

@@ -8,23 +8,11 @@
 namespace parex {
 namespace {
 
-bool Known(const ShapeContext& ctx, const Dims& dims) {
-  return ctx.IsRuntime() || !dims.empty();
-}
-
-bool SameDims(const Dims& a, const Dims& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!ExtentsAgree(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 // `slot` has Param's dims.
 Status CheckLikeParam(const ShapeContext& ctx, const char* slot) {
   const Dims param = ctx.InputDims("Param");
   const Dims dims = ctx.InputDims(slot);
-  if (Known(ctx, param) && Known(ctx, dims) && !SameDims(param, dims)) {
+  if (Known(ctx, param) && Known(ctx, dims) && !SameDims(ctx, param, dims)) {
     return ctx.Error(std::string(slot) + " " + DimsToString(dims) +
                      " does not match Param " + DimsToString(param));
   }
@@ -74,7 +62,7 @@ Status InferAdam(ShapeContext& ctx) {
   const Dims param = ctx.InputDims("Param");
   for (int i = 0; i < ctx.InputCount("GradAddends"); ++i) {
     const Dims dims = ctx.InputDims("GradAddends", i);
-    if (Known(ctx, param) && Known(ctx, dims) && !SameDims(param, dims)) {
+    if (Known(ctx, param) && Known(ctx, dims) && !SameDims(ctx, param, dims)) {
       return ctx.Error("GradAddends #" + std::to_string(i) + " " +
                        DimsToString(dims) + " does not match Param " +
                        DimsToString(param));

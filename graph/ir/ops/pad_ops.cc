@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
-#include "graph/ir/ops/window_spec.h"
+#include "graph/ir/spec/window_spec.h"
 
 namespace parex {
 namespace {
@@ -31,8 +31,10 @@ StatusOr<Dims> Pad3dOutDims(const ShapeContext& ctx) {
   }
   const std::vector<int> p = ctx.Attr<std::vector<int>>("paddings");
   if (p.size() != 6) {
-    return ctx.Error("paddings must have 6 entries {left, right, top, bottom, "
-                     "front, back}, got " + IntsToString(p));
+    return ctx.Error(
+        "paddings must have 6 entries {left, right, top, bottom, "
+        "front, back}, got " +
+        IntsToString(p));
   }
   for (int v : p) {
     if (v < 0) return ctx.Error("negative paddings " + IntsToString(p));
@@ -40,8 +42,10 @@ StatusOr<Dims> Pad3dOutDims(const ShapeContext& ctx) {
   const std::string mode = ctx.Attr<std::string>("mode");
   if (mode != "constant" && mode != "reflect" && mode != "replicate" &&
       mode != "circular") {
-    return ctx.Error("mode must be constant, reflect, replicate or circular, "
-                     "got '" + mode + "'");
+    return ctx.Error(
+        "mode must be constant, reflect, replicate or circular, "
+        "got '" +
+        mode + "'");
   }
   Dims out = x;
   for (int i = 0; i < 3; ++i) {
@@ -89,11 +93,14 @@ void RegisterPadOps(OpSchemaRegistry* r) {
     OpSchema s(grad ? "pad3d_grad" : "pad3d");
     s.Input("X").Input("Paddings", kOptional);
     if (grad) {
-      s.Input("Out@GRAD").Output("X@GRAD", kOptional).InferShape(InferPad3dGrad);
+      s.Input("Out@GRAD")
+          .Output("X@GRAD", kOptional)
+          .InferShape(InferPad3dGrad);
       s.KernelDTypeFromInput("Out@GRAD");
     } else {
-      s.Output("Out").InferShape(InferPad3d).Grad(
-          "pad3d_grad", {"X", "Paddings", "Out@GRAD"}, {"X@GRAD"});
+      s.Output("Out")
+          .InferShape(InferPad3d)
+          .Grad("pad3d_grad", {"X", "Paddings", "Out@GRAD"}, {"X@GRAD"});
     }
     s.Attr("paddings", std::vector<int>(6, 0))
         .Attr("mode", std::string("constant"))

@@ -18,10 +18,6 @@
 namespace parex {
 namespace {
 
-bool Known(const ShapeContext& ctx, const Dims& dims) {
-  return ctx.IsRuntime() || !dims.empty();
-}
-
 Status InferMean(ShapeContext& ctx) {
   ctx.SetOutput("Out", {1}, ctx.InputDType("X"));
   return Status::Ok();
@@ -113,7 +109,8 @@ Status InferSum(ShapeContext& ctx) {
   DType dtype = DType::kUndefined;
   bool found = false;
   bool sparse = false;  // a SelectedRows input: the kernel sizes Out itself
-  for (int i = 0; i < ctx.InputCount("X"); ++i) sparse = sparse || ctx.InputIsSparse("X", i);
+  for (int i = 0; i < ctx.InputCount("X"); ++i)
+    sparse = sparse || ctx.InputIsSparse("X", i);
   for (int i = 0; i < ctx.InputCount("X"); ++i) {
     const Dims d = ctx.InputDims("X", i);
     const DType t = ctx.InputDType("X", i);
@@ -164,8 +161,9 @@ Status InferCumsum(ShapeContext& ctx) {
   const int rank = static_cast<int>(x.size());
   const int axis = ctx.Attr<int>("axis");
   if (axis < -rank || axis >= rank) {
-    return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
-                     DimsToString(x) + " (without flatten)");
+    return ctx.Error("axis " + std::to_string(axis) +
+                     " is out of range for X " + DimsToString(x) +
+                     " (without flatten)");
   }
   ctx.SetOutput("Out", x, dtype);
   return Status::Ok();
@@ -183,8 +181,9 @@ Status InferCumsumGrad(ShapeContext& ctx) {
     const int rank = static_cast<int>(x.size());
     const int axis = ctx.Attr<int>("axis");
     if (axis < -rank || axis >= rank) {
-      return ctx.Error("axis " + std::to_string(axis) + " is out of range for X " +
-                       DimsToString(x) + " (without flatten)");
+      return ctx.Error("axis " + std::to_string(axis) +
+                       " is out of range for X " + DimsToString(x) +
+                       " (without flatten)");
     }
   }
   ctx.SetOutput("X@GRAD", x, ctx.InputDType("Out@GRAD"));
@@ -239,10 +238,14 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
       s.Input("Out@GRAD").Output("X@GRAD").InferShape(InferCumsumGrad);
       s.KernelDTypeFromInput("Out@GRAD");
     } else {
-      s.Output("Out").InferShape(InferCumsum).Grad("cumsum_grad", {"X", "Out@GRAD"},
-                                                    {"X@GRAD"});
+      s.Output("Out")
+          .InferShape(InferCumsum)
+          .Grad("cumsum_grad", {"X", "Out@GRAD"}, {"X@GRAD"});
     }
-    s.Attr("axis", -1).Attr("flatten", false).Attr("exclusive", false).Attr("reverse", false);
+    s.Attr("axis", -1)
+        .Attr("flatten", false)
+        .Attr("exclusive", false)
+        .Attr("reverse", false);
     r->Add(std::move(s));
   }
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
-#include "graph/ir/ops/slice_spec.h"
+#include "graph/ir/spec/slice_spec.h"
 
 namespace parex {
 namespace {
@@ -92,7 +92,8 @@ StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
     out[i] = shape[i] == 0 ? x[i] : shape[i];
     if (known >= 0 && out[i] >= 0 &&
         (!CheckedMul(known, out[i], &known) || known > kMaxNumel)) {
-      return ctx.Error("shape " + shape_text + " holds more than 2^48 elements");
+      return ctx.Error("shape " + shape_text +
+                       " holds more than 2^48 elements");
     }
     if (out[i] < 0) known = -1;
   }
@@ -156,8 +157,8 @@ StatusOr<Dims> UnsqueezeDims(const ShapeContext& ctx, const Dims& x) {
     const int rank = Rank(out);
     const int at = axis < 0 ? axis + rank + 1 : axis;
     if (at < 0 || at > rank) {
-      return ctx.Error("axes entry " + std::to_string(axis) + " is out of range for " +
-                       DimsToString(out));
+      return ctx.Error("axes entry " + std::to_string(axis) +
+                       " is out of range for " + DimsToString(out));
     }
     out.insert(out.begin() + at, 1);
   }
@@ -186,15 +187,18 @@ StatusOr<Dims> SqueezeDims(const ShapeContext& ctx, const Dims& x) {
 // flatten_contiguous_range: dims start_axis..stop_axis become one.
 StatusOr<Dims> FlattenDims(const ShapeContext& ctx, const Dims& x) {
   if (x.empty()) return Dims{1};  // a scalar flattens to one element
-  PAREX_ASSIGN_OR_RETURN(int start, NormalizeAxis(ctx, ctx.Attr<int>("start_axis"), Rank(x)));
-  PAREX_ASSIGN_OR_RETURN(int stop, NormalizeAxis(ctx, ctx.Attr<int>("stop_axis"), Rank(x)));
+  PAREX_ASSIGN_OR_RETURN(
+      int start, NormalizeAxis(ctx, ctx.Attr<int>("start_axis"), Rank(x)));
+  PAREX_ASSIGN_OR_RETURN(
+      int stop, NormalizeAxis(ctx, ctx.Attr<int>("stop_axis"), Rank(x)));
   if (start > stop) {
-    return ctx.Error("start_axis " + std::to_string(start) + " is after stop_axis " +
-                     std::to_string(stop));
+    return ctx.Error("start_axis " + std::to_string(start) +
+                     " is after stop_axis " + std::to_string(stop));
   }
   Dims out(x.begin(), x.begin() + start);
   int64_t merged = 1;
-  for (int i = start; i <= stop; ++i) merged = x[i] < 0 || merged < 0 ? -1 : merged * x[i];
+  for (int i = start; i <= stop; ++i)
+    merged = x[i] < 0 || merged < 0 ? -1 : merged * x[i];
   out.push_back(merged);
   out.insert(out.end(), x.begin() + stop + 1, x.end());
   return out;
@@ -224,16 +228,19 @@ InferShapeFn InferView(StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&),
 
 // The slice of `in` the op's attributes describe (slice_spec.h).
 StatusOr<SliceSpec> GetSliceSpec(const ShapeContext& ctx, const Dims& in) {
-  StatusOr<SliceSpec> spec = ComputeSlice(
-      in, ctx.Attr<std::vector<int>>("axes"), ctx.Attr<std::vector<int64_t>>("starts"),
-      ctx.Attr<std::vector<int64_t>>("ends"), ctx.Attr<std::vector<int>>("decrease_axis"));
+  StatusOr<SliceSpec> spec =
+      ComputeSlice(in, ctx.Attr<std::vector<int>>("axes"),
+                   ctx.Attr<std::vector<int64_t>>("starts"),
+                   ctx.Attr<std::vector<int64_t>>("ends"),
+                   ctx.Attr<std::vector<int>>("decrease_axis"));
   if (!spec.ok()) return ctx.Error(spec.status().message());
   return spec;
 }
 
 Status InferSlice(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
-      ctx, {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
+      ctx,
+      {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
   const Dims in = ctx.InputDims("Input");
   ctx.SetOutputDType("Out", 0, ctx.InputDType("Input"));
   if (ctx.IsUnknown(in)) return Status::Ok();
@@ -244,13 +251,15 @@ Status InferSlice(ShapeContext& ctx) {
 
 Status InferSliceGrad(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
-      ctx, {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
+      ctx,
+      {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
   const Dims in = ctx.InputDims("Input");
   if (!ctx.IsUnknown(in)) {
     PAREX_ASSIGN_OR_RETURN(SliceSpec spec, GetSliceSpec(ctx, in));
     const Dims dout = ctx.InputDims("Out@GRAD");
     if (ctx.IsRuntime() && Numel(dout) != Numel(spec.out)) {
-      return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not hold the slice's " +
+      return ctx.Error("Out@GRAD " + DimsToString(dout) +
+                       " does not hold the slice's " +
                        std::to_string(Numel(spec.out)) + " elements");
     }
   }
@@ -437,9 +446,10 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
     StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&);
     std::vector<const char*> tensor_attrs;
   };
-  for (const View& v : {View{"unsqueeze2", UnsqueezeDims, {"AxesTensor", "AxesTensorList"}},
-                        View{"squeeze2", SqueezeDims, {}},
-                        View{"flatten_contiguous_range", FlattenDims, {}}}) {
+  for (const View& v :
+       {View{"unsqueeze2", UnsqueezeDims, {"AxesTensor", "AxesTensorList"}},
+        View{"squeeze2", SqueezeDims, {}},
+        View{"flatten_contiguous_range", FlattenDims, {}}}) {
     OpSchema op(v.type);
     op.Input("X");
     for (const char* t : v.tensor_attrs) op.Input(t, kOptional | kDuplicable);
@@ -447,7 +457,8 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
         .Output("XShape", kOptional)
         .Inplace("X", "Out")
         .InferShape(InferView(v.dims, v.tensor_attrs))
-        .Grad(std::string(v.type) + "_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"});
+        .Grad(std::string(v.type) + "_grad", {"XShape", "Out@GRAD"},
+              {"X@GRAD"});
     OpSchema grad(std::string(v.type) + "_grad");
     grad.Input("XShape")
         .Input("Out@GRAD")
@@ -476,11 +487,13 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
       s.Input("Out@GRAD").Output("Input@GRAD").InferShape(InferSliceGrad);
       s.KernelDTypeFromInput("Out@GRAD");
     } else {
-      s.Output("Out").InferShape(InferSlice).Grad("slice_grad", {"Input", "Out@GRAD"},
-                                                  {"Input@GRAD"});
+      s.Output("Out")
+          .InferShape(InferSlice)
+          .Grad("slice_grad", {"Input", "Out@GRAD"}, {"Input@GRAD"});
     }
     s.RequiredAttr("axes", proto::INTS)
-        .Attr("starts", std::vector<int>{})  // INTS in Paddle's programs; read as int64
+        .Attr("starts",
+              std::vector<int>{})  // INTS in Paddle's programs; read as int64
         .Attr("ends", std::vector<int>{})
         .Attr("decrease_axis", std::vector<int>{})
         .Attr("infer_flags", std::vector<int>{});

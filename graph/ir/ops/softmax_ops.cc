@@ -28,10 +28,6 @@ StatusOr<int> NormalizeAxis(const ShapeContext& ctx, int axis, int rank,
   return axis < 0 ? axis + rank : axis;
 }
 
-bool Known(const ShapeContext& ctx, const Dims& dims) {
-  return ctx.IsRuntime() || !dims.empty();
-}
-
 Status InferSoftmax(ShapeContext& ctx) {
   const Dims x = ctx.InputDims("X");
   if (Known(ctx, x)) {
@@ -186,7 +182,8 @@ Status InferSoftmaxWithCrossEntropyGrad(ShapeContext& ctx) {
 
 Status CheckSigmoidCrossEntropy(const ShapeContext& ctx) {
   if (ctx.HasInput("pos_weight")) {
-    return Unimplemented(ctx.op().Label() + ": input 'pos_weight' is not supported");
+    return Unimplemented(ctx.op().Label() +
+                         ": input 'pos_weight' is not supported");
   }
   PAREX_RETURN_IF_ERROR(ctx.CheckSameDType({"X", "Label"}));
   const Dims x = ctx.InputDims("X");
@@ -197,7 +194,8 @@ Status CheckSigmoidCrossEntropy(const ShapeContext& ctx) {
     same = ctx.IsRuntime() ? x[i] == label[i] : ExtentsAgree(x[i], label[i]);
   }
   if (!same) {
-    return ctx.Error("Label " + DimsToString(label) + " differs from X " + DimsToString(x));
+    return ctx.Error("Label " + DimsToString(label) + " differs from X " +
+                     DimsToString(x));
   }
   return Status::Ok();
 }
@@ -281,12 +279,15 @@ void RegisterSoftmaxOps(OpSchemaRegistry* r) {
                     : "sigmoid_cross_entropy_with_logits");
     s.Input("X").Input("Label").Input("pos_weight", kOptional);
     if (grad) {
-      s.Input("Out@GRAD").Output("X@GRAD").InferShape(InferSigmoidCrossEntropyGrad);
+      s.Input("Out@GRAD")
+          .Output("X@GRAD")
+          .InferShape(InferSigmoidCrossEntropyGrad);
       s.KernelDTypeFromInput("Out@GRAD");
     } else {
-      s.Output("Out").InferShape(InferSigmoidCrossEntropy).Grad(
-          "sigmoid_cross_entropy_with_logits_grad", {"X", "Label", "pos_weight", "Out@GRAD"},
-          {"X@GRAD"});
+      s.Output("Out")
+          .InferShape(InferSigmoidCrossEntropy)
+          .Grad("sigmoid_cross_entropy_with_logits_grad",
+                {"X", "Label", "pos_weight", "Out@GRAD"}, {"X@GRAD"});
     }
     s.Attr("normalize", false).Attr("ignore_index", -100);
     r->Add(std::move(s));

@@ -24,16 +24,6 @@ namespace {
 
 int Rank(const Dims& d) { return static_cast<int>(d.size()); }
 
-// Equal dims, unknown extents agreeing at compile time.
-bool SameDims(const ShapeContext& ctx, const Dims& a, const Dims& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (ctx.IsRuntime() ? a[i] != b[i] : !ExtentsAgree(a[i], b[i]))
-      return false;
-  }
-  return true;
-}
-
 Status RejectTensorInputs(const ShapeContext& ctx,
                           std::initializer_list<const char*> slots) {
   for (const char* slot : slots) {

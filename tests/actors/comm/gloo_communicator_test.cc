@@ -13,8 +13,8 @@
 #include <condition_variable>
 #include <csignal>
 #include <functional>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -28,24 +28,28 @@ namespace {
 // rank closes its connections before every rank's body returned (a rank
 // that closes while a peer still reads its last message resets it, as
 // Cluster::Leave avoids between processes).
-void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body) {
+void WithRanks(int size,
+               const std::function<void(int, GlooCommunicator&)>& body) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   std::mutex mu;
   std::condition_variable cv;
   int finished = 0;
   std::vector<std::string> names;
-  for (int r = 0; r < size; ++r) names.push_back("node '" + std::to_string(r) + "'");
+  for (int r = 0; r < size; ++r)
+    names.push_back("node '" + std::to_string(r) + "'");
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      StatusOr<std::shared_ptr<GlooCommunicator>> comm = GlooCommunicator::Connect(
-          store, r, size, "127.0.0.1", std::chrono::seconds(30), names);
+      StatusOr<std::shared_ptr<GlooCommunicator>> comm =
+          GlooCommunicator::Connect(store, r, size, "127.0.0.1",
+                                    std::chrono::seconds(30), names);
       ASSERT_TRUE(comm.ok()) << comm.status().ToString();
       body(r, **comm);
       std::unique_lock<std::mutex> lock(mu);
       ++finished;
       cv.notify_all();
-      cv.wait_for(lock, std::chrono::seconds(60), [&] { return finished == size; });
+      cv.wait_for(lock, std::chrono::seconds(60),
+                  [&] { return finished == size; });
     });
   }
   for (std::thread& t : threads) t.join();
@@ -53,26 +57,31 @@ void WithRanks(int size, const std::function<void(int, GlooCommunicator&)>& body
 
 // Integer-valued floats: every order of summation gives the same bits, so
 // the expected sum is exact.
-float Value(int rank, int64_t i) { return static_cast<float>((rank + 1) * 1000 + i % 997); }
+float Value(int rank, int64_t i) {
+  return static_cast<float>((rank + 1) * 1000 + i % 997);
+}
 
 TEST(GlooCommunicatorTest, AllReduceSumsEveryRankExactly) {
   for (int size : {1, 2, 3, 4}) {
-    for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1001}, int64_t{300000}}) {
+    for (int64_t count :
+         {int64_t{0}, int64_t{1}, int64_t{1001}, int64_t{300000}}) {
       WithRanks(size, [&](int rank, GlooCommunicator& comm) {
         Tensor t(DType::kFP32, {count});
         for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
         PlaceTensors mine = {&t};
-        for (int repeat = 0; repeat < 2; ++repeat) {  // the registered buffers again
+        for (int repeat = 0; repeat < 2;
+             ++repeat) {  // the registered buffers again
           if (repeat == 1) {
-            for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
+            for (int64_t i = 0; i < count; ++i)
+              t.data<float>()[i] = Value(rank, i);
           }
           Status s = comm.AllReduce("g", mine);
           ASSERT_TRUE(s.ok()) << s.ToString();
           for (int64_t i = 0; i < count; ++i) {
             float want = 0;
             for (int r = 0; r < size; ++r) want += Value(r, i);
-            ASSERT_EQ(t.data<float>()[i], want) << "size " << size << " count " << count
-                                                << " element " << i;
+            ASSERT_EQ(t.data<float>()[i], want)
+                << "size " << size << " count " << count << " element " << i;
           }
         }
       });
@@ -94,11 +103,13 @@ TEST(GlooCommunicatorTest, EveryRankGetsTheSameBitsRunToRun) {
         for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = dist(rng);
         PlaceTensors mine = {&t};
         ASSERT_TRUE(comm.AllReduce("g", mine).ok());
-        results[run * size + rank].assign(t.data<float>(), t.data<float>() + count);
+        results[run * size + rank].assign(t.data<float>(),
+                                          t.data<float>() + count);
       });
     }
     for (size_t r = 1; r < results.size(); ++r) {
-      ASSERT_EQ(results[r], results[0]) << "world " << size << ", rank/run " << r;
+      ASSERT_EQ(results[r], results[0])
+          << "world " << size << ", rank/run " << r;
     }
   }
 }
@@ -115,13 +126,16 @@ TEST(GlooCommunicatorTest, AllReduceLeavesTensorsOnItsMemoryAndStaysRight) {
     const void* first_a = nullptr;
     for (int call = 0; call < 4; ++call) {
       if (call == 2) b = Tensor(DType::kFP32, {5});  // new memory, as a realloc
-      for (int i = 0; i < 12; ++i) a.data<float>()[i] = static_cast<float>(rank * 100 + i + call);
-      for (int i = 0; i < 5; ++i) b.data<float>()[i] = static_cast<float>(rank * 7 + i);
+      for (int i = 0; i < 12; ++i)
+        a.data<float>()[i] = static_cast<float>(rank * 100 + i + call);
+      for (int i = 0; i < 5; ++i)
+        b.data<float>()[i] = static_cast<float>(rank * 7 + i);
       ASSERT_TRUE(comm.AllReduce("bucket", bucket).ok());
       EXPECT_EQ(a.dims(), (Dims{3, 4}));
       EXPECT_EQ(a.lod(), (LoD{{0, 1, 3}}));
       EXPECT_EQ(b.dims(), (Dims{5}));
-      for (int i = 0; i < 12; ++i) ASSERT_EQ(a.data<float>()[i], 100 + 2 * (i + call));
+      for (int i = 0; i < 12; ++i)
+        ASSERT_EQ(a.data<float>()[i], 100 + 2 * (i + call));
       for (int i = 0; i < 5; ++i) ASSERT_EQ(b.data<float>()[i], 7 + 2 * i);
       if (call == 0) first_a = a.raw_data();
       // The bucket is one range: b right after a.
@@ -143,8 +157,10 @@ TEST(GlooCommunicatorTest, ChangingSizesManyCallsNeverHang) {
       Tensor t(DType::kFP32, {count});
       PlaceTensors mine = {&t};
       for (int call = 0; call < 300; ++call) {
-        for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i + call);
-        for (int64_t i = 0; i < 2048; ++i) other.data<float>()[i] = Value(rank, i);
+        for (int64_t i = 0; i < count; ++i)
+          t.data<float>()[i] = Value(rank, i + call);
+        for (int64_t i = 0; i < 2048; ++i)
+          other.data<float>()[i] = Value(rank, i);
         Status s = comm.AllReduce("g", mine);
         ASSERT_TRUE(s.ok()) << s.ToString();
         s = comm.AllReduce("h", second);
@@ -168,7 +184,8 @@ TEST(GlooCommunicatorTest, OtherTensorsUnderANameInUseAreRefused) {
     ASSERT_TRUE(comm.AllReduce("g", PlaceTensors{&a}).ok());
     Status s = comm.AllReduce("g", PlaceTensors{&b});
     ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("all_reduce 'g' across nodes: called with other tensors"),
+    EXPECT_NE(s.message().find(
+                  "all_reduce 'g' across nodes: called with other tensors"),
               std::string::npos)
         << s.message();
     for (int i = 0; i < 4; ++i) EXPECT_EQ(a.data<float>()[i], 2);
@@ -194,7 +211,8 @@ TEST(GlooCommunicatorTest, FusedGroupsReduceAndBroadcast) {
     }
 
     Tensor c(DType::kUInt8, {7});
-    for (int i = 0; i < 7; ++i) c.data<uint8_t>()[i] = static_cast<uint8_t>(rank * 10 + i);
+    for (int i = 0; i < 7; ++i)
+      c.data<uint8_t>()[i] = static_cast<uint8_t>(rank * 10 + i);
     PlaceTensors bc = {&c};
     ASSERT_TRUE(comm.Broadcast("c", bc, 2).ok());
     for (int i = 0; i < 7; ++i) EXPECT_EQ(c.data<uint8_t>()[i], 20 + i);
@@ -207,13 +225,15 @@ TEST(GlooCommunicatorTest, ErrorsNameTheCollectiveAndVariable) {
     PlaceTensors one = {&b};
     Status s = comm.AllReduce("mask", one);
     ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("all_reduce 'mask'"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("all_reduce 'mask'"), std::string::npos)
+        << s.message();
     EXPECT_NE(s.message().find("bool"), std::string::npos) << s.message();
     Tensor f(DType::kFP32, {2}), d(DType::kFP64, {2});
     std::vector<PlaceTensors> mixed = {{&f}, {&d}};
     s = comm.AllReduce("bucket", mixed);
     ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.message().find("mixes fp32 and fp64"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("mixes fp32 and fp64"), std::string::npos)
+        << s.message();
     comm.Interrupt(Aborted("step 3 aborted: node 'x' is gone"));
     PlaceTensors ff = {&f};
     s = comm.AllReduce("w@GRAD", ff);
@@ -258,7 +278,8 @@ TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
   for (int nodes : {1, 2, 3}) {
     WithRanks(nodes, [&](int rank, GlooCommunicator& gloo) {
       std::shared_ptr<GlooCommunicator> cross(&gloo, [](GlooCommunicator*) {});
-      HierarchicalCommunicator comm({Place::CPU(0), Place::CPU(1)}, cross, 2 * nodes, 2 * rank);
+      HierarchicalCommunicator comm({Place::CPU(0), Place::CPU(1)}, cross,
+                                    2 * nodes, 2 * rank);
       EXPECT_EQ(comm.world_size(), 2 * nodes);
       EXPECT_EQ(comm.local_size(), 2);
       EXPECT_EQ(comm.first_local_rank(), 2 * rank);
@@ -273,7 +294,8 @@ TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
       }
       Tensor p0(DType::kFP32, {count}), p1(DType::kFP32, {count});
       std::copy(all[2 * rank].begin(), all[2 * rank].end(), p0.data<float>());
-      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(), p1.data<float>());
+      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(),
+                p1.data<float>());
       PlaceTensors places = {&p0, &p1};
       ASSERT_TRUE(comm.AllReduce("w@GRAD", places).ok());
       for (int64_t i = 0; i < count; ++i) {
@@ -289,11 +311,13 @@ TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {
       }
       // Reduce to local place 1 on every node, then Broadcast from it.
       std::copy(all[2 * rank].begin(), all[2 * rank].end(), p0.data<float>());
-      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(), p1.data<float>());
+      std::copy(all[2 * rank + 1].begin(), all[2 * rank + 1].end(),
+                p1.data<float>());
       ASSERT_TRUE(comm.Reduce("w@GRAD/reduce", places, 1).ok());
       EXPECT_EQ(p0.data<float>()[0], all[2 * rank][0]);  // untouched
       ASSERT_TRUE(comm.Broadcast("w", places, 1).ok());
-      for (int64_t i = 0; i < count; ++i) ASSERT_EQ(p0.data<float>()[i], p1.data<float>()[i]);
+      for (int64_t i = 0; i < count; ++i)
+        ASSERT_EQ(p0.data<float>()[i], p1.data<float>()[i]);
     });
   }
 }

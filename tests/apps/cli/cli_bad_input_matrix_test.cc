@@ -5,12 +5,11 @@
 // naming the file, op, variable or flag; it must leave the working directory
 // as it was (no partial or replaced output) and must not crash or hang (the
 // runner's timeout(1) and ctest's TIMEOUT).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
@@ -21,9 +20,9 @@
 #include "apps/cli/npy.h"
 #include "apps/models.h"
 #include "base/file_io.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
+#include "kernels/io/tensor_io.h"
 #include "kernels/reference_executor.h"
-#include "kernels/tensor_io.h"
 #include "proto/tensor_record.h"
 #include "tests/apps/cli/cli_test_util.h"
 
@@ -47,8 +46,8 @@ std::map<std::string, std::string> Snapshot(const std::string& dir) {
     struct stat st;
     lstat(e.path().c_str(), &st);
     std::string what = std::to_string(st.st_mode & S_IFMT) + ":" +
-                       std::to_string(S_ISREG(st.st_mode) ? st.st_size : 0) + ":" +
-                       std::to_string(st.st_mtim.tv_sec) + "." +
+                       std::to_string(S_ISREG(st.st_mode) ? st.st_size : 0) +
+                       ":" + std::to_string(st.st_mtim.tv_sec) + "." +
                        std::to_string(st.st_mtim.tv_nsec);
     if (S_ISLNK(st.st_mode)) what += "->" + fs::read_symlink(e.path()).string();
     snap[name] = what;
@@ -63,7 +62,8 @@ void ExpectCleanFailure(const Case& c, const std::string& dir) {
   const auto before = Snapshot(dir);
   CliRun run = RunParex(c.args, dir);
   EXPECT_TRUE(run.exit_code == 1 || run.exit_code == 2)
-      << "exit " << run.exit_code << "\n" << run.err;
+      << "exit " << run.exit_code << "\n"
+      << run.err;
   // One line: "parex <cmd>: error: ..." (CLI11's own usage errors print a
   // second line with the --help hint; those exit 2 and name the flag too).
   ASSERT_FALSE(run.err.empty());
@@ -91,11 +91,13 @@ std::string RandomBytes(size_t n, unsigned seed) {
 
 // A version 1.0 .npy file of fp32 with the given shape text and data bytes.
 std::string NpyWithShape(const std::string& shape, const std::string& data) {
-  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+  std::string header =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
   header.append(118 - header.size(), ' ');
   header += '\n';
-  return std::string("\x93NUMPY\x01\x00", 8) + std::string(1, char(header.size())) +
-         std::string(1, '\0') + header + data;
+  return std::string("\x93NUMPY\x01\x00", 8) +
+         std::string(1, char(header.size())) + std::string(1, '\0') + header +
+         data;
 }
 
 // A digits-MLP inference model (image [-1, 64] -> softmax) saved by parex in
@@ -111,8 +113,8 @@ class BadInputMatrix : public ::testing::Test {
     ReferenceExecutor exec;
     ASSERT_TRUE(exec.Run(ex->startup, &scope, {}, {}).ok());
     Program pruned;
-    ASSERT_TRUE(SaveInferenceModel(dir_ + "/model", {ex->input}, {ex->prediction},
-                                   ex->main, scope, &pruned)
+    ASSERT_TRUE(SaveInferenceModel(dir_ + "/model", {ex->input},
+                                   {ex->prediction}, ex->main, scope, &pruned)
                     .ok());
     input_ = ex->input;
     pruned_ = std::make_unique<Program>(std::move(pruned));
@@ -135,7 +137,10 @@ class BadInputMatrix : public ::testing::Test {
       proto::ProgramDesc desc = pruned_->proto();
       for (auto& var : *desc.mutable_blocks(0)->mutable_vars()) {
         if (var.name() != input_) continue;
-        auto* dims = var.mutable_type()->mutable_lod_tensor()->mutable_tensor()->mutable_dims();
+        auto* dims = var.mutable_type()
+                         ->mutable_lod_tensor()
+                         ->mutable_tensor()
+                         ->mutable_dims();
         dims->Clear();
         dims->Add(int64_t{1} << 40);
         dims->Add(int64_t{1} << 40);
@@ -203,11 +208,14 @@ class BadInputMatrix : public ::testing::Test {
     }
     // Model directories with one bad parameter file each.
     std::string param;
-    for (const std::string& name : PersistableTensorNames(*pruned_)) param = name;
+    for (const std::string& name : PersistableTensorNames(*pruned_))
+      param = name;
     auto model_with = [&](const std::string& name, const std::string& bytes) {
       const std::string d = dir_ + "/" + name;
       fs::create_directories(d);
-      fs::copy(dir_ + "/model", d, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+      fs::copy(
+          dir_ + "/model", d,
+          fs::copy_options::recursive | fs::copy_options::overwrite_existing);
       WriteBytes(d + "/" + param, bytes);
     };
     const std::string good = ReadFile(dir_ + "/model/" + param);
@@ -245,16 +253,23 @@ class BadInputMatrix : public ::testing::Test {
                NpyWithShape("4611686018427387904, 4", "0123456789abcdef"));
     WriteBytes(dir_ + "/wrapping_dim.npy",
                NpyWithShape("4294967296, 4294967296, 4", "0123456789abcdef"));
-    ASSERT_TRUE(WriteNpy(dir_ + "/int_input.npy", Tensor(DType::kInt64, {2, 64})).ok());
-    ASSERT_TRUE(WriteNpy(dir_ + "/good.npy", Tensor(DType::kFP32, {2, 64})).ok());
-    ASSERT_TRUE(WriteNpy(dir_ + "/wrong_shape.npy", Tensor(DType::kFP32, {2, 63})).ok());
+    ASSERT_TRUE(
+        WriteNpy(dir_ + "/int_input.npy", Tensor(DType::kInt64, {2, 64})).ok());
+    ASSERT_TRUE(
+        WriteNpy(dir_ + "/good.npy", Tensor(DType::kFP32, {2, 64})).ok());
+    ASSERT_TRUE(
+        WriteNpy(dir_ + "/wrong_shape.npy", Tensor(DType::kFP32, {2, 63}))
+            .ok());
     // Datasets: idx counts whose product wraps 64 bits (zlib reads a file
     // that is not gzip as it is), and a FIFO where a CSV should be.
     fs::create_directories(dir_ + "/fashion_bad");
-    const std::string idx_header("\x00\x00\x08\x03\xff\xff\xff\xff\xff\xff\xff\xff"
-                                 "\xff\xff\xff\xff", 16);
+    const std::string idx_header(
+        "\x00\x00\x08\x03\xff\xff\xff\xff\xff\xff\xff\xff"
+        "\xff\xff\xff\xff",
+        16);
     for (const char* split : {"train", "t10k"}) {
-      WriteBytes(dir_ + "/fashion_bad/" + split + "-images-idx3-ubyte.gz", idx_header);
+      WriteBytes(dir_ + "/fashion_bad/" + split + "-images-idx3-ubyte.gz",
+                 idx_header);
       WriteBytes(dir_ + "/fashion_bad/" + split + "-labels-idx1-ubyte.gz",
                  std::string("\x00\x00\x08\x01\x00\x00\x00\x00", 8));
     }
@@ -264,7 +279,8 @@ class BadInputMatrix : public ::testing::Test {
     // that is no number, and rows of the wrong width.
     const std::map<std::string, std::string> digits = {
         {"data_empty", ""},
-        {"data_truncated_gz", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x33\x30", 12)},
+        {"data_truncated_gz",
+         std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x33\x30", 12)},
         {"data_random", RandomBytes(2000, 5)},
         {"data_not_a_number", "1,abc\n"},
         {"data_wrong_width", "1,2,3\n4,5,6\n"},
@@ -280,26 +296,30 @@ class BadInputMatrix : public ::testing::Test {
     WriteBytes(dir_ + "/plain_file", "x");
     fs::create_directories(dir_ + "/a_dir.json");
     fs::create_directories(dir_ + "/out_special");
-    ASSERT_EQ(mkfifo((dir_ + "/out_special/softmax_0.tmp_0.npy").c_str(), 0644), 0);
+    ASSERT_EQ(mkfifo((dir_ + "/out_special/softmax_0.tmp_0.npy").c_str(), 0644),
+              0);
   }
 
   static std::string dir_, input_, param_;
   static std::unique_ptr<Program> pruned_;
 };
 
-std::string BadInputMatrix::dir_, BadInputMatrix::input_, BadInputMatrix::param_;
+std::string BadInputMatrix::dir_, BadInputMatrix::input_,
+    BadInputMatrix::param_;
 std::unique_ptr<Program> BadInputMatrix::pruned_;
 
 TEST_F(BadInputMatrix, TheGoodModelRuns) {
   // The matrix's base is sound: the same model and input succeed.
-  CliRun run = RunParex({"infer", "--model", "model", "--input", input_ + "=good.npy"}, dir_);
+  CliRun run = RunParex(
+      {"infer", "--model", "model", "--input", input_ + "=good.npy"}, dir_);
   EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 TEST_F(BadInputMatrix, Programs) {
   const std::string in = input_ + "=good.npy";
   for (const std::string cmd : {"inspect", "graph", "infer"}) {
-    for (const auto& [file, names] : std::vector<std::pair<std::string, std::string>>{
+    for (const auto& [file, names] :
+         std::vector<std::pair<std::string, std::string>>{
              {"empty.pdmodel", "empty.pdmodel"},
              {"truncated.pdmodel", "truncated.pdmodel"},
              {"random.pdmodel", "random.pdmodel"},
@@ -317,13 +337,15 @@ TEST_F(BadInputMatrix, Programs) {
       std::vector<std::string> args;
       if (cmd == "inspect") args = {"inspect", file};
       if (cmd == "graph") args = {"graph", file, "-o", "g.dot"};
-      if (cmd == "infer") args = {"infer", "--model", file, "--params", "model/" + param_,
-                                  "--input", in};
+      if (cmd == "infer")
+        args = {"infer",           "--model", file, "--params",
+                "model/" + param_, "--input", in};
       ExpectCleanFailure({args, names}, dir_);
     }
   }
   // inspect lists unknown ops without failing; the others name it on one line.
-  ExpectCleanFailure({{"graph", "control_chars.pdmodel", "-o", "g.dot"}, "evil\\x0a\\x1b[2Jop"},
+  ExpectCleanFailure({{"graph", "control_chars.pdmodel", "-o", "g.dot"},
+                      "evil\\x0a\\x1b[2Jop"},
                      dir_);
   ExpectCleanFailure({{"infer", "--model", "control_chars.pdmodel", "--params",
                        "model/" + param_, "--input", in},
@@ -334,14 +356,16 @@ TEST_F(BadInputMatrix, Programs) {
 TEST_F(BadInputMatrix, ParameterFiles) {
   const std::string in = input_ + "=good.npy";
   for (const std::string model :
-       {"param_empty", "param_truncated", "param_random", "param_huge", "param_dtype",
-        "param_no_desc"}) {
-    ExpectCleanFailure({{"infer", "--model", model, "--input", in}, param_}, dir_);
+       {"param_empty", "param_truncated", "param_random", "param_huge",
+        "param_dtype", "param_no_desc"}) {
+    ExpectCleanFailure({{"infer", "--model", model, "--input", in}, param_},
+                       dir_);
   }
 }
 
 TEST_F(BadInputMatrix, NpyInputs) {
-  for (const auto& [file, names] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& [file, names] :
+       std::vector<std::pair<std::string, std::string>>{
            {"empty.npy", "empty.npy"},
            {"truncated.npy", "truncated.npy"},
            {"header_only.npy", "header_only.npy"},
@@ -355,8 +379,9 @@ TEST_F(BadInputMatrix, NpyInputs) {
            {"fifo", "fifo"},
            {"a_dir.json", "a_dir.json"},
        }) {
-    ExpectCleanFailure({{"infer", "--model", "model", "--input", input_ + "=" + file}, names},
-                       dir_);
+    ExpectCleanFailure(
+        {{"infer", "--model", "model", "--input", input_ + "=" + file}, names},
+        dir_);
   }
 }
 
@@ -384,27 +409,34 @@ TEST_F(BadInputMatrix, Arguments) {
       {{"train", "--data-dir", "nowhere"}, "nowhere"},
       {{"train", "--data-dir", "data_fifo"}, "data_fifo/digits.csv.gz"},
       {{"train", "--data-dir", "data_empty"}, "data_empty/digits.csv.gz"},
-      {{"train", "--data-dir", "data_truncated_gz"}, "data_truncated_gz/digits.csv.gz"},
+      {{"train", "--data-dir", "data_truncated_gz"},
+       "data_truncated_gz/digits.csv.gz"},
       {{"train", "--data-dir", "data_random"}, "data_random/digits.csv.gz"},
-      {{"train", "--data-dir", "data_not_a_number"}, "data_not_a_number/digits.csv.gz"},
-      {{"train", "--data-dir", "data_wrong_width"}, "data_wrong_width/digits.csv.gz"},
+      {{"train", "--data-dir", "data_not_a_number"},
+       "data_not_a_number/digits.csv.gz"},
+      {{"train", "--data-dir", "data_wrong_width"},
+       "data_wrong_width/digits.csv.gz"},
       {{"train", "--model", "fashion_mlp", "--fashion-dir", "fashion_bad"},
        "fashion_bad/train-images-idx3-ubyte.gz"},
-      {{"infer", "--model", "model", "--input", input_ + "=good.npy", "--places", "cpu:"},
+      {{"infer", "--model", "model", "--input", input_ + "=good.npy",
+        "--places", "cpu:"},
        "--places"},
       {{"infer", "--model", "model", "--input", "=good.npy"}, "NAME=FILE.npy"},
       {{"infer", "--model", "model", "--input", "nofeed=good.npy"}, "nofeed"},
-      {{"graph", "--model", "digits_mlp", "--format", "xml", "-o", "g.xml"}, "--format"},
-      {{"graph", "--model", "digits_mlp", "--places", "cpu:0", "-o", "g.dot"}, "--places"},
+      {{"graph", "--model", "digits_mlp", "--format", "xml", "-o", "g.xml"},
+       "--format"},
+      {{"graph", "--model", "digits_mlp", "--places", "cpu:0", "-o", "g.dot"},
+       "--places"},
       {{"inspect"}, "path"},
-      {{"inspect", "model", "--params", "nowhere.pdiparams"}, "nowhere.pdiparams"},
+      {{"inspect", "model", "--params", "nowhere.pdiparams"},
+       "nowhere.pdiparams"},
   };
   for (const Case& c : cases) ExpectCleanFailure(c, dir_);
 }
 
 TEST_F(BadInputMatrix, OutputPaths) {
-  const std::vector<std::string> infer = {"infer", "--model", "model", "--input",
-                                          input_ + "=good.npy"};
+  const std::vector<std::string> infer = {"infer", "--model", "model",
+                                          "--input", input_ + "=good.npy"};
   auto with = [](std::vector<std::string> a, std::vector<std::string> more) {
     a.insert(a.end(), more.begin(), more.end());
     return a;
@@ -413,11 +445,15 @@ TEST_F(BadInputMatrix, OutputPaths) {
       // graph -o: a symlink, a FIFO, a device, a directory, a missing or
       // non-directory parent.
       {{"graph", "--model", "digits_mlp", "-o", "link.json"}, "link.json"},
-      {{"graph", "--model", "digits_mlp", "--format", "dot", "-o", "fifo"}, "fifo"},
-      {{"graph", "--model", "digits_mlp", "--format", "dot", "-o", "/dev/null"}, "/dev/null"},
+      {{"graph", "--model", "digits_mlp", "--format", "dot", "-o", "fifo"},
+       "fifo"},
+      {{"graph", "--model", "digits_mlp", "--format", "dot", "-o", "/dev/null"},
+       "/dev/null"},
       {{"graph", "--model", "digits_mlp", "-o", "a_dir.json"}, "a_dir.json"},
-      {{"graph", "--model", "digits_mlp", "-o", "no/such/dir/g.dot"}, "no/such/dir/g.dot"},
-      {{"graph", "--model", "digits_mlp", "-o", "plain_file/g.dot"}, "plain_file/g.dot"},
+      {{"graph", "--model", "digits_mlp", "-o", "no/such/dir/g.dot"},
+       "no/such/dir/g.dot"},
+      {{"graph", "--model", "digits_mlp", "-o", "plain_file/g.dot"},
+       "plain_file/g.dot"},
       // infer --output (a directory) and --trace.
       {with(infer, {"--output", "plain_file"}), "plain_file"},
       {with(infer, {"--output", "link.json"}), "link.json"},

@@ -3,12 +3,11 @@
 // resumes from its newest complete one to the very parameters of a run
 // never interrupted; SIGTERM finishes the step, checkpoints and exits 143.
 #include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
@@ -60,8 +59,9 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& cwd,
 // Waits at most `seconds` for `pid`; its exit code, 128 + signal, or -1
 // (then it is killed).
 int WaitFor(pid_t pid, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
@@ -87,14 +87,16 @@ TEST(CliCheckpointTest, KilledAtRandomMomentsResumesToTheSameParameters) {
     const std::string ckpt = "ck" + std::to_string(round);
     // A checkpoint after every step: most moments fall inside a write.
     std::vector<std::string> args = TrainArgs("killed");
-    args.insert(args.end(), {"--checkpoint-dir", ckpt, "--checkpoint-every", "1"});
+    args.insert(args.end(),
+                {"--checkpoint-dir", ckpt, "--checkpoint-every", "1"});
     const pid_t pid = Spawn(args, dir, dir + "/killed.log");
     // Killed once it wrote a checkpoint, at a random moment after. (Any
     // ckpt-N: with --keep 3, ckpt-1 is gone three steps later, which a
     // loaded machine's polling can miss.)
     auto wrote_one = [&]() {
       std::error_code ec;
-      for (const auto& e : std::filesystem::directory_iterator(dir + "/" + ckpt, ec)) {
+      for (const auto& e :
+           std::filesystem::directory_iterator(dir + "/" + ckpt, ec)) {
         if (e.path().filename().string().rfind("ckpt-", 0) == 0) return true;
       }
       return false;
@@ -105,7 +107,8 @@ TEST(CliCheckpointTest, KilledAtRandomMomentsResumesToTheSameParameters) {
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 300));
     kill(pid, SIGKILL);
     ASSERT_EQ(WaitFor(pid, 30), 128 + SIGKILL) << ReadFile(dir + "/killed.log");
-    for (const auto& e : std::filesystem::directory_iterator(dir + "/" + ckpt)) {
+    for (const auto& e :
+         std::filesystem::directory_iterator(dir + "/" + ckpt)) {
       mid_write += e.path().filename().string().rfind(".tmp-", 0) == 0;
     }
     std::vector<std::string> resume = TrainArgs("resumed");
@@ -120,14 +123,16 @@ TEST(CliCheckpointTest, KilledAtRandomMomentsResumesToTheSameParameters) {
   const std::string ckpt = "ck0";
   std::filesystem::create_directories(dir + "/" + ckpt + "/.tmp-ckpt-99999");
   std::ofstream(dir + "/" + ckpt + "/.tmp-ckpt-99999/fc_0.w_0") << "half";
-  std::filesystem::create_directories(dir + "/" + ckpt + "/ckpt-99998");  // no state file
-  CliRun again = RunParex({"train", "--epochs", "3", "--no-progress", kData, "--save", "again",
-                           "--resume", ckpt},
+  std::filesystem::create_directories(dir + "/" + ckpt +
+                                      "/ckpt-99998");  // no state file
+  CliRun again = RunParex({"train", "--epochs", "3", "--no-progress", kData,
+                           "--save", "again", "--resume", ckpt},
                           dir);
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(Digest(again.out), want);
   EXPECT_THAT(again.out, Not(HasSubstr("ckpt-9999")));
-  std::printf("kills that left a half-written checkpoint: %d of 4\n", mid_write);
+  std::printf("kills that left a half-written checkpoint: %d of 4\n",
+              mid_write);
 }
 
 TEST(CliCheckpointTest, SigtermFinishesTheStepCheckpointsAndExits143) {
@@ -138,7 +143,8 @@ TEST(CliCheckpointTest, SigtermFinishesTheStepCheckpointsAndExits143) {
   args.insert(args.end(), {"--checkpoint-dir", "ck", "--metrics", "m.jsonl"});
   const pid_t pid = Spawn(args, dir, dir + "/stopped.log");
   for (int i = 0; i < 3000; ++i) {
-    if (ReadFile(dir + "/stopped.log").find("epoch 1/3") != std::string::npos) break;
+    if (ReadFile(dir + "/stopped.log").find("epoch 1/3") != std::string::npos)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill(pid, SIGTERM);
@@ -164,20 +170,32 @@ TEST(CliCheckpointTest, SigtermFinishesTheStepCheckpointsAndExits143) {
 
 TEST(CliCheckpointTest, BadCheckpointOptionsAndDirectories) {
   const std::string dir = ScratchDir("checkpoint_bad");
-  CliRun first = RunParex({"train", "--steps", "20", "--no-progress", kData, "--save", "m",
-                           "--checkpoint-dir", "ck"},
+  CliRun first = RunParex({"train", "--steps", "20", "--no-progress", kData,
+                           "--save", "m", "--checkpoint-dir", "ck"},
                           dir);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   ExpectFailures(
       {
-          {{"train", "--checkpoint-every", "5", kData}, 2, "--checkpoint-every needs"},
-          {{"train", "--checkpoint-dir", "x", "--keep", "0", kData}, 2, "--keep"},
-          {{"train", "--resume", "nowhere", kData}, 1, "'nowhere' is not a directory"},
-          {{"train", "--resume", "m", kData}, 1, "no complete checkpoint in 'm'"},
-          {{"train", "--resume", "ck", "--batch", "64", kData}, 1, "was written with"},
-          {{"train", "--resume", "ck", "--model", "fit_a_line", kData}, 1,
+          {{"train", "--checkpoint-every", "5", kData},
+           2,
+           "--checkpoint-every needs"},
+          {{"train", "--checkpoint-dir", "x", "--keep", "0", kData},
+           2,
+           "--keep"},
+          {{"train", "--resume", "nowhere", kData},
+           1,
+           "'nowhere' is not a directory"},
+          {{"train", "--resume", "m", kData},
+           1,
+           "no complete checkpoint in 'm'"},
+          {{"train", "--resume", "ck", "--batch", "64", kData},
+           1,
+           "was written with"},
+          {{"train", "--resume", "ck", "--model", "fit_a_line", kData},
+           1,
            "written by another program"},
-          {{"train", "--steps", "3", "--checkpoint-dir", "/dev/null/ck", kData}, 1,
+          {{"train", "--steps", "3", "--checkpoint-dir", "/dev/null/ck", kData},
+           1,
            "/dev/null/ck"},
       },
       dir);
@@ -193,23 +211,28 @@ TEST(CliCheckpointTest, NodesResumeFromRankZerosCheckpoint) {
   const std::string dir = ScratchDir("checkpoint_nodes");
   const std::string topology = WriteTopology(dir, {1, 1});
   auto args = [&topology](const char* steps, std::vector<std::string> more) {
-    std::vector<std::string> a = {"launch", "--topology", topology, "--model", "fashion_mlp",
-                                  "--batch", "32", "--no-progress", "--seed", "3", "--steps",
-                                  steps};
+    std::vector<std::string> a = {"launch",  "--topology",    topology,
+                                  "--model", "fashion_mlp",   "--batch",
+                                  "32",      "--no-progress", "--seed",
+                                  "3",       "--steps",       steps};
     a.insert(a.end(), more.begin(), more.end());
     return a;
   };
   CliRun whole = RunParex(args("12", {"--save", "whole"}), dir);
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
   // The first 5 steps, checkpointed; then the rest from the checkpoint.
-  CliRun part = RunParex(args("5", {"--save", "first", "--checkpoint-dir", "ck-{node}"}), dir);
+  CliRun part = RunParex(
+      args("5", {"--save", "first", "--checkpoint-dir", "ck-{node}"}), dir);
   ASSERT_EQ(part.exit_code, 0) << part.out << part.err;
   EXPECT_TRUE(std::filesystem::exists(dir + "/ck-a/ckpt-5"));
   EXPECT_FALSE(std::filesystem::exists(dir + "/ck-b"));
-  CliRun resumed = RunParex(args("12", {"--save", "resumed", "--resume", "ck-{node}"}), dir);
+  CliRun resumed =
+      RunParex(args("12", {"--save", "resumed", "--resume", "ck-{node}"}), dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
-  EXPECT_THAT(resumed.out, HasSubstr("[a] parex node: resuming from ck-a/ckpt-5: step 5"));
-  EXPECT_THAT(resumed.out, HasSubstr("[b] parex node: resuming with rank 0 at step 5"));
+  EXPECT_THAT(resumed.out,
+              HasSubstr("[a] parex node: resuming from ck-a/ckpt-5: step 5"));
+  EXPECT_THAT(resumed.out,
+              HasSubstr("[b] parex node: resuming with rank 0 at step 5"));
   const std::string want = Digest(whole.out);
   ASSERT_FALSE(want.empty());
   // Both nodes end with the uninterrupted run's parameters.

@@ -13,7 +13,7 @@
 #include "apps/cli/npy.h"
 #include "apps/datasets.h"
 #include "graph/ir/program.h"
-#include "kernels/model_io.h"
+#include "kernels/io/model_io.h"
 #include "tests/apps/cli/cli_test_util.h"
 #include "tests/paddle_models.h"
 
@@ -23,12 +23,15 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::string Model(const std::string& name) { return PaddleModelsDir() + "/" + name; }
+std::string Model(const std::string& name) {
+  return PaddleModelsDir() + "/" + name;
+}
 
 // The golden images as the model's input, written as image.npy into `dir`:
 // pixels x/255*2-1, shaped [64, 1, 28, 28].
 void WriteGoldenImages(const std::string& dir) {
-  StatusOr<Tensor> raw = ReadIdxImages(Model("mnist_mlp/golden/images-64-idx3-ubyte"));
+  StatusOr<Tensor> raw =
+      ReadIdxImages(Model("mnist_mlp/golden/images-64-idx3-ubyte"));
   ASSERT_TRUE(raw.ok()) << raw.status().ToString();
   Tensor x(DType::kFP32, {raw->dim(0), 1, raw->dim(1), raw->dim(2)});
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -43,22 +46,27 @@ TEST(CliInferTest, MnistMlpReproducesTheGoldenProbabilities) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = ScratchDir("infer");
   WriteGoldenImages(dir);
-  CliRun run = RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
-                         "image=image.npy", "--output", "out", "--places", "cpu:2"},
-                        dir);
+  CliRun run =
+      RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
+                "image=image.npy", "--output", "out", "--places", "cpu:2"},
+               dir);
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out, HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  EXPECT_THAT(run.out,
+              HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
   const std::string out = dir + "/out/save_infer_model_scale_0.tmp_4.npy";
-  EXPECT_THAT(run.out, HasSubstr("written to out/save_infer_model_scale_0.tmp_4.npy"));
+  EXPECT_THAT(run.out,
+              HasSubstr("written to out/save_infer_model_scale_0.tmp_4.npy"));
   StatusOr<Tensor> probs = ReadNpy(out);
   ASSERT_TRUE(probs.ok()) << probs.status().ToString();
-  const auto golden = ReadGoldenProbabilities(Model("mnist_mlp/golden/probabilities.csv"));
+  const auto golden =
+      ReadGoldenProbabilities(Model("mnist_mlp/golden/probabilities.csv"));
   ASSERT_EQ(golden.size(), 64u);
   ASSERT_EQ(probs->dims(), (Dims{64, 10}));
   double worst = 0;
   for (int r = 0; r < 64; ++r) {
     for (int c = 0; c < 10; ++c) {
-      worst = std::max(worst, std::abs(probs->data<float>()[r * 10 + c] - golden[r][c]));
+      worst = std::max(
+          worst, std::abs(probs->data<float>()[r * 10 + c] - golden[r][c]));
     }
   }
   EXPECT_LT(worst, 1e-4);
@@ -70,17 +78,19 @@ TEST(CliInferTest, SimpleModelFromACombinedParameterFileWithATrace) {
   Tensor ones(DType::kFP32, {1, 3, 224, 224});
   for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1;
   ASSERT_TRUE(WriteNpy(dir + "/ones.npy", ones).ok());
-  CliRun run = RunParex({"infer", "--model", Model("simple_model/model.pdmodel"),
-                         "--params", Model("simple_model/model.pdiparams"),
-                         "--input", "image=ones.npy", "--trace", "t.json"},
-                        dir);
+  CliRun run =
+      RunParex({"infer", "--model", Model("simple_model/model.pdmodel"),
+                "--params", Model("simple_model/model.pdiparams"), "--input",
+                "image=ones.npy", "--trace", "t.json"},
+               dir);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // The README's reference: mean 0.446896, max 1.757295.
   EXPECT_THAT(run.out, HasSubstr("fp32 [1, 32, 112, 112]  min "));
   EXPECT_THAT(run.out, HasSubstr("max 1.7573, mean 0.446896"));
   EXPECT_THAT(run.out, HasSubstr("trace t.json: 1 traced steps"));
   EXPECT_NO_THROW({
-    const nlohmann::json trace = nlohmann::json::parse(ReadFile(dir + "/t.json"));
+    const nlohmann::json trace =
+        nlohmann::json::parse(ReadFile(dir + "/t.json"));
     EXPECT_TRUE(trace.contains("traceEvents"));
   });
 }
@@ -93,25 +103,38 @@ TEST(CliInferTest, BadInputsAndModels) {
   fs::create_directories(dir + "/broken");
   { std::ofstream(dir + "/broken/__model__") << "junk"; }
   const std::string mlp = Model("mnist_mlp");
-  ExpectFailures({
-      {{"infer", "--model", mlp}, 2, "--input is required"},
-      {{"infer", "--model", mlp, "--input", "image"}, 2, "expected NAME=FILE.npy"},
-      {{"infer", "--model", mlp, "--input", "pixels=image.npy"}, 2,
-       "the model has no feed 'pixels' (its feeds: image)"},
-      {{"infer", "--model", mlp, "--input", "image=missing.npy"}, 1,
-       "cannot open 'missing.npy'"},
-      {{"infer", "--model", mlp, "--input", "image=corrupt.npy"}, 1,
-       "'corrupt.npy': not a NumPy .npy file"},
-      {{"infer", "--model", "nowhere", "--input", "image=image.npy"}, 1,
-       "'nowhere' does not exist"},
-      {{"infer", "--model", "broken", "--input", "image=image.npy"}, 1, "broken/__model__"},
-      {{"infer", "--model", mlp, "--input", "image=image.npy", "--places", "cpu:100"}, 1,
-       "fewer than the 100 places"},
-  }, dir);
+  ExpectFailures(
+      {
+          {{"infer", "--model", mlp}, 2, "--input is required"},
+          {{"infer", "--model", mlp, "--input", "image"},
+           2,
+           "expected NAME=FILE.npy"},
+          {{"infer", "--model", mlp, "--input", "pixels=image.npy"},
+           2,
+           "the model has no feed 'pixels' (its feeds: image)"},
+          {{"infer", "--model", mlp, "--input", "image=missing.npy"},
+           1,
+           "cannot open 'missing.npy'"},
+          {{"infer", "--model", mlp, "--input", "image=corrupt.npy"},
+           1,
+           "'corrupt.npy': not a NumPy .npy file"},
+          {{"infer", "--model", "nowhere", "--input", "image=image.npy"},
+           1,
+           "'nowhere' does not exist"},
+          {{"infer", "--model", "broken", "--input", "image=image.npy"},
+           1,
+           "broken/__model__"},
+          {{"infer", "--model", mlp, "--input", "image=image.npy", "--places",
+            "cpu:100"},
+           1,
+           "fewer than the 100 places"},
+      },
+      dir);
   // A wrong shape names the feed.
   Tensor flat(DType::kFP32, {4, 784});
   ASSERT_TRUE(WriteNpy(dir + "/flat.npy", flat).ok());
-  CliRun run = RunParex({"infer", "--model", mlp, "--input", "image=flat.npy"}, dir);
+  CliRun run =
+      RunParex({"infer", "--model", mlp, "--input", "image=flat.npy"}, dir);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("image"));
 }
@@ -122,22 +145,27 @@ TEST(CliInspectTest, PaddleModelsAndAnUnknownOp) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("program version  2001000 (Paddle 2.1.0)"));
   EXPECT_THAT(run.out, HasSubstr("feeds            image"));
-  EXPECT_THAT(run.out, HasSubstr("fetches          save_infer_model/scale_0.tmp_4"));
-  EXPECT_TRUE(std::regex_search(run.out, std::regex("\\n +mul +3\\n"))) << run.out;
+  EXPECT_THAT(run.out,
+              HasSubstr("fetches          save_infer_model/scale_0.tmp_4"));
+  EXPECT_TRUE(std::regex_search(run.out, std::regex("\\n +mul +3\\n")))
+      << run.out;
   // The bytes of the parameters as loaded, not as declared.
   Scope scope;
-  StatusOr<InferenceModel> loaded = LoadInferenceModel(Model("mnist_mlp"), &scope);
+  StatusOr<InferenceModel> loaded =
+      LoadInferenceModel(Model("mnist_mlp"), &scope);
   ASSERT_TRUE(loaded.ok());
   double bytes = 0;
   for (const std::string& name : PersistableTensorNames(loaded->program)) {
     bytes += scope.FindVar(name)->GetTensor()->bytes();
   }
   char expected[64];
-  std::snprintf(expected, sizeof(expected), "6 persistable tensors, %.1f KiB", bytes / 1024);
+  std::snprintf(expected, sizeof(expected), "6 persistable tensors, %.1f KiB",
+                bytes / 1024);
   EXPECT_THAT(run.out, HasSubstr(expected));
   EXPECT_THAT(run.out, HasSubstr("parex runs every op"));
 
-  CliRun old = RunParex({"inspect", Model("fit_a_line")}, ScratchDir("inspect"));
+  CliRun old =
+      RunParex({"inspect", Model("fit_a_line")}, ScratchDir("inspect"));
   ASSERT_EQ(old.exit_code, 0) << old.err;
   EXPECT_THAT(old.out, HasSubstr("program version  none"));
 
@@ -170,18 +198,22 @@ TEST(CliInspectTest, PaddleModelsAndAnUnknownOp) {
 // described and the exit status stays 0 (a report, as for unknown ops).
 TEST(CliInspectTest, ListsMissingAndBrokenParameterFiles) {
   const std::string dir = ScratchDir("inspect_params");
-  CliRun train = RunParex({"train", "--model", "fit_a_line", "--epochs", "1", "--save", "m",
-                           "--no-progress", std::string("--data-dir=") + PAREX_DATA_DIR},
-                          dir);
+  CliRun train = RunParex(
+      {"train", "--model", "fit_a_line", "--epochs", "1", "--save", "m",
+       "--no-progress", std::string("--data-dir=") + PAREX_DATA_DIR},
+      dir);
   ASSERT_EQ(train.exit_code, 0) << train.err;
   CliRun whole = RunParex({"inspect", "m"}, dir);
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  EXPECT_THAT(whole.out, HasSubstr("parameter files  all present (one file per var in m)"));
+  EXPECT_THAT(
+      whole.out,
+      HasSubstr("parameter files  all present (one file per var in m)"));
   EXPECT_THAT(whole.out, HasSubstr("parex runs every op of this program\n"));
 
   std::vector<std::string> params;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/m")) {
-    if (e.path().filename() != "__model__") params.push_back(e.path().filename());
+    if (e.path().filename() != "__model__")
+      params.push_back(e.path().filename());
   }
   ASSERT_GE(params.size(), 2u);
   std::sort(params.begin(), params.end());
@@ -189,7 +221,8 @@ TEST(CliInspectTest, ListsMissingAndBrokenParameterFiles) {
   std::filesystem::remove(dir + "/m/" + params[1]);
   CliRun missing = RunParex({"inspect", "m"}, dir);
   ASSERT_EQ(missing.exit_code, 0) << missing.err;
-  EXPECT_THAT(missing.out, HasSubstr("parameter files  2 problems (one file per var in m)"));
+  EXPECT_THAT(missing.out,
+              HasSubstr("parameter files  2 problems (one file per var in m)"));
   EXPECT_THAT(missing.out, HasSubstr("missing m/" + params[0]));
   EXPECT_THAT(missing.out, HasSubstr("missing m/" + params[1]));
   EXPECT_THAT(missing.out, HasSubstr("(once its parameter files are there)"));
@@ -210,19 +243,22 @@ TEST(CliInspectTest, ListsMissingAndBrokenParameterFiles) {
 // var; a var the program lacks is a usage error naming it.
 TEST(CliGraphTest, ATrainingProgramFileUsesItsMarkedLoss) {
   const std::string dir = ScratchDir("graph_training");
-  const std::string program =
-      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_mlp_momentum/main.pdmodel";
-  CliRun marked = RunParex({"graph", program, "--places", "cpu:2", "-o", "g.json"}, dir);
+  const std::string program = std::string(PAREX_TEST_FIXTURES_DIR) +
+                              "/paddle_mlp_momentum/main.pdmodel";
+  CliRun marked =
+      RunParex({"graph", program, "--places", "cpu:2", "-o", "g.json"}, dir);
   ASSERT_EQ(marked.exit_code, 0) << marked.err;
-  EXPECT_THAT(marked.out, HasSubstr("(training program, loss mean_0.tmp_0) on 2 places"));
+  EXPECT_THAT(marked.out,
+              HasSubstr("(training program, loss mean_0.tmp_0) on 2 places"));
   EXPECT_THAT(marked.out, HasSubstr("4 all_reduce"));
   EXPECT_THAT(marked.out, HasSubstr("2 scale_loss_grad"));
-  CliRun named = RunParex({"graph", program, "--places", "cpu:2", "--mode", "reduce",
-                           "--loss", "mean_0.tmp_0", "-o", "g.json"},
+  CliRun named = RunParex({"graph", program, "--places", "cpu:2", "--mode",
+                           "reduce", "--loss", "mean_0.tmp_0", "-o", "g.json"},
                           dir);
   ASSERT_EQ(named.exit_code, 0) << named.err;
   EXPECT_THAT(named.out, HasSubstr(" reduce"));
-  CliRun bad = RunParex({"graph", program, "--loss", "nosuch", "-o", "g.json"}, dir);
+  CliRun bad =
+      RunParex({"graph", program, "--loss", "nosuch", "-o", "g.json"}, dir);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_THAT(bad.err, HasSubstr("no variable 'nosuch'"));
 }
@@ -233,38 +269,53 @@ TEST(CliGraphTest, DotAndJsonOfTrainingAndInferencePrograms) {
                          "--mode", "reduce", "-o", "cnn.dot"},
                         dir);
   ASSERT_EQ(dot.exit_code, 0) << dot.err;
-  EXPECT_THAT(dot.out, HasSubstr("fashion_cnn (training program) on 2 places (reduce)"));
+  EXPECT_THAT(dot.out,
+              HasSubstr("fashion_cnn (training program) on 2 places (reduce)"));
   EXPECT_THAT(dot.out, HasSubstr(" reduce"));
   EXPECT_EQ(ReadFile(dir + "/cnn.dot").rfind("digraph", 0), 0u);
 
-  CliRun json = RunParex({"graph", "--model", "digits_mlp", "--format", "json", "-o",
-                          "mlp.out"},
-                         dir);
+  CliRun json = RunParex(
+      {"graph", "--model", "digits_mlp", "--format", "json", "-o", "mlp.out"},
+      dir);
   ASSERT_EQ(json.exit_code, 0) << json.err;
-  EXPECT_THAT(json.out, HasSubstr("48 op handles (4 all_reduce, 42 computation, 2 scale_loss_grad)"));
+  EXPECT_THAT(
+      json.out,
+      HasSubstr(
+          "48 op handles (4 all_reduce, 42 computation, 2 scale_loss_grad)"));
   nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/mlp.out"));
   EXPECT_EQ(doc["ops"].size(), 48u);
 
   if (HavePaddleModels()) {
-    CliRun inference = RunParex({"graph", Model("mnist_mlp"), "-o", "mnist.json"}, dir);
+    CliRun inference =
+        RunParex({"graph", Model("mnist_mlp"), "-o", "mnist.json"}, dir);
     ASSERT_EQ(inference.exit_code, 0) << inference.err;
     EXPECT_THAT(inference.out, HasSubstr("on 2 places"));
   }
 
-  ExpectFailures({
-      {{"graph", "--model", "digits_mlp"}, 2, "--output is required"},
-      {{"graph", "-o", "x.dot"}, 2, "name a program FILE or --model"},
-      {{"graph", "a.pdmodel", "--model", "digits_mlp", "-o", "x.dot"}, 2,
-       "not both or neither"},
-      {{"graph", "--model", "digits_mlp", "-o", "x.txt"}, 2, "give --format dot|json"},
-      {{"graph", "--model", "digits_mlp", "--format", "svg", "-o", "x.svg"}, 2,
-       "--format must be dot or json"},
-      {{"graph", "--model", "digits_mlp", "--mode", "tree", "-o", "x.dot"}, 2,
-       "--mode must be allreduce or reduce"},
-      {{"graph", "missing.pdmodel", "-o", "x.dot"}, 1, "'missing.pdmodel' does not exist"},
-      {{"graph", "--model", "digits_mlp", "-o", "/nonexistent/dir/x.dot"}, 1,
-       "/nonexistent/dir/x.dot"},
-  }, dir);
+  ExpectFailures(
+      {
+          {{"graph", "--model", "digits_mlp"}, 2, "--output is required"},
+          {{"graph", "-o", "x.dot"}, 2, "name a program FILE or --model"},
+          {{"graph", "a.pdmodel", "--model", "digits_mlp", "-o", "x.dot"},
+           2,
+           "not both or neither"},
+          {{"graph", "--model", "digits_mlp", "-o", "x.txt"},
+           2,
+           "give --format dot|json"},
+          {{"graph", "--model", "digits_mlp", "--format", "svg", "-o", "x.svg"},
+           2,
+           "--format must be dot or json"},
+          {{"graph", "--model", "digits_mlp", "--mode", "tree", "-o", "x.dot"},
+           2,
+           "--mode must be allreduce or reduce"},
+          {{"graph", "missing.pdmodel", "-o", "x.dot"},
+           1,
+           "'missing.pdmodel' does not exist"},
+          {{"graph", "--model", "digits_mlp", "-o", "/nonexistent/dir/x.dot"},
+           1,
+           "/nonexistent/dir/x.dot"},
+      },
+      dir);
 }
 
 }  // namespace

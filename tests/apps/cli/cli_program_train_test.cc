@@ -9,17 +9,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include "apps/cli/npy.h"
-#include "graph/build/prune.h"
+#include "graph/builder/prune.h"
 #include "graph/ir/program.h"
+#include "kernels/io/model_io.h"
+#include "kernels/io/tensor_io.h"
 #include "kernels/reference_executor.h"
-#include "kernels/model_io.h"
 #include "kernels/scope.h"
-#include "kernels/tensor_io.h"
 #include "tests/apps/cli/cli_test_util.h"
 
 namespace parex::testing {
@@ -28,7 +27,8 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-const std::string kFixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
+const std::string kFixture =
+    std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
 
 // The fixture's ten batches as one .npy file per feed, in order.
 void WriteFixtureData(const std::string& dir) {
@@ -36,8 +36,10 @@ void WriteFixtureData(const std::string& dir) {
     std::vector<Tensor> parts;
     for (int i = 0; i < 10; ++i) {
       Tensor t;
-      ASSERT_TRUE(LoadTensorFile(kFixture + "/batches/" + name + "_" + std::to_string(i), &t)
-                      .ok());
+      ASSERT_TRUE(
+          LoadTensorFile(
+              kFixture + "/batches/" + name + "_" + std::to_string(i), &t)
+              .ok());
       parts.push_back(std::move(t));
     }
     Dims dims = parts[0].dims();
@@ -57,7 +59,8 @@ std::vector<double> Lines(const std::string& path, bool json) {
   std::istringstream in(ReadFile(path));
   std::string line;
   while (std::getline(in, line)) {
-    v.push_back(json ? nlohmann::json::parse(line)["loss"].get<double>() : std::stod(line));
+    v.push_back(json ? nlohmann::json::parse(line)["loss"].get<double>()
+                     : std::stod(line));
   }
   return v;
 }
@@ -76,7 +79,8 @@ void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
   for (const std::string& name : PersistableTensorNames(*main)) {
     const Tensor& w = *paddle.FindVar(name)->GetTensor();
     const Tensor& g = *saved.FindVar(name)->GetTensor();
-    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0) continue;
+    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0)
+      continue;
     ASSERT_EQ(g.dims(), w.dims()) << name;
     for (int64_t i = 0; i < w.numel(); ++i) {
       ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
@@ -86,7 +90,6 @@ void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
     ++compared;
   }
   EXPECT_GE(compared, 20);
-
 }
 
 // On one place, from Paddle's initial parameters, with the batches in order
@@ -96,16 +99,35 @@ void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
 TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   const std::string dir = ScratchDir("program_cnn");
   WriteFixtureData(dir);
-  CliRun run = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
-                         kFixture + "/params", "--data", "x=x.npy", "--data", "label=label.npy",
-                         "--batch", "16", "--no-shuffle", "--places", "cpu:1", "--lr-schedule",
-                         "piecewise:3,6:0.01,0.005,0.002", "--metrics", "m.jsonl", "--save",
-                         "trained", "--no-progress"},
+  CliRun run = RunParex({"train",
+                         "--program",
+                         kFixture + "/main.pdmodel",
+                         "--params",
+                         kFixture + "/params",
+                         "--data",
+                         "x=x.npy",
+                         "--data",
+                         "label=label.npy",
+                         "--batch",
+                         "16",
+                         "--no-shuffle",
+                         "--places",
+                         "cpu:1",
+                         "--lr-schedule",
+                         "piecewise:3,6:0.01,0.005,0.002",
+                         "--metrics",
+                         "m.jsonl",
+                         "--save",
+                         "trained",
+                         "--no-progress"},
                         dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  EXPECT_THAT(run.out, HasSubstr("main.pdmodel' on 1 CPU place (allreduce), 160 train rows, "
-                                 "1 epoch of 10 batches of 16"));
-  EXPECT_THAT(run.out, HasSubstr("persistables to trained (Paddle's tensor files"));
+  EXPECT_THAT(
+      run.out,
+      HasSubstr("main.pdmodel' on 1 CPU place (allreduce), 160 train rows, "
+                "1 epoch of 10 batches of 16"));
+  EXPECT_THAT(run.out,
+              HasSubstr("persistables to trained (Paddle's tensor files"));
   const std::vector<double> got = Lines(dir + "/m.jsonl", true);
   const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
   ASSERT_EQ(got.size(), 10u);
@@ -117,11 +139,12 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
 
   // Without the schedule the rate stays at 0.01: from step 4 on the losses
   // leave Paddle's (the schedule is what made them agree).
-  CliRun constant = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
-                              kFixture + "/params", "--data", "x=x.npy", "--data",
-                              "label=label.npy", "--batch", "16", "--no-shuffle", "--places",
-                              "cpu:1", "--metrics", "c.jsonl", "--save", "c", "--no-progress"},
-                             dir);
+  CliRun constant = RunParex(
+      {"train", "--program", kFixture + "/main.pdmodel", "--params",
+       kFixture + "/params", "--data", "x=x.npy", "--data", "label=label.npy",
+       "--batch", "16", "--no-shuffle", "--places", "cpu:1", "--metrics",
+       "c.jsonl", "--save", "c", "--no-progress"},
+      dir);
   ASSERT_EQ(constant.exit_code, 0) << constant.err;
   const std::vector<double> flat = Lines(dir + "/c.jsonl", true);
   ASSERT_EQ(flat.size(), 10u);
@@ -138,15 +161,32 @@ TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
   WriteFixtureData(dir);
   const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
   for (bool sync : {true, false}) {
-    std::vector<std::string> args = {
-        "train", "--program", kFixture + "/main.pdmodel", "--params", kFixture + "/params",
-        "--data", "x=x.npy", "--data", "label=label.npy", "--batch", "16", "--no-shuffle",
-        "--places", "cpu:2", "--lr-schedule", "piecewise:3,6:0.01,0.005,0.002", "--metrics",
-        sync ? "s.jsonl" : "u.jsonl", "--save", sync ? "s" : "u", "--no-progress"};
+    std::vector<std::string> args = {"train",
+                                     "--program",
+                                     kFixture + "/main.pdmodel",
+                                     "--params",
+                                     kFixture + "/params",
+                                     "--data",
+                                     "x=x.npy",
+                                     "--data",
+                                     "label=label.npy",
+                                     "--batch",
+                                     "16",
+                                     "--no-shuffle",
+                                     "--places",
+                                     "cpu:2",
+                                     "--lr-schedule",
+                                     "piecewise:3,6:0.01,0.005,0.002",
+                                     "--metrics",
+                                     sync ? "s.jsonl" : "u.jsonl",
+                                     "--save",
+                                     sync ? "s" : "u",
+                                     "--no-progress"};
     if (sync) args.push_back("--sync-batch-norm");
     CliRun run = RunParex(args, dir);
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-    const std::vector<double> got = Lines(dir + (sync ? "/s.jsonl" : "/u.jsonl"), true);
+    const std::vector<double> got =
+        Lines(dir + (sync ? "/s.jsonl" : "/u.jsonl"), true);
     ASSERT_EQ(got.size(), 10u);
     double worst = 0;
     for (int s = 0; s < 10; ++s) {
@@ -167,13 +207,29 @@ TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
   const std::string dir = ScratchDir("program_cnn_sync_bn_nodes");
   WriteFixtureData(dir);
   const std::string topology = WriteTopology(dir, {1, 1});
-  CliRun run = RunParex(
-      {"launch", "--topology", topology, "--program", kFixture + "/main.pdmodel", "--params",
-       kFixture + "/params", "--data", "x=" + dir + "/x.npy", "--data",
-       "label=" + dir + "/label.npy", "--batch", "16", "--no-shuffle", "--sync-batch-norm",
-       "--lr-schedule", "piecewise:3,6:0.01,0.005,0.002", "--metrics", dir + "/n.jsonl",
-       "--save", dir + "/n", "--no-progress"},
-      dir);
+  CliRun run = RunParex({"launch",
+                         "--topology",
+                         topology,
+                         "--program",
+                         kFixture + "/main.pdmodel",
+                         "--params",
+                         kFixture + "/params",
+                         "--data",
+                         "x=" + dir + "/x.npy",
+                         "--data",
+                         "label=" + dir + "/label.npy",
+                         "--batch",
+                         "16",
+                         "--no-shuffle",
+                         "--sync-batch-norm",
+                         "--lr-schedule",
+                         "piecewise:3,6:0.01,0.005,0.002",
+                         "--metrics",
+                         dir + "/n.jsonl",
+                         "--save",
+                         dir + "/n",
+                         "--no-progress"},
+                        dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::vector<double> got = Lines(dir + "/n.jsonl", true);
   const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
@@ -191,9 +247,11 @@ TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
 // on two: Paddle's ten losses within 1e-4 relative, its final persistables,
 // and the evaluation Paddle made of its final parameters.
 TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
-  const std::string fixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_transformer_adam";
+  const std::string fixture =
+      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_transformer_adam";
   const std::vector<double> want = Lines(fixture + "/losses.txt", false);
-  const nlohmann::json paddle_eval = nlohmann::json::parse(ReadFile(fixture + "/eval/paddle.json"));
+  const nlohmann::json paddle_eval =
+      nlohmann::json::parse(ReadFile(fixture + "/eval/paddle.json"));
   // The data as two .npy files, then as one .npz archive (numpy's
   // savez_compressed), then as a directory of .npy files.
   const std::vector<std::vector<std::string>> datas = {
@@ -204,15 +262,17 @@ TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
   for (const auto& [places, data] : std::vector<std::pair<std::string, int>>{
            {"cpu:1", 0}, {"cpu:2", 0}, {"cpu:2", 1}, {"cpu:1", 2}}) {
     SCOPED_TRACE(places + " data " + std::to_string(data));
-    const std::string dir =
-        ScratchDir("program_transformer_" + places.substr(4) + "_" + std::to_string(data));
-    std::vector<std::string> args = {"train", "--program", fixture + "/main.pdmodel",
-                                     "--params", fixture + "/params"};
+    const std::string dir = ScratchDir(
+        "program_transformer_" + places.substr(4) + "_" + std::to_string(data));
+    std::vector<std::string> args = {"train", "--program",
+                                     fixture + "/main.pdmodel", "--params",
+                                     fixture + "/params"};
     args.insert(args.end(), datas[data].begin(), datas[data].end());
-    args.insert(args.end(), {"--eval-data", "tokens=" + fixture + "/eval/tokens.npy",
-                             "--eval-data", "label=" + fixture + "/eval/label.npy", "--batch",
-                             "16", "--no-shuffle", "--places", places, "--metrics", "m.jsonl",
-                             "--save", "trained", "--no-progress"});
+    args.insert(args.end(),
+                {"--eval-data", "tokens=" + fixture + "/eval/tokens.npy",
+                 "--eval-data", "label=" + fixture + "/eval/label.npy",
+                 "--batch", "16", "--no-shuffle", "--places", places,
+                 "--metrics", "m.jsonl", "--save", "trained", "--no-progress"});
     CliRun run = RunParex(args, dir);
     ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
     std::vector<double> got;
@@ -228,13 +288,15 @@ TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
     }
     ASSERT_EQ(got.size(), 10u);
     for (int s = 0; s < 10; ++s) {
-      EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
+      EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s]))
+          << "step " << s + 1;
     }
     ExpectPaddlesFinalPersistables(dir + "/trained", fixture);
     ASSERT_FALSE(eval.is_null()) << run.out;
     EXPECT_NEAR(eval["loss"].get<double>(), paddle_eval["loss"].get<double>(),
                 1e-4 * paddle_eval["loss"].get<double>());
-    EXPECT_NEAR(eval["accuracy"].get<double>(), paddle_eval["accuracy"].get<double>(), 1e-6);
+    EXPECT_NEAR(eval["accuracy"].get<double>(),
+                paddle_eval["accuracy"].get<double>(), 1e-6);
     EXPECT_EQ(eval["rows"].get<int>(), 24);
   }
 }
@@ -246,11 +308,32 @@ TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
 TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
   const std::string dir = ScratchDir("program_eval");
   WriteFixtureData(dir);
-  CliRun run = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
-                         kFixture + "/params", "--data", "x=x.npy", "--data", "label=label.npy",
-                         "--eval-data", "x=x.npy", "--eval-data", "label=label.npy", "--fetch",
-                         "batch_norm_0.tmp_3", "--batch", "16", "--epochs", "2", "--places",
-                         "cpu:1", "--metrics", "m.jsonl", "--save", "trained", "--no-progress"},
+  CliRun run = RunParex({"train",
+                         "--program",
+                         kFixture + "/main.pdmodel",
+                         "--params",
+                         kFixture + "/params",
+                         "--data",
+                         "x=x.npy",
+                         "--data",
+                         "label=label.npy",
+                         "--eval-data",
+                         "x=x.npy",
+                         "--eval-data",
+                         "label=label.npy",
+                         "--fetch",
+                         "batch_norm_0.tmp_3",
+                         "--batch",
+                         "16",
+                         "--epochs",
+                         "2",
+                         "--places",
+                         "cpu:1",
+                         "--metrics",
+                         "m.jsonl",
+                         "--save",
+                         "trained",
+                         "--no-progress"},
                         dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_THAT(run.out, HasSubstr("  evaluation: loss "));
@@ -273,10 +356,11 @@ TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
   std::filesystem::create_directories(dir + "/d");
   std::filesystem::copy_file(dir + "/x.npy", dir + "/d/x.npy");
   std::filesystem::copy_file(dir + "/label.npy", dir + "/d/label.npy");
-  CliRun from_dir = RunParex({"train", "--program", kFixture + "/main.pdmodel", "--params",
-                              kFixture + "/params", "--data", "d", "--batch", "16", "--places",
-                              "cpu:1", "--steps", "3", "--save", "d_out", "--no-progress"},
-                             dir);
+  CliRun from_dir = RunParex(
+      {"train", "--program", kFixture + "/main.pdmodel", "--params",
+       kFixture + "/params", "--data", "d", "--batch", "16", "--places",
+       "cpu:1", "--steps", "3", "--save", "d_out", "--no-progress"},
+      dir);
   ASSERT_EQ(from_dir.exit_code, 0) << from_dir.err;
   EXPECT_THAT(from_dir.out, HasSubstr("160 train rows"));
   ASSERT_EQ(evals.size(), 2u);
@@ -292,7 +376,8 @@ TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
   StatusOr<Tensor> label = ReadNpy(dir + "/label.npy");
   ASSERT_TRUE(x.ok() && label.ok());
   ReferenceExecutor executor;
-  auto out = executor.Run(*test, &scope, {{"x", *x}, {"label", *label}}, {"mean_0.tmp_0"});
+  auto out = executor.Run(*test, &scope, {{"x", *x}, {"label", *label}},
+                          {"mean_0.tmp_0"});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   const double want = (*out)[0].data<float>()[0];
   EXPECT_NEAR(evals[1]["loss"].get<double>(), want, 1e-5 * std::abs(want));
@@ -322,44 +407,70 @@ TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"--data", "x=x.npy"}, 2, "reads 'label', which no --data label=FILE.npy feeds"},
-      {{"--data", "x=x.npy", "--data", "label=short.npy"}, 2,
+      {{"--data", "x=x.npy"},
+       2,
+       "reads 'label', which no --data label=FILE.npy feeds"},
+      {{"--data", "x=x.npy", "--data", "label=short.npy"},
+       2,
        "'label' has 150 rows, 'x' has 160"},
-      {{"--data", "x=f64.npy", "--data", "label=label.npy"}, 2,
+      {{"--data", "x=f64.npy", "--data", "label=label.npy"},
+       2,
        "the file holds fp64, 'x' is fp32"},
-      {{"--data", "x=wide.npy", "--data", "label=label.npy"}, 2, "do not fit 'x'"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data", "nosuch=x.npy"}, 2,
+      {{"--data", "x=wide.npy", "--data", "label=label.npy"},
+       2,
+       "do not fit 'x'"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data",
+        "nosuch=x.npy"},
+       2,
        "has no variable 'nosuch'"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--loss", "nosuch"}, 2,
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--loss", "nosuch"},
+       2,
        "--loss: the program"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data", "conv2d_0.w_0=x.npy"}, 2,
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--data",
+        "conv2d_0.w_0=x.npy"},
+       2,
        "is persistable (a parameter), not a feed"},
-      {{"--data", "x=missing.npy", "--data", "label=label.npy"}, 1, "missing.npy"},
-      {{"--data", "x", "--data", "label=label.npy"}, 2, "expected NAME=FILE.npy"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule", "piecewise:3:0.1"},
-       2, "one value more than boundaries"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule", "linear:1"}, 2,
+      {{"--data", "x=missing.npy", "--data", "label=label.npy"},
+       1,
+       "missing.npy"},
+      {{"--data", "x", "--data", "label=label.npy"},
+       2,
+       "expected NAME=FILE.npy"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule",
+        "piecewise:3:0.1"},
+       2,
+       "one value more than boundaries"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr-schedule",
+        "linear:1"},
+       2,
        "unknown schedule 'linear'"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr", "0.1"}, 2,
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--lr", "0.1"},
+       2,
        "--lr is for the examples"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--fetch", "nosuch"}, 2,
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--fetch", "nosuch"},
+       2,
        "--fetch: the program"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data", "x=x.npy"}, 2,
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data",
+        "x=x.npy"},
+       2,
        "--eval-data (the evaluation program)"},
-      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data", "x=x.npy",
-        "--eval-data", "label=short.npy"},
-       2, "--eval-data: 'label' has 150 rows"},
+      {{"--data", "x=x.npy", "--data", "label=label.npy", "--eval-data",
+        "x=x.npy", "--eval-data", "label=short.npy"},
+       2,
+       "--eval-data: 'label' has 150 rows"},
   };
   for (const Case& c : cases) {
-    std::vector<std::string> args = {"train", "--program", main, "--params", params,
-                                      "--no-progress", "--save", "never"};
+    std::vector<std::string> args = {"train",    "--program", main,
+                                     "--params", params,      "--no-progress",
+                                     "--save",   "never"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     CliRun run = RunParex(args, dir);
     EXPECT_EQ(run.exit_code, c.code) << c.message << "\n" << run.err;
     EXPECT_THAT(run.err, HasSubstr(c.message));
     EXPECT_THAT(run.out, Not(HasSubstr("epoch 1/"))) << c.message;
   }
-  CliRun no_init = RunParex({"train", "--program", main, "--data", "x=x.npy"}, dir);
+  CliRun no_init =
+      RunParex({"train", "--program", main, "--data", "x=x.npy"}, dir);
   EXPECT_EQ(no_init.exit_code, 2);
   EXPECT_THAT(no_init.err, HasSubstr("need --startup PROGRAM or --params DIR"));
   CliRun stray = RunParex({"train", "--data", "x=x.npy"}, dir);

@@ -1,16 +1,14 @@
 #include "tests/apps/cli/cli_test_util.h"
 
-#include <sys/wait.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/free_port.h"
 
@@ -28,21 +26,27 @@ std::string Quote(const std::string& s) {
 
 }  // namespace
 
-std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
-                          const std::string& extra, const std::vector<std::string>& hosts) {
-  std::ofstream(dir + "/cluster.secret") << "a-test-secret-of-more-than-16-bytes";
-  fs::permissions(dir + "/cluster.secret", fs::perms::owner_read | fs::perms::owner_write);
+std::string WriteTopology(const std::string& dir,
+                          const std::vector<int>& places,
+                          const std::string& extra,
+                          const std::vector<std::string>& hosts) {
+  std::ofstream(dir + "/cluster.secret")
+      << "a-test-secret-of-more-than-16-bytes";
+  fs::permissions(dir + "/cluster.secret",
+                  fs::perms::owner_read | fs::perms::owner_write);
   const std::string path = dir + "/cluster.pbtxt";
   std::ofstream out(path);
   out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
       << "connect_timeout_ms: 30000\n"
-      << (extra.find("collective_timeout_ms") == std::string::npos ? "collective_timeout_ms: 60000\n"
-                                                                   : "")
+      << (extra.find("collective_timeout_ms") == std::string::npos
+              ? "collective_timeout_ms: 60000\n"
+              : "")
       << extra;
   for (size_t i = 0; i < places.size(); ++i) {
     out << "node { name: \"" << static_cast<char>('a' + i) << "\" host: \""
-        << (i < hosts.size() ? hosts[i] : std::string("127.0.0.1")) << "\" port: " << FreePort()
-        << " places: \"cpu:" << places[i] << "\" }\n";
+        << (i < hosts.size() ? hosts[i] : std::string("127.0.0.1"))
+        << "\" port: " << FreePort() << " places: \"cpu:" << places[i]
+        << "\" }\n";
   }
   return path;
 }
@@ -58,7 +62,8 @@ std::vector<double> Losses(const std::string& metrics_path) {
   std::vector<double> losses;
   std::istringstream in(ReadFile(metrics_path));
   std::string line;
-  while (std::getline(in, line)) losses.push_back(nlohmann::json::parse(line)["loss"]);
+  while (std::getline(in, line))
+    losses.push_back(nlohmann::json::parse(line)["loss"]);
   return losses;
 }
 

@@ -38,7 +38,8 @@ std::vector<double> Losses(const std::string& metrics_path);
 // free ports of 127.0.0.1 (or of `hosts[i]`, when given) with `places[i]`
 // CPU places each. Returns its path. `extra` is appended (more topology
 // fields: timeouts, tls).
-std::string WriteTopology(const std::string& dir, const std::vector<int>& places,
+std::string WriteTopology(const std::string& dir,
+                          const std::vector<int>& places,
                           const std::string& extra = "",
                           const std::vector<std::string>& hosts = {});
 

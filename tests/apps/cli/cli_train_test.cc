@@ -5,10 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <fstream>
 #include <set>
 
 #include "tests/apps/cli/cli_test_util.h"
@@ -24,12 +24,14 @@ const std::string kData = std::string("--data-dir=") + PAREX_DATA_DIR;
 
 TEST(CliTrainTest, TrainsTheDigitsMlpAndSavesIt) {
   const std::string dir = ScratchDir("train");
-  CliRun run = RunParex({"train", "--epochs", "3", "--save", "model", kData}, dir);
+  CliRun run =
+      RunParex({"train", "--epochs", "3", "--save", "model", kData}, dir);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("digits_mlp on 2 CPU places (allreduce)"));
   EXPECT_THAT(run.out, HasSubstr("epoch 3/3: loss "));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test accuracy +([0-9.]+) on 360 rows")))
+  ASSERT_TRUE(std::regex_search(
+      run.out, m, std::regex("test accuracy +([0-9.]+) on 360 rows")))
       << run.out;
   EXPECT_GT(std::stod(m[1]), 0.85);  // 0.95 after the default 20 epochs
   EXPECT_THAT(run.out, HasSubstr("throughput"));
@@ -56,7 +58,8 @@ TEST(CliTrainTest, ReduceModeOnThreePlacesVerbose) {
   EXPECT_THAT(run.err, HasSubstr("op actors"));
   EXPECT_THAT(run.out, HasSubstr("fit_a_line on 3 CPU places (reduce)"));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test MSE +([0-9.]+)"))) << run.out;
+  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test MSE +([0-9.]+)")))
+      << run.out;
   EXPECT_LT(std::stod(m[1]), 40.0);  // the label variance is ~80
   EXPECT_TRUE(fs::exists(fs::path(PAREX_TEST_TMP_DIR) / "cli_train_reduce" /
                          "parex-fit_a_line" / "__model__"));
@@ -65,13 +68,15 @@ TEST(CliTrainTest, ReduceModeOnThreePlacesVerbose) {
 // Simulated asynchronous places from the command line: every op handle's
 // work runs on a stream actor, and the model trains as on CPU places.
 TEST(CliTrainTest, TrainsOnSimulatedAsynchronousPlaces) {
-  CliRun run = RunParex({"train", "--places", "sim:2", "--epochs", "2", "-v", kData},
-                        ScratchDir("train_sim"));
+  CliRun run =
+      RunParex({"train", "--places", "sim:2", "--epochs", "2", "-v", kData},
+               ScratchDir("train_sim"));
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("digits_mlp on 2 simulated places"));
   EXPECT_THAT(run.err, HasSubstr("4 stream actors"));
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(run.out, m, std::regex("test accuracy +([0-9.]+)")))
+  ASSERT_TRUE(
+      std::regex_search(run.out, m, std::regex("test accuracy +([0-9.]+)")))
       << run.out;
   EXPECT_GT(std::stod(m[1]), 0.8);
 }
@@ -86,9 +91,12 @@ TEST(CliTrainTest, TracedTwoPlaceRun) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("trace           trace.json"));
   EXPECT_TRUE(std::regex_search(
-      run.out, std::regex("trace summary   6 traced steps, [0-9.]+ ms: compute [0-9.]+ ms, "
-                          "collectives [0-9.]+ ms \\([0-9]+% hidden behind compute, [0-9]+% behind backward\\), "
-                          "scheduler idle [0-9]+%")))
+      run.out,
+      std::regex(
+          "trace summary   6 traced steps, [0-9.]+ ms: compute [0-9.]+ ms, "
+          "collectives [0-9.]+ ms \\([0-9]+% hidden behind compute, [0-9]+% "
+          "behind backward\\), "
+          "scheduler idle [0-9]+%")))
       << run.out;
   nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/trace.json"));
   std::map<int64_t, std::set<int64_t>> nodes_by_step;
@@ -127,9 +135,10 @@ TEST(CliTrainTest, TracedTwoPlaceRun) {
 // [from, from + trace-steps).
 TEST(CliTrainTest, TraceFromStartsTheTraceLater) {
   const std::string dir = ScratchDir("trace_from");
-  CliRun run = RunParex({"train", "--steps", "8", "--trace", "t.json", "--trace-from", "3",
-                         "--trace-steps", "2", "--no-progress", kData},
-                        dir);
+  CliRun run =
+      RunParex({"train", "--steps", "8", "--trace", "t.json", "--trace-from",
+                "3", "--trace-steps", "2", "--no-progress", kData},
+               dir);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.out, HasSubstr("trace summary   2 traced steps"));
   nlohmann::json doc = nlohmann::json::parse(ReadFile(dir + "/t.json"));
@@ -141,23 +150,34 @@ TEST(CliTrainTest, TraceFromStartsTheTraceLater) {
 }
 
 TEST(CliTrainTest, BadArgumentsAndData) {
-  ExpectFailures({
-      {{"train", "--model", "resnet"}, 2, "unknown example model 'resnet'"},
-      {{"train", "--places", "cpu:0"}, 2, "N must be at least 1"},
-      {{"train", "--places", "tpu:2"}, 2, "bad --places 'tpu:2'"},
-      {{"train", "--mode", "ring"}, 2, "--mode must be allreduce or reduce"},
-      {{"train", "--places", "cpu:4", "--batch", "3"}, 2,
-       "--batch 3 is smaller than the 4 places"},
-      {{"train", "--epochs", "many"}, 2, "--epochs"},
-      {{"train", "--no-such-flag"}, 2, "--no-such-flag"},
-      {{"train", "--data-dir", "/nonexistent/data"}, 1, "/nonexistent/data"},
-      {{"train", "--model", "fashion_mlp", "--fashion-dir", "/nonexistent/f"}, 1,
-       "/nonexistent/f"},
-      {{"train", "--model", "fit_a_line", "--lr", "1e9", "--epochs", "3", kData}, 1,
-       "training diverged"},
-      {{}, 2, "Subcommands:"},
-      {{"fly"}, 2, "unknown command 'fly'"},
-  }, ScratchDir("bad_train"));
+  ExpectFailures(
+      {
+          {{"train", "--model", "resnet"}, 2, "unknown example model 'resnet'"},
+          {{"train", "--places", "cpu:0"}, 2, "N must be at least 1"},
+          {{"train", "--places", "tpu:2"}, 2, "bad --places 'tpu:2'"},
+          {{"train", "--mode", "ring"},
+           2,
+           "--mode must be allreduce or reduce"},
+          {{"train", "--places", "cpu:4", "--batch", "3"},
+           2,
+           "--batch 3 is smaller than the 4 places"},
+          {{"train", "--epochs", "many"}, 2, "--epochs"},
+          {{"train", "--no-such-flag"}, 2, "--no-such-flag"},
+          {{"train", "--data-dir", "/nonexistent/data"},
+           1,
+           "/nonexistent/data"},
+          {{"train", "--model", "fashion_mlp", "--fashion-dir",
+            "/nonexistent/f"},
+           1,
+           "/nonexistent/f"},
+          {{"train", "--model", "fit_a_line", "--lr", "1e9", "--epochs", "3",
+            kData},
+           1,
+           "training diverged"},
+          {{}, 2, "Subcommands:"},
+          {{"fly"}, 2, "unknown command 'fly'"},
+      },
+      ScratchDir("bad_train"));
 }
 
 TEST(CliTrainTest, HelpListsTheSubcommands) {
@@ -182,11 +202,12 @@ namespace {
 // curves, a PNG; bad files and outputs are named.
 TEST(CliPlotTest, DrawsTheLossAndAccuracyOfAMetricsFile) {
   const std::string dir = ScratchDir("plot");
-  CliRun train = RunParex({"train", "--steps", "40", "--metrics", "m.jsonl", "--no-progress",
-                           "--save", "m", kData},
+  CliRun train = RunParex({"train", "--steps", "40", "--metrics", "m.jsonl",
+                           "--no-progress", "--save", "m", kData},
                           dir);
   ASSERT_EQ(train.exit_code, 0) << train.err;
-  CliRun svg = RunParex({"plot", "m.jsonl", "-o", "curve.svg", "--title", "digits"}, dir);
+  CliRun svg = RunParex(
+      {"plot", "m.jsonl", "-o", "curve.svg", "--title", "digits"}, dir);
   ASSERT_EQ(svg.exit_code, 0) << svg.err;
   EXPECT_THAT(svg.out, HasSubstr("plotted 40 steps of m.jsonl into curve.svg"));
   const std::string picture = ReadFile(dir + "/curve.svg");
@@ -196,12 +217,20 @@ TEST(CliPlotTest, DrawsTheLossAndAccuracyOfAMetricsFile) {
   CliRun png = RunParex({"plot", "m.jsonl", "-o", "curve.png"}, dir);
   ASSERT_EQ(png.exit_code, 0) << png.err;
   EXPECT_EQ(ReadFile(dir + "/curve.png").substr(1, 3), "PNG");
-  { std::ofstream(dir + "/bad.jsonl") << "{\"step\": 1, \"loss\": 2}\nnot json\n"; }
-  ExpectFailures({{{"plot", "bad.jsonl", "-o", "b.svg"}, 1, "'bad.jsonl' line 2: not JSON"},
-                  {{"plot", "m.jsonl", "-o", "b.pdf"}, 2, "must be .svg or .png"},
-                  {{"plot", "nothere.jsonl", "-o", "b.svg"}, 2, "nothere.jsonl"},
-                  {{"plot", "m.jsonl", "-o", "no/such/dir/b.svg"}, 1, "no/such/dir/b.svg"}},
-                 dir);
+  {
+    std::ofstream(dir + "/bad.jsonl")
+        << "{\"step\": 1, \"loss\": 2}\nnot json\n";
+  }
+  ExpectFailures(
+      {{{"plot", "bad.jsonl", "-o", "b.svg"},
+        1,
+        "'bad.jsonl' line 2: not JSON"},
+       {{"plot", "m.jsonl", "-o", "b.pdf"}, 2, "must be .svg or .png"},
+       {{"plot", "nothere.jsonl", "-o", "b.svg"}, 2, "nothere.jsonl"},
+       {{"plot", "m.jsonl", "-o", "no/such/dir/b.svg"},
+        1,
+        "no/such/dir/b.svg"}},
+      dir);
 }
 
 }  // namespace

@@ -12,12 +12,11 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/apps/cli/cli_test_util.h"
 #include "tests/free_port.h"
@@ -62,18 +61,22 @@ TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
   int total = 0;
   for (int p : c.places) total += p;
   const std::vector<std::string> common = {
-      "--model", c.model, "--mode", c.mode, "--steps", std::to_string(c.steps), "--batch", "64",
-      "--no-progress"};
+      "--model", c.model,   "--mode",
+      c.mode,    "--steps", std::to_string(c.steps),
+      "--batch", "64",      "--no-progress"};
   std::vector<std::string> launch = {"launch", "--topology", topology};
   launch.insert(launch.end(), common.begin(), common.end());
-  launch.insert(launch.end(), {"--metrics", dir + "/nodes.jsonl", "--save", dir + "/model"});
+  launch.insert(launch.end(),
+                {"--metrics", dir + "/nodes.jsonl", "--save", dir + "/model"});
   CliRun nodes = RunParex(launch, dir);
   ASSERT_EQ(nodes.exit_code, 0) << nodes.out << nodes.err;
   EXPECT_THAT(nodes.out, ::testing::HasSubstr("nodes finished"));
 
-  std::vector<std::string> train = {"train", "--places", "cpu:" + std::to_string(total)};
+  std::vector<std::string> train = {"train", "--places",
+                                    "cpu:" + std::to_string(total)};
   train.insert(train.end(), common.begin(), common.end());
-  train.insert(train.end(), {"--metrics", dir + "/one.jsonl", "--save", dir + "/one"});
+  train.insert(train.end(),
+               {"--metrics", dir + "/one.jsonl", "--save", dir + "/one"});
   CliRun one = RunParex(train, dir + "/one_process");
   ASSERT_EQ(one.exit_code, 0) << one.err;
 
@@ -99,24 +102,28 @@ TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
 
 INSTANTIATE_TEST_SUITE_P(
     Topologies, ClusterTrainTest,
-    ::testing::Values(ClusterCase{"mlp_1x2", {1, 1}, "fashion_mlp", "allreduce", 20},
-                      ClusterCase{"cnn_2x2", {2, 2}, "fashion_cnn", "allreduce", 4},
-                      ClusterCase{"mlp_3_nodes_reduce", {2, 1, 1}, "fashion_mlp", "reduce", 20},
-                      ClusterCase{"cnn_3_nodes", {1, 1, 1}, "fashion_cnn", "allreduce", 4}),
-    [](const ::testing::TestParamInfo<ClusterCase>& info) { return info.param.name; });
+    ::testing::Values(
+        ClusterCase{"mlp_1x2", {1, 1}, "fashion_mlp", "allreduce", 20},
+        ClusterCase{"cnn_2x2", {2, 2}, "fashion_cnn", "allreduce", 4},
+        ClusterCase{
+            "mlp_3_nodes_reduce", {2, 1, 1}, "fashion_mlp", "reduce", 20},
+        ClusterCase{"cnn_3_nodes", {1, 1, 1}, "fashion_cnn", "allreduce", 4}),
+    [](const ::testing::TestParamInfo<ClusterCase>& info) {
+      return info.param.name;
+    });
 
 TEST(ClusterCliTest, ANodeWithAnotherLearningRateIsRefusedAtTheHandshake) {
   const std::string dir = ScratchDir("cluster_refused");
   const std::string topology = WriteTopology(dir, {1, 1});
   CliRun a, b;
   std::thread ta([&] {
-    a = RunParex({"node", "--topology", topology, "--node", "a", "--model", "fashion_mlp",
-                  "--steps", "2", "--lr", "0.01"},
+    a = RunParex({"node", "--topology", topology, "--node", "a", "--model",
+                  "fashion_mlp", "--steps", "2", "--lr", "0.01"},
                  dir + "/a");
   });
   std::thread tb([&] {
-    b = RunParex({"node", "--topology", topology, "--node", "b", "--model", "fashion_mlp",
-                  "--steps", "2", "--lr", "0.02"},
+    b = RunParex({"node", "--topology", topology, "--node", "b", "--model",
+                  "fashion_mlp", "--steps", "2", "--lr", "0.02"},
                  dir + "/b");
   });
   ta.join();
@@ -135,32 +142,39 @@ TEST(ClusterCliTest, ANodeWithAnotherLearningRateIsRefusedAtTheHandshake) {
 TEST(ClusterCliTest, NodeTracesMergeIntoOneTimeline) {
   const std::string dir = ScratchDir("cluster_trace");
   const std::string topology = WriteTopology(dir, {1, 1});
-  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp", "--steps",
-                         "8", "--trace", "trace-{node}.json", "--trace-steps", "5"},
-                        dir);
+  CliRun run = RunParex(
+      {"launch", "--topology", topology, "--model", "fashion_mlp", "--steps",
+       "8", "--trace", "trace-{node}.json", "--trace-steps", "5"},
+      dir);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   EXPECT_THAT(run.out, ::testing::HasSubstr("% behind backward)"));
   for (const char* node : {"a", "b"}) {
-    nlohmann::json t = nlohmann::json::parse(ReadFile(dir + "/trace-" + node + ".json"));
+    nlohmann::json t =
+        nlohmann::json::parse(ReadFile(dir + "/trace-" + node + ".json"));
     EXPECT_EQ(t["metadata"]["parex_node"], node);
     EXPECT_TRUE(t["metadata"].contains("parex_clock_offset_us"));
   }
-  CliRun merge = RunParex({"trace", "merge", "trace-a.json", "trace-b.json", "-o", "all.json"},
-                          dir);
+  CliRun merge = RunParex(
+      {"trace", "merge", "trace-a.json", "trace-b.json", "-o", "all.json"},
+      dir);
   ASSERT_EQ(merge.exit_code, 0) << merge.err;
-  EXPECT_THAT(merge.out, ::testing::HasSubstr("merged 2 node traces into all.json"));
+  EXPECT_THAT(merge.out,
+              ::testing::HasSubstr("merged 2 node traces into all.json"));
   nlohmann::json all = nlohmann::json::parse(ReadFile(dir + "/all.json"));
   std::set<std::string> processes;
   int arrow_starts = 0;
   for (const auto& e : all["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"]);
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      processes.insert(e["args"]["name"]);
     if (e.value("cat", "") == "cross-node" && e["ph"] == "s") ++arrow_starts;
   }
-  EXPECT_EQ(processes, (std::set<std::string>{"node 'a' (rank 0)", "node 'b' (rank 1)"}));
+  EXPECT_EQ(processes,
+            (std::set<std::string>{"node 'a' (rank 0)", "node 'b' (rank 1)"}));
   EXPECT_EQ(arrow_starts, 5);  // one bucket in each of the 5 traced steps
 
   std::ofstream(dir + "/plain.json") << R"({"traceEvents": []})";
-  CliRun bad = RunParex({"trace", "merge", "trace-a.json", "plain.json", "-o", "x.json"}, dir);
+  CliRun bad = RunParex(
+      {"trace", "merge", "trace-a.json", "plain.json", "-o", "x.json"}, dir);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, ::testing::HasSubstr("plain.json: not a node's trace"));
 }
@@ -171,9 +185,10 @@ TEST(ClusterCliTest, NodeTracesMergeIntoOneTimeline) {
 TEST(ClusterCliTest, DivergenceStopsEveryNodeAtTheSameStep) {
   const std::string dir = ScratchDir("cluster_diverged");
   const std::string topology = WriteTopology(dir, {1, 1});
-  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fit_a_line", "--lr",
-                         "1e9", "--epochs", "3", std::string("--data-dir=") + PAREX_DATA_DIR},
-                        dir);
+  CliRun run = RunParex(
+      {"launch", "--topology", topology, "--model", "fit_a_line", "--lr", "1e9",
+       "--epochs", "3", std::string("--data-dir=") + PAREX_DATA_DIR},
+      dir);
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   std::vector<std::string> messages;
   std::istringstream in(run.out + run.err);
@@ -181,7 +196,8 @@ TEST(ClusterCliTest, DivergenceStopsEveryNodeAtTheSameStep) {
   while (std::getline(in, line)) {
     // Each node's own error (a peer's report of it, logged too, says more).
     const size_t at = line.find("the loss is ");
-    if (at != std::string::npos && line.find("parex node: error:") != std::string::npos) {
+    if (at != std::string::npos &&
+        line.find("parex node: error:") != std::string::npos) {
       messages.push_back(line.substr(at));
     }
   }
@@ -197,13 +213,15 @@ TEST(ClusterCliTest, APeerKilledMidTrainingEndsTheOtherPromptly) {
   const std::string dir = ScratchDir("cluster_killed");
   const std::string topology = WriteTopology(dir, {1, 1});
   const std::string parex = PAREX_CLI;
-  const std::string node = " node --topology " + topology +
-                           " --model fashion_cnn --epochs 1 --no-progress --node ";
+  const std::string node =
+      " node --topology " + topology +
+      " --model fashion_cnn --epochs 1 --no-progress --node ";
   // b is killed once a has joined and a second has passed; a's exit is
   // timed from the kill. Every wait is bounded.
   const std::string script =
-      "cd " + dir + " || exit 1; " + parex + node + "b > b.out 2>&1 & bpid=$!; " +
-      "timeout 120 " + parex + node + "a > a.out 2>&1 & apid=$!; " +
+      "cd " + dir + " || exit 1; " + parex + node +
+      "b > b.out 2>&1 & bpid=$!; " + "timeout 120 " + parex + node +
+      "a > a.out 2>&1 & apid=$!; " +
       "for i in $(seq 1 600); do grep -q \"parex node: a, rank\" " + dir +
       "/a.out 2>/dev/null && break; sleep 0.1; done; sleep 1; kill -9 $bpid; " +
       "start=$(date +%s%N); wait $apid; echo $? > " + dir + "/a.rc; " +
@@ -222,17 +240,23 @@ TEST(ClusterCliTest, KillingTheLauncherEndsItsNodes) {
   const std::string dir = ScratchDir("cluster_launcher_killed");
   const std::string topology = WriteTopology(dir, {1, 1});
   const std::string script =
-      "cd " + dir + " || exit 1; " + PAREX_CLI + std::string(" launch --topology ") + topology +
-      " --model fashion_cnn --epochs 1 --no-progress > launch.out 2>&1 & lpid=$!; " +
-      "for i in $(seq 1 600); do grep -q \"rank 1 of 2\" launch.out 2>/dev/null && break; " +
+      "cd " + dir + " || exit 1; " + PAREX_CLI +
+      std::string(" launch --topology ") + topology +
+      " --model fashion_cnn --epochs 1 --no-progress > launch.out 2>&1 & "
+      "lpid=$!; " +
+      "for i in $(seq 1 600); do grep -q \"rank 1 of 2\" launch.out "
+      "2>/dev/null && break; " +
       "sleep 0.1; done; sleep 1; kill -9 $lpid; " +
       // "[n]ode": the pattern must not match this script's own command line.
       "for i in $(seq 1 30); do pgrep -f \"[n]ode --topology " + topology +
-      "\" > /dev/null || break; sleep 0.1; done; pgrep -f \"[n]ode --topology " + topology +
-      "\" > left.txt; echo done";
+      "\" > /dev/null || break; sleep 0.1; done; pgrep -f \"[n]ode "
+      "--topology " +
+      topology + "\" > left.txt; echo done";
   ASSERT_EQ(std::system(("bash -c '" + script + "'").c_str()), 0);
-  EXPECT_THAT(ReadFile(dir + "/launch.out"), ::testing::HasSubstr("rank 1 of 2"));
-  EXPECT_EQ(ReadFile(dir + "/left.txt"), "") << "nodes still running after the launcher died";
+  EXPECT_THAT(ReadFile(dir + "/launch.out"),
+              ::testing::HasSubstr("rank 1 of 2"));
+  EXPECT_EQ(ReadFile(dir + "/left.txt"), "")
+      << "nodes still running after the launcher died";
 }
 
 // parex launch pins each node to its share of the CPUs it may use (when they
@@ -249,8 +273,8 @@ TEST(ClusterCliTest, LaunchPinsEachNodeToItsShareOfTheCores) {
   if (cpus.size() < 2) GTEST_SKIP() << "one CPU: nothing to share out";
   const std::string dir = ScratchDir("cluster_pins");
   const std::string topology = WriteTopology(dir, {1, 1});
-  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "2",
-                                          "--no-progress"};
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps",
+                                          "2", "--no-progress"};
   std::vector<std::string> launch = {"launch", "--topology", topology};
   launch.insert(launch.end(), train.begin(), train.end());
   CliRun pinned = RunParex(launch, dir);
@@ -261,9 +285,11 @@ TEST(ClusterCliTest, LaunchPinsEachNodeToItsShareOfTheCores) {
     return "cpus " + std::to_string(cpus[k * per]) + "-" +
            std::to_string(cpus[k * per + per - 1]);
   };
-  const bool contiguous = cpus.back() - cpus.front() + 1 == static_cast<int>(cpus.size());
+  const bool contiguous =
+      cpus.back() - cpus.front() + 1 == static_cast<int>(cpus.size());
   if (contiguous) {
-    EXPECT_THAT(pinned.out, HasSubstr("here: a (" + list(0) + ") b (" + list(1) + ")"));
+    EXPECT_THAT(pinned.out,
+                HasSubstr("here: a (" + list(0) + ") b (" + list(1) + ")"));
     EXPECT_THAT(pinned.out, HasSubstr(", on " + list(0)));
     EXPECT_THAT(pinned.out, HasSubstr(", on " + list(1)));
   } else {
@@ -279,14 +305,25 @@ TEST(ClusterCliTest, LaunchPinsEachNodeToItsShareOfTheCores) {
 TEST(ClusterCliTest, BadTopologiesAndNodesAreUsageErrors) {
   const std::string dir = ScratchDir("cluster_bad");
   const std::string topology = WriteTopology(dir, {1, 1});
-  std::ofstream(dir + "/bad.pbtxt") << "cluster: \"x\"\nnode { name: \"a\" port: 99999 }\n";
+  std::ofstream(dir + "/bad.pbtxt")
+      << "cluster: \"x\"\nnode { name: \"a\" port: 99999 }\n";
   ExpectFailures(
       {
-          {{"node", "--topology", dir + "/bad.pbtxt", "--node", "a"}, 2, "bad.pbtxt:2: node 'a'"},
-          {{"node", "--topology", topology, "--node", "zz"}, 2, "no node 'zz' (nodes: a, b)"},
-          {{"node", "--topology", dir + "/missing.pbtxt", "--node", "a"}, 2, "missing.pbtxt"},
-          {{"launch", "--topology", topology, "--only", "zz"}, 2, "no node 'zz'"},
-          {{"launch", "--topology", topology, "--node", "a"}, 2, "is set by launch"},
+          {{"node", "--topology", dir + "/bad.pbtxt", "--node", "a"},
+           2,
+           "bad.pbtxt:2: node 'a'"},
+          {{"node", "--topology", topology, "--node", "zz"},
+           2,
+           "no node 'zz' (nodes: a, b)"},
+          {{"node", "--topology", dir + "/missing.pbtxt", "--node", "a"},
+           2,
+           "missing.pbtxt"},
+          {{"launch", "--topology", topology, "--only", "zz"},
+           2,
+           "no node 'zz'"},
+          {{"launch", "--topology", topology, "--node", "a"},
+           2,
+           "is set by launch"},
           {{"node", "--topology", topology}, 2, "--node is required"},
       },
       dir);
@@ -297,8 +334,8 @@ TEST(ClusterCliTest, LaunchFailsAsAWholeWhenANodeFails) {
   const std::string topology = WriteTopology(dir, {1, 1});
   // Every node fails to read its data: launch reports the first one and
   // exits nonzero (and returns: nobody waits for a peer that is gone).
-  CliRun run = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp",
-                         "--fashion-dir", "/nonexistent/f"},
+  CliRun run = RunParex({"launch", "--topology", topology, "--model",
+                         "fashion_mlp", "--fashion-dir", "/nonexistent/f"},
                         dir);
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, ::testing::HasSubstr("exited with status 1"));

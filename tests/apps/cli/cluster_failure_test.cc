@@ -20,11 +20,10 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/apps/cli/cli_test_util.h"
 #include "tests/free_port.h"
@@ -43,8 +42,8 @@ using Clock = std::chrono::steady_clock;
 // that execs it in the same process (`ip netns exec NS`).
 class Child {
  public:
-  Child(const std::vector<std::string>& args, const std::string& cwd, const std::string& log,
-        const std::vector<std::string>& prefix = {})
+  Child(const std::vector<std::string>& args, const std::string& cwd,
+        const std::string& log, const std::vector<std::string>& prefix = {})
       : log_(log) {
     std::filesystem::create_directories(cwd);
     std::vector<std::string> argv = {"/bin/sh", "-c", ""};
@@ -57,7 +56,9 @@ class Child {
     std::vector<char*> raw;
     for (std::string& a : argv) raw.push_back(a.data());
     raw.push_back(nullptr);
-    if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, raw.data(), environ) != 0) pid_ = -1;
+    if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, raw.data(), environ) !=
+        0)
+      pid_ = -1;
   }
   ~Child() {
     if (pid_ > 0 && !exited_) {
@@ -84,7 +85,8 @@ class Child {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exit_code_ =
+          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     return exited_;
   }
@@ -98,23 +100,27 @@ class Child {
   int exit_code_ = -1;
 };
 
-std::vector<std::string> NodeArgs(const std::string& topology, const std::string& node,
+std::vector<std::string> NodeArgs(const std::string& topology,
+                                  const std::string& node,
                                   std::vector<std::string> more) {
-  std::vector<std::string> a = {"node", "--topology", topology, "--node", node, "--no-progress"};
+  std::vector<std::string> a = {"node",   "--topology", topology,
+                                "--node", node,         "--no-progress"};
   a.insert(a.end(), more.begin(), more.end());
   return a;
 }
 
 // Waits for every child in `children` to exit, up to `limit` from `start`;
 // each one's time to exit (ms from `start`), -1 if it did not.
-std::vector<int64_t> WaitAll(std::vector<Child*> children, Clock::time_point start,
+std::vector<int64_t> WaitAll(std::vector<Child*> children,
+                             Clock::time_point start,
                              std::chrono::milliseconds limit) {
   std::vector<int64_t> ms(children.size(), -1);
   while (Clock::now() < start + limit) {
     bool all = true;
     for (size_t i = 0; i < children.size(); ++i) {
       if (ms[i] < 0 && children[i]->Poll()) {
-        ms[i] = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start)
+        ms[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    Clock::now() - start)
                     .count();
       }
       all = all && ms[i] >= 0;
@@ -132,8 +138,8 @@ std::vector<std::unique_ptr<Child>> StartTraining(const std::string& topology,
   std::vector<std::unique_ptr<Child>> nodes;
   for (const char* n : {"a", "b", "c"}) {
     nodes.push_back(std::make_unique<Child>(
-        NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-        dir + "/" + n + ".log"));
+        NodeArgs(topology, n, {"--model", "fashion_mlp", "--epochs", "20"}),
+        dir, dir + "/" + n + ".log"));
   }
   for (int i = 0; i < 3; ++i) {
     if (!nodes[i]->WaitFor(std::string("parex node: ") + "abc"[i] + ", rank",
@@ -164,21 +170,23 @@ TEST(ClusterFailureTest, ANodeKilledMidTrainingEndsTheOthersWithin5sNamingIt) {
     for (int i = 0; i < 3; ++i) {
       if (i != victim) others.push_back(nodes[i].get());
     }
-    const std::vector<int64_t> ms = WaitAll(others, killed, std::chrono::seconds(30));
-    const std::string what = "round " + std::to_string(round) + ": killed node '" +
-                             names[victim] + "' " + std::to_string(delay_ms) +
-                             " ms into training";
+    const std::vector<int64_t> ms =
+        WaitAll(others, killed, std::chrono::seconds(30));
+    const std::string what = "round " + std::to_string(round) +
+                             ": killed node '" + names[victim] + "' " +
+                             std::to_string(delay_ms) + " ms into training";
     for (size_t i = 0; i < others.size(); ++i) {
       const std::string log = others[i]->Log();
       ASSERT_GE(ms[i], 0) << what << ": a survivor did not exit\n" << log;
       EXPECT_LT(ms[i], 5000) << what << "\n" << log;
       EXPECT_EQ(others[i]->exit_code(), 1) << what << "\n" << log;
-      EXPECT_THAT(log, HasSubstr(std::string("node '") + names[victim] + "' (rank " +
-                                 std::to_string(victim)))
+      EXPECT_THAT(log, HasSubstr(std::string("node '") + names[victim] +
+                                 "' (rank " + std::to_string(victim)))
           << what;
       EXPECT_THAT(log, HasSubstr("was lost")) << what;
       // Which cross-node call (or that it was computing) it was in.
-      EXPECT_THAT(log, ::testing::AnyOf(HasSubstr("collective #"), HasSubstr("computing")))
+      EXPECT_THAT(log, ::testing::AnyOf(HasSubstr("collective #"),
+                                        HasSubstr("computing")))
           << what;
     }
     if (HasFailure()) return;
@@ -191,14 +199,15 @@ TEST(ClusterFailureTest, ANodeKilledMidTrainingEndsTheOthersWithin5sNamingIt) {
 TEST(ClusterFailureTest, AStoppedNodeGetsAStallReportNamingIt) {
   const std::string dir = ScratchDir("cluster_stall");
   const std::string topology = WriteTopology(
-      dir, {1, 1, 1}, "collective_timeout_ms: 2000\nheartbeat_timeout_ms: 60000\n");
+      dir, {1, 1, 1},
+      "collective_timeout_ms: 2000\nheartbeat_timeout_ms: 60000\n");
   std::vector<std::unique_ptr<Child>> nodes = StartTraining(topology, dir);
   ASSERT_EQ(nodes.size(), 3u);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_EQ(kill(nodes[2]->pid(), SIGSTOP), 0);
   const auto stopped = Clock::now();
-  const std::vector<int64_t> ms =
-      WaitAll({nodes[0].get(), nodes[1].get()}, stopped, std::chrono::seconds(30));
+  const std::vector<int64_t> ms = WaitAll({nodes[0].get(), nodes[1].get()},
+                                          stopped, std::chrono::seconds(30));
   for (int i = 0; i < 2; ++i) {
     const std::string log = nodes[i]->Log();
     ASSERT_GE(ms[i], 0) << log;
@@ -206,7 +215,8 @@ TEST(ClusterFailureTest, AStoppedNodeGetsAStallReportNamingIt) {
     EXPECT_LT(ms[i], 2000 + 6000) << log;
     EXPECT_EQ(nodes[i]->exit_code(), 1) << log;
     EXPECT_THAT(log, HasSubstr("stall report")) << log;
-    EXPECT_THAT(log, HasSubstr("not joined by node 'c' (rank 2: no answer")) << log;
+    EXPECT_THAT(log, HasSubstr("not joined by node 'c' (rank 2: no answer"))
+        << log;
   }
 }
 
@@ -215,16 +225,20 @@ TEST(ClusterFailureTest, AStoppedNodeGetsAStallReportNamingIt) {
 TEST(ClusterFailureTest, ASilentNodeIsLostAfterTheHeartbeatTimeout) {
   const std::string dir = ScratchDir("cluster_silent");
   const std::string topology = WriteTopology(
-      dir, {1, 1}, "collective_timeout_ms: 60000\nheartbeat_timeout_ms: 1500\n");
-  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-          dir + "/a.log");
-  Child b(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-          dir + "/b.log");
-  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60))) << a.Log();
-  ASSERT_TRUE(b.WaitFor("parex node: b, rank", std::chrono::seconds(60))) << b.Log();
+      dir, {1, 1},
+      "collective_timeout_ms: 60000\nheartbeat_timeout_ms: 1500\n");
+  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--epochs", "20"}),
+          dir, dir + "/a.log");
+  Child b(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--epochs", "20"}),
+          dir, dir + "/b.log");
+  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60)))
+      << a.Log();
+  ASSERT_TRUE(b.WaitFor("parex node: b, rank", std::chrono::seconds(60)))
+      << b.Log();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   ASSERT_EQ(kill(b.pid(), SIGSTOP), 0);
-  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
+  const std::vector<int64_t> ms =
+      WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
   ASSERT_GE(ms[0], 0) << a.Log();
   EXPECT_LT(ms[0], 1500 + 3000) << a.Log();
   EXPECT_EQ(a.exit_code(), 1) << a.Log();
@@ -252,7 +266,8 @@ class VethNamespace {
           Sh("ip link set " + inner + " netns " + name_) &&
           Sh("ip addr add " + host_ + "/24 dev " + host_link_) &&
           Sh("ip link set " + host_link_ + " up") &&
-          Sh("ip netns exec " + name_ + " ip addr add " + inside_ + "/24 dev " + inner) &&
+          Sh("ip netns exec " + name_ + " ip addr add " + inside_ + "/24 dev " +
+             inner) &&
           Sh("ip netns exec " + name_ + " ip link set " + inner + " up") &&
           Sh("ip netns exec " + name_ + " ip link set lo up");
   }
@@ -263,13 +278,16 @@ class VethNamespace {
   bool ok() const { return ok_; }
   const std::string& host() const { return host_; }      // this side's address
   const std::string& inside() const { return inside_; }  // the namespace's
-  std::vector<std::string> Exec() const { return {"ip", "netns", "exec", name_}; }
+  std::vector<std::string> Exec() const {
+    return {"ip", "netns", "exec", name_};
+  }
   // Cuts the link from inside: packets both ways are lost and no connection
   // is reset. (This side keeps its route over the link, now without
   // carrier, so nothing leaves by the default route, where a proxy or a
   // firewall could answer for the namespace.)
   bool Cut() const {
-    return Sh("ip netns exec " + name_ + " ip link set " + inner_link_ + " down");
+    return Sh("ip netns exec " + name_ + " ip link set " + inner_link_ +
+              " down");
   }
 
  private:
@@ -287,8 +305,9 @@ class VethNamespace {
 TEST(ClusterFailureTest, APartitionedNodeIsLostOnBothSidesOfTheCut) {
   VethNamespace ns;
   if (!ns.ok()) {
-    GTEST_SKIP() << "needs root to make a network namespace and a veth pair (ip netns); "
-                    "the 127.0.0.1 tests cover a silent node (SIGSTOP) instead";
+    GTEST_SKIP()
+        << "needs root to make a network namespace and a veth pair (ip netns); "
+           "the 127.0.0.1 tests cover a silent node (SIGSTOP) instead";
   }
   const std::string dir = ScratchDir("cluster_partition");
   const std::string topology =
@@ -298,22 +317,27 @@ TEST(ClusterFailureTest, APartitionedNodeIsLostOnBothSidesOfTheCut) {
   for (int i = 0; i < 3; ++i) {
     const std::string name(1, "abc"[i]);
     nodes.push_back(std::make_unique<Child>(
-        NodeArgs(topology, name, {"--model", "fashion_mlp", "--epochs", "20"}), dir,
-        dir + "/" + name + ".log", i == 2 ? ns.Exec() : std::vector<std::string>{}));
+        NodeArgs(topology, name, {"--model", "fashion_mlp", "--epochs", "20"}),
+        dir, dir + "/" + name + ".log",
+        i == 2 ? ns.Exec() : std::vector<std::string>{}));
   }
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(nodes[i]->WaitFor(std::string("parex node: ") + "abc"[i] + ", rank",
-                                  std::chrono::seconds(60)))
+    ASSERT_TRUE(
+        nodes[i]->WaitFor(std::string("parex node: ") + "abc"[i] + ", rank",
+                          std::chrono::seconds(60)))
         << nodes[i]->Log();
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ASSERT_TRUE(ns.Cut());
   const auto cut = Clock::now();
-  const std::vector<int64_t> ms = WaitAll({nodes[0].get(), nodes[1].get(), nodes[2].get()},
-                                          cut, std::chrono::seconds(30));
+  const std::vector<int64_t> ms =
+      WaitAll({nodes[0].get(), nodes[1].get(), nodes[2].get()}, cut,
+              std::chrono::seconds(30));
   for (int i = 0; i < 3; ++i) {
     const std::string log = nodes[i]->Log();
-    ASSERT_GE(ms[i], 0) << "node " << "abc"[i] << " did not exit\n" << log;
+    ASSERT_GE(ms[i], 0) << "node "
+                        << "abc"[i] << " did not exit\n"
+                        << log;
     // The heartbeat timeout, the port probe and a margin.
     EXPECT_LT(ms[i], 2000 + 5000) << log;
     EXPECT_EQ(nodes[i]->exit_code(), 1) << log;
@@ -324,34 +348,40 @@ TEST(ClusterFailureTest, APartitionedNodeIsLostOnBothSidesOfTheCut) {
     EXPECT_THAT(log, Not(HasSubstr("nothing listens"))) << log;
     EXPECT_THAT(log, Not(HasSubstr("still opens"))) << log;
   }
-  EXPECT_THAT(nodes[0]->Log(), HasSubstr("node 'c' (rank 2, " + ns.inside() + ":"));
-  EXPECT_THAT(nodes[1]->Log(), HasSubstr("node 'c' (rank 2, " + ns.inside() + ":"));
-  EXPECT_THAT(nodes[2]->Log(), ::testing::AnyOf(HasSubstr("node 'a' (rank 0, " + ns.host()),
-                                                HasSubstr("node 'b' (rank 1, " + ns.host())));
+  EXPECT_THAT(nodes[0]->Log(),
+              HasSubstr("node 'c' (rank 2, " + ns.inside() + ":"));
+  EXPECT_THAT(nodes[1]->Log(),
+              HasSubstr("node 'c' (rank 2, " + ns.inside() + ":"));
+  EXPECT_THAT(nodes[2]->Log(),
+              ::testing::AnyOf(HasSubstr("node 'a' (rank 0, " + ns.host()),
+                               HasSubstr("node 'b' (rank 1, " + ns.host())));
 }
 
 // Acceptance 2: three nodes checkpointing every 10 steps; one is killed
 // after the second checkpoint; the cluster restarted with --resume ends the
 // run, and every step's loss equals the uninterrupted run's.
-TEST(ClusterFailureTest, RestartWithResumeAfterAKillReproducesTheUninterruptedRun) {
+TEST(ClusterFailureTest,
+     RestartWithResumeAfterAKillReproducesTheUninterruptedRun) {
   const std::string dir = ScratchDir("cluster_kill_resume");
   const std::string topology = WriteTopology(dir, {1, 1, 1});
-  const std::vector<std::string> common = {"--model", "fashion_mlp", "--batch", "32",
-                                           "--seed",  "5",           "--steps", "400",
-                                           "--no-progress"};
+  const std::vector<std::string> common = {
+      "--model", "fashion_mlp", "--batch", "32",           "--seed",
+      "5",       "--steps",     "400",     "--no-progress"};
   std::vector<std::string> whole = {"launch", "--topology", topology};
   whole.insert(whole.end(), common.begin(), common.end());
   whole.insert(whole.end(), {"--metrics", "whole.jsonl"});
   CliRun uninterrupted = RunParex(whole, dir);
-  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.out << uninterrupted.err;
+  ASSERT_EQ(uninterrupted.exit_code, 0)
+      << uninterrupted.out << uninterrupted.err;
 
   std::vector<std::string> node_opts = common;
-  node_opts.insert(node_opts.end(), {"--metrics", "run.jsonl", "--checkpoint-dir", "ck",
-                                     "--checkpoint-every", "10", "--keep", "100"});
+  node_opts.insert(node_opts.end(),
+                   {"--metrics", "run.jsonl", "--checkpoint-dir", "ck",
+                    "--checkpoint-every", "10", "--keep", "100"});
   std::vector<std::unique_ptr<Child>> nodes;
   for (const char* n : {"a", "b", "c"}) {
-    nodes.push_back(std::make_unique<Child>(NodeArgs(topology, n, node_opts), dir,
-                                            dir + "/" + n + ".log"));
+    nodes.push_back(std::make_unique<Child>(NodeArgs(topology, n, node_opts),
+                                            dir, dir + "/" + n + ".log"));
   }
   const auto end = Clock::now() + std::chrono::seconds(120);
   while (!std::filesystem::exists(dir + "/ck/ckpt-20") && Clock::now() < end &&
@@ -360,11 +390,12 @@ TEST(ClusterFailureTest, RestartWithResumeAfterAKillReproducesTheUninterruptedRu
   }
   ASSERT_TRUE(std::filesystem::exists(dir + "/ck/ckpt-20")) << nodes[0]->Log();
   ASSERT_EQ(kill(nodes[1]->pid(), SIGKILL), 0);
-  const std::vector<int64_t> ms =
-      WaitAll({nodes[0].get(), nodes[2].get()}, Clock::now(), std::chrono::seconds(30));
+  const std::vector<int64_t> ms = WaitAll(
+      {nodes[0].get(), nodes[2].get()}, Clock::now(), std::chrono::seconds(30));
   for (int i : {0, 2}) {
     ASSERT_GE(ms[i == 0 ? 0 : 1], 0);
-    ASSERT_NE(nodes[i]->exit_code(), 0) << "the run ended before the kill reached it";
+    ASSERT_NE(nodes[i]->exit_code(), 0)
+        << "the run ended before the kill reached it";
     EXPECT_EQ(nodes[i]->exit_code(), 1) << nodes[i]->Log();
     EXPECT_THAT(nodes[i]->Log(), HasSubstr("node 'b' (rank 1"));
   }
@@ -379,7 +410,8 @@ TEST(ClusterFailureTest, RestartWithResumeAfterAKillReproducesTheUninterruptedRu
   ASSERT_EQ(want.size(), 400u);
   ASSERT_EQ(got.size(), 400u);
   for (size_t s = 0; s < want.size(); ++s) {
-    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s]))) << "step " << s + 1;
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
+        << "step " << s + 1;
   }
 }
 
@@ -390,7 +422,8 @@ void Send(int port, const std::string& bytes) {
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && !bytes.empty()) {
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      !bytes.empty()) {
     (void)!write(fd, bytes.data(), bytes.size());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -410,11 +443,12 @@ int PortOf(const std::string& topology, char node) {
 TEST(ClusterFailureTest, GarbageAndTruncatedFramesDoNotStopTraining) {
   const std::string dir = ScratchDir("cluster_garbage");
   const std::string topology = WriteTopology(dir, {1, 1});
-  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "300",
-                                          "--metrics", "m.jsonl"};
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps",
+                                          "300",     "--metrics",   "m.jsonl"};
   Child a(NodeArgs(topology, "a", train), dir + "/run", dir + "/a.log");
   Child b(NodeArgs(topology, "b", train), dir + "/run", dir + "/b.log");
-  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60))) << a.Log();
+  ASSERT_TRUE(a.WaitFor("parex node: a, rank", std::chrono::seconds(60)))
+      << a.Log();
   std::mt19937 rng(7);
   std::string noise(4096, '\0');
   for (char& c : noise) c = static_cast<char>(rng());
@@ -428,20 +462,22 @@ TEST(ClusterFailureTest, GarbageAndTruncatedFramesDoNotStopTraining) {
     for (int i = 0; i < 5; ++i) {
       Send(port, noise.substr(0, 1 + rng() % noise.size()));
       Send(port, header.substr(0, 1 + rng() % 31));  // truncated
-      Send(port, "");                               // connect, say nothing
+      Send(port, "");                                // connect, say nothing
     }
     Send(port, header + "short payload");
     Send(port, std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
   }
-  const std::vector<int64_t> ms = WaitAll({&a, &b}, Clock::now(), std::chrono::seconds(120));
+  const std::vector<int64_t> ms =
+      WaitAll({&a, &b}, Clock::now(), std::chrono::seconds(120));
   ASSERT_GE(ms[0], 0);
   ASSERT_GE(ms[1], 0);
   ASSERT_EQ(a.exit_code(), 0) << a.Log();
   ASSERT_EQ(b.exit_code(), 0) << b.Log();
   // The same losses as a run nobody disturbed.
-  CliRun quiet = RunParex({"launch", "--topology", topology, "--model", "fashion_mlp", "--steps",
-                           "300", "--metrics", "m.jsonl"},
-                          dir + "/quiet");
+  CliRun quiet =
+      RunParex({"launch", "--topology", topology, "--model", "fashion_mlp",
+                "--steps", "300", "--metrics", "m.jsonl"},
+               dir + "/quiet");
   ASSERT_EQ(quiet.exit_code, 0) << quiet.out << quiet.err;
   EXPECT_EQ(Losses(dir + "/run/m.jsonl"), Losses(dir + "/quiet/m.jsonl"));
 }
@@ -463,35 +499,43 @@ TEST(ClusterFailureTest, IntrudersAreRefusedAndLoggedWithTheirAddress) {
                                  std::filesystem::perms::owner_read |
                                      std::filesystem::perms::owner_write);
     std::ofstream(d + "/t.pbtxt")
-        << "cluster: \"test\"\nsecret_file: \"s.secret\"\nconnect_timeout_ms: 5000\n"
-        << "node { name: \"" << name << "\" host: \"127.0.0.1\" port: " << FreePort()
+        << "cluster: \"test\"\nsecret_file: \"s.secret\"\nconnect_timeout_ms: "
+           "5000\n"
+        << "node { name: \"" << name
+        << "\" host: \"127.0.0.1\" port: " << FreePort()
         << " places: \"cpu:1\" }\n"
-        << "node { name: \"a\" host: \"127.0.0.1\" port: " << a_port << " places: \"cpu:1\" }\n";
-    return RunParex({"node", "--topology", d + "/t.pbtxt", "--node", name, "--model",
-                     "fashion_mlp", "--steps", "5"},
+        << "node { name: \"a\" host: \"127.0.0.1\" port: " << a_port
+        << " places: \"cpu:1\" }\n";
+    return RunParex({"node", "--topology", d + "/t.pbtxt", "--node", name,
+                     "--model", "fashion_mlp", "--steps", "5"},
                     d);
   };
-  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--steps", "5"}), dir + "/a",
-          dir + "/a.log");
+  Child a(NodeArgs(topology, "a", {"--model", "fashion_mlp", "--steps", "5"}),
+          dir + "/a", dir + "/a.log");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CliRun stranger = intruder("zz", "a-test-secret-of-more-than-16-bytes");
   EXPECT_EQ(stranger.exit_code, 1) << stranger.err;
-  EXPECT_TRUE(a.WaitFor("refused a handshake from 'zz', which is not a node of the topology "
-                        "(from 127.0.0.1:",
-                        std::chrono::seconds(10)))
+  EXPECT_TRUE(a.WaitFor(
+      "refused a handshake from 'zz', which is not a node of the topology "
+      "(from 127.0.0.1:",
+      std::chrono::seconds(10)))
       << a.Log();
   // A node named b (rank 0 of its own file) with the wrong secret.
   CliRun liar = intruder("b", "not-the-secret-of-this-cluster!!");
   EXPECT_EQ(liar.exit_code, 1) << liar.err;
   EXPECT_THAT(liar.out + liar.err, HasSubstr("refused"));
-  EXPECT_TRUE(a.WaitFor("does not know the cluster secret (HMAC mismatch) (from 127.0.0.1:",
-                        std::chrono::seconds(10)))
-      << a.Log() << "\nthe intruder's output:\n" << liar.out << liar.err;
+  EXPECT_TRUE(a.WaitFor(
+      "does not know the cluster secret (HMAC mismatch) (from 127.0.0.1:",
+      std::chrono::seconds(10)))
+      << a.Log() << "\nthe intruder's output:\n"
+      << liar.out << liar.err;
   // a was not hurt: the real b joins and they train.
-  CliRun b = RunParex(NodeArgs(topology, "b", {"--model", "fashion_mlp", "--steps", "5"}),
-                      dir + "/b");
+  CliRun b = RunParex(
+      NodeArgs(topology, "b", {"--model", "fashion_mlp", "--steps", "5"}),
+      dir + "/b");
   EXPECT_EQ(b.exit_code, 0) << b.out << b.err;
-  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(60));
+  const std::vector<int64_t> ms =
+      WaitAll({&a}, Clock::now(), std::chrono::seconds(60));
   ASSERT_GE(ms[0], 0);
   EXPECT_EQ(a.exit_code(), 0) << a.Log();
 }
@@ -501,18 +545,22 @@ TEST(ClusterFailureTest, IntrudersAreRefusedAndLoggedWithTheirAddress) {
 TEST(ClusterFailureTest, ASecretFileOthersCanReadIsRefused) {
   const std::string dir = ScratchDir("cluster_secret_mode");
   const std::string topology = WriteTopology(dir, {1, 1});
-  std::filesystem::permissions(dir + "/cluster.secret", std::filesystem::perms::group_read,
+  std::filesystem::permissions(dir + "/cluster.secret",
+                               std::filesystem::perms::group_read,
                                std::filesystem::perm_options::add);
-  CliRun run = RunParex(NodeArgs(topology, "a", {"--model", "fashion_mlp"}), dir);
+  CliRun run =
+      RunParex(NodeArgs(topology, "a", {"--model", "fashion_mlp"}), dir);
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_THAT(run.err, HasSubstr("cluster.secret' is a secret but its mode 0640"));
+  EXPECT_THAT(run.err,
+              HasSubstr("cluster.secret' is a secret but its mode 0640"));
   EXPECT_THAT(run.err, HasSubstr("chmod 600"));
   // parex secret makes a private one, and will not overwrite it.
   CliRun made = RunParex({"secret", "new.secret"}, dir);
   ASSERT_EQ(made.exit_code, 0) << made.err;
-  EXPECT_EQ(std::filesystem::status(dir + "/new.secret").permissions() &
-                std::filesystem::perms::all,
-            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(
+      std::filesystem::status(dir + "/new.secret").permissions() &
+          std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   EXPECT_EQ(ReadFile(dir + "/new.secret").size(), 65u);
   CliRun again = RunParex({"secret", "new.secret"}, dir);
   EXPECT_EQ(again.exit_code, 2);
@@ -521,16 +569,18 @@ TEST(ClusterFailureTest, ASecretFileOthersCanReadIsRefused) {
 
 // Makes a CA (`ca`.pem, `ca`.key) and a node certificate it signed
 // (`cert`.pem, `cert`.key, 0600) in `dir` with the openssl command.
-void MakeCertificates(const std::string& dir, const std::string& ca, const std::string& cert) {
+void MakeCertificates(const std::string& dir, const std::string& ca,
+                      const std::string& cert) {
   const std::string script =
       "cd '" + dir + "' && umask 077 && " +
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + ca + " -keyout " + ca +
-      ".key -out " + ca + ".pem && " +
-      "openssl req -newkey rsa:2048 -nodes -subj /CN=parex-node -keyout " + cert +
-      ".key -out " + cert + ".csr && " +
-      "openssl x509 -req -in " + cert + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key " +
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + ca +
+      " -keyout " + ca + ".key -out " + ca + ".pem && " +
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=parex-node -keyout " +
+      cert + ".key -out " + cert + ".csr && " + "openssl x509 -req -in " +
+      cert + ".csr -CA " + ca + ".pem -CAkey " + ca + ".key " +
       "-CAcreateserial -days 2 -out " + cert + ".pem";
-  ASSERT_EQ(std::system(("(" + script + ") > /dev/null 2>&1").c_str()), 0) << script;
+  ASSERT_EQ(std::system(("(" + script + ") > /dev/null 2>&1").c_str()), 0)
+      << script;
 }
 
 // Acceptance 3, TLS: nodes with `tls { cert key ca }` train over CAF's
@@ -541,36 +591,47 @@ TEST(ClusterFailureTest, TlsNodesTrainAndAForeignCertificateIsRefused) {
   const std::string dir = ScratchDir("cluster_tls");
   MakeCertificates(dir, "ca", "node");
   MakeCertificates(dir, "rogue_ca", "rogue");
-  const std::string tls = "tls { cert: \"node.pem\" key: \"node.key\" ca: \"ca.pem\" }\n";
+  const std::string tls =
+      "tls { cert: \"node.pem\" key: \"node.key\" ca: \"ca.pem\" }\n";
   const std::string topology = WriteTopology(dir, {1, 1}, tls);
-  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps", "30",
-                                          "--no-progress"};
-  std::vector<std::string> launch = {"launch", "--topology", topology, "--metrics", "tls.jsonl"};
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps",
+                                          "30", "--no-progress"};
+  std::vector<std::string> launch = {"launch", "--topology", topology,
+                                     "--metrics", "tls.jsonl"};
   launch.insert(launch.end(), train.begin(), train.end());
   CliRun secure = RunParex(launch, dir);
   ASSERT_EQ(secure.exit_code, 0) << secure.out << secure.err;
-  std::vector<std::string> one = {"train", "--places", "cpu:2", "--metrics", "one.jsonl"};
+  std::vector<std::string> one = {"train", "--places", "cpu:2", "--metrics",
+                                  "one.jsonl"};
   one.insert(one.end(), train.begin(), train.end());
   CliRun local = RunParex(one, dir);
   ASSERT_EQ(local.exit_code, 0) << local.err;
-  const std::vector<double> got = Losses(dir + "/tls.jsonl"), want = Losses(dir + "/one.jsonl");
+  const std::vector<double> got = Losses(dir + "/tls.jsonl"),
+                            want = Losses(dir + "/one.jsonl");
   ASSERT_EQ(got.size(), 30u);
   ASSERT_EQ(want.size(), 30u);
-  for (size_t s = 0; s < got.size(); ++s) EXPECT_NEAR(got[s], want[s], 1e-5) << s;
+  for (size_t s = 0; s < got.size(); ++s)
+    EXPECT_NEAR(got[s], want[s], 1e-5) << s;
 
   // b presents a certificate of another CA (and trusts only that CA).
   std::string text = ReadFile(topology);
-  text.replace(text.find("connect_timeout_ms: 30000"), 25, "connect_timeout_ms: 3000");
+  text.replace(text.find("connect_timeout_ms: 30000"), 25,
+               "connect_timeout_ms: 3000");
   std::ofstream(dir + "/short.pbtxt") << text;
   std::string rogue = text;
-  rogue.replace(rogue.find(tls), tls.size(),
-                "tls { cert: \"rogue.pem\" key: \"rogue.key\" ca: \"rogue_ca.pem\" }\n");
+  rogue.replace(
+      rogue.find(tls), tls.size(),
+      "tls { cert: \"rogue.pem\" key: \"rogue.key\" ca: \"rogue_ca.pem\" }\n");
   std::ofstream(dir + "/rogue.pbtxt") << rogue;
-  Child a(NodeArgs(dir + "/short.pbtxt", "a", train), dir + "/a", dir + "/a.log");
+  Child a(NodeArgs(dir + "/short.pbtxt", "a", train), dir + "/a",
+          dir + "/a.log");
   CliRun b = RunParex(NodeArgs(dir + "/rogue.pbtxt", "b", train), dir + "/b");
   EXPECT_EQ(b.exit_code, 1) << b.err;
-  EXPECT_THAT(b.err, HasSubstr("node 'a' did not connect within connect_timeout_ms 3000"));
-  const std::vector<int64_t> ms = WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
+  EXPECT_THAT(
+      b.err,
+      HasSubstr("node 'a' did not connect within connect_timeout_ms 3000"));
+  const std::vector<int64_t> ms =
+      WaitAll({&a}, Clock::now(), std::chrono::seconds(30));
   ASSERT_GE(ms[0], 0);
   EXPECT_EQ(a.exit_code(), 1) << a.Log();
   EXPECT_THAT(a.Log(), HasSubstr("node 'b' at 127.0.0.1:"));
@@ -579,18 +640,24 @@ TEST(ClusterFailureTest, TlsNodesTrainAndAForeignCertificateIsRefused) {
 
   // A certificate that is not its key's, and a key others may read.
   std::string mismatched = text;
-  mismatched.replace(mismatched.find(tls), tls.size(),
-                     "tls { cert: \"node.pem\" key: \"rogue.key\" ca: \"ca.pem\" }\n");
+  mismatched.replace(
+      mismatched.find(tls), tls.size(),
+      "tls { cert: \"node.pem\" key: \"rogue.key\" ca: \"ca.pem\" }\n");
   std::ofstream(dir + "/mismatched.pbtxt") << mismatched;
-  CliRun bad = RunParex(NodeArgs(dir + "/mismatched.pbtxt", "a", train), dir + "/m");
+  CliRun bad =
+      RunParex(NodeArgs(dir + "/mismatched.pbtxt", "a", train), dir + "/m");
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_THAT(bad.err, HasSubstr("tls: key " + dir + "/rogue.key is not a private key or "
-                                 "does not match cert " + dir + "/node.pem"));
-  std::filesystem::permissions(dir + "/node.key", std::filesystem::perms::others_read,
+  EXPECT_THAT(bad.err, HasSubstr("tls: key " + dir +
+                                 "/rogue.key is not a private key or "
+                                 "does not match cert " +
+                                 dir + "/node.pem"));
+  std::filesystem::permissions(dir + "/node.key",
+                               std::filesystem::perms::others_read,
                                std::filesystem::perm_options::add);
   CliRun open_key = RunParex(NodeArgs(topology, "a", train), dir + "/k");
   EXPECT_EQ(open_key.exit_code, 2);
-  EXPECT_THAT(open_key.err, HasSubstr("tls key: '" + dir + "/node.key' is a secret"));
+  EXPECT_THAT(open_key.err,
+              HasSubstr("tls key: '" + dir + "/node.key' is a secret"));
 }
 
 }  // namespace

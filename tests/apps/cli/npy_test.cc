@@ -66,8 +66,9 @@ TEST(NpyTest, RefusesWhatItCannotRead) {
   EXPECT_THAT(ReadNpy("/nonexistent.npy").status().message(),
               HasSubstr("cannot open '/nonexistent.npy'"));
   const std::string good = ReadFile(Fixture("f32_2x3.npy"));
-  EXPECT_THAT(ParseNpy(good.substr(0, good.size() - 4), "'x.npy'").status().message(),
-              HasSubstr("'x.npy': .npy data has 20 bytes"));
+  EXPECT_THAT(
+      ParseNpy(good.substr(0, good.size() - 4), "'x.npy'").status().message(),
+      HasSubstr("'x.npy': .npy data has 20 bytes"));
   EXPECT_THAT(ParseNpy("PK\x03\x04 not numpy", "'y.npy'").status().message(),
               HasSubstr("bad magic"));
   EXPECT_THAT(ParseNpy(good.substr(0, 40), "'z.npy'").status().message(),

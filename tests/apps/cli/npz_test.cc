@@ -31,11 +31,13 @@ TEST(NpzTest, ReadsStoredAndCompressedArchives) {
     EXPECT_EQ(ToVector<float>((*arrays)[0].second),
               (std::vector<float>{0, 0.5f, 1, 1.5f, 2, 2.5f}));
     EXPECT_EQ((*arrays)[1].first, "y");
-    EXPECT_EQ(ToVector<int64_t>((*arrays)[1].second), (std::vector<int64_t>{10, 11, 12}));
+    EXPECT_EQ(ToVector<int64_t>((*arrays)[1].second),
+              (std::vector<int64_t>{10, 11, 12}));
     // The same from its bytes.
     StatusOr<NamedArrays> parsed = ParseNpz(ReadFile(Fixture(file)), file);
     ASSERT_TRUE(parsed.ok());
-    EXPECT_EQ(ToVector<float>((*parsed)[0].second), ToVector<float>((*arrays)[0].second));
+    EXPECT_EQ(ToVector<float>((*parsed)[0].second),
+              ToVector<float>((*arrays)[0].second));
   }
 }
 

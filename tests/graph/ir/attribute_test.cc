@@ -32,7 +32,8 @@ TEST(AttributeTest, ListsConvert) {
   auto ints = Make(proto::INTS);
   ints.add_ints(3);
   ints.add_ints(-1);
-  EXPECT_EQ(*ReadAttr<std::vector<int64_t>>(ints), (std::vector<int64_t>{3, -1}));
+  EXPECT_EQ(*ReadAttr<std::vector<int64_t>>(ints),
+            (std::vector<int64_t>{3, -1}));
   auto f64 = Make(proto::FLOAT64S);
   f64.add_float64s(0.5);
   EXPECT_EQ(*ReadAttr<std::vector<float>>(f64), std::vector<float>{0.5f});

@@ -52,7 +52,8 @@ TEST(ValidateTest, BlockTreeMustBeRootedAndAcyclic) {
 
 TEST(ValidateTest, DeclaredShapesAreBounded) {
   Program program = MulProgram();
-  program.global_block().FindVar("y")->SetDims({int64_t{1} << 40, int64_t{1} << 40});
+  program.global_block().FindVar("y")->SetDims(
+      {int64_t{1} << 40, int64_t{1} << 40});
   Status s = ValidateProgram(program);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("variable 'y'"), std::string::npos) << s.message();
@@ -67,7 +68,8 @@ TEST(ValidateTest, OnlyInPlaceOpsMayWriteTheirPersistableInputs) {
   op->SetOutput("Out", {"w"});
   Status s = ValidateProgram(program);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("persistable variable 'w'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("persistable variable 'w'"), std::string::npos)
+      << s.message();
   EXPECT_NE(s.message().find("op #0 'mul'"), std::string::npos);
 
   // sgd writes Param in place, as Paddle's optimizers do.
@@ -158,8 +160,9 @@ TEST(ValidateTest, CorruptedPaddleProgramsNeverCrash) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string& models = testing::PaddleModelsDir();
   int parsed = 0, rejected = 0;
-  for (const char* file : {"/mnist_mlp/__model__", "/simple_model/model.pdmodel",
-                           "/fit_a_line/__model__"}) {
+  for (const char* file :
+       {"/mnist_mlp/__model__", "/simple_model/model.pdmodel",
+        "/fit_a_line/__model__"}) {
     auto bytes = ReadFileBytes(models + file);
     ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
     uint32_t x = 2024;

@@ -9,17 +9,17 @@
 #include <map>
 #include <set>
 
-#include "graph/build/backward.h"
+#include "graph/builder/backward.h"
 #include "graph/ssa/multi_device_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
 namespace parex {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::ControlVars;
 using testing::CpuPlaces;
 using testing::CudaPlaces;
+using ::testing::HasSubstr;
 using testing::TrainingProgram;
 using Mode = BuildStrategy::ReduceStrategy;
 
@@ -95,7 +95,8 @@ TEST(HazardTest, WriteAfterReadIsOrderedAndNecessary) {
     StatusOr<SsaGraph> g =
         BuildMultiDeviceGraph(p, CpuPlaces(n), "", BuildStrategy{});
     ASSERT_TRUE(g.ok()) << g.status().ToString();
-    const std::vector<int> war = ControlVars(*g, ControlReason::kWriteAfterRead);
+    const std::vector<int> war =
+        ControlVars(*g, ControlReason::kWriteAfterRead);
     ASSERT_EQ(war.size(), static_cast<size_t>(n));  // one per place
     for (int v : war) {
       EXPECT_EQ(g->op(g->var(v).generator).type, "relu");
@@ -181,9 +182,10 @@ TEST(HazardTest, TrainingGraphsAreRaceFreeAndEveryHazardEdgeIsNecessary) {
         s.fuse_all_reduce_ops = variant == 3;
         if (variant == 3) s.reduce = Mode::kAllReduce;
         std::vector<Place> places = variant == 2 ? CudaPlaces(n) : CpuPlaces(n);
-        for (const Program* prog : {static_cast<const Program*>(&ex.main), &late}) {
-          SCOPED_TRACE(std::string(ExampleName(kind)) + " n=" +
-                       std::to_string(n) + " variant " +
+        for (const Program* prog :
+             {static_cast<const Program*>(&ex.main), &late}) {
+          SCOPED_TRACE(std::string(ExampleName(kind)) +
+                       " n=" + std::to_string(n) + " variant " +
                        std::to_string(variant) +
                        (prog == &late ? " late writes" : ""));
           StatusOr<SsaGraph> g =

@@ -16,21 +16,21 @@
 #include <set>
 #include <sstream>
 
-#include "graph/build/backward.h"
-#include "graph/build/layers.h"
-#include "graph/build/optimizer.h"
-#include "graph/build/program_builder.h"
+#include "graph/builder/backward.h"
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
+#include "graph/builder/program_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 #include "tests/paddle_models.h"
 
 namespace parex {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CountComputation;
 using testing::CountOps;
 using testing::CpuPlaces;
 using testing::CudaPlaces;
+using ::testing::HasSubstr;
 using testing::TrainingProgram;
 using Mode = BuildStrategy::ReduceStrategy;
 
@@ -196,20 +196,22 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Examples, TrainingGraphTest, ::testing::ValuesIn(AllCases()),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return std::string(ExampleName(info.param.kind)) + "_" +
-             std::to_string(info.param.places) + "places_" +
-             ReduceStrategyName(info.param.mode);
-    });
+INSTANTIATE_TEST_SUITE_P(Examples, TrainingGraphTest,
+                         ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::string(ExampleName(info.param.kind)) +
+                                  "_" + std::to_string(info.param.places) +
+                                  "places_" +
+                                  ReduceStrategyName(info.param.mode);
+                         });
 
 // Acceptance 2: in Reduce mode (GPU places, or CPU without shared
 // parameters) every optimizer op runs on exactly one place, its gradient's
 // owner, chosen as the least loaded place so far; a broadcast of the
 // parameter from the owner follows it.
 TEST(MultiDeviceReduceTest, OwnersBalanceAndBroadcastsFollowOptimizers) {
-  for (ExampleKind kind : {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+  for (ExampleKind kind :
+       {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     ExampleProgram ex = TrainingProgram(kind, OptimizerKind::kAdam);
     for (int n = 2; n <= 4; ++n) {
       for (bool cuda : {false, true}) {
@@ -281,10 +283,11 @@ TEST(MultiDeviceReduceTest, OwnersBalanceAndBroadcastsFollowOptimizers) {
 // Acceptance 3: every dense gradient in exactly one bucket, in production
 // order, every bucket within the limit unless it holds a single gradient.
 TEST(MultiDeviceFuseTest, BucketsCoverEveryGradientWithinTheLimit) {
-  for (ExampleKind kind : {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+  for (ExampleKind kind :
+       {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     ExampleProgram ex = TrainingProgram(kind);
-    for (int64_t limit : {int64_t{1} << 10, int64_t{64} << 10,
-                          int64_t{1} << 20, int64_t{25} << 20}) {
+    for (int64_t limit : {int64_t{1} << 10, int64_t{64} << 10, int64_t{1} << 20,
+                          int64_t{25} << 20}) {
       BuildStrategy strategy;
       strategy.fuse_all_reduce_ops = true;
       strategy.fuse_bucket_bytes = limit;
@@ -326,7 +329,8 @@ TEST(MultiDeviceFuseTest, BucketsCoverEveryGradientWithinTheLimit) {
 TEST(MultiDeviceScaleTest, GradientScaleStrategies) {
   ExampleProgram ex = TrainingProgram(ExampleKind::kFitALine);
   using Scale = BuildStrategy::GradientScale;
-  for (Scale scale : {Scale::kCoeffNumDevice, Scale::kOne, Scale::kCustomized}) {
+  for (Scale scale :
+       {Scale::kCoeffNumDevice, Scale::kOne, Scale::kCustomized}) {
     BuildStrategy strategy;
     strategy.gradient_scale = scale;
     StatusOr<SsaGraph> g =
@@ -434,8 +438,8 @@ TEST(MultiDeviceSequentialTest, EachPlaceRunsItsOpsInProgramOrder) {
 TEST(MultiDeviceFetchTest, FetchReadsTheNewestVersionOnEveryPlace) {
   ExampleProgram ex = TrainingProgram(ExampleKind::kFitALine);
   const std::string w = ex.params[0].param;
-  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(
-      ex.main, CpuPlaces(3), ex.loss, BuildStrategy{}, {ex.loss, w});
+  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(ex.main, CpuPlaces(3), ex.loss,
+                                               BuildStrategy{}, {ex.loss, w});
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   ASSERT_EQ(CountOps(*g, SsaOpKind::kFetch), 2);
   for (const SsaOp& op : g->ops()) {

@@ -5,18 +5,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "graph/builder/layers.h"
+#include "graph/builder/optimizer.h"
+#include "graph/builder/program_builder.h"
 #include "graph/ir/op_role.h"
-#include "graph/build/layers.h"
 #include "graph/ssa/multi_device_builder.h"
-#include "graph/build/optimizer.h"
-#include "graph/build/program_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
 namespace parex {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::CpuPlaces;
+using ::testing::HasSubstr;
 using testing::TrainingProgram;
 using Mode = BuildStrategy::ReduceStrategy;
 
@@ -116,8 +116,8 @@ TEST(MultiDeviceErrorsTest, ReduceModeRejectsGlobalNormClipping) {
   ASSERT_TRUE(sgd.Minimize(b, avg).ok());
   BuildStrategy strategy;
   strategy.reduce = Mode::kReduce;
-  StatusOr<SsaGraph> g = BuildMultiDeviceGraph(main, CpuPlaces(2), avg->name(),
-                                               strategy);
+  StatusOr<SsaGraph> g =
+      BuildMultiDeviceGraph(main, CpuPlaces(2), avg->name(), strategy);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().code(), StatusCode::kUnimplemented);
   EXPECT_THAT(g.status().message(), HasSubstr("AllReduce mode"));

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <string>
 
-#include "graph/build/examples.h"
-#include "graph/build/optimizer.h"
+#include "graph/builder/examples.h"
+#include "graph/builder/optimizer.h"
 #include "graph/ssa/multi_device_builder.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 
@@ -47,8 +47,9 @@ void ExpectSlicesWired(const SsaGraph& g, bool all_fused = true) {
     EXPECT_TRUE(reach->Reaches(op.id, finisher));
     const std::string grad =
         g.program().global_block().op(op.program_op).FirstInput("Grad");
-    const auto it = std::find_if(g.grads.begin(), g.grads.end(),
-                                 [&](const GradInfo& i) { return i.grad == grad; });
+    const auto it =
+        std::find_if(g.grads.begin(), g.grads.end(),
+                     [&](const GradInfo& i) { return i.grad == grad; });
     ASSERT_NE(it, g.grads.end());
     EXPECT_EQ(it->owner, op.root);
     EXPECT_TRUE(reach->Reaches(it->collective, op.id));
@@ -68,8 +69,8 @@ void ExpectSlicesWired(const SsaGraph& g, bool all_fused = true) {
 TEST(OptimizerSlicesTest, AFetchedGradientIsReducedWholeBeforeTheSlices) {
   // Someone else reads the reduced gradient: it must be whole when read, so
   // the reduce runs whole and the slices only update.
-  ExampleProgram ex = TrainingProgram(ExampleKind::kFashionMlp,
-                                      OptimizerKind::kMomentum);
+  ExampleProgram ex =
+      TrainingProgram(ExampleKind::kFashionMlp, OptimizerKind::kMomentum);
   BuildStrategy strategy;
   strategy.reduce = Mode::kReduce;
   StatusOr<SsaGraph> g = BuildMultiDeviceGraph(
@@ -83,7 +84,8 @@ TEST(OptimizerSlicesTest, AFetchedGradientIsReducedWholeBeforeTheSlices) {
             : "";
     if (op.slice < 0) continue;
     ++slices;
-    EXPECT_EQ(op.sliced_reduce >= 0, grad != "fc_0.w_0@GRAD") << g->OpLabel(op.id);
+    EXPECT_EQ(op.sliced_reduce >= 0, grad != "fc_0.w_0@GRAD")
+        << g->OpLabel(op.id);
   }
   EXPECT_GT(slices, 0);
   ExpectSlicesWired(*g, false);
@@ -126,14 +128,15 @@ TEST(OptimizerSlicesTest, OnlyInPlaceElementwiseUpdatesAreSliced) {
 }
 
 TEST(OptimizerSlicesTest, ExamplesInReduceModeSliceTheirLargeParameters) {
-  for (ExampleKind kind : {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
+  for (ExampleKind kind :
+       {ExampleKind::kFashionMlp, ExampleKind::kFashionCnn}) {
     for (int n : {2, 3, 4}) {
       SCOPED_TRACE(std::to_string(n) + " places");
       ExampleProgram ex = TrainingProgram(kind, OptimizerKind::kMomentum);
       BuildStrategy strategy;
       strategy.reduce = Mode::kReduce;
-      StatusOr<SsaGraph> g = BuildMultiDeviceGraph(ex.main, CpuPlaces(n),
-                                                   ex.loss, strategy, {ex.loss});
+      StatusOr<SsaGraph> g = BuildMultiDeviceGraph(
+          ex.main, CpuPlaces(n), ex.loss, strategy, {ex.loss});
       ASSERT_TRUE(g.ok()) << g.status().ToString();
       int slices = 0;
       for (const SsaOp& op : g->ops()) slices += op.slice >= 0 ? 1 : 0;

@@ -1,4 +1,5 @@
-// The seeds' older forms of data parallelism (graph/parallel_do.h).
+// The seeds' older forms of data parallelism (graph/ssa/parallel_do.h,
+// graph/ssa/multi_thread_transpile.h).
 //
 // ParallelDo*: the example training programs rewritten into parallel_do form
 // (forward and loss ops in block 1 under parallel_do, backward ops in block 2
@@ -19,9 +20,10 @@
 #include <map>
 #include <set>
 
-#include "graph/build/backward.h"
-#include "graph/ssa/multi_device_builder.h"
+#include "graph/builder/backward.h"
 #include "graph/ir/validate.h"
+#include "graph/ssa/multi_device_builder.h"
+#include "graph/ssa/multi_thread_transpile.h"
 #include "kernels/reference_executor.h"
 #include "kernels/scope.h"
 #include "tests/graph/ssa/ssa_test_util.h"

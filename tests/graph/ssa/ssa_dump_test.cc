@@ -1,4 +1,4 @@
-// ValidateSsaGraph, the dot and JSON dumps (graph/ssa_dump.h), over graphs
+// ValidateSsaGraph, the dot and JSON dumps (graph/ssa/ssa_dump.h), over graphs
 // built by hand with the SsaGraph API and over the digits MLP training graph.
 #include "graph/ssa/ssa_dump.h"
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/ssa/multi_device_builder.h"
+#include "graph/ssa/ssa_validate.h"
 #include "proto/program_io.h"
 #include "tests/graph/ssa/ssa_test_util.h"
 

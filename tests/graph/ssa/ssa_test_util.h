@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "graph/build/examples.h"
 #include "base/place.h"
+#include "graph/builder/examples.h"
 #include "graph/ssa/ssa_graph.h"
 
 namespace parex::testing {

@@ -11,7 +11,6 @@ using ::testing::HasSubstr;
 // ---------------------------------------------------------------------------
 // Device tests.
 
-
 template <typename T>
 Tensor ToDevice(CudaDeviceContext* context, const Array& a) {
   Tensor host(DTypeOf<T>(), a.dims);
@@ -420,7 +419,6 @@ TYPED_TEST(CudaOpsTest, InputOnTheWrongPlaceIsAnError) {
   EXPECT_THAT(status.message(), HasSubstr("cpu:0"));
   EXPECT_THAT(status.message(), HasSubstr("'x'"));
 }
-
 
 }  // namespace
 }  // namespace parex

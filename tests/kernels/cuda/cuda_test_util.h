@@ -18,17 +18,16 @@
 #include <vector>
 
 #include "graph/ir/program.h"
-#include "kernels/cuda/cuda_info.h"
-#include "kernels/cuda/cuda_device_context.h"
-#include "kernels/cuda/cuda_kernels.h"
-#include "kernels/kernel_registry.h"
 #include "kernels/allocator.h"
 #include "kernels/cuda/cuda_device_context.h"
+#include "kernels/cuda/cuda_info.h"
 #include "kernels/cuda/cuda_kernel_util.h"
+#include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_launchers.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/kernel_plans.h"
 #include "kernels/kernel_context.h"
+#include "kernels/kernel_registry.h"
 #include "kernels/op_runner.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
@@ -76,8 +75,9 @@ inline std::vector<int64_t> RowMajorStrides(const Dims& dims) {
 }
 
 // Calls f(index) for every multi-index of `dims`, row-major.
-inline void ForEachIndex(const Dims& dims,
-                  const std::function<void(const std::vector<int64_t>&)>& f) {
+inline void ForEachIndex(
+    const Dims& dims,
+    const std::function<void(const std::vector<int64_t>&)>& f) {
   if (Numel(dims) == 0) return;
   std::vector<int64_t> index(dims.size(), 0);
   while (true) {
@@ -92,7 +92,7 @@ inline void ForEachIndex(const Dims& dims,
 // lower rank (Y on ties) covers the dims [axis, axis + its rank) of the
 // other after dropping its trailing 1s; extents of 1 broadcast.
 inline Array RefElementwise(const Array& x, const Array& y, int axis,
-                     const std::function<double(double, double)>& f) {
+                            const std::function<double(double, double)>& f) {
   const bool y_small = x.dims.size() >= y.dims.size();
   const Dims& big = y_small ? x.dims : y.dims;
   Dims small = y_small ? y.dims : x.dims;
@@ -123,7 +123,8 @@ inline Array RefElementwise(const Array& x, const Array& y, int axis,
 }
 
 // Sum (or mean) over the dims flagged in `reduced`.
-inline Array RefReduce(const Array& x, const std::vector<bool>& reduced, bool mean) {
+inline Array RefReduce(const Array& x, const std::vector<bool>& reduced,
+                       bool mean) {
   Dims out_dims;
   for (size_t d = 0; d < x.dims.size(); ++d) {
     out_dims.push_back(reduced[d] ? 1 : x.dims[d]);
@@ -146,9 +147,10 @@ inline Array RefReduce(const Array& x, const std::vector<bool>& reduced, bool me
 }
 
 // C[m,n] = alpha * op(A) op(B) for row-major A [rows_a, cols_a] etc.
-inline std::vector<double> RefGemm(const double* a, int64_t rows_a, int64_t cols_a,
-                            bool trans_a, const double* b, int64_t rows_b,
-                            int64_t cols_b, bool trans_b, double alpha) {
+inline std::vector<double> RefGemm(const double* a, int64_t rows_a,
+                                   int64_t cols_a, bool trans_a,
+                                   const double* b, int64_t rows_b,
+                                   int64_t cols_b, bool trans_b, double alpha) {
   const int64_t m = trans_a ? cols_a : rows_a;
   const int64_t k = trans_a ? rows_a : cols_a;
   const int64_t n = trans_b ? rows_b : cols_b;
@@ -170,7 +172,7 @@ inline std::vector<double> RefGemm(const double* a, int64_t rows_a, int64_t cols
 // numpy matmul of X [..., r, c] and Y [..., r, c] (rank >= 2 each, batch
 // dims broadcast), with transposes; `out_dims` as numpy gives them.
 inline Array RefBatchedMatmul(const Array& x, const Array& y, bool trans_x,
-                       bool trans_y, double alpha) {
+                              bool trans_y, double alpha) {
   const size_t xr = x.dims.size(), yr = y.dims.size();
   const int64_t rx = x.dims[xr - 2], cx = x.dims[xr - 1];
   const int64_t ry = y.dims[yr - 2], cy = y.dims[yr - 1];
@@ -199,9 +201,9 @@ inline Array RefBatchedMatmul(const Array& x, const Array& y, bool trans_x,
   return out;
 }
 
-inline ::testing::AssertionResult ValuesNear(const std::vector<double>& actual,
-                                      const std::vector<double>& expected,
-                                      double atol, double rtol) {
+inline ::testing::AssertionResult ValuesNear(
+    const std::vector<double>& actual, const std::vector<double>& expected,
+    double atol, double rtol) {
   if (actual.size() != expected.size()) {
     return ::testing::AssertionFailure()
            << actual.size() << " values, expected " << expected.size();
@@ -216,7 +218,6 @@ inline ::testing::AssertionResult ValuesNear(const std::vector<double>& actual,
   }
   return ::testing::AssertionSuccess();
 }
-
 
 struct BroadcastCase {
   Dims x, y;
@@ -245,7 +246,6 @@ inline const std::vector<BroadcastCase>& BroadcastCases() {
   };
   return cases;
 }
-
 
 struct ReduceCase {
   Dims x;

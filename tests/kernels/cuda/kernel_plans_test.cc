@@ -127,7 +127,6 @@ std::vector<double> ReplayReduce(const ReducePlan& plan, const Array& x,
   return out;
 }
 
-
 TEST(KernelPlansTest, ReduceMatchesNaiveSums) {
   uint32_t seed = 100;
   for (const ReduceCase& c : ReduceCases()) {
@@ -210,7 +209,6 @@ TEST(KernelPlansTest, MulFlattensByNumColDims) {
             StatusCode::kInvalidArgument);
 }
 
-
 TEST(KernelPlansTest, MatmulV2BroadcastsBatchesLikeNumpy) {
   const std::vector<MatmulCase> cases = {
       {{3, 4}, {4, 5}, false, false, {3, 5}, true},
@@ -290,7 +288,6 @@ TEST(KernelPlansTest, MatmulV1FlattensBatchesAndSqueezesVectors) {
   EXPECT_TRUE(
       ValuesNear(ReplayMatmul(*plan, x, y, 0.5), expected.values, 1e-12, 0));
 }
-
 
 }  // namespace
 }  // namespace parex

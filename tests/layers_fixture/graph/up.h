@@ -1,2 +1,2 @@
 // A graph/ file that includes a runtime header: check_layers must reject it.
-#include "actors/parallel_executor.h"
+#include "actors/executor/parallel_executor.h"

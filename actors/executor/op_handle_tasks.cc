@@ -1,0 +1,434 @@
+#include "actors/executor/op_handle_tasks.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "base/config.h"
+#include "graph/ssa/optimizer_slices.h"
+#include "kernels/op_runner.h"
+#include "kernels/prepared_op.h"
+
+namespace parex {
+namespace {}  // namespace
+
+OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
+                             const std::vector<Scope*>* exec_scopes,
+                             bool dry_run, std::shared_ptr<Communicator> comm,
+                             int first_place)
+    : graph_(graph),
+      exec_scopes_(exec_scopes),
+      dry_run_(dry_run),
+      comm_(std::move(comm)) {
+  const uint64_t seed = static_cast<uint64_t>(GetConfigInt("PAREX_SEED"));
+  contexts_.resize(graph->ops().size());
+  groups_.resize(graph->ops().size());
+  bound_.assign(graph->ops().size(), 0);
+  prepared_.resize(graph->ops().size());
+  slices_.resize(graph->ops().size());
+  plans_.resize(graph->ops().size());
+  in_process_ = dynamic_cast<InProcessCommunicator*>(comm_.get());
+  fetch_slot_.assign(graph->ops().size(), -1);
+  maybe_sparse_.assign(graph->ops().size(), 0);
+  for (const GradInfo& g : graph->grads) {
+    if (g.sparse && g.collective >= 0) maybe_sparse_[g.collective] = 1;
+  }
+  int fetches = 0;
+  for (const SsaOp& op : graph->ops()) {
+    if (op.kind == SsaOpKind::kComputation) {
+      auto ctx = std::make_unique<CpuDeviceContext>(graph->places()[op.place]);
+      ctx->SetSeed(seed * 1000003u +
+                   static_cast<uint64_t>(first_place + op.place) * 7919u +
+                   static_cast<uint64_t>(op.program_op));
+      contexts_[op.id] = std::move(ctx);
+    } else if (op.kind == SsaOpKind::kFetch) {
+      fetch_slot_[op.id] = fetches++;
+      fetch_names_.push_back(op.var_names[0]);
+    }
+  }
+  fetched_.resize(fetches);
+}
+
+OpHandleTasks::~OpHandleTasks() = default;
+
+void OpHandleTasks::ScopesChanged() {
+  std::fill(bound_.begin(), bound_.end(), 0);
+  for (auto& p : prepared_) p.reset();
+  // Sliced optimizers: their scopes are made here, between steps, as kids
+  // of the owner's new execution scope (the old ones went with it).
+  for (const SsaOp& op : graph_->ops()) {
+    if (op.kind != SsaOpKind::kComputation || op.num_slices <= 0) continue;
+    auto state = std::make_unique<SliceState>();
+    const OpDesc& desc = graph_->program().global_block().op(op.program_op);
+    const OptimizerSlots* slots = SliceableOptimizer(desc.type());
+    const int owner = op.slice >= 0 ? op.root : op.place;
+    state->scope = (*exec_scopes_)[owner]->NewScope();
+    if (op.slice >= 0) {
+      state->proto = std::make_unique<proto::OpDesc>(desc.proto());
+      state->desc = std::make_unique<OpDesc>(state->proto.get(),
+                                             desc.block_idx(), desc.index());
+    }
+    if (op.slice >= 0) {
+      for (const std::string& slot : slots->scalar_outputs) {
+        state->desc->SetOutput(slot, {});
+      }
+    }
+    std::vector<std::string> names;
+    for (const std::string& slot : slots->sliced_inputs) {
+      names.push_back(desc.FirstInput(slot));
+    }
+    for (const std::string& slot : slots->sliced_outputs) {
+      names.push_back(desc.FirstOutput(slot));
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<std::pair<int, std::string>> sources;  // place, var
+    std::vector<std::string> view_names;
+    for (const std::string& name : names) {
+      sources.emplace_back(owner, name);
+      view_names.push_back(name);
+    }
+    // A slice that finishes its gradient's in-process reduce, with a kernel
+    // that adds gradients itself: Grad is place 0's range of the gradient
+    // and the addends places 1.. N-1's, the reduce's order, under names of
+    // their own (one pass over the range instead of sum, then update).
+    if (op.slice >= 0 && op.sliced_reduce >= 0 && in_process_ != nullptr &&
+        !slots->grad_addends.empty()) {
+      const std::string grad = desc.FirstInput("Grad");
+      std::vector<std::string> grads;
+      for (int p = 0; p < graph_->num_places(); ++p) {
+        grads.push_back(grad + "@parex_place" + std::to_string(p));
+        sources.emplace_back(p, grad);
+        view_names.push_back(grads.back());
+      }
+      state->desc->SetInput("Grad", {grads[0]});
+      state->desc->SetInput(
+          slots->grad_addends,
+          std::vector<std::string>(grads.begin() + 1, grads.end()));
+      state->sums_gradient = true;
+    }
+    for (size_t i = 0; i < sources.size(); ++i) {
+      const auto& [place, name] = sources[i];
+      const Variable* source = (*exec_scopes_)[place]->FindVar(name);
+      if (source == nullptr) {
+        state->error =
+            Internal(graph_->OpLabel(op.id) + ": no variable '" + name +
+                     "' on " + graph_->places()[place].ToString());
+        break;
+      }
+      state->views.emplace_back(source, state->scope->Var(view_names[i]));
+    }
+    slices_[op.id] = std::move(state);
+  }
+}
+
+Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
+  SliceState& state = *slices_[op.id];
+  for (auto& [source, view] : state.views) {
+    const Tensor* t = source->GetTensor();
+    if (t == nullptr || !t->defined() || !t->initialized()) {
+      continue;  // PreparedOp::Run names the empty input
+    }
+    int64_t begin = 0, end = 0;
+    if (op.slice >= 0) {
+      SliceRange(t->numel(), op.slice, op.num_slices, &begin, &end);
+    }
+    view->GetMutableTensor()->ViewElements(*t, begin, end);
+  }
+  return Status::Ok();
+}
+
+void OpHandleTasks::BeginStep(int64_t step) {
+  for (auto& slot : fetched_) slot.assign(graph_->num_places(), Tensor());
+  for (auto& ctx : contexts_) {
+    if (ctx != nullptr) ctx->SetStep(step);
+  }
+}
+
+std::vector<std::vector<Tensor>> OpHandleTasks::TakeFetched() {
+  std::vector<std::vector<Tensor>> out = std::move(fetched_);
+  fetched_.assign(out.size(), {});
+  return out;
+}
+
+StatusOr<Tensor*> OpHandleTasks::PlaceTensor(const SsaOp& op,
+                                             const std::string& name,
+                                             int place) const {
+  Variable* v = (*exec_scopes_)[place]->FindVar(name);
+  if (v == nullptr) {
+    return Internal(graph_->OpLabel(op.id) + ": no variable '" + name +
+                    "' on " + graph_->places()[place].ToString());
+  }
+  return v->GetMutableTensor();
+}
+
+Status OpHandleTasks::Run(int id) {
+  const SsaOp& op = graph_->op(id);
+  if (dry_run_ && op.kind != SsaOpKind::kFetch) return Status::Ok();
+  switch (op.kind) {
+    case SsaOpKind::kComputation:
+      return RunComputation(op);
+    case SsaOpKind::kScaleLossGrad:
+      return RunScaleLossGrad(op);
+    case SsaOpKind::kFetch:
+      return RunFetch(op);
+    default:
+      return RunCollective(op);
+  }
+}
+
+Status OpHandleTasks::RunComputation(const SsaOp& op) {
+  std::unique_ptr<PreparedOp>& prepared = prepared_[op.id];
+  SliceState* slice = slices_[op.id].get();
+  Status s;
+  if (slice != nullptr) s = slice->error;
+  if (s.ok() && prepared == nullptr) {
+    const OpDesc* desc = &graph_->program().global_block().op(op.program_op);
+    Scope* scope = (*exec_scopes_)[op.place];
+    if (slice != nullptr) {
+      scope = slice->scope;
+      if (slice->desc != nullptr) desc = slice->desc.get();
+    }
+    StatusOr<std::unique_ptr<PreparedOp>> p =
+        PreparedOp::Prepare(*desc, scope, contexts_[op.id].get());
+    if (p.ok()) {
+      prepared = std::move(*p);
+    } else {
+      s = p.status();
+    }
+  }
+  if (s.ok() && slice != nullptr) s = RefreshSliceViews(op);
+  if (s.ok() && op.sliced_reduce >= 0 && plans_[op.sliced_reduce] != nullptr &&
+      !slice->sums_gradient) {
+    // This slice's share of its gradient's reduce, then its update.
+    const InProcessPlan& plan = *plans_[op.sliced_reduce];
+    int64_t begin = 0, end = 0;
+    SliceRange(plan.total_units(), op.slice, op.num_slices, &begin, &end);
+    plan.RunUnits(begin, end);
+  }
+  if (s.ok() && prepared != nullptr) s = prepared->Run();
+  if (s.ok()) return s;
+  return Status(s.code(), "place " + graph_->places()[op.place].ToString() +
+                              ": " + s.message());
+}
+
+Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
+  const std::string& grad = graph_->var(op.outputs[0]).name;
+  PAREX_ASSIGN_OR_RETURN(Tensor * loss,
+                         PlaceTensor(op, graph_->loss_name, op.place));
+  PAREX_ASSIGN_OR_RETURN(Tensor * out, PlaceTensor(op, grad, op.place));
+  if (Status s = out->TryAllocate(loss->dtype(), loss->dims(), loss->place());
+      !s.ok()) {
+    return Status(s.code(), graph_->OpLabel(op.id) + ": var '" + grad +
+                                "': " + s.message());
+  }
+  const int64_t n = out->numel();
+  if (out->dtype() == DType::kFP32) {
+    std::fill(out->data<float>(), out->data<float>() + n,
+              static_cast<float>(op.scale));
+  } else if (out->dtype() == DType::kFP64) {
+    std::fill(out->data<double>(), out->data<double>() + n, op.scale);
+  } else {
+    return InvalidArgument(graph_->OpLabel(op.id) + ": the loss '" +
+                           graph_->loss_name + "' is " +
+                           DTypeName(out->dtype()) + ", not a float tensor");
+  }
+  return Status::Ok();
+}
+
+Status OpHandleTasks::BindCollective(const SsaOp& op) {
+  const int n = graph_->num_places();
+  std::vector<PlaceTensors>& groups = groups_[op.id];
+  groups.assign(op.var_names.size(), PlaceTensors(n));
+  for (size_t i = 0; i < op.var_names.size(); ++i) {
+    for (int p = 0; p < n; ++p) {
+      PAREX_ASSIGN_OR_RETURN(groups[i][p], PlaceTensor(op, op.var_names[i], p));
+    }
+  }
+  bound_[op.id] = 1;
+  return Status::Ok();
+}
+
+Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
+  *done = false;
+  const int n = graph_->num_places();
+  for (const std::string& name : op.var_names) {
+    // The common case, dense everywhere, looks and allocates nothing more.
+    int sparse = 0;
+    for (int p = 0; p < n; ++p) {
+      const Variable* v = (*exec_scopes_)[p]->FindVar(name);
+      sparse += v != nullptr && v->IsSelectedRows();
+    }
+    if (sparse == 0) continue;
+    std::vector<Variable*> vars(n);
+    for (int p = 0; p < n; ++p) {
+      vars[p] = (*exec_scopes_)[p]->FindVar(name);
+      if (vars[p] == nullptr) {
+        return Internal(graph_->OpLabel(op.id) + ": no variable '" + name +
+                        "' on " + graph_->places()[p].ToString());
+      }
+    }
+    bound_[op.id] = 0;  // the variables change what they hold
+    const std::string what = graph_->OpLabel(op.id) + ": var '" + name + "'";
+    if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr &&
+        sparse == n) {
+      // Every place's rows, in place order, on every place.
+      SelectedRows merged;
+      const SelectedRows& first = *vars[0]->GetSelectedRows();
+      merged.height = first.height;
+      int64_t rows = 0;
+      for (Variable* v : vars) {
+        const SelectedRows& s = *v->GetSelectedRows();
+        Dims a = s.value.dims(), b = first.value.dims();
+        if (!a.empty()) a[0] = 0;
+        if (!b.empty()) b[0] = 0;
+        if (s.height != first.height ||
+            s.value.dtype() != first.value.dtype() || a != b || b.empty()) {
+          return InvalidArgument(what +
+                                 ": the places' sparse rows do not match");
+        }
+        rows += static_cast<int64_t>(s.rows.size());
+      }
+      Dims dims = first.value.dims();
+      dims[0] = rows;
+      PAREX_RETURN_IF_ERROR(merged.value.TryAllocate(first.value.dtype(), dims,
+                                                     first.value.place()));
+      char* out = static_cast<char*>(merged.value.raw_data());
+      for (Variable* v : vars) {
+        const SelectedRows& s = *v->GetSelectedRows();
+        merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+        if (s.value.bytes() > 0)
+          std::memcpy(out, s.value.raw_data(), s.value.bytes());
+        out += s.value.bytes();
+      }
+      for (int p = 0; p < n; ++p) {
+        SelectedRows* s = vars[p]->GetMutableSelectedRows();
+        s->rows = merged.rows;
+        s->height = merged.height;
+        s->value = p + 1 < n ? merged.value.Clone() : std::move(merged.value);
+      }
+      continue;
+    }
+    // Dense sums, then the dense collective (bound afresh).
+    for (int p = 0; p < n; ++p) {
+      if (!vars[p]->IsSelectedRows()) continue;
+      Tensor dense;
+      if (Status s = vars[p]->GetSelectedRows()->ToDense(&dense); !s.ok()) {
+        return Status(s.code(), what + " on " + graph_->places()[p].ToString() +
+                                    ": " + s.message());
+      }
+      *vars[p]->GetMutableTensor() = std::move(dense);
+    }
+    *done = false;
+  }
+  if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr) {
+    // Done when every var was gathered as rows (none left dense to sum).
+    bool all_rows = true;
+    for (const std::string& name : op.var_names) {
+      all_rows =
+          all_rows && (*exec_scopes_)[0]->FindVar(name)->IsSelectedRows();
+    }
+    *done = all_rows;
+  }
+  return Status::Ok();
+}
+
+Status OpHandleTasks::RunCollective(const SsaOp& op) {
+  // Only the collectives of gradients the multi-device pass found sparse
+  // (lookup_table's is_sparse) can meet rows.
+  if (maybe_sparse_[op.id]) {
+    bool done = false;
+    PAREX_RETURN_IF_ERROR(GatherSparseRows(op, &done));
+    if (done) return Status::Ok();
+  }
+  if (!bound_[op.id]) PAREX_RETURN_IF_ERROR(BindCollective(op));
+  const std::vector<PlaceTensors>& groups = groups_[op.id];
+  const int n = graph_->num_places();
+  const int root = op.root >= 0 ? op.root : 0;
+  if (op.kind == SsaOpKind::kBroadcast) {
+    // The receivers take the root's shape.
+    for (const PlaceTensors& group : groups) {
+      const Tensor& src = *group[root];
+      for (int p = 0; p < n; ++p) {
+        Tensor* dst = group[p];
+        if (p != root &&
+            (dst->dims() != src.dims() || dst->dtype() != src.dtype())) {
+          Status s =
+              dst->TryAllocate(src.dtype(), src.dims(), graph_->places()[p]);
+          if (!s.ok()) {
+            return Status(s.code(), graph_->OpLabel(op.id) + ": var '" +
+                                        op.var_names[&group - groups.data()] +
+                                        "': " + s.message());
+          }
+        }
+      }
+    }
+  }
+  Communicator& comm = *comm_;
+  const std::string& name =
+      op.var_names.size() == 1 ? op.var_names[0] : graph_->OpLabel(op.id);
+  switch (op.kind) {
+    case SsaOpKind::kAllReduce:
+    case SsaOpKind::kFusedAllReduce:
+    // The gradients parex produces are dense (lookup_table's included), so
+    // the rows of a "sparse" gradient merge by this sum too.
+    case SsaOpKind::kAllGather:
+      return comm.AllReduce(name, groups);
+    case SsaOpKind::kReduce:
+      if (op.num_slices > 0 && in_process_ != nullptr) {
+        // The slices sum their ranges (RunComputation); this lays it out.
+        if (plans_[op.id] == nullptr) {
+          plans_[op.id] = std::make_unique<InProcessPlan>();
+        }
+        return in_process_->Prepare(Collective::kReduce, name, groups, root,
+                                    nullptr, plans_[op.id].get());
+      }
+      return comm.Reduce(name, groups, root);
+    case SsaOpKind::kBroadcast:
+      return comm.Broadcast(name, groups, root);
+    default:
+      return Internal(graph_->OpLabel(op.id) + ": not a collective");
+  }
+}
+
+Status OpHandleTasks::RunFetch(const SsaOp& op) {
+  std::vector<Tensor>& slot = fetched_[fetch_slot_[op.id]];
+  for (int p = 0; p < graph_->num_places(); ++p) {
+    PAREX_ASSIGN_OR_RETURN(Tensor * t, PlaceTensor(op, op.var_names[0], p));
+    if (dry_run_) continue;
+    if (!t->defined()) {
+      return FailedPrecondition("fetch '" + op.var_names[0] + "' on " +
+                                graph_->places()[p].ToString() +
+                                ": the step did not produce it");
+    }
+    slot[p] = t->Clone();
+  }
+  return Status::Ok();
+}
+
+StatusOr<Tensor> ConcatAlongDim0(const std::vector<Tensor>& parts) {
+  if (parts.empty() || !parts[0].defined()) return Tensor();  // dry run
+  Dims dims = parts[0].dims();
+  if (dims.empty()) dims = {1};
+  int64_t rows = 0;
+  for (const Tensor& t : parts) {
+    Dims d = t.dims().empty() ? Dims{1} : t.dims();
+    if (t.dtype() != parts[0].dtype() ||
+        !std::equal(d.begin() + 1, d.end(), dims.begin() + 1, dims.end())) {
+      return InvalidArgument("fetch: per-place values " + t.DebugString() +
+                             " and " + parts[0].DebugString() +
+                             " cannot be concatenated along dim 0");
+    }
+    rows += d[0];
+  }
+  dims[0] = rows;
+  Tensor out(parts[0].dtype(), dims);
+  char* dst = static_cast<char*>(out.raw_data());
+  for (const Tensor& t : parts) {
+    if (t.bytes() > 0) std::memcpy(dst, t.raw_data(), t.bytes());
+    dst += t.bytes();
+  }
+  return out;
+}
+
+}  // namespace parex

@@ -1,0 +1,505 @@
+#include "actors/executor/parallel_executor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "actors/comm/in_process_communicator.h"
+#include "actors/executor/op_handle_tasks.h"
+#include "actors/runtime/actor_runner.h"
+#include "actors/runtime/task_graph.h"
+#include "base/config.h"
+#include "base/logging.h"
+#include "graph/ir/op_role.h"
+#include "graph/ssa/multi_device_builder.h"
+
+namespace parex {
+namespace {
+
+// The task graph of an SsaGraph: one node per op handle, an edge to every
+// reader of every var it writes (data or control). The collectives are the
+// communicator's (slot 0): its collective actor issues them in op-id order,
+// the order the builder inserted them, which is the order of the program's
+// gradients and the same on every rank (DESIGN.md §3.4). On asynchronous
+// places (`places` sim:N) every op handle runs on a stream: the compute
+// stream of its place; collectives on the communication stream and fetch
+// handles on the fetch stream of the first place (they span the places).
+std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
+                                       const std::vector<Place>& places,
+                                       const Communicator& comm,
+                                       int64_t sim_delay_us) {
+  auto tasks = std::make_shared<TaskGraph>();
+  tasks->nodes.resize(g.ops().size());
+  tasks->communicators.push_back({comm.backend(), comm.blocking()});
+  const bool async = !places.empty() && places[0].is_sim();
+  // Stream slots: compute of each place, then communication and fetch.
+  const int num_places = static_cast<int>(places.size());
+  if (async) {
+    for (int p = 0; p < num_places; ++p) {
+      tasks->streams.push_back({places[p].ToString() + "/compute", p,
+                                TaskStream::kCompute, sim_delay_us * 1000});
+    }
+    tasks->streams.push_back({places[0].ToString() + "/communication", 0,
+                              TaskStream::kCommunication, sim_delay_us * 1000});
+    tasks->streams.push_back({places[0].ToString() + "/fetch", 0,
+                              TaskStream::kFetch, sim_delay_us * 1000});
+  }
+  for (const SsaOp& op : g.ops()) {
+    TaskNode& node = tasks->nodes[op.id];
+    node.label = g.OpLabel(op.id);
+    node.place = op.place;
+    node.stream = op.kind == SsaOpKind::kFetch ? TaskStream::kFetch
+                  : IsCollective(op.kind)      ? TaskStream::kCommunication
+                                               : TaskStream::kCompute;
+    if (IsCollective(op.kind)) node.communicator = 0;
+    if (async) {
+      node.stream_actor =
+          node.stream == TaskStream::kCompute         ? std::max(op.place, 0)
+          : node.stream == TaskStream::kCommunication ? num_places
+                                                      : num_places + 1;
+    }
+    std::map<int, std::string> succ;  // reader -> the vars it waits for
+    for (int v : op.outputs) {
+      for (int r : g.var(v).readers) {
+        std::string& label = succ[r];
+        label += (label.empty() ? "" : ", ") + g.VarLabel(v);
+      }
+    }
+    for (const auto& [reader, label] : succ) {
+      node.successors.push_back(reader);
+      node.edge_labels.push_back(label);
+    }
+    for (const std::string& name : op.var_names) {
+      for (const GradInfo& info : g.grads) {
+        if (IsCollective(op.kind) && info.grad == name)
+          node.bytes += info.bytes;
+      }
+    }
+  }
+  return tasks;
+}
+
+}  // namespace
+
+// One compiled fetch list: its graph, the op handles' state and the actors.
+struct CompiledStep {
+  std::unique_ptr<SsaGraph> graph;
+  std::unique_ptr<OpHandleTasks> ops;
+  std::shared_ptr<TaskGraph> tasks;
+  std::unique_ptr<ActorRunner> runner;
+};
+
+struct ParallelExecutor::Impl {
+  std::vector<Place> places;
+  // The places the graph, kernels and tensors use: `places`, with each
+  // simulated place standing as the CPU place of its id (host memory).
+  std::vector<Place> device_places;
+  std::shared_ptr<Communicator> comm;
+  // The runner of the step in flight (Abort's target), or null.
+  std::atomic<ActorRunner*> running{nullptr};
+  Program program;
+  std::string loss_name;
+  Scope* scope = nullptr;
+  BuildStrategy build;
+  ExecutionStrategy exec;
+  int num_threads = 1;
+  std::vector<Scope*> local;    // per place: persistables
+  std::vector<Scope*> parents;  // per place: the scope `local` is a kid of
+  // Per place, under `local`: the parent of the execution scope, so that
+  // dropping temporaries leaves other kids of `local` (a test executor's
+  // scopes) alone.
+  std::vector<Scope*> holder;
+  std::vector<Scope*> exec_scopes;  // per place, dropped every k steps
+  // One worker pool for every compiled step; declared before `compiled` so
+  // the runners go first.
+  std::shared_ptr<WorkerPool> system;
+  std::map<std::vector<std::string>, std::unique_ptr<CompiledStep>> compiled;
+  const CompiledStep* last = nullptr;
+  int64_t steps = 0;
+  int64_t next_step = 0;  // the number random ops key the next step's draws by
+  int64_t steps_since_drop = 0;
+
+  int n() const { return static_cast<int>(places.size()); }
+
+  StatusOr<CompiledStep*> Compile(const std::vector<std::string>& fetches);
+  Status ResetExecutionScopes(const SsaGraph& graph);
+  Status FeedPlace(int p, const FeedMap& feed);
+  StatusOr<std::vector<std::vector<Tensor>>> Step(
+      const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch);
+};
+
+StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
+    const std::vector<std::string>& fetches) {
+  auto it = compiled.find(fetches);
+  if (it != compiled.end()) return it->second.get();
+  PAREX_ASSIGN_OR_RETURN(
+      SsaGraph graph,
+      BuildMultiDeviceGraph(program, device_places, loss_name, build, fetches));
+  auto step = std::make_unique<CompiledStep>();
+  step->graph = std::make_unique<SsaGraph>(std::move(graph));
+  step->ops = std::make_unique<OpHandleTasks>(
+      step->graph.get(), &exec_scopes, exec.dry_run, comm, exec.first_place);
+  std::shared_ptr<TaskGraph> tasks =
+      TaskGraphOf(*step->graph, places, *comm, exec.sim_delay_us);
+  OpHandleTasks* ops = step->ops.get();
+  tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
+  Communicator* c = comm.get();
+  tasks->interrupt = [c](const Status& reason) { c->Interrupt(reason); };
+  tasks->resume = [c]() { c->Resume(); };
+  PAREX_RETURN_IF_ERROR(tasks->Finalize());
+  ActorRunnerOptions options;
+  if (system == nullptr)
+    system = WorkerPool::Create(num_threads, exec.scheduler);
+  options.system = system;
+  options.fuse_chains = exec.fuse_chains;
+  options.trace = exec.trace;
+  options.stream_wait = exec.stream_wait;
+  options.skip_wait_producer = exec.skip_wait_producer;
+  options.skip_wait_consumer = exec.skip_wait_consumer;
+  step->tasks = tasks;
+  PAREX_ASSIGN_OR_RETURN(step->runner, ActorRunner::Create(tasks, options));
+  std::string fetch_list;
+  for (const std::string& f : fetches)
+    fetch_list += (fetch_list.empty() ? "" : ", ") + f;
+  LogInfo(Subsystem::kActor,
+          "compiled the step fetching [" + fetch_list +
+              "]: " + std::to_string(tasks->size()) + " op handles on " +
+              std::to_string(n()) + " places, " +
+              std::to_string(step->runner->num_actors()) + " op actors, " +
+              std::to_string(step->runner->num_collective_actors()) +
+              " collective actor (" + comm->backend() + "), " +
+              std::to_string(step->runner->num_stream_actors()) +
+              " stream actors, " + std::to_string(num_threads) + " workers (" +
+              SchedulerPolicyName(exec.scheduler) + ")");
+  CompiledStep* raw = step.get();
+  compiled[fetches] = std::move(step);
+  return raw;
+}
+
+Status ParallelExecutor::Impl::ResetExecutionScopes(const SsaGraph& graph) {
+  // Every var the graph touches that no ancestor scope holds is created
+  // here, before the step: kernels then only look variables up, which is
+  // safe from many workers at once.
+  for (int p = 0; p < n(); ++p) {
+    holder[p]->DropKids();
+    exec_scopes[p] = holder[p]->NewScope();
+    for (const std::string& name : graph.VarNames()) {
+      if (exec_scopes[p]->FindVar(name) == nullptr) exec_scopes[p]->Var(name);
+    }
+  }
+  // memory_optimize: the temporaries of one planned buffer start out
+  // sharing one allocation; Tensor::Allocate keeps it while it is large
+  // enough (a larger batch than planned gets its own memory, safely).
+  const MemoryPlan& plan = graph.memory_plan;
+  if (!plan.empty()) {
+    std::vector<Tensor> buffers;
+    for (size_t b = 0; b < plan.buffer_bytes.size(); ++b) {
+      buffers.emplace_back(DType::kUInt8, Dims{plan.buffer_bytes[b]},
+                           device_places[plan.buffer_place[b]]);
+    }
+    for (int p = 0; p < n(); ++p) {
+      for (const auto& [name, b] : plan.buffer_of[p]) {
+        Variable* v = exec_scopes[p]->FindLocalVar(name);
+        if (v != nullptr) *v->GetMutableTensor() = buffers[b];
+      }
+    }
+  }
+  steps_since_drop = 0;
+  return Status::Ok();
+}
+
+Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
+  const Block& block = program.global_block();
+  for (const auto& [name, value] : feed) {
+    const VarDesc* var = block.FindVar(name);
+    if (var == nullptr) {
+      return NotFound("feed '" + name + "' is not a variable of the program");
+    }
+    PAREX_RETURN_IF_ERROR(
+        CheckFeed(*var, value).WithContext("place " + places[p].ToString()));
+    Variable* v = exec_scopes[p]->FindVar(name);
+    if (v == nullptr) v = exec_scopes[p]->Var(name);
+    *v->GetMutableTensor() = value;
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
+    const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch) {
+  const Block& block = program.global_block();
+  for (const std::string& name : fetch) {
+    if (block.FindVar(name) == nullptr) {
+      return NotFound("fetch target '" + name +
+                      "' is not a variable of the program");
+    }
+  }
+  PAREX_ASSIGN_OR_RETURN(CompiledStep * step, Compile(fetch));
+  // The coordinator actor feeds the places, keeps the drop-scope count and
+  // gathers the fetches (DESIGN.md §3.4); this thread waits.
+  // The hooks capture two pointers, which std::function holds without a
+  // heap allocation (a steady step allocates nothing).
+  struct Frame {
+    CompiledStep* step;
+    const std::vector<FeedMap>* feeds;
+    std::vector<std::vector<Tensor>> fetched;
+  } frame{step, &feeds, {}};
+  StepHooks hooks;
+  hooks.begin = [this, &frame]() -> Status {
+    CompiledStep* step = frame.step;
+    if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
+        exec_scopes[0] == nullptr) {
+      PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
+      step->ops->ScopesChanged();
+    }
+    last = step;
+    for (int p = 0; p < n(); ++p) {
+      PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
+    }
+    step->ops->BeginStep(next_step);
+    return Status::Ok();
+  };
+  hooks.end = [this, &frame](bool ran, bool ok) -> Status {
+    if (!ran) return Status::Ok();  // a bad feed: nothing ran
+    ++steps;
+    ++next_step;
+    ++steps_since_drop;
+    // A failed step may leave temporaries half written: start afresh.
+    if (!ok) exec_scopes[0] = nullptr;
+    if (ok) frame.fetched = frame.step->ops->TakeFetched();
+    return Status::Ok();
+  };
+  running.store(step->runner.get(), std::memory_order_release);
+  Status status = step->runner->Run(steps, &hooks);
+  running.store(nullptr, std::memory_order_release);
+  PAREX_RETURN_IF_ERROR(status);
+  // The graph fetches the program's own fetch targets too: answer the
+  // fetch list, in its order.
+  const std::vector<std::string>& names = step->ops->fetch_names();
+  std::vector<std::vector<Tensor>> result;
+  for (const std::string& name : fetch) {
+    const size_t slot =
+        std::find(names.begin(), names.end(), name) - names.begin();
+    result.push_back(frame.fetched.at(slot));  // shallow: a name may repeat
+  }
+  return result;
+}
+
+ParallelExecutor::ParallelExecutor(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+ParallelExecutor::~ParallelExecutor() {
+  impl_->compiled.clear();  // actors first: they use the scopes
+  for (size_t p = 0; p < impl_->local.size(); ++p) {
+    impl_->parents[p]->DeleteScope(impl_->local[p]);
+  }
+}
+
+StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
+    std::vector<Place> places, const Program& main_program,
+    const std::string& loss_name, Scope* scope,
+    const BuildStrategy& build_strategy, const ExecutionStrategy& exec_strategy,
+    const ParallelExecutor* share_vars_from) {
+  if (scope == nullptr) return InvalidArgument("ParallelExecutor: no scope");
+  if (places.empty()) {
+    long cpu_num = GetConfigInt("CPU_NUM");
+    if (cpu_num <= 0) {
+      LogWarn(Subsystem::kActor, "CPU_NUM is not a positive number; using 1");
+      cpu_num = 1;
+    }
+    for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
+  }
+  for (const Place& p : places) {
+    if (p.is_cuda()) {
+      return Unimplemented("ParallelExecutor: place " + p.ToString() +
+                           ": the actor runtime runs cpu and sim places only "
+                           "so far");
+    }
+    if (p.kind != places[0].kind) {
+      return InvalidArgument("ParallelExecutor: places " +
+                             places[0].ToString() + " and " + p.ToString() +
+                             " are of different kinds");
+    }
+  }
+  std::vector<Place> device_places;
+  for (const Place& p : places) device_places.push_back(Place::CPU(p.id));
+  for (size_t i = 0; i < places.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (places[i] == places[j]) {
+        return InvalidArgument("ParallelExecutor: place " +
+                               places[i].ToString() + " is listed twice");
+      }
+    }
+  }
+  if (exec_strategy.communicator != nullptr &&
+      exec_strategy.communicator->local_size() !=
+          static_cast<int>(places.size())) {
+    return InvalidArgument(
+        "ParallelExecutor: the communicator serves " +
+        std::to_string(exec_strategy.communicator->local_size()) +
+        " local places, not the " + std::to_string(places.size()) + " places");
+  }
+  if (share_vars_from != nullptr && share_vars_from->places() != places) {
+    return InvalidArgument(
+        "ParallelExecutor: share_vars_from runs on other places");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->places = places;
+  impl->device_places = device_places;
+  impl->comm = exec_strategy.communicator != nullptr
+                   ? exec_strategy.communicator
+                   : std::make_shared<InProcessCommunicator>(device_places);
+  impl->program = main_program;
+  impl->loss_name = loss_name;
+  impl->scope = scope;
+  impl->build = build_strategy;
+  impl->exec = exec_strategy;
+  // Fluid's CPU default is 2 x places because its op threads may block;
+  // parex's kernels never block a worker (blocking work goes to detached
+  // actors), so more workers than cores only adds switching.
+  impl->num_threads =
+      exec_strategy.num_threads > 0
+          ? exec_strategy.num_threads
+          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int n = static_cast<int>(places.size());
+  // Local scopes: place 0 uses the caller's persistables; the others get
+  // copies (sorted names), or share them (Reduce mode's shared parameters,
+  // or a test executor reading its trainer's).
+  const bool share_params =
+      build_strategy.reduce == BuildStrategy::ReduceStrategy::kReduce &&
+      build_strategy.share_cpu_parameters;
+  // Shared: the trained parameters, whose gradients the graph merges and
+  // whose one update the owner makes (SsaGraph::IsSharedStorage). Other
+  // persistables, batch norm's running statistics included (Paddle makes
+  // them untrained parameters), are written by every place: each has its
+  // own copy.
+  std::set<std::string> params;
+  std::vector<std::string> persistables;
+  const Block& block = main_program.global_block();
+  for (const auto& var : block.vars()) {
+    if (!var->persistable() || !var->is_tensor()) continue;
+    persistables.push_back(var->name());
+  }
+  for (const auto& op : block.ops()) {
+    if ((OpRole(*op) & kOpRoleBackward) == 0) continue;
+    const std::vector<std::string> role_var = OpRoleVar(*op);
+    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+      params.insert(role_var[k]);
+    }
+  }
+  std::sort(persistables.begin(), persistables.end());
+  impl->local.resize(n);
+  impl->holder.resize(n);
+  impl->exec_scopes.assign(n, nullptr);
+  for (int p = 0; p < n; ++p) {
+    Scope* parent =
+        share_vars_from != nullptr ? share_vars_from->local_scope(p) : scope;
+    impl->parents.push_back(parent);
+    impl->local[p] = parent->NewScope();
+    impl->holder[p] = impl->local[p]->NewScope();
+    if (p == 0 || share_vars_from != nullptr) continue;
+    for (const std::string& name : persistables) {
+      const Variable* src = scope->FindVar(name);
+      if (src == nullptr || src->GetTensor() == nullptr) {
+        continue;  // not initialised: the program's ops must write it first
+      }
+      if (share_params && params.count(name) != 0) continue;
+      *impl->local[p]->Var(name)->GetMutableTensor() =
+          src->GetTensor()->Clone();
+    }
+  }
+  auto executor =
+      std::unique_ptr<ParallelExecutor>(new ParallelExecutor(std::move(impl)));
+  // Build (and validate) the graph without fetches now, so a bad program
+  // fails here rather than at the first Run.
+  PAREX_ASSIGN_OR_RETURN(CompiledStep * first, executor->impl_->Compile({}));
+  (void)first;
+  return executor;
+}
+
+StatusOr<std::vector<Tensor>> ParallelExecutor::Run(
+    const FeedMap& feed, const std::vector<std::string>& fetch_list) {
+  const int n = impl_->n();
+  std::vector<FeedMap> feeds(n);
+  for (const auto& [name, value] : feed) {
+    const int64_t batch = value.rank() == 0 ? 0 : value.dim(0);
+    if (batch < n) {
+      return InvalidArgument(
+          "feed '" + name + "' has " + std::to_string(batch) +
+          " samples, fewer than the " + std::to_string(n) + " places");
+    }
+    const int64_t chunk = batch / n;
+    for (int p = 0; p < n; ++p) {
+      const int64_t begin = p * chunk;
+      const int64_t end = p == n - 1 ? batch : begin + chunk;
+      feeds[p][name] = value.Slice(begin, end);
+    }
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<std::vector<Tensor>> per_place,
+                         impl_->Step(feeds, fetch_list));
+  std::vector<Tensor> merged;
+  for (size_t i = 0; i < per_place.size(); ++i) {
+    PAREX_ASSIGN_OR_RETURN(Tensor t, ConcatAlongDim0(per_place[i]));
+    merged.push_back(std::move(t));
+  }
+  return merged;
+}
+
+StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::RunPerPlace(
+    const std::vector<FeedMap>& feeds,
+    const std::vector<std::string>& fetch_list) {
+  if (static_cast<int>(feeds.size()) != impl_->n()) {
+    return InvalidArgument("RunPerPlace: " + std::to_string(feeds.size()) +
+                           " feed dicts for " + std::to_string(impl_->n()) +
+                           " places");
+  }
+  return impl_->Step(feeds, fetch_list);
+}
+
+const std::vector<Place>& ParallelExecutor::places() const {
+  return impl_->places;
+}
+
+const SsaGraph& ParallelExecutor::graph() const {
+  const CompiledStep* s = impl_->last != nullptr
+                              ? impl_->last
+                              : impl_->compiled.begin()->second.get();
+  return *s->graph;
+}
+
+std::string ParallelExecutor::TraceJson(
+    const std::map<std::string, std::string>& metadata) const {
+  if (impl_->exec.trace == nullptr) return "{}";
+  const CompiledStep* s = impl_->last != nullptr
+                              ? impl_->last
+                              : impl_->compiled.begin()->second.get();
+  std::vector<std::string> names;
+  for (const Place& p : impl_->places) names.push_back(p.ToString());
+  return impl_->exec.trace->ToChromeJson(*s->tasks, names, metadata);
+}
+
+void ParallelExecutor::Abort(const Status& reason) {
+  ActorRunner* runner = impl_->running.load(std::memory_order_acquire);
+  if (runner != nullptr) runner->Abort(reason);
+}
+
+void ParallelExecutor::set_stream_wait(StreamWaitStrategy strategy) {
+  impl_->exec.stream_wait = strategy;
+  for (auto& [fetches, step] : impl_->compiled) {
+    step->runner->set_stream_wait(strategy);
+  }
+}
+
+Scope* ParallelExecutor::local_scope(int place) const {
+  return impl_->local[place];
+}
+
+int64_t ParallelExecutor::steps_run() const { return impl_->steps; }
+
+void ParallelExecutor::SetNextStep(int64_t step) { impl_->next_step = step; }
+
+int ParallelExecutor::num_threads() const { return impl_->num_threads; }
+
+}  // namespace parex

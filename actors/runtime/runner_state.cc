@@ -1,0 +1,193 @@
+#include "actors/runtime/runner_state.h"
+
+#include <caf/send.hpp>
+
+namespace parex {
+
+void RunnerState::SendRun(caf::local_actor* self, int from, int to,
+                          int64_t epoch_id, bool here) {
+  const uint64_t flow =
+      tracing() ? trace->RecordSend(user_step.load(std::memory_order_relaxed),
+                                    from, to)
+                : 0;
+  const int comm = graph->nodes[to].communicator;
+  if (comm >= 0 && !graph->communicators[comm].blocking) {
+    CollectiveReady(self, to, epoch_id, flow);
+    return;
+  }
+  // Host `self`: the receiver goes to this worker's next-job box, to run
+  // here once the sender returns (resume-here); host null: to the shared
+  // queue, where an idle worker takes it at once. A blocking communicator's
+  // collective always goes the shared way, to its detached actor.
+  caf::local_actor* host = here && comm < 0 ? self : nullptr;
+  pool.Send(host, receiver[to],
+            RunNode{epoch_id, static_cast<int32_t>(to),
+                    static_cast<int32_t>(from), flow});
+}
+
+bool RunnerState::Signal(caf::local_actor* self, int id, int64_t epoch_id,
+                         int skip, bool here) {
+  // Collectives issued here run after the other successors are on their
+  // way (another worker may start those meanwhile); the first successor may
+  // wait in this worker's box only if nothing runs here before it.
+  constexpr int kMaxDeferred = 8;
+  int deferred[kMaxDeferred];
+  int num_deferred = 0;
+  here = here && !feeds_local_collective[id];
+  bool blocking = false;
+  for (int succ : graph->nodes[id].successors) {
+    if (succ == skip) continue;
+    if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    const int comm = graph->nodes[succ].communicator;
+    if (comm >= 0 && !graph->communicators[comm].blocking &&
+        num_deferred < kMaxDeferred) {
+      deferred[num_deferred++] = succ;
+      continue;
+    }
+    SendRun(self, id, succ, epoch_id, here);
+    blocking = blocking || comm >= 0;
+  }
+  for (int k = 0; k < num_deferred; ++k) {
+    SendRun(self, id, deferred[k], epoch_id, false);
+  }
+  return blocking;
+}
+
+void RunnerState::Finish(caf::local_actor* self, int n, int64_t epoch_id,
+                         int last_node) {
+  if (remaining.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  if (tracing()) {
+    // The coordinator is receiver -1; its receipt is the end of the step.
+    const uint64_t flow = trace->RecordSend(
+        user_step.load(std::memory_order_relaxed), last_node, -1);
+    trace->RecordReceive(flow, -1, trace->Now());
+  }
+  pool.Send(self, coordinator, StepDone{epoch_id});
+}
+
+void RunnerState::Fail(caf::local_actor* self, int64_t epoch_id, int node,
+                       const Status& s) {
+  failed.store(true, std::memory_order_release);
+  StepError error{epoch_id, static_cast<int32_t>(node),
+                  static_cast<int32_t>(s.code()), s.message()};
+  (void)self;  // errors are rare: a plain (allocating) CAF send
+  caf::anon_send(coordinator, std::move(error));
+  WakeWaiters();
+}
+
+bool RunnerState::RunTask(caf::local_actor* self, int id, int64_t epoch_id,
+                          uint64_t flow, TraceSpan* out) {
+  const bool traced = tracing();
+  const int64_t step = user_step.load(std::memory_order_relaxed);
+  TraceSpan& span = *out;
+  span.node = -1;
+  if (traced) {
+    span.begin_ns = trace->Now();
+    if (flow != 0) trace->RecordReceive(flow, id, span.begin_ns);
+  }
+  span.ok = !failed.load(std::memory_order_acquire);
+  if (span.ok) {
+    Status s = graph->task(id, step);
+    if (!s.ok()) {
+      span.ok = false;
+      Fail(self, epoch_id, id, s);
+    }
+  }
+  if (traced) {
+    span.task_end_ns = trace->Now();
+    span.step = step;
+    span.node = id;
+    span.bytes = graph->nodes[id].bytes;
+  }
+  return span.ok;
+}
+
+void RunnerState::EndSpan(TraceSpan* span) {
+  if (span->node < 0 || !tracing()) return;
+  span->end_ns = trace->Now();
+  trace->RecordSpan(*span);
+}
+
+void RunnerState::CollectiveReady(caf::local_actor* self, int id,
+                                  int64_t epoch_id, uint64_t flow) {
+  CollectiveOrder& o = *collective_order[graph->nodes[id].communicator];
+  const int pos = o.position[id];
+  o.flow[pos].store(flow, std::memory_order_relaxed);
+  o.epoch[pos].store(epoch_id, std::memory_order_relaxed);
+  o.ready[pos].store(1, std::memory_order_release);
+  if (o.asks.fetch_add(1, std::memory_order_acq_rel) != 0) return;
+  // This actor drains: every ask is answered by a pass over the flags made
+  // after it (the asks' read-modify-writes order the flags before it).
+  int answered = 1;
+  for (;;) {
+    while (o.ready[o.next].load(std::memory_order_acquire) != 0) {
+      const size_t p = o.next;
+      o.ready[p].store(0, std::memory_order_relaxed);
+      const uint64_t f = o.flow[p].load(std::memory_order_relaxed);
+      const int64_t e = o.epoch[p].load(std::memory_order_relaxed);
+      o.next = p + 1 == o.order.size() ? 0 : p + 1;  // last: next round
+      IssueCollective(self, o.order[p], e, f);
+    }
+    const int left =
+        o.asks.fetch_sub(answered, std::memory_order_acq_rel) - answered;
+    if (left == 0) return;
+    answered = left;
+  }
+}
+
+void RunnerState::IssueCollective(caf::local_actor* self, int id,
+                                  int64_t epoch_id, uint64_t flow) {
+  if (graph->nodes[id].stream_actor >= 0) {
+    if (tracing() && flow != 0) trace->RecordReceive(flow, id, trace->Now());
+    IssueOnStream(self, id, epoch_id);
+    Signal(self, id, epoch_id, -1, false);
+    return;
+  }
+  TraceSpan span;
+  RunTask(self, id, epoch_id, flow, &span);
+  Signal(self, id, epoch_id, -1, false);
+  EndSpan(&span);
+  Finish(self, 1, epoch_id, id);
+}
+
+void RunnerState::IssueOnStream(caf::local_actor* self, int id,
+                                int64_t epoch_id) {
+  const TaskNode& node = graph->nodes[id];
+  std::lock_guard<std::mutex> issuing(issue_mu);
+  if (stream_wait == StreamWaitStrategy::kWait) {
+    // A full Wait waits for everything issued on the producer's stream so
+    // far, not only for the producer.
+    const std::vector<int>& inputs = cross_stream_inputs[id];
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const int s = graph->nodes[inputs[k]].stream_actor;
+      wait_marks[id][k] =
+          s >= 0 ? stream_issued[s].load(std::memory_order_acquire) : 0;
+    }
+  }
+  stream_issued[node.stream_actor].fetch_add(1, std::memory_order_acq_rel);
+  const uint64_t flow =
+      tracing()
+          ? trace->RecordSend(user_step.load(std::memory_order_relaxed), id, id)
+          : 0;
+  pool.Send(self, stream_actors[node.stream_actor],
+            StreamWork{epoch_id, static_cast<int32_t>(id),
+                       static_cast<int32_t>(id), flow});
+}
+
+void RunnerState::CompleteEvent(int id, int stream, int64_t epoch_id) {
+  {
+    std::lock_guard<std::mutex> lock(event_mu);
+    completed[id].store(epoch_id, std::memory_order_release);
+    if (stream >= 0)
+      stream_done[stream].fetch_add(1, std::memory_order_acq_rel);
+  }
+  event_cv.notify_all();
+}
+
+void RunnerState::WakeWaiters() {
+  if (graph->streams.empty()) return;
+  { std::lock_guard<std::mutex> lock(event_mu); }
+  event_cv.notify_all();
+}
+
+}  // namespace parex

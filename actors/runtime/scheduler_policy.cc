@@ -1,0 +1,242 @@
+#include "actors/runtime/scheduler_policy.h"
+
+#include <atomic>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
+#include <caf/policy/unprofiled.hpp>
+#include <caf/resumable.hpp>
+#include <caf/scheduler/coordinator.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+
+namespace parex {
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+// A FIFO of jobs in a ring buffer that only grows: unlike std::deque, which
+// allocates and frees a block every few hundred pushes, it allocates nothing
+// once it has held the most jobs a run queues at once (a steady step
+// allocates nothing, issue 12).
+class JobRing {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  void push_back(caf::resumable* job) {
+    if (size_ == slots_.size()) Grow();
+    slots_[(head_ + size_) % slots_.size()] = job;
+    ++size_;
+  }
+  caf::resumable* front() const { return slots_[head_]; }
+  void pop_front() {
+    head_ = (head_ + 1) % slots_.size();
+    --size_;
+  }
+
+ private:
+  void Grow() {
+    std::vector<caf::resumable*> bigger(
+        std::max<size_t>(64, 2 * slots_.size()));
+    for (size_t i = 0; i < size_; ++i) {
+      bigger[i] = slots_[(head_ + i) % slots_.size()];
+    }
+    slots_.swap(bigger);
+    head_ = 0;
+  }
+
+  std::vector<caf::resumable*> slots_;
+  size_t head_ = 0;
+  size_t size_ = 0;
+};
+
+// The kResumeHere policy (scheduler_policy.h). CAF's coordinator<P> and
+// worker<P> call these members; their names and signatures are CAF's.
+class ResumeHere : public caf::policy::unprofiled {
+ public:
+  struct coordinator_data {
+    explicit coordinator_data(caf::scheduler::abstract_coordinator*) {}
+    std::mutex lock;
+    std::condition_variable cv;
+    JobRing queue;               // guarded by lock
+    int sleepers = 0;            // guarded by lock
+    std::atomic<int> queued{0};  // queue.size(), for polling
+    int64_t spin_ns = 50'000;    // set by the module factory
+  };
+
+  struct worker_data {
+    explicit worker_data(caf::scheduler::abstract_coordinator*) {}
+    // CAF copies one initial value into every worker: each box starts empty.
+    worker_data(const worker_data&) {}
+    // The job this worker runs next. Only its worker fills it; any worker
+    // may empty it.
+    std::atomic<caf::resumable*> next{nullptr};
+  };
+
+  template <class Coordinator>
+  void enqueue(Coordinator* self, caf::resumable* job) {
+    coordinator_data& c = d(self);
+    bool wake;
+    {
+      std::lock_guard<std::mutex> guard(c.lock);
+      c.queue.push_back(job);
+      c.queued.store(static_cast<int>(c.queue.size()),
+                     std::memory_order_release);
+      wake = c.sleepers > 0;
+    }
+    if (wake) c.cv.notify_one();
+  }
+
+  template <class Coordinator>
+  void central_enqueue(Coordinator* self, caf::resumable* job) {
+    enqueue(self, job);
+  }
+
+  template <class Worker>
+  void external_enqueue(Worker* self, caf::resumable* job) {
+    enqueue(self->parent(), job);
+  }
+
+  template <class Worker>
+  void internal_enqueue(Worker* self, caf::resumable* job) {
+    std::atomic<caf::resumable*>& box = d(self).next;
+    if (box.load(std::memory_order_relaxed) == nullptr) {
+      box.store(job, std::memory_order_release);
+      return;
+    }
+    enqueue(self->parent(), job);
+  }
+
+  template <class Worker>
+  void resume_job_later(Worker* self, caf::resumable* job) {
+    enqueue(self->parent(), job);
+  }
+
+  template <class Worker>
+  caf::resumable* dequeue(Worker* self) {
+    std::atomic<caf::resumable*>& box = d(self).next;
+    if (box.load(std::memory_order_relaxed) != nullptr) {
+      if (caf::resumable* job =
+              box.exchange(nullptr, std::memory_order_acquire)) {
+        return job;
+      }
+    }
+    coordinator_data& c = d(self->parent());
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point give_up =
+        start + std::chrono::nanoseconds(c.spin_ns);
+    // Another worker's box is only taken after this grace period: its
+    // owner usually gets to it within a few hundred nanoseconds.
+    const Clock::time_point steal_after = start + std::chrono::microseconds(5);
+    bool may_steal = false;
+    for (int polls = 1;; ++polls) {
+      if (c.queued.load(std::memory_order_acquire) > 0) {
+        if (caf::resumable* job = TryPop(c)) return job;
+      }
+      if (may_steal) {
+        if (caf::resumable* job = StealBox(self)) return job;
+      }
+      CpuRelax();
+      if (polls % 32 == 0) {
+        const Clock::time_point now = Clock::now();
+        if (now >= give_up) break;
+        may_steal = now >= steal_after;
+      }
+    }
+    std::unique_lock<std::mutex> guard(c.lock);
+    while (c.queue.empty()) {
+      ++c.sleepers;
+      c.cv.wait(guard);
+      --c.sleepers;
+    }
+    return PopLocked(c);
+  }
+
+  template <class Worker, class UnaryFunction>
+  void foreach_resumable(Worker* self, UnaryFunction f) {
+    if (caf::resumable* job = d(self).next.exchange(nullptr)) f(job);
+  }
+
+  template <class Coordinator, class UnaryFunction>
+  void foreach_central_resumable(Coordinator* self, UnaryFunction f) {
+    coordinator_data& c = d(self);
+    std::lock_guard<std::mutex> guard(c.lock);
+    while (!c.queue.empty()) f(PopLocked(c));
+  }
+
+ private:
+  static caf::resumable* PopLocked(coordinator_data& c) {
+    caf::resumable* job = c.queue.front();
+    c.queue.pop_front();
+    c.queued.store(static_cast<int>(c.queue.size()), std::memory_order_release);
+    return job;
+  }
+
+  static caf::resumable* TryPop(coordinator_data& c) {
+    std::lock_guard<std::mutex> guard(c.lock);
+    return c.queue.empty() ? nullptr : PopLocked(c);
+  }
+
+  template <class Worker>
+  static caf::resumable* StealBox(Worker* self) {
+    auto* parent = self->parent();
+    for (size_t i = 0; i < parent->num_workers(); ++i) {
+      if (i == self->id()) continue;
+      std::atomic<caf::resumable*>& box = parent->worker_by_id(i)->data().next;
+      if (box.load(std::memory_order_relaxed) == nullptr) continue;
+      if (caf::resumable* job =
+              box.exchange(nullptr, std::memory_order_acquire)) {
+        return job;
+      }
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+const char* SchedulerPolicyName(SchedulerPolicy policy) {
+  switch (policy) {
+    case SchedulerPolicy::kResumeHere:
+      return "resume-here";
+    case SchedulerPolicy::kSharing:
+      return "sharing";
+    case SchedulerPolicy::kStealing:
+      return "stealing";
+  }
+  return "?";
+}
+
+void UseSchedulerPolicy(caf::actor_system_config& config,
+                        SchedulerPolicy policy, int spin_us) {
+  switch (policy) {
+    case SchedulerPolicy::kSharing:
+      config.set("scheduler.policy", caf::atom("sharing"));
+      return;
+    case SchedulerPolicy::kStealing:
+      config.set("scheduler.policy", caf::atom("stealing"));
+      return;
+    case SchedulerPolicy::kResumeHere:
+      break;
+  }
+  const int64_t spin_ns = int64_t{spin_us < 0 ? 0 : spin_us} * 1000;
+  // actor_system's constructor keeps a scheduler module a factory made
+  // instead of building one from "scheduler.policy".
+  config.module_factories.push_back(
+      [spin_ns](caf::actor_system& sys) -> caf::actor_system::module* {
+        auto* coordinator = new caf::scheduler::coordinator<ResumeHere>(sys);
+        coordinator->data().spin_ns = spin_ns;
+        return coordinator;
+      });
+}
+
+}  // namespace parex

@@ -1,0 +1,276 @@
+// conv2d and conv2d_grad on CPU (NCHW), also serving depthwise_conv2d and
+// its gradient (the same op with groups) and conv3d / conv3d_grad (NCDHW,
+// vol2col in place of im2col; REQUIRES below with a depth dim added). fp32 goes
+// through oneDNN's primitives where parex was built with it
+// (kernels/cpu/spatial/dnnl_conv.h); fp64, and fp32 where oneDNN declines or is
+// switched off, through im2col + one GEMM per image and group (cpu::Gemm); a
+// 1x1 convolution with stride 1 and no padding multiplies the image directly.
+//
+// REQUIRES (ensured by the schema's shape inference, which runs first):
+// Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
+// [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "base/checked_math.h"
+#include "kernels/allocator.h"
+#include "kernels/cpu/blas.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/spatial/column_scratch.h"
+#include "kernels/cpu/spatial/dnnl_conv.h"
+#include "kernels/cpu/spatial/im2col.h"
+
+namespace parex {
+namespace {
+
+using cpu::WindowDim;
+
+struct ConvShape {
+  int64_t n, c, m, groups;
+  int64_t c_per_group, m_per_group;
+  bool volumetric;  // conv3d: d is a real dim (else in = out = size = 1)
+  WindowDim d, h, w;
+  int64_t col_rows;   // c_per_group * kd * kh * kw: the GEMM's inner extent
+  int64_t col_cols;   // od * oh * ow
+  int64_t in_volume;  // d.in * h.in * w.in
+  bool direct;        // 1x1, stride 1, no padding: the image is its im2col
+};
+
+ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
+                       const Dims& filter, const Dims& out) {
+  ConvShape s;
+  s.n = in[0];
+  s.c = in[1];
+  s.m = filter[0];
+  s.groups = ctx.Attr<int>("groups");
+  s.c_per_group = s.c / s.groups;
+  s.m_per_group = s.m / s.groups;
+  const int rank = static_cast<int>(in.size()) - 2;
+  s.volumetric = rank == 3;
+  WindowDim dims[3];
+  for (int i = 0; i < rank; ++i) {
+    dims[i].in = in[2 + i];
+    dims[i].size = filter[2 + i];
+    dims[i].out = out[2 + i];
+  }
+  const auto dilations = ctx.Attr<std::vector<int>>("dilations");
+  cpu::ResolveWindows(ctx.Attr<std::string>("padding_algorithm"),
+                      ctx.Attr<std::vector<int>>("strides"), &dilations,
+                      ctx.Attr<std::vector<int>>("paddings"), dims, rank);
+  s.d = s.volumetric ? dims[0] : WindowDim{1, 1, 1, 1, 1, 0, 0};
+  s.h = dims[rank - 2];
+  s.w = dims[rank - 1];
+  s.col_rows = s.c_per_group * s.d.size * s.h.size * s.w.size;
+  s.col_cols = s.d.out * s.h.out * s.w.out;
+  s.in_volume = s.d.in * s.h.in * s.w.in;
+  auto plain = [](const WindowDim& d) {
+    return d.size == 1 && d.stride == 1 && d.pad_before == 0 &&
+           d.pad_after == 0;
+  };
+  s.direct = plain(s.d) && plain(s.h) && plain(s.w);
+  return s;
+}
+
+// oneDNN's terms for `s`; false when `s` is not for oneDNN (fp64, empty, or
+// faster through im2col: cpu::DnnlConvChosen).
+template <typename T>
+bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
+  if (!std::is_same<T, float>::value || s.volumetric) return false;
+  if (s.n <= 0 || s.c <= 0 || s.m <= 0 || s.col_rows <= 0 || s.col_cols <= 0) {
+    return false;
+  }
+  p->n = s.n;
+  p->c = s.c;
+  p->h = s.h.in;
+  p->w = s.w.in;
+  p->m = s.m;
+  p->groups = s.groups;
+  p->kh = s.h.size;
+  p->kw = s.w.size;
+  p->oh = s.h.out;
+  p->ow = s.w.out;
+  p->stride_h = s.h.stride;
+  p->stride_w = s.w.stride;
+  p->dilation_h = s.h.dilation;
+  p->dilation_w = s.w.dilation;
+  p->pad_top = s.h.pad_before;
+  p->pad_bottom = s.h.pad_after;
+  p->pad_left = s.w.pad_before;
+  p->pad_right = s.w.pad_after;
+  return cpu::DnnlConvChosen(*p);
+}
+
+template <typename T>
+T* ColumnScratch(const ConvShape& s) {
+  return cpu::ColumnScratch<T>(s.col_rows, s.col_cols);
+}
+
+Status ScratchError(const KernelContext& ctx, const ConvShape& s) {
+  return ResourceExhausted(
+      ctx.op().Label() + ": im2col columns of " + std::to_string(s.col_rows) +
+      " x " + std::to_string(s.col_cols) + " elements cannot be allocated on " +
+      ctx.place().ToString());
+}
+
+// The im2col matrix [col_rows, col_cols] of group g of image n.
+template <typename T>
+const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
+                 T* scratch) {
+  const T* image = input + (n * s.c + g * s.c_per_group) * s.in_volume;
+  if (s.direct) return image;
+  if (s.volumetric) {
+    cpu::Vol2Col(image, s.c_per_group, s.d, s.h, s.w, scratch);
+  } else {
+    cpu::Im2Col(image, s.c_per_group, s.h, s.w, scratch);
+  }
+  return scratch;
+}
+
+template <typename T>
+Status Conv2dKernel(KernelContext& ctx) {
+  const Tensor& input = *ctx.Input("Input");
+  const Tensor& filter = *ctx.Input("Filter");
+  Tensor* output = ctx.Output("Output");
+  const ConvShape s =
+      GetConvShape(ctx, input.dims(), filter.dims(), output->dims());
+  T* out = output->data<T>();
+  if (output->numel() == 0) return Status::Ok();
+  cpu::DnnlConvParams dnnl_params;
+  if (s.col_rows == 0) {
+    std::fill_n(out, output->numel(), T(0));
+  } else if (UseDnnl<T>(s, &dnnl_params) &&
+             ctx.State<cpu::DnnlConv>()->Forward(
+                 dnnl_params, reinterpret_cast<const float*>(input.data<T>()),
+                 reinterpret_cast<const float*>(filter.data<T>()),
+                 reinterpret_cast<float*>(out))) {
+    // oneDNN wrote the output.
+  } else {
+    T* scratch = s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!s.direct && scratch == nullptr) return ScratchError(ctx, s);
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* col = Columns(s, input.data<T>(), n, g, scratch);
+        cpu::Gemm<T>(false, false, s.m_per_group, s.col_cols, s.col_rows, T(1),
+                     filter.data<T>() + g * s.m_per_group * s.col_rows,
+                     s.col_rows, col, s.col_cols, T(0),
+                     out + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols);
+      }
+    }
+  }
+  // Bias and ResidualData: the fused forms (MKLDNN's) Paddle files may carry.
+  if (const Tensor* bias = ctx.Input("Bias")) {
+    const T* b = bias->data<T>();
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t m = 0; m < s.m; ++m) {
+        T* plane = out + (n * s.m + m) * s.col_cols;
+        for (int64_t i = 0; i < s.col_cols; ++i) plane[i] += b[m];
+      }
+    }
+  }
+  if (const Tensor* residual = ctx.Input("ResidualData")) {
+    const T* r = residual->data<T>();
+    for (int64_t i = 0, i_end = output->numel(); i < i_end; ++i) out[i] += r[i];
+  }
+  return Status::Ok();
+}
+
+template <typename T>
+Status Conv2dGradKernel(KernelContext& ctx) {
+  const Tensor& input = *ctx.Input("Input");
+  const Tensor& filter = *ctx.Input("Filter");
+  const Tensor& dout_t = *ctx.Input("Output@GRAD");
+  const ConvShape s =
+      GetConvShape(ctx, input.dims(), filter.dims(), dout_t.dims());
+  const T* dout = dout_t.data<T>();
+  const int64_t filter_group = s.m_per_group * s.col_rows;
+  const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
+  cpu::DnnlConvParams dnnl_params;
+  const bool dnnl = UseDnnl<T>(s, &dnnl_params);
+
+  Tensor* dfilter = ctx.Output("Filter@GRAD");
+  if (dfilter != nullptr && dnnl &&
+      ctx.State<cpu::DnnlConv>()->BackwardWeights(
+          dnnl_params, reinterpret_cast<const float*>(input.data<T>()),
+          reinterpret_cast<const float*>(dout),
+          reinterpret_cast<float*>(dfilter->data<T>()))) {
+    dfilter = nullptr;  // done
+  }
+  if (dfilter != nullptr) {
+    T* df = dfilter->data<T>();
+    std::fill_n(df, dfilter->numel(), T(0));
+    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
+    for (int64_t n = 0; n < s.n && !empty; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const T* col = Columns(s, input.data<T>(), n, g, scratch);
+        // dW_g[Mg, CKK] += dOut_g[Mg, OHW] * col^T
+        cpu::Gemm<T>(false, true, s.m_per_group, s.col_rows, s.col_cols, T(1),
+                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols, col, s.col_cols, T(1), df + g * filter_group,
+                     s.col_rows);
+      }
+    }
+  }
+
+  Tensor* dinput = ctx.Output("Input@GRAD");
+  if (dinput != nullptr && dnnl &&
+      ctx.State<cpu::DnnlConv>()->BackwardData(
+          dnnl_params, reinterpret_cast<const float*>(filter.data<T>()),
+          reinterpret_cast<const float*>(dout),
+          reinterpret_cast<float*>(dinput->data<T>()))) {
+    dinput = nullptr;  // done
+  }
+  if (dinput != nullptr) {
+    T* di = dinput->data<T>();
+    const int64_t plane = s.in_volume;
+    if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
+    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
+    for (int64_t n = 0; n < s.n && !empty; ++n) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        T* image = di + (n * s.c + g * s.c_per_group) * plane;
+        // dcol[CKK, OHW] = W_g^T * dOut_g, then scattered back to the image.
+        T* dcol = s.direct ? image : scratch;
+        cpu::Gemm<T>(true, false, s.col_rows, s.col_cols, s.m_per_group, T(1),
+                     filter.data<T>() + g * filter_group, s.col_rows,
+                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                     s.col_cols, T(0), dcol, s.col_cols);
+        if (s.direct) continue;
+        if (s.volumetric) {
+          cpu::Col2Vol(dcol, s.c_per_group, s.d, s.h, s.w, image);
+        } else {
+          cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
+        }
+      }
+    }
+  }
+
+  if (Tensor* dbias = ctx.Output("Bias@GRAD")) {
+    T* db = dbias->data<T>();
+    std::fill_n(db, dbias->numel(), T(0));
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t m = 0; m < s.m; ++m) {
+        const T* g = dout + (n * s.m + m) * s.col_cols;
+        for (int64_t i = 0; i < s.col_cols; ++i) db[m] += g[i];
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterConv2dKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "conv2d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "conv2d_grad", Conv2dGradKernel, float, double);
+  // depthwise_conv2d: a grouped conv2d (no Bias / ResidualData slots).
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "depthwise_conv2d_grad", Conv2dGradKernel, float, double);
+  // conv3d: the same kernels over volumes (vol2col; never oneDNN).
+  PAREX_CPU_KERNEL(r, "conv3d", Conv2dKernel, float, double);
+  PAREX_CPU_KERNEL(r, "conv3d_grad", Conv2dGradKernel, float, double);
+}
+
+}  // namespace parex

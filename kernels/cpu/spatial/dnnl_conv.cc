@@ -1,0 +1,349 @@
+#include "kernels/cpu/spatial/dnnl_conv.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <tuple>
+
+#include "base/config.h"
+
+#ifdef PAREX_WITH_DNNL
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "oneapi/dnnl/dnnl.hpp"
+
+// libdnnl is built on OpenMP (libgomp): each thread that calls it gets a team
+// of all cores unless told otherwise.
+extern "C" void omp_set_num_threads(int num_threads);
+#endif
+
+namespace parex {
+namespace cpu {
+
+bool DnnlConvParams::operator==(const DnnlConvParams& o) const {
+  auto key = [](const DnnlConvParams& p) {
+    return std::make_tuple(p.n, p.c, p.h, p.w, p.m, p.groups, p.kh, p.kw, p.oh,
+                           p.ow, p.stride_h, p.stride_w, p.dilation_h,
+                           p.dilation_w, p.pad_top, p.pad_bottom, p.pad_left,
+                           p.pad_right);
+  };
+  return key(*this) == key(o);
+}
+
+namespace {
+DnnlConvMode ModeFromEnvironment() {
+  const std::string v = GetConfig("PAREX_DNNL_CONV");
+  if (v == "0") return DnnlConvMode::kNever;
+  if (v == "1") return DnnlConvMode::kAlways;
+  return DnnlConvMode::kWhereFaster;
+}
+std::atomic<DnnlConvMode> g_dnnl_conv_mode{ModeFromEnvironment()};
+std::atomic<int64_t> g_dnnl_conv_executions{0};
+}  // namespace
+
+int64_t DnnlConvExecutions() {
+  return g_dnnl_conv_executions.load(std::memory_order_relaxed);
+}
+
+DnnlConvMode GetDnnlConvMode() {
+  return g_dnnl_conv_mode.load(std::memory_order_relaxed);
+}
+
+void SetDnnlConvMode(DnnlConvMode mode) {
+  g_dnnl_conv_mode.store(mode, std::memory_order_relaxed);
+}
+
+bool DnnlConvChosen(const DnnlConvParams& p) {
+  if (!DnnlAvailable() || p.groups <= 0) return false;
+  switch (GetDnnlConvMode()) {
+    case DnnlConvMode::kNever:
+      return false;
+    case DnnlConvMode::kAlways:
+      return true;
+    case DnnlConvMode::kWhereFaster:
+      break;
+  }
+  const int64_t c = p.c / p.groups, m = p.m / p.groups;
+  return c % 16 == 0 && m % 16 == 0 && p.kh * p.kw > 1;
+}
+
+#ifndef PAREX_WITH_DNNL
+
+bool DnnlAvailable() { return false; }
+
+struct DnnlConv::Impl {};
+DnnlConv::DnnlConv() : impl_(nullptr) {}
+DnnlConv::~DnnlConv() = default;
+bool DnnlConv::Forward(const DnnlConvParams&, const float*, const float*,
+                       float*) {
+  return false;
+}
+bool DnnlConv::BackwardData(const DnnlConvParams&, const float*, const float*,
+                            float*) {
+  return false;
+}
+bool DnnlConv::BackwardWeights(const DnnlConvParams&, const float*,
+                               const float*, float*) {
+  return false;
+}
+
+#else  // PAREX_WITH_DNNL
+
+bool DnnlAvailable() { return true; }
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// OpenMP told to run oneDNN's work on the calling thread alone, before the
+// thread creates or runs a primitive (oneDNN picks its blocking for the
+// thread count it sees at creation).
+void SingleThreaded() {
+  thread_local bool single = (omp_set_num_threads(1), true);
+  (void)single;
+}
+
+// The calling thread's stream.
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+memory::desc Plain(const memory::dims& dims, Tag tag) {
+  return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// The memory descriptors of one convolution: `plain` in parex's NCHW /
+// (G)OIHW, `any` letting oneDNN choose its (blocked) layouts.
+struct Descs {
+  memory::desc src, weights, dst;
+  memory::desc any_src, any_weights, any_dst;
+  memory::dims strides, dilations, pad_l, pad_r;
+};
+
+Descs MakeDescs(const DnnlConvParams& p) {
+  Descs d;
+  const memory::dims src{p.n, p.c, p.h, p.w}, dst{p.n, p.m, p.oh, p.ow};
+  memory::dims weights{p.m, p.c, p.kh, p.kw};
+  Tag weights_tag = Tag::oihw;
+  if (p.groups != 1) {
+    weights = {p.groups, p.m / p.groups, p.c / p.groups, p.kh, p.kw};
+    weights_tag = Tag::goihw;
+  }
+  d.src = Plain(src, Tag::nchw);
+  d.dst = Plain(dst, Tag::nchw);
+  d.weights = Plain(weights, weights_tag);
+  d.any_src = Plain(src, Tag::any);
+  d.any_dst = Plain(dst, Tag::any);
+  d.any_weights = Plain(weights, Tag::any);
+  d.strides = {p.stride_h, p.stride_w};
+  // oneDNN counts dilation from 0 (0: dense), Paddle from 1.
+  d.dilations = {p.dilation_h - 1, p.dilation_w - 1};
+  d.pad_l = {p.pad_top, p.pad_left};
+  d.pad_r = {p.pad_bottom, p.pad_right};
+  return d;
+}
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+dnnl::convolution_forward::primitive_desc ForwardPd(const Descs& d) {
+  dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      d.any_src, d.any_weights, d.any_dst, d.strides, d.dilations, d.pad_l,
+      d.pad_r);
+  return dnnl::convolution_forward::primitive_desc(desc, UserScratchpad(),
+                                                   Engine());
+}
+
+}  // namespace
+
+struct DnnlConv::Impl {
+  // One argument of a primitive: parex's plain layout, the layout the
+  // primitive chose and, when they differ, the reorder between them and the
+  // buffer the primitive's side lives in.
+  struct Arg {
+    int id = 0;
+    bool output = false;
+    memory::desc user, chosen;
+    bool reordered = false;
+    dnnl::reorder reorder;
+    std::vector<uint8_t> buffer;
+    memory user_mem, chosen_mem;  // made on the first run
+  };
+  // One primitive of a kind, for the shape it was made for.
+  struct Prepared {
+    bool made = false;
+    bool supported = false;
+    DnnlConvParams params;
+    dnnl::primitive primitive;
+    Arg args[3];
+    memory::desc scratch;
+    memory scratch_mem;
+    std::unordered_map<int, memory> run_args;  // empty until the first run
+  };
+  Prepared forward, backward_data, backward_weights;
+  std::vector<uint8_t> scratchpad;  // shared by the three: one runs at a time
+
+  static void SetArg(Arg* arg, int id, bool output, const memory::desc& user,
+                     const memory::desc& chosen) {
+    arg->id = id;
+    arg->output = output;
+    arg->user = user;
+    arg->chosen = chosen;
+    arg->reordered = user != chosen;
+    if (arg->reordered) {
+      arg->buffer.assign(chosen.get_size(), 0);
+      memory user_mem(user, Engine(), DNNL_MEMORY_NONE);
+      memory chosen_mem(chosen, Engine(), DNNL_MEMORY_NONE);
+      arg->reorder = output ? dnnl::reorder(chosen_mem, user_mem)
+                            : dnnl::reorder(user_mem, chosen_mem);
+    } else {
+      arg->buffer.clear();
+    }
+  }
+
+  // Makes `prep` for `p` with `make` unless it is already made for `p`.
+  template <typename Make>
+  bool Ensure(Prepared* prep, const DnnlConvParams& p, Make make) {
+    if (prep->made && prep->params == p) return prep->supported;
+    SingleThreaded();
+    prep->made = true;
+    prep->params = p;
+    prep->run_args.clear();
+    try {
+      make(prep);
+      prep->supported = true;
+      if (scratchpad.size() < prep->scratch.get_size()) {
+        scratchpad.resize(prep->scratch.get_size());
+      }
+    } catch (const dnnl::error&) {
+      prep->supported = false;  // no implementation: im2col serves it
+    }
+    return prep->supported;
+  }
+
+  // Runs `prep` on parex's buffers `ptrs` (in the order of prep.args):
+  // inputs reordered into the primitive's layout first, outputs back after.
+  // The memory objects and the argument map are made once per shape and only
+  // pointed at this run's buffers, so a steady step allocates nothing here.
+  void Execute(Prepared& prep, const void* const (&ptrs)[3]) {
+    SingleThreaded();
+    dnnl::stream& stream = ThreadStream();
+    if (prep.run_args.empty()) {
+      for (Arg& a : prep.args) {
+        a.user_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
+        if (a.reordered) {
+          a.chosen_mem = memory(a.chosen, Engine(), a.buffer.data());
+        }
+        prep.run_args.emplace(a.id, a.reordered ? a.chosen_mem : a.user_mem);
+      }
+      prep.scratch_mem = memory(prep.scratch, Engine(), DNNL_MEMORY_NONE);
+      prep.run_args.emplace(DNNL_ARG_SCRATCHPAD, prep.scratch_mem);
+    }
+    prep.scratch_mem.set_data_handle(scratchpad.data());
+    for (int i = 0; i < 3; ++i) {
+      Arg& a = prep.args[i];
+      a.user_mem.set_data_handle(const_cast<void*>(ptrs[i]));
+      if (a.reordered && !a.output) {
+        a.reorder.execute(stream, a.user_mem, a.chosen_mem);
+      }
+    }
+    prep.primitive.execute(stream, prep.run_args);
+    for (Arg& a : prep.args) {
+      if (a.reordered && a.output) {
+        a.reorder.execute(stream, a.chosen_mem, a.user_mem);
+      }
+    }
+    stream.wait();
+    g_dnnl_conv_executions.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+DnnlConv::DnnlConv() : impl_(new Impl) {}
+DnnlConv::~DnnlConv() { delete impl_; }
+
+bool DnnlConv::Forward(const DnnlConvParams& p, const float* src,
+                       const float* weights, float* dst) {
+  Impl& im = *impl_;
+  if (!im.Ensure(&im.forward, p, [&p](Impl::Prepared* prep) {
+        const Descs d = MakeDescs(p);
+        auto pd = ForwardPd(d);
+        prep->primitive = dnnl::convolution_forward(pd);
+        Impl::SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
+        Impl::SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, d.weights,
+                     pd.weights_desc());
+        Impl::SetArg(&prep->args[2], DNNL_ARG_DST, true, d.dst, pd.dst_desc());
+        prep->scratch = pd.scratchpad_desc();
+      })) {
+    return false;
+  }
+  im.Execute(im.forward, {src, weights, dst});
+  return true;
+}
+
+bool DnnlConv::BackwardData(const DnnlConvParams& p, const float* weights,
+                            const float* ddst, float* dsrc) {
+  Impl& im = *impl_;
+  if (!im.Ensure(&im.backward_data, p, [&p](Impl::Prepared* prep) {
+        const Descs d = MakeDescs(p);
+        dnnl::convolution_backward_data::desc desc(
+            dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+            d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
+        dnnl::convolution_backward_data::primitive_desc pd(
+            desc, UserScratchpad(), Engine(), ForwardPd(d));
+        prep->primitive = dnnl::convolution_backward_data(pd);
+        Impl::SetArg(&prep->args[0], DNNL_ARG_WEIGHTS, false, d.weights,
+                     pd.weights_desc());
+        Impl::SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst,
+                     pd.diff_dst_desc());
+        Impl::SetArg(&prep->args[2], DNNL_ARG_DIFF_SRC, true, d.src,
+                     pd.diff_src_desc());
+        prep->scratch = pd.scratchpad_desc();
+      })) {
+    return false;
+  }
+  im.Execute(im.backward_data, {weights, ddst, dsrc});
+  return true;
+}
+
+bool DnnlConv::BackwardWeights(const DnnlConvParams& p, const float* src,
+                               const float* ddst, float* dweights) {
+  Impl& im = *impl_;
+  if (!im.Ensure(&im.backward_weights, p, [&p](Impl::Prepared* prep) {
+        const Descs d = MakeDescs(p);
+        dnnl::convolution_backward_weights::desc desc(
+            dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+            d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
+        dnnl::convolution_backward_weights::primitive_desc pd(
+            desc, UserScratchpad(), Engine(), ForwardPd(d));
+        prep->primitive = dnnl::convolution_backward_weights(pd);
+        Impl::SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
+        Impl::SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst,
+                     pd.diff_dst_desc());
+        Impl::SetArg(&prep->args[2], DNNL_ARG_DIFF_WEIGHTS, true, d.weights,
+                     pd.diff_weights_desc());
+        prep->scratch = pd.scratchpad_desc();
+      })) {
+    return false;
+  }
+  im.Execute(im.backward_weights, {src, ddst, dweights});
+  return true;
+}
+
+#endif  // PAREX_WITH_DNNL
+
+}  // namespace cpu
+}  // namespace parex

@@ -1,0 +1,84 @@
+// fp32 NCHW convolution through oneDNN's primitives (issue 13): forward,
+// backward data and backward weights, each created once per shape and kept
+// in the op's KernelState (a PreparedOp keeps its KernelContext, so a steady
+// step reuses them). conv2d_kernel.cc calls it for fp32 when parex was built
+// with oneDNN and falls back to its im2col + GEMM path (which also serves
+// fp64 and is the reference in tests) when oneDNN declines a configuration.
+//
+// oneDNN runs single-threaded inside a kernel (the executor's places are the
+// parallelism), with a user-owned scratchpad, so its results are the same
+// run to run on one machine.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "kernels/kernel_context.h"
+
+namespace parex {
+namespace cpu {
+
+// A 2-D convolution in the terms oneDNN wants. Dilations as Paddle's
+// (1: dense); paddings may differ before and after.
+struct DnnlConvParams {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input NCHW
+  int64_t m = 0;                       // output channels
+  int64_t groups = 1;
+  int64_t kh = 0, kw = 0;  // filter extent
+  int64_t oh = 0, ow = 0;  // output extent
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+
+  bool operator==(const DnnlConvParams& o) const;
+  bool operator!=(const DnnlConvParams& o) const { return !(*this == o); }
+};
+
+// Whether this build has oneDNN (PAREX_WITH_DNNL).
+bool DnnlAvailable();
+// When fp32 conv2d uses oneDNN. Measured here (bench/README.md, "Kernels"):
+// oneDNN 2.6's fast convolutions work on 16-channel blocks, and reordering
+// parex's NCHW tensors into them and back costs more than they save unless
+// both channel counts (per group) fill whole blocks and the filter is larger
+// than 1x1; elsewhere (LeNet's 1->20 and 20->50, 1x1, depthwise) im2col + GEMM
+// is faster. kWhereFaster applies that rule; tests force either path.
+// Process-wide; PAREX_DNNL_CONV=0 / 1 in the environment starts a process
+// with kNever / kAlways.
+enum class DnnlConvMode { kNever, kWhereFaster, kAlways };
+DnnlConvMode GetDnnlConvMode();
+void SetDnnlConvMode(DnnlConvMode mode);
+// Whether a convolution of `p` goes to oneDNN under the current mode (false
+// where parex was built without it).
+bool DnnlConvChosen(const DnnlConvParams& p);
+// How many oneDNN convolution primitives this process has executed (tests
+// tell which path ran).
+int64_t DnnlConvExecutions();
+
+// The oneDNN primitives of one conv2d / conv2d_grad op, rebuilt when the
+// shape changes. Each call returns false when oneDNN has no implementation
+// for the configuration (the caller then uses im2col); errors are reserved
+// for failures after the output was touched.
+class DnnlConv : public KernelState {
+ public:
+  DnnlConv();
+  ~DnnlConv() override;
+  DnnlConv(const DnnlConv&) = delete;
+  DnnlConv& operator=(const DnnlConv&) = delete;
+
+  // dst = conv(src, weights).
+  bool Forward(const DnnlConvParams& p, const float* src, const float* weights,
+               float* dst);
+  // dsrc = conv_backward_data(weights, ddst) (overwrites dsrc).
+  bool BackwardData(const DnnlConvParams& p, const float* weights,
+                    const float* ddst, float* dsrc);
+  // dweights = conv_backward_weights(src, ddst) (overwrites dweights).
+  bool BackwardWeights(const DnnlConvParams& p, const float* src,
+                       const float* ddst, float* dweights);
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+}  // namespace cpu
+}  // namespace parex

@@ -1,0 +1,106 @@
+#include "kernels/prepared_op.h"
+
+#include <utility>
+
+namespace parex {
+
+StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
+    const OpDesc& op, Scope* scope, DeviceContext* device_context) {
+  StatusOr<const OpSchema*> schema = OpSchemaRegistry::Global().Get(op.type());
+  if (!schema.ok()) return schema.status().WithContext(op.Label());
+  std::unique_ptr<PreparedOp> prepared(
+      new PreparedOp(op, *schema, device_context));
+  PAREX_RETURN_IF_ERROR(
+      BindVariablesDeferred(op, scope, &prepared->ctx_, &prepared->inputs_));
+  for (const auto& slot : op.proto().outputs()) {
+    for (int i = 0; i < slot.arguments_size(); ++i) {
+      Variable* v = prepared->ctx_.OutputVar(slot.parameter(), i);
+      if (v != nullptr) prepared->outputs_.push_back(v);
+    }
+  }
+  prepared->input_shapes_.resize(prepared->inputs_.size());
+  prepared->output_shapes_.resize(prepared->outputs_.size());
+  return prepared;
+}
+
+bool PreparedOp::ShapesCached() const {
+  if (!cached_) return false;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const Tensor* t = inputs_[i].var->GetTensor();
+    const Shape& s = input_shapes_[i];
+    if (t == nullptr || t->dtype() != s.dtype || t->defined() != s.defined ||
+        t->dims() != s.dims) {
+      return false;
+    }
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const Tensor* t = outputs_[i]->GetTensor();
+    const Shape& s = output_shapes_[i];
+    if (t == nullptr || t->dtype() != s.dtype || t->defined() != s.defined ||
+        t->dims() != s.dims) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void PreparedOp::RememberShapes() {
+  auto remember = [](const Tensor* t, Shape* s) {
+    s->dtype = t != nullptr ? t->dtype() : DType::kUndefined;
+    s->defined = t != nullptr && t->defined();
+    if (t != nullptr) {
+      s->dims.assign(t->dims().begin(), t->dims().end());
+    } else {
+      s->dims.clear();
+    }
+  };
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    remember(inputs_[i].var->GetTensor(), &input_shapes_[i]);
+  }
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    remember(outputs_[i]->GetTensor(), &output_shapes_[i]);
+  }
+  cached_ = true;
+}
+
+Status PreparedOp::Run() {
+  for (const BoundInput& in : inputs_) {
+    if (in.var->IsEmpty()) {
+      return NotFound(op_.Label() + ": input '" + *in.slot +
+                      "' reads variable '" + *in.name +
+                      "', which holds no value (not fed, loaded or "
+                      "computed before)");
+    }
+    if (in.var->IsSelectedRows() && !ReadsSparseRows(op_.type())) {
+      return SparseInputError(op_, *in.slot, *in.name);
+    }
+  }
+  // An attribute's dtype never changes: read it once.
+  DType dtype = kernel_dtype_;
+  if (kernel_ == nullptr ||
+      schema_->kernel_dtype_rule() != KernelDTypeRule::kFromAttr) {
+    PAREX_ASSIGN_OR_RETURN(dtype, KernelDType(*schema_, ctx_));
+  }
+  if (kernel_ == nullptr || dtype != kernel_dtype_) {
+    StatusOr<KernelFn> kernel =
+        KernelRegistry::Global().Find({op_.type(), ctx_.place().kind, dtype});
+    if (!kernel.ok()) return kernel.status().WithContext(op_.Label());
+    kernel_ = *kernel;
+    kernel_dtype_ = dtype;
+    cached_ = false;
+  }
+  const bool cached = ShapesCached();
+  if (!cached) {
+    cached_ = false;
+    PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
+  }
+  Status status = kernel_(ctx_);
+  // After the kernel: what the next run compares against.
+  if (status.ok() && !cached) RememberShapes();
+  if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {
+    return status.WithContext(op_.Label());
+  }
+  return status;
+}
+
+}  // namespace parex

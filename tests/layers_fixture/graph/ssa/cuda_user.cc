@@ -1,0 +1,3 @@
+// A layering violation for check_layers_rejects_violations.
+#include <cuda_runtime.h>
+#include <nccl.h>

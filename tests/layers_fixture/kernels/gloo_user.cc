@@ -1,0 +1,2 @@
+// A layering violation for check_layers_rejects_violations.
+#include <gloo/context.h>

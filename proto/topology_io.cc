@@ -77,168 +77,226 @@ int Topology::FirstPlace(int rank) const {
   return first;
 }
 
-StatusOr<Topology> ParseTopology(const std::string& text,
-                                 const std::string& path) {
-  topology::Topology proto;
-  pb::TextFormat::Parser parser;
-  Collector errors;
-  pb::TextFormat::ParseInfoTree tree;
-  parser.RecordErrorsTo(&errors);
-  parser.WriteLocationsTo(&tree);
-  if (!parser.ParseFromString(text, &proto)) {
-    return InvalidArgument(path + ":" + errors.first());
-  }
-  const pb::Descriptor* top = topology::Topology::descriptor();
-  const pb::Descriptor* node_desc = topology::Node::descriptor();
-  auto line_of = [&](const pb::FieldDescriptor* field, int index,
-                     const pb::TextFormat::ParseInfoTree* t) {
-    const int line = t == nullptr ? -1 : t->GetLocation(field, index).line;
-    return line >= 0 ? path + ":" + std::to_string(line + 1) : path;
-  };
-  auto at = [&](const char* field) {
-    return line_of(top->FindFieldByName(field), -1, &tree);
-  };
+namespace {
 
-  Topology topo;
-  topo.path = path;
-  topo.cluster = proto.cluster();
-  if (!ValidName(topo.cluster)) {
-    return InvalidArgument(at("cluster") + ": cluster name '" +
-                           Excerpt(topo.cluster) +
-                           "' must be 1-64 letters, digits, '_', '-' or '.'");
+// Reads one parsed topology file into a Topology, a section at a time, in
+// the order its errors are reported: the header (cluster, nodes, backend),
+// the timeouts, each node, the secret, TLS. Every error names the file and
+// the line of the field (else of its block, else none).
+class TopologyReader {
+ public:
+  TopologyReader(const topology::Topology& proto,
+                 const pb::TextFormat::ParseInfoTree& tree,
+                 const std::string& path)
+      : proto_(proto), tree_(tree), path_(path) {
+    topo_.path = path;
   }
-  if (proto.node_size() == 0) {
-    return InvalidArgument(path + ": no node { ... } listed");
+
+  StatusOr<Topology> Read() {
+    PAREX_RETURN_IF_ERROR(ReadHeader());
+    PAREX_RETURN_IF_ERROR(ReadTimeouts());
+    for (int i = 0; i < proto_.node_size(); ++i)
+      PAREX_RETURN_IF_ERROR(ReadNode(i));
+    PAREX_RETURN_IF_ERROR(ReadSecret());
+    if (proto_.has_tls()) PAREX_RETURN_IF_ERROR(ReadTls());
+    topo_.fingerprint = Fingerprint(proto_);
+    return std::move(topo_);
   }
-  if (proto.collective() != topology::Topology::GLOO) {
-    return InvalidArgument(
-        at("collective") + ": collective " +
-        topology::Topology::Backend_Name(proto.collective()) +
-        " is not supported yet (GLOO is)");
+
+ private:
+  // "path:line" of `field` (its `index`th value) in `tree`, else "path".
+  std::string LineOf(const pb::FieldDescriptor* field, int index,
+                     const pb::TextFormat::ParseInfoTree* tree) const {
+    const int line =
+        tree == nullptr ? -1 : tree->GetLocation(field, index).line;
+    return line >= 0 ? path_ + ":" + std::to_string(line + 1) : path_;
   }
-  topo.backend = "gloo";
-  for (const char* field : {"connect_timeout_ms", "collective_timeout_ms",
-                            "heartbeat_timeout_ms"}) {
-    const pb::FieldDescriptor* f = top->FindFieldByName(field);
-    const uint32_t v = proto.GetReflection()->GetUInt32(proto, f);
-    if (v != 0 && (v < 100 || v > 3600u * 1000u)) {
-      return InvalidArgument(at(field) + ": " + field + " " +
-                             std::to_string(v) + " is not in 100..3600000");
+  // Where top-level field `field` is.
+  std::string At(const char* field) const {
+    return LineOf(topology::Topology::descriptor()->FindFieldByName(field), -1,
+                  &tree_);
+  }
+  // `file` resolved against the topology file's folder.
+  std::string Resolve(const std::string& file) const {
+    return file[0] == '/' ? file : Folder(path_) + "/" + file;
+  }
+
+  // The cluster's name, that nodes are listed, the collective backend.
+  Status ReadHeader() {
+    topo_.cluster = proto_.cluster();
+    if (!ValidName(topo_.cluster)) {
+      return InvalidArgument(At("cluster") + ": cluster name '" +
+                             Excerpt(topo_.cluster) +
+                             "' must be 1-64 letters, digits, '_', '-' or '.'");
     }
-  }
-  if (proto.connect_timeout_ms() != 0)
-    topo.connect_timeout_ms = proto.connect_timeout_ms();
-  if (proto.collective_timeout_ms() != 0) {
-    topo.collective_timeout_ms = proto.collective_timeout_ms();
-  }
-  if (proto.heartbeat_timeout_ms() != 0) {
-    topo.heartbeat_timeout_ms = proto.heartbeat_timeout_ms();
+    if (proto_.node_size() == 0) {
+      return InvalidArgument(path_ + ": no node { ... } listed");
+    }
+    if (proto_.collective() != topology::Topology::GLOO) {
+      return InvalidArgument(
+          At("collective") + ": collective " +
+          topology::Topology::Backend_Name(proto_.collective()) +
+          " is not supported yet (GLOO is)");
+    }
+    topo_.backend = "gloo";
+    return Status::Ok();
   }
 
-  const pb::FieldDescriptor* node_field = top->FindFieldByName("node");
-  std::set<std::pair<std::string, int>> addresses;
-  for (int i = 0; i < proto.node_size(); ++i) {
-    const topology::Node& n = proto.node(i);
-    const pb::TextFormat::ParseInfoTree* sub =
-        tree.GetTreeForNested(node_field, i);
-    const std::string where = line_of(node_field, i, &tree);
-    auto field_at = [&](const char* field) {
-      return line_of(node_desc->FindFieldByName(field), -1, sub);
-    };
+  // The three timeouts: each 0 (the default) or in 100 ms..1 h.
+  Status ReadTimeouts() {
+    for (const char* field : {"connect_timeout_ms", "collective_timeout_ms",
+                              "heartbeat_timeout_ms"}) {
+      const pb::FieldDescriptor* f =
+          topology::Topology::descriptor()->FindFieldByName(field);
+      const uint32_t v = proto_.GetReflection()->GetUInt32(proto_, f);
+      if (v != 0 && (v < 100 || v > 3600u * 1000u)) {
+        return InvalidArgument(At(field) + ": " + field + " " +
+                               std::to_string(v) + " is not in 100..3600000");
+      }
+    }
+    if (proto_.connect_timeout_ms() != 0)
+      topo_.connect_timeout_ms = proto_.connect_timeout_ms();
+    if (proto_.collective_timeout_ms() != 0) {
+      topo_.collective_timeout_ms = proto_.collective_timeout_ms();
+    }
+    if (proto_.heartbeat_timeout_ms() != 0) {
+      topo_.heartbeat_timeout_ms = proto_.heartbeat_timeout_ms();
+    }
+    return Status::Ok();
+  }
+
+  // Where a node block is, and its fields' lines.
+  struct NodeLines {
+    std::string where;                         // the block's line
+    const pb::TextFormat::ParseInfoTree* sub;  // its fields
+  };
+  std::string FieldAt(const NodeLines& lines, const char* field) const {
+    return LineOf(topology::Node::descriptor()->FindFieldByName(field), -1,
+                  lines.sub);
+  }
+
+  // Node #i: a new name, an address no other node has, the TRAINER role,
+  // CPU places. Appended to the topology (rank i).
+  Status ReadNode(int i) {
+    const topology::Node& n = proto_.node(i);
+    const pb::FieldDescriptor* node_field =
+        topology::Topology::descriptor()->FindFieldByName("node");
+    const NodeLines lines{LineOf(node_field, i, &tree_),
+                          tree_.GetTreeForNested(node_field, i)};
     TopologyNode node;
     node.name = n.name();
-    node.line = tree.GetLocation(node_field, i).line + 1;
+    node.line = tree_.GetLocation(node_field, i).line + 1;
     if (!ValidName(n.name())) {
-      return InvalidArgument(where + ": node #" + std::to_string(i) +
+      return InvalidArgument(lines.where + ": node #" + std::to_string(i) +
                              ": name '" + Excerpt(n.name()) +
                              "' must be 1-64 letters, digits, '_', '-' or '.'");
     }
     const std::string label = "node '" + n.name() + "'";
-    if (topo.Rank(n.name()) >= 0) {
+    if (topo_.Rank(n.name()) >= 0) {
       return InvalidArgument(
-          field_at("name") + ": " + label + " is listed twice (also line " +
-          std::to_string(topo.nodes[topo.Rank(n.name())].line) + ")");
+          FieldAt(lines, "name") + ": " + label +
+          " is listed twice (also line " +
+          std::to_string(topo_.nodes[topo_.Rank(n.name())].line) + ")");
     }
-    if (!ValidHost(n.host())) {
-      return InvalidArgument((n.host().empty() ? where : field_at("host")) +
-                             ": " + label + ": host '" + Excerpt(n.host()) +
-                             "' is not an address or host name");
-    }
-    node.host = n.host();
-    if (n.port() < 1 || n.port() > 65535) {
-      return InvalidArgument((n.port() == 0 ? where : field_at("port")) + ": " +
-                             label + ": port " + std::to_string(n.port()) +
-                             " is not in 1..65535");
-    }
-    node.port = static_cast<int>(n.port());
-    if (!addresses.insert({node.host, node.port}).second) {
-      return InvalidArgument(field_at("port") + ": " + label + ": address " +
-                             node.host + ":" + std::to_string(node.port) +
-                             " is already another node's");
-    }
+    PAREX_RETURN_IF_ERROR(ReadAddress(n, lines, label, &node));
     if (n.role() != topology::Node::TRAINER) {
-      return InvalidArgument(field_at("role") + ": " + label + ": role " +
+      return InvalidArgument(FieldAt(lines, "role") + ": " + label + ": role " +
                              topology::Node::Role_Name(n.role()) +
                              " is not supported yet (TRAINER is)");
     }
+    PAREX_RETURN_IF_ERROR(ReadPlaces(n, lines, label, &node));
+    topo_.nodes.push_back(std::move(node));
+    return Status::Ok();
+  }
+
+  // A node's host and port, an address no node before it has.
+  Status ReadAddress(const topology::Node& n, const NodeLines& lines,
+                     const std::string& label, TopologyNode* node) {
+    if (!ValidHost(n.host())) {
+      return InvalidArgument(
+          (n.host().empty() ? lines.where : FieldAt(lines, "host")) + ": " +
+          label + ": host '" + Excerpt(n.host()) +
+          "' is not an address or host name");
+    }
+    node->host = n.host();
+    if (n.port() < 1 || n.port() > 65535) {
+      return InvalidArgument(
+          (n.port() == 0 ? lines.where : FieldAt(lines, "port")) + ": " +
+          label + ": port " + std::to_string(n.port()) + " is not in 1..65535");
+    }
+    node->port = static_cast<int>(n.port());
+    if (!addresses_.insert({node->host, node->port}).second) {
+      return InvalidArgument(
+          FieldAt(lines, "port") + ": " + label + ": address " + node->host +
+          ":" + std::to_string(node->port) + " is already another node's");
+    }
+    return Status::Ok();
+  }
+
+  // A node's places: a place list of CPU places only.
+  Status ReadPlaces(const topology::Node& n, const NodeLines& lines,
+                    const std::string& label, TopologyNode* node) {
     if (n.places().empty()) {
-      return InvalidArgument(where + ": " + label +
+      return InvalidArgument(lines.where + ": " + label +
                              ": no places (e.g. places: \"cpu:0-1\")");
     }
     StatusOr<std::vector<Place>> places = ParsePlaceList(n.places());
     if (!places.ok()) {
-      return InvalidArgument(field_at("places") + ": " + label + ": places " +
-                             places.status().message());
+      return InvalidArgument(FieldAt(lines, "places") + ": " + label +
+                             ": places " + places.status().message());
     }
     for (const Place& p : *places) {
       if (!p.is_cpu()) {
-        return InvalidArgument(field_at("places") + ": " + label + ": place " +
-                               p.ToString() +
+        return InvalidArgument(FieldAt(lines, "places") + ": " + label +
+                               ": place " + p.ToString() +
                                " is not a CPU place (the cluster runs "
                                "CPU places; GPUs come later)");
       }
     }
-    node.places = *places;
-    node.places_text = n.places();
-    topo.nodes.push_back(std::move(node));
+    node->places = *places;
+    node->places_text = n.places();
+    return Status::Ok();
   }
 
-  if (proto.secret_file().empty()) {
-    return InvalidArgument(path +
-                           ": secret_file is missing (a file of at least 16 "
-                           "bytes every node of the cluster knows)");
+  // The secret file: named, private, at least 16 bytes; read now.
+  Status ReadSecret() {
+    if (proto_.secret_file().empty()) {
+      return InvalidArgument(path_ +
+                             ": secret_file is missing (a file of at least 16 "
+                             "bytes every node of the cluster knows)");
+    }
+    topo_.secret_path = Resolve(proto_.secret_file());
+    StatusOr<std::string> secret = ReadPrivateFileBytes(topo_.secret_path);
+    if (!secret.ok()) {
+      return InvalidArgument(
+          At("secret_file") + ": secret_file: " + secret.status().message() +
+          (secret.status().code() == StatusCode::kNotFound
+               ? " (make one with: parex secret " + topo_.secret_path + ")"
+               : ""));
+    }
+    if (secret->size() < 16) {
+      return InvalidArgument(At("secret_file") + ": secret_file " +
+                             topo_.secret_path + " holds " +
+                             std::to_string(secret->size()) +
+                             " bytes; a cluster secret needs at least 16");
+    }
+    topo_.secret = std::move(*secret);
+    return Status::Ok();
   }
-  auto resolve = [&](const std::string& file) {
-    return file[0] == '/' ? file : Folder(path) + "/" + file;
-  };
-  topo.secret_path = resolve(proto.secret_file());
-  StatusOr<std::string> secret = ReadPrivateFileBytes(topo.secret_path);
-  if (!secret.ok()) {
-    return InvalidArgument(
-        at("secret_file") + ": secret_file: " + secret.status().message() +
-        (secret.status().code() == StatusCode::kNotFound
-             ? " (make one with: parex secret " + topo.secret_path + ")"
-             : ""));
-  }
-  if (secret->size() < 16) {
-    return InvalidArgument(at("secret_file") + ": secret_file " +
-                           topo.secret_path + " holds " +
-                           std::to_string(secret->size()) +
-                           " bytes; a cluster secret needs at least 16");
-  }
-  topo.secret = std::move(*secret);
 
-  if (proto.has_tls()) {
-    const pb::FieldDescriptor* tls_field = top->FindFieldByName("tls");
+  // The tls block: cert, key and ca, each a PEM file there now (the key
+  // private).
+  Status ReadTls() {
+    const pb::FieldDescriptor* tls_field =
+        topology::Topology::descriptor()->FindFieldByName("tls");
     const pb::TextFormat::ParseInfoTree* sub =
-        tree.GetTreeForNested(tls_field, -1);
-    const pb::Descriptor* tls_desc = topology::Tls::descriptor();
-    const std::string where = line_of(tls_field, -1, &tree);
+        tree_.GetTreeForNested(tls_field, -1);
+    const std::string where = LineOf(tls_field, -1, &tree_);
     const std::pair<const char*, const std::string*> parts[] = {
-        {"cert", &proto.tls().cert()},
-        {"key", &proto.tls().key()},
-        {"ca", &proto.tls().ca()}};
-    std::string* outs[] = {&topo.tls_cert, &topo.tls_key, &topo.tls_ca};
+        {"cert", &proto_.tls().cert()},
+        {"key", &proto_.tls().key()},
+        {"ca", &proto_.tls().ca()}};
+    std::string* outs[] = {&topo_.tls_cert, &topo_.tls_key, &topo_.tls_ca};
     for (int i = 0; i < 3; ++i) {
       const std::string& file = *parts[i].second;
       if (file.empty()) {
@@ -246,9 +304,10 @@ StatusOr<Topology> ParseTopology(const std::string& text,
             where + ": tls: " + parts[i].first +
             " is missing (tls needs cert, key and ca: PEM files)");
       }
-      const std::string resolved = resolve(file);
+      const std::string resolved = Resolve(file);
       const std::string at_field =
-          line_of(tls_desc->FindFieldByName(parts[i].first), -1, sub);
+          LineOf(topology::Tls::descriptor()->FindFieldByName(parts[i].first),
+                 -1, sub);
       // The key is a secret; the certificates are public. Each must be
       // there now: a node finds out before it listens, not at a peer's
       // first connection.
@@ -265,24 +324,50 @@ StatusOr<Topology> ParseTopology(const std::string& text,
       }
       *outs[i] = resolved;
     }
+    return Status::Ok();
   }
 
-  topology::Topology canonical = proto;
-  canonical.clear_secret_file();
-  if (canonical.has_tls()) {
-    canonical.mutable_tls()->set_cert("on");
-    canonical.mutable_tls()->set_key("on");
-    canonical.mutable_tls()->set_ca("on");
+  // SHA-256 of the file's deterministic serialisation without the secret
+  // file's path and with the TLS paths replaced by "on".
+  static std::string Fingerprint(const topology::Topology& proto) {
+    topology::Topology canonical = proto;
+    canonical.clear_secret_file();
+    if (canonical.has_tls()) {
+      canonical.mutable_tls()->set_cert("on");
+      canonical.mutable_tls()->set_key("on");
+      canonical.mutable_tls()->set_ca("on");
+    }
+    std::string bytes;
+    pb::io::StringOutputStream stream(&bytes);
+    {
+      pb::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      canonical.SerializeToCodedStream(&coded);
+    }
+    return Sha256Hex(bytes);
   }
-  std::string bytes;
-  pb::io::StringOutputStream stream(&bytes);
-  {
-    pb::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    canonical.SerializeToCodedStream(&coded);
+
+  const topology::Topology& proto_;
+  const pb::TextFormat::ParseInfoTree& tree_;
+  const std::string& path_;
+  Topology topo_;
+  std::set<std::pair<std::string, int>> addresses_;  // host, port: nodes so far
+};
+
+}  // namespace
+
+StatusOr<Topology> ParseTopology(const std::string& text,
+                                 const std::string& path) {
+  topology::Topology proto;
+  pb::TextFormat::Parser parser;
+  Collector errors;
+  pb::TextFormat::ParseInfoTree tree;
+  parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(&tree);
+  if (!parser.ParseFromString(text, &proto)) {
+    return InvalidArgument(path + ":" + errors.first());
   }
-  topo.fingerprint = Sha256Hex(bytes);
-  return topo;
+  return TopologyReader(proto, tree, path).Read();
 }
 
 StatusOr<Topology> LoadTopology(const std::string& path) {

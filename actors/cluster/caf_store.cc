@@ -4,7 +4,7 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include "actors/cluster/node_actor.h"
+#include "actors/cluster/node_messages.h"
 
 namespace parex {
 
@@ -20,8 +20,9 @@ CafStore::CafStore(caf::actor_system& system, caf::actor holder,
 void CafStore::set(const std::string& key, const std::vector<char>& data) {
   caf::scoped_actor self{system_};
   std::string failure;
-  self->request(holder_, timeout_, kv_set_atom::value, token_, prefix_ + key,
-                std::string(data.begin(), data.end()))
+  self->request(holder_, timeout_,
+                RendezvousSet{token_, prefix_ + key,
+                              std::string(data.begin(), data.end())})
       .receive([](bool) {},
                [&](caf::error& e) { failure = system_.render(e); });
   if (!failure.empty()) {
@@ -35,7 +36,7 @@ std::vector<char> CafStore::Get(const std::string& key,
   caf::scoped_actor self{system_};
   std::string failure;
   std::vector<char> value;
-  self->request(holder_, timeout, kv_get_atom::value, token_, prefix_ + key)
+  self->request(holder_, timeout, RendezvousGet{token_, prefix_ + key})
       .receive([&](const std::string& v) { value.assign(v.begin(), v.end()); },
                [&](caf::error& e) { failure = system_.render(e); });
   if (!failure.empty()) {

@@ -141,7 +141,7 @@ void LogWithAddress(caf::event_based_actor* self, const std::string& text) {
   LogWithAddressOf(self, self->current_sender(), text, nullptr);
 }
 
-using ProofReply = caf::result<bool, std::string, int64_t>;
+using ProofReply = caf::result<ProofVerdict>;
 
 // A refused proof: logged with the sender's address first, then answered.
 // The refused node waits for the answer, so its connection, and the
@@ -155,12 +155,85 @@ ProofReply RefuseProof(caf::event_based_actor* self,
                        std::function<void()> then = nullptr) {
   // (The sender first: the promise takes the message's sender over.)
   caf::strong_actor_ptr sender = self->current_sender();
-  auto promise = self->make_response_promise<bool, std::string, int64_t>();
+  auto promise = self->make_response_promise<ProofVerdict>();
   LogWithAddressOf(self, sender, log_text, [promise, reply, then]() mutable {
-    promise.deliver(false, reply, int64_t{0});
+    promise.deliver(ProofVerdict{false, reply, 0});
     if (then) then();
   });
   return promise;
+}
+
+// A Challenge: a fresh nonce for a node of the topology.
+caf::result<std::string> AnswerChallenge(caf::event_based_actor* self,
+                                         NodeShared& shared,
+                                         const Challenge& msg) {
+  if (shared.peers.count(msg.from) == 0) {
+    LogWithAddress(
+        self, "node '" + shared.name + "' refused a handshake from '" +
+                  Excerpt(msg.from) + "', which is not a node of the topology");
+    return caf::make_error(caf::sec::invalid_argument);
+  }
+  StatusOr<std::string> nonce = RandomBytes(32);
+  if (!nonce.ok()) return caf::make_error(caf::sec::runtime_error);
+  std::lock_guard<std::mutex> lock(shared.mu);
+  shared.nonces[msg.from] = *nonce;
+  return *nonce;
+}
+
+// A Proof: checked against the nonce last issued to its sender (used
+// once), then the identities compared. Accepted: a session token, and the
+// sender's node actor recorded (the joining thread waits for it). A
+// mismatched identity is fatal to this node's Join once the sender heard
+// why; a failed HMAC is only remembered (the sender proved nothing).
+ProofReply CheckProof(caf::event_based_actor* self,
+                      const std::shared_ptr<NodeShared>& shared,
+                      const Proof& msg) {
+  std::unique_lock<std::mutex> lock(shared->mu);
+  auto nonce = shared->nonces.find(msg.from);
+  if (nonce == shared->nonces.end()) {
+    lock.unlock();
+    return RefuseProof(self,
+                       "node '" + shared->name + "' refused a proof from '" +
+                           Excerpt(msg.from) + "', which it had not challenged",
+                       "node '" + shared->name +
+                           "': no challenge was issued to '" +
+                           Excerpt(msg.from) + "'");
+  }
+  const std::string expected = HmacSha256(
+      shared->secret,
+      HandshakeMessage(nonce->second, msg.from, shared->name, msg.info));
+  shared->nonces.erase(nonce);  // one proof per challenge
+  std::string reason;
+  if (!ConstantTimeEqual(expected, msg.mac)) {
+    // Whoever sent it proved nothing, so it cannot end this node's
+    // wait for the real node of that name: refused and remembered
+    // (a timeout names it), not fatal.
+    reason = "node '" + msg.from +
+             "' does not know the cluster secret (HMAC mismatch)";
+    if (shared->rejected.size() < 8) shared->rejected.push_back(reason);
+    lock.unlock();
+    return RefuseProof(
+        self, "node '" + shared->name + "' refused " + reason,
+        "node '" + shared->name + "' refused this node: " + reason);
+  }
+  reason = CompareInfo(msg.from, shared->info, DecodeInfo(msg.info));
+  if (!reason.empty()) {
+    lock.unlock();
+    return RefuseProof(
+        self, "node '" + shared->name + "' refused " + reason,
+        "node '" + shared->name + "' refused this node: " + reason,
+        [shared, reason] {
+          std::lock_guard<std::mutex> lock(shared->mu);
+          if (shared->refused.empty()) shared->refused = "refused " + reason;
+          shared->changed.notify_all();
+        });
+  }
+  StatusOr<std::string> token = RandomBytes(16);
+  if (!token.ok()) return ProofVerdict{false, "no random bytes for a token", 0};
+  shared->tokens.insert(*token);
+  shared->accepted[msg.from] = msg.node;
+  shared->changed.notify_all();
+  return ProofVerdict{true, *token, SteadyMicros()};
 }
 
 // What a lost peer's address says, within a second: its port refuses
@@ -232,113 +305,47 @@ caf::behavior NodeActor(caf::event_based_actor* self,
                         std::shared_ptr<NodeShared> shared) {
   auto kv = std::make_shared<KvState>();
   return {
-      [self, shared](challenge_atom,
-                     const std::string& from) -> caf::result<std::string> {
-        if (shared->peers.count(from) == 0) {
-          LogWithAddress(self, "node '" + shared->name +
-                                   "' refused a handshake from '" +
-                                   Excerpt(from) +
-                                   "', which is not a node of the topology");
-          return caf::make_error(caf::sec::invalid_argument);
-        }
-        StatusOr<std::string> nonce = RandomBytes(32);
-        if (!nonce.ok()) return caf::make_error(caf::sec::runtime_error);
-        std::lock_guard<std::mutex> lock(shared->mu);
-        shared->nonces[from] = *nonce;
-        return *nonce;
+      [self, shared](const Challenge& msg) {
+        return AnswerChallenge(self, *shared, msg);
       },
-      [self, shared](prove_atom, const std::string& from,
-                     const std::string& info, const std::string& mac,
-                     const caf::actor& peer) -> ProofReply {
-        std::unique_lock<std::mutex> lock(shared->mu);
-        auto nonce = shared->nonces.find(from);
-        if (nonce == shared->nonces.end()) {
-          lock.unlock();
-          return RefuseProof(
-              self,
-              "node '" + shared->name + "' refused a proof from '" +
-                  Excerpt(from) + "', which it had not challenged",
-              "node '" + shared->name + "': no challenge was issued to '" +
-                  Excerpt(from) + "'");
-        }
-        const std::string expected = HmacSha256(
-            shared->secret,
-            HandshakeMessage(nonce->second, from, shared->name, info));
-        shared->nonces.erase(nonce);  // one proof per challenge
-        std::string reason;
-        if (!ConstantTimeEqual(expected, mac)) {
-          // Whoever sent it proved nothing, so it cannot end this node's
-          // wait for the real node of that name: refused and remembered
-          // (a timeout names it), not fatal.
-          reason = "node '" + from +
-                   "' does not know the cluster secret (HMAC mismatch)";
-          if (shared->rejected.size() < 8) shared->rejected.push_back(reason);
-          lock.unlock();
-          return RefuseProof(
-              self, "node '" + shared->name + "' refused " + reason,
-              "node '" + shared->name + "' refused this node: " + reason);
-        }
-        reason = CompareInfo(from, shared->info, DecodeInfo(info));
-        if (!reason.empty()) {
-          lock.unlock();
-          return RefuseProof(
-              self, "node '" + shared->name + "' refused " + reason,
-              "node '" + shared->name + "' refused this node: " + reason,
-              [shared, reason] {
-                std::lock_guard<std::mutex> lock(shared->mu);
-                if (shared->refused.empty())
-                  shared->refused = "refused " + reason;
-                shared->changed.notify_all();
-              });
-        }
-        StatusOr<std::string> token = RandomBytes(16);
-        if (!token.ok())
-          return {false, "no random bytes for a token", int64_t{0}};
-        shared->tokens.insert(*token);
-        shared->accepted[from] = peer;
-        shared->changed.notify_all();
-        return {true, *token, SteadyMicros()};
+      [self, shared](const Proof& msg) {
+        return CheckProof(self, shared, msg);
       },
-      [shared, kv](kv_set_atom, const std::string& token,
-                   const std::string& key,
-                   const std::string& value) -> caf::result<bool> {
-        if (!TokenValid(*shared, token))
+      [shared, kv](const RendezvousSet& msg) -> caf::result<bool> {
+        if (!TokenValid(*shared, msg.token))
           return caf::make_error(caf::sec::invalid_argument);
-        kv->values[key] = value;
-        auto range = kv->waiting.equal_range(key);
+        kv->values[msg.key] = msg.value;
+        auto range = kv->waiting.equal_range(msg.key);
         for (auto it = range.first; it != range.second; ++it)
-          it->second.deliver(value);
+          it->second.deliver(msg.value);
         kv->waiting.erase(range.first, range.second);
         return true;
       },
-      [self, shared, kv](kv_get_atom, const std::string& token,
-                         const std::string& key) -> caf::result<std::string> {
-        if (!TokenValid(*shared, token))
+      [self, shared, kv](const RendezvousGet& msg) -> caf::result<std::string> {
+        if (!TokenValid(*shared, msg.token))
           return caf::make_error(caf::sec::invalid_argument);
-        auto it = kv->values.find(key);
+        auto it = kv->values.find(msg.key);
         if (it != kv->values.end()) return it->second;
         caf::response_promise rp = self->make_response_promise();
-        kv->waiting.emplace(key, rp);
+        kv->waiting.emplace(msg.key, rp);
         return rp;
       },
-      [self, shared](lost_atom, const std::string& token,
-                     const std::string& node, const std::string& why) -> bool {
-        if (!TokenValid(*shared, token)) {
+      [self, shared](const PeerLost& msg) -> bool {
+        if (!TokenValid(*shared, msg.token)) {
           LogWithAddress(
               self,
               "node '" + shared->name +
                   "' ignored a report of a lost node without a valid token");
           return false;
         }
-        if (shared->on_lost) shared->on_lost(node, why);
+        if (shared->on_lost) shared->on_lost(msg.node, msg.why);
         return true;
       },
-      [shared](stat_atom, const std::string& token)
-          -> caf::result<int64_t, std::string, bool> {
-        if (!TokenValid(*shared, token))
+      [shared](const ProgressQuery& msg) -> caf::result<Progress> {
+        if (!TokenValid(*shared, msg.token))
           return caf::make_error(caf::sec::invalid_argument);
         std::lock_guard<std::mutex> lock(shared->mu);
-        return {shared->seq, shared->call, shared->in_call};
+        return Progress{shared->seq, shared->call, shared->in_call};
       },
   };
 }
@@ -371,12 +378,13 @@ caf::behavior WatchActor(caf::event_based_actor* self,
       bool alive = false;
       for (const auto& [addr, n] : *watched) alive = alive || n == name;
       if (alive) {
-        self->send(other.handle, lost_atom::value, other.token, node,
-                   why + " (as node '" + shared->name + "' saw it)");
+        self->send(other.handle,
+                   PeerLost{other.token, node,
+                            why + " (as node '" + shared->name + "' saw it)"});
       }
     }
   });
-  // (Peers acknowledge a pxlost with a bool.)
+  // (Peers acknowledge a PeerLost with a bool.)
   return {[](caf::ok_atom) {}, [](bool) {}};
 }
 

@@ -1,33 +1,30 @@
 // NodeActor: one per process of a cluster (DESIGN.md §3.4 "node actor", §4).
 // Published on the node's topology address (and only there), it is what the
-// peers talk to before any collective runs:
+// peers talk to before any collective runs. Its messages, who sends them and
+// what they carry are in actors/cluster/node_messages.h:
 //
-//   peer ──(pxchal, name)──────────────▶ node: a fresh nonce for `name`
-//   peer ──(pxprove, name, info, mac, actor)▶ node: accepted when mac is
-//        HMAC-SHA-256(secret, "parex-handshake" | nonce | name | this node |
-//        info) and info (version, program, topology, options) equals this
-//        node's; replies (ok, session token or the reason, clock in µs)
-//   peer ──(pxset, token, key, value)──▶ rank 0's node: the Gloo rendezvous
-//   peer ──(pxget, token, key)─────────▶ rank 0's node: the value, once set
-//   peer ──(pxlost, token, node, why)──▶ node: the peer lost `node`
-//   peer ──(pxstat, token)─────────────▶ node: its progress through the
-//        cross-node collectives (number, what, whether inside it): what a
-//        stall report compares
+//   Challenge, Proof: a peer proves the cluster secret (HMAC-SHA-256 over a
+//        fresh nonce) and its identity (version, program, topology, options),
+//        which must equal this node's; an accepted proof earns a session
+//        token
+//   RendezvousSet, RendezvousGet: the Gloo rendezvous (rank 0's node)
+//   PeerLost: the peer lost a node
+//   ProgressQuery: this node's progress through the cross-node collectives
+//        (what a stall report compares)
 //
-// Store, lost and status messages without a token issued by an accepted
-// proof are refused. A refused handshake is logged with the peer's address.
+// Messages after the proof without a token issued by an accepted proof are
+// refused. A refused handshake is logged with the peer's address.
 //
 // WatchActor monitors the peers' node actors once the handshake is done: a
 // peer whose connection closes (its process exited or crashed) or falls
 // silent for the heartbeat timeout (hung, stopped, partitioned) is lost;
-// NodeShared::on_lost hears it, and the other peers are told (pxlost), so
+// NodeShared::on_lost hears it, and the other peers are told (PeerLost), so
 // every node names the node that was lost first.
-// Nothing here blocks; the joining thread (actors/cluster/cluster.cc) watches
-// the handshake through NodeShared.
+// Nothing here blocks; the joining thread (actors/cluster/peer_handshake.h)
+// watches the handshake through NodeShared.
 #pragma once
 
 #include <caf/actor.hpp>
-#include <caf/atom.hpp>
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <condition_variable>
@@ -39,14 +36,9 @@
 #include <utility>
 #include <vector>
 
-namespace parex {
+#include "actors/cluster/node_messages.h"
 
-using challenge_atom = caf::atom_constant<caf::atom("pxchal")>;
-using prove_atom = caf::atom_constant<caf::atom("pxprove")>;
-using kv_set_atom = caf::atom_constant<caf::atom("pxset")>;
-using kv_get_atom = caf::atom_constant<caf::atom("pxget")>;
-using lost_atom = caf::atom_constant<caf::atom("pxlost")>;
-using stat_atom = caf::atom_constant<caf::atom("pxstat")>;
+namespace parex {
 
 // What a node's actor and its joining thread share. Thread-safe (mu).
 struct NodeShared {

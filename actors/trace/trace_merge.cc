@@ -95,10 +95,15 @@ int IntOr(const json& e, const char* key, int fallback) {
   return it != e.end() && it->is_number_integer() ? it->get<int>() : fallback;
 }
 
-}  // namespace
+// Each node's collective spans by (step, key), for the cross-node arrows.
+struct Span {
+  double ts = 0;
+  int tid = 0;
+};
+using CollectiveSpans = std::map<std::pair<int64_t, std::string>, Span>;
 
-StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
-  if (traces.empty()) return InvalidArgument("trace merge: no traces given");
+// Every trace parsed, one per rank, in rank order.
+StatusOr<std::vector<Parsed>> ParseAll(const std::vector<NodeTrace>& traces) {
   std::vector<Parsed> nodes;
   std::map<int, std::string> rank_path;
   for (const NodeTrace& t : traces) {
@@ -112,8 +117,12 @@ StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
   }
   std::sort(nodes.begin(), nodes.end(),
             [](const Parsed& a, const Parsed& b) { return a.rank < b.rank; });
+  return nodes;
+}
 
-  // The merged timeline starts at the earliest event of any node.
+// The earliest event of any node on rank 0's clock (0 without events): where
+// the merged timeline starts.
+double EarliestEvent(const std::vector<Parsed>& nodes) {
   double start = std::numeric_limits<double>::infinity();
   for (const Parsed& n : nodes) {
     for (const json& e : n.doc["traceEvents"]) {
@@ -122,86 +131,93 @@ StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
       }
     }
   }
-  if (!std::isfinite(start)) start = 0;
+  return std::isfinite(start) ? start : 0;
+}
 
-  json out = json::array();
-  // Per node: its collective spans by (step, key), for the cross-node arrows.
-  struct Span {
-    double ts = 0;
-    int tid = 0;
-  };
-  std::vector<std::map<std::pair<int64_t, std::string>, Span>> collectives(
-      nodes.size());
-  constexpr int kTracksPerProcess = 16;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Parsed& n = nodes[i];
-    const int pid = n.rank;
-    out.push_back({{"name", "process_name"},
-                   {"ph", "M"},
-                   {"pid", pid},
-                   {"args",
-                    {{"name", "node '" + n.node + "' (rank " +
-                                  std::to_string(n.rank) + ")"}}}});
-    out.push_back({{"name", "process_sort_index"},
-                   {"ph", "M"},
-                   {"pid", pid},
-                   {"args", {{"sort_index", n.rank}}}});
-    // The node's processes (places) become track-name prefixes.
-    std::map<int, std::string> process_names;
-    for (const json& e : n.doc["traceEvents"]) {
-      if (e.is_object() && e.value("ph", "") == "M" &&
-          e.value("name", "") == "process_name" && e.contains("args") &&
-          e["args"].is_object() && e["args"].contains("name") &&
-          e["args"]["name"].is_string()) {
-        process_names[IntOr(e, "pid", 0)] =
-            e["args"]["name"].get<std::string>();
-      }
-    }
-    const uint64_t flow_base = static_cast<uint64_t>(n.rank + 1) << 40;
-    for (const json& e : n.doc["traceEvents"]) {
-      if (!e.is_object()) continue;
-      const std::string ph = e.value("ph", "");
-      const int old_pid = IntOr(e, "pid", 0);
-      const int old_tid = IntOr(e, "tid", 0);
-      const int tid = old_pid * kTracksPerProcess + old_tid % kTracksPerProcess;
-      if (ph == "M") {
-        if (e.value("name", "") != "thread_name") continue;  // processes: above
-        std::string name = "?";
-        if (e.contains("args") && e["args"].is_object() &&
-            e["args"].contains("name") && e["args"]["name"].is_string()) {
-          name = e["args"]["name"].get<std::string>();
-        }
-        auto p = process_names.find(old_pid);
-        out.push_back({{"name", "thread_name"},
-                       {"ph", "M"},
-                       {"pid", pid},
-                       {"tid", tid},
-                       {"args",
-                        {{"name", (p != process_names.end() ? p->second : "?") +
-                                      " / " + name}}}});
-        continue;
-      }
-      json copy = e;
-      copy["pid"] = pid;
-      copy["tid"] = tid;
-      if (copy.contains("ts") && copy["ts"].is_number()) {
-        copy["ts"] = copy["ts"].get<double>() + n.shift_us - start;
-      }
-      if ((ph == "s" || ph == "f" || ph == "t") && copy.contains("id") &&
-          copy["id"].is_number_unsigned()) {
-        copy["id"] = flow_base + copy["id"].get<uint64_t>();
-      }
-      if (ph == "X" && e.value("cat", "") == "communication" &&
-          e.contains("args") && e["args"].is_object() &&
-          e["args"].contains("step") && e["args"]["step"].is_number_integer()) {
-        collectives[i][{e["args"]["step"].get<int64_t>(),
-                        CollectiveKey(e.value("name", ""))}] = {
-            copy["ts"].get<double>(), tid};
-      }
-      out.push_back(std::move(copy));
+// The names of a node's processes (its places), by pid.
+std::map<int, std::string> ProcessNames(const Parsed& n) {
+  std::map<int, std::string> process_names;
+  for (const json& e : n.doc["traceEvents"]) {
+    if (e.is_object() && e.value("ph", "") == "M" &&
+        e.value("name", "") == "process_name" && e.contains("args") &&
+        e["args"].is_object() && e["args"].contains("name") &&
+        e["args"]["name"].is_string()) {
+      process_names[IntOr(e, "pid", 0)] = e["args"]["name"].get<std::string>();
     }
   }
-  // Cross-node arrows: rank r's collective to the same one on rank r + 1.
+  return process_names;
+}
+
+// Appends node `n`'s events to `out` as one process (pid: its rank) whose
+// tracks are its places' tracks (named "place / track"), shifted onto the
+// merged timeline, its flow ids moved into a range of its own; its
+// collective spans go to `collectives`.
+void AppendNode(const Parsed& n, double start, json* out,
+                CollectiveSpans* collectives) {
+  constexpr int kTracksPerProcess = 16;
+  const int pid = n.rank;
+  out->push_back({{"name", "process_name"},
+                  {"ph", "M"},
+                  {"pid", pid},
+                  {"args",
+                   {{"name", "node '" + n.node + "' (rank " +
+                                 std::to_string(n.rank) + ")"}}}});
+  out->push_back({{"name", "process_sort_index"},
+                  {"ph", "M"},
+                  {"pid", pid},
+                  {"args", {{"sort_index", n.rank}}}});
+  // The node's processes (places) become track-name prefixes.
+  const std::map<int, std::string> process_names = ProcessNames(n);
+  const uint64_t flow_base = static_cast<uint64_t>(n.rank + 1) << 40;
+  for (const json& e : n.doc["traceEvents"]) {
+    if (!e.is_object()) continue;
+    const std::string ph = e.value("ph", "");
+    const int old_pid = IntOr(e, "pid", 0);
+    const int old_tid = IntOr(e, "tid", 0);
+    const int tid = old_pid * kTracksPerProcess + old_tid % kTracksPerProcess;
+    if (ph == "M") {
+      if (e.value("name", "") != "thread_name") continue;  // processes: above
+      std::string name = "?";
+      if (e.contains("args") && e["args"].is_object() &&
+          e["args"].contains("name") && e["args"]["name"].is_string()) {
+        name = e["args"]["name"].get<std::string>();
+      }
+      auto p = process_names.find(old_pid);
+      out->push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", pid},
+                      {"tid", tid},
+                      {"args",
+                       {{"name", (p != process_names.end() ? p->second : "?") +
+                                     " / " + name}}}});
+      continue;
+    }
+    json copy = e;
+    copy["pid"] = pid;
+    copy["tid"] = tid;
+    if (copy.contains("ts") && copy["ts"].is_number()) {
+      copy["ts"] = copy["ts"].get<double>() + n.shift_us - start;
+    }
+    if ((ph == "s" || ph == "f" || ph == "t") && copy.contains("id") &&
+        copy["id"].is_number_unsigned()) {
+      copy["id"] = flow_base + copy["id"].get<uint64_t>();
+    }
+    if (ph == "X" && e.value("cat", "") == "communication" &&
+        e.contains("args") && e["args"].is_object() &&
+        e["args"].contains("step") && e["args"]["step"].is_number_integer()) {
+      (*collectives)[{e["args"]["step"].get<int64_t>(),
+                      CollectiveKey(e.value("name", ""))}] = {
+          copy["ts"].get<double>(), tid};
+    }
+    out->push_back(std::move(copy));
+  }
+}
+
+// Appends an arrow from each collective of rank r to the same one on rank
+// r + 1; returns how many.
+int AppendCrossNodeArrows(const std::vector<Parsed>& nodes,
+                          const std::vector<CollectiveSpans>& collectives,
+                          json* out) {
   uint64_t cross_id = uint64_t{1} << 62;
   int cross = 0;
   for (size_t i = 0; i + 1 < nodes.size(); ++i) {
@@ -209,29 +225,43 @@ StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
       auto to = collectives[i + 1].find(key);
       if (to == collectives[i + 1].end()) continue;
       const std::string name = "across nodes: " + key.second;
-      out.push_back({{"name", name},
-                     {"cat", "cross-node"},
-                     {"ph", "s"},
-                     {"id", cross_id},
-                     {"ts", from.ts},
-                     {"pid", nodes[i].rank},
-                     {"tid", from.tid},
-                     {"args",
-                      {{"step", key.first},
-                       {"from", nodes[i].node},
-                       {"to", nodes[i + 1].node}}}});
-      out.push_back({{"name", name},
-                     {"cat", "cross-node"},
-                     {"ph", "f"},
-                     {"bp", "e"},
-                     {"id", cross_id},
-                     {"ts", to->second.ts},
-                     {"pid", nodes[i + 1].rank},
-                     {"tid", to->second.tid}});
+      out->push_back({{"name", name},
+                      {"cat", "cross-node"},
+                      {"ph", "s"},
+                      {"id", cross_id},
+                      {"ts", from.ts},
+                      {"pid", nodes[i].rank},
+                      {"tid", from.tid},
+                      {"args",
+                       {{"step", key.first},
+                        {"from", nodes[i].node},
+                        {"to", nodes[i + 1].node}}}});
+      out->push_back({{"name", name},
+                      {"cat", "cross-node"},
+                      {"ph", "f"},
+                      {"bp", "e"},
+                      {"id", cross_id},
+                      {"ts", to->second.ts},
+                      {"pid", nodes[i + 1].rank},
+                      {"tid", to->second.tid}});
       ++cross_id;
       ++cross;
     }
   }
+  return cross;
+}
+
+}  // namespace
+
+StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
+  if (traces.empty()) return InvalidArgument("trace merge: no traces given");
+  PAREX_ASSIGN_OR_RETURN(std::vector<Parsed> nodes, ParseAll(traces));
+  const double start = EarliestEvent(nodes);
+  json out = json::array();
+  std::vector<CollectiveSpans> collectives(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    AppendNode(nodes[i], start, &out, &collectives[i]);
+  const int cross = AppendCrossNodeArrows(nodes, collectives, &out);
   json merged_nodes = json::array();
   for (const Parsed& n : nodes) {
     merged_nodes.push_back({{"node", n.node},

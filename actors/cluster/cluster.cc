@@ -59,6 +59,11 @@ Cluster::Impl::~Impl() {
   }
   gloo.reset();
   if (system == nullptr) return;
+  {
+    // From now on the guarded actors take exit messages (SpawnGuarded).
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->stopping = true;
+  }
   if (watcher) caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
   watcher = nullptr;
   if (node_actor) {
@@ -131,7 +136,10 @@ Status Cluster::Impl::StartSystem() {
 
 Status Cluster::Impl::Publish() {
   const TopologyNode& me = topology.nodes[rank];
-  node_actor = system->spawn(NodeActor, shared);
+  node_actor = SpawnGuarded(*system, shared, /*stops_when_leaving=*/false,
+                            [shared = shared](caf::event_based_actor* self) {
+                              return NodeActor(self, shared);
+                            });
   Witness(node_actor);
   // The topology's address only: CAF binds the listening socket to `host`
   // (SO_REUSEADDR, so a restarted node gets its port back while the last
@@ -164,7 +172,11 @@ void Cluster::Impl::StartWatcher(const PeerHandshake& handshake) {
     const TopologyNode& n = topology.nodes[topology.Rank(name)];
     watched[name] = WatchedPeer{handle, tokens[name], n.host, n.port};
   }
-  watcher = system->spawn(WatchActor, shared, std::move(watched));
+  watcher =
+      SpawnGuarded(*system, shared, /*stops_when_leaving=*/true,
+                   [shared = shared, watched](caf::event_based_actor* self) {
+                     return WatchActor(self, shared, watched);
+                   });
   Witness(watcher);
 }
 

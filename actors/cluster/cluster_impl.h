@@ -42,8 +42,9 @@ struct Cluster::Impl {
   // every heartbeat_timeout_ms / 4 and a connection silent for
   // heartbeat_timeout_ms dropped. Waits for nothing.
   Status StartSystem();
-  // Spawns the node actor and publishes it on the topology's address of
-  // this node only; fails at once when it cannot listen there.
+  // Spawns the node actor (guarded: SpawnGuarded) and publishes it on the
+  // topology's address of this node only; fails at once when it cannot
+  // listen there.
   Status Publish();
   // Keeps the handshake's peers and tokens, then starts the watcher: from
   // now on a peer that goes is lost (and named). Waits for nothing.

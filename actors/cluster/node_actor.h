@@ -15,6 +15,19 @@
 // Messages after the proof without a token issued by an accepted proof are
 // refused. A refused handshake is logged with the peer's address.
 //
+// The trust rule (issue 28; node_messages.h): nothing a process says changes
+// this node's state or ends it before the process proved the cluster secret.
+// A failed proof is refused and remembered (with the address it came from)
+// for the message of a handshake that times out, never fatal; only a peer
+// that proved the secret can end a handshake early (its identity differs).
+// Every verdict is signed over the prover's own challenge, so the prover can
+// tell a peer that knows the secret from one that only claims its name.
+// CAF lets any process connected to this one send any actor it can name by
+// id system messages too: the node actor and the watcher are spawned guarded
+// (SpawnGuarded): an exit message before this process stops them, an error
+// message that answers nothing, a down message from an actor that did not
+// end and any message they do not know are logged and ignored.
+//
 // WatchActor monitors the peers' node actors once the handshake is done: a
 // peer whose connection closes (its process exited or crashed) or falls
 // silent for the heartbeat timeout (hung, stopped, partitioned) is lost;
@@ -25,11 +38,13 @@
 #pragma once
 
 #include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -50,13 +65,17 @@ struct NodeShared {
   bool tls = false;  // peers speak TLS (a lost one's probe waits for nothing)
 
   std::mutex mu;
-  std::condition_variable changed;             // notified on every change below
-  std::map<std::string, std::string> nonces;   // challenger -> nonce
+  std::condition_variable changed;  // notified on every change below
+  // Challenger's name and process ("name@node id") -> the nonce issued.
+  std::map<std::string, std::string> nonces;
   std::map<std::string, caf::actor> accepted;  // peers whose proof passed
   std::set<std::string> tokens;                // issued session tokens
-  std::string refused;                         // the first refusal
-  // Proofs that failed the HMAC (refused, but not fatal: the sender proved
-  // nothing), for the message of a handshake that times out.
+  // The first refusal of a peer that proved the secret (its identity
+  // differs): it ends this node's handshake.
+  std::string refused;
+  // Proofs that failed the HMAC, each with the address it came from
+  // (refused, but not fatal: the sender proved nothing), for the message
+  // of a handshake that times out.
   std::vector<std::string> rejected;
 
   // This node's progress through the cross-node collectives (the Gloo
@@ -65,7 +84,8 @@ struct NodeShared {
   int64_t seq = 0;
   std::string call;
   bool in_call = false;
-  bool leaving = false;  // Leave began: peers that go are no longer lost
+  bool leaving = false;   // Leave began: peers that go are no longer lost
+  bool stopping = false;  // this process stops its actors (exit messages)
   // Peers lost, in the order they were (node, why).
   std::vector<std::pair<std::string, std::string>> lost;
   // Called once per lost peer, from an actor's thread; set before the
@@ -78,6 +98,12 @@ std::string HandshakeMessage(const std::string& nonce,
                              const std::string& prover,
                              const std::string& verifier,
                              const std::string& info);
+// What a verifier signs (all of `verdict` but its mac), over the prover's
+// challenge.
+std::string VerdictMessage(const std::string& challenge,
+                           const std::string& prover,
+                           const std::string& verifier,
+                           const ProofVerdict& verdict);
 // info as "key=value\n" lines (sorted), and back.
 std::string EncodeInfo(const std::map<std::string, std::string>& info);
 std::map<std::string, std::string> DecodeInfo(const std::string& text);
@@ -86,9 +112,21 @@ std::string CompareInfo(const std::string& peer,
                         const std::map<std::string, std::string>& ours,
                         const std::map<std::string, std::string>& theirs);
 
-// The node actor's behaviour (spawn with the shared state).
+// The node actor's behaviour (spawn it guarded, with the shared state).
 caf::behavior NodeActor(caf::event_based_actor* self,
                         std::shared_ptr<NodeShared> shared);
+
+// Spawns the actor `make` returns the behaviour of, guarded: what CAF would
+// let any connected process do to it is logged (with the sender's address)
+// and ignored: exit messages (even exit_reason::kill) until this process
+// stops it (shared->stopping, or shared->leaving too when
+// `stops_when_leaving`), error messages that are no response, down
+// messages whose sender is not the actor that ended, and messages it has
+// no handler for.
+caf::actor SpawnGuarded(
+    caf::actor_system& system, std::shared_ptr<NodeShared> shared,
+    bool stops_when_leaving,
+    std::function<caf::behavior(caf::event_based_actor*)> make);
 
 // A peer to watch: its node actor and the token it gave this node.
 struct WatchedPeer {
@@ -97,7 +135,7 @@ struct WatchedPeer {
   std::string host;  // its topology address (probed when it is lost)
   int port = 0;
 };
-// Monitors `peers` (by name) until it is told to exit.
+// Monitors `peers` (by name) until it is told to exit (spawn it guarded).
 caf::behavior WatchActor(caf::event_based_actor* self,
                          std::shared_ptr<NodeShared> shared,
                          std::map<std::string, WatchedPeer> peers);

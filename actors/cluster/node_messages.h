@@ -17,6 +17,16 @@
 //   any rank's CafStore ──RendezvousGet──▶ rank 0's node actor   reply: value
 //   a node (watcher, AnnounceFailure) ──PeerLost──▶ peer          reply: bool
 //   a node (Cluster::Explain) ──ProgressQuery──▶ peer    reply: Progress
+//
+// The trust rule (issue 28): what a process says counts only once it proved
+// that it knows the cluster secret, both ways. A verifier believes a Proof
+// only when its HMAC over the verifier's fresh nonce checks; a prover
+// believes a ProofVerdict (accepted or refused) only when its `mac`, the
+// verifier's HMAC over the prover's own fresh `challenge`, checks. Anything
+// else a process says before that (a refusal it cannot back, an error, a
+// dropped connection, garbage) is logged with its address and ignored: the
+// node goes on waiting for the real peer until connect_timeout_ms, whose
+// error names what it saw. After the handshake only token holders count.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -37,24 +47,33 @@ struct Challenge {
 
 // Node `from` proves it knows the cluster secret and has the same identity:
 // `mac` is HMAC-SHA-256(secret, HandshakeMessage(nonce, from, receiver,
-// info)) over the receiver's last nonce for `from` (used once), `info` its
-// identity (EncodeInfo: version, program, options, topology). `node` is the
-// sender's node actor: where the receiver sends its own proof and requests.
+// info)) over the receiver's last nonce for `from` from the sender's process
+// (used once), `info` its identity (EncodeInfo: version, program, options,
+// topology). `node` is the sender's node actor: where the receiver sends its
+// own proof and requests. `challenge` is the sender's fresh nonce, which the
+// receiver signs its verdict over.
 struct Proof {
   std::string from;
   std::string info;
   std::string mac;
   caf::actor node;
+  std::string challenge;
 };
 
 // The answer to a Proof. Accepted: `text` is the session token the prover
 // shows from now on and `clock_us` the verifier's steady clock (µs) when it
 // answered (rank 0's gives the clock offset). Refused: `text` says why, for
-// the prover's error message (`clock_us` 0).
+// the prover's error message (`clock_us` 0); `retry` when the proof only
+// missed its nonce (no challenge for it, or a later one replaced it), so a
+// new challenge may pass. `mac` is HMAC-SHA-256(secret, VerdictMessage(...))
+// over the Proof's `challenge`: without a valid one the prover believes
+// nothing of the verdict (the verifier did not prove the secret).
 struct ProofVerdict {
   bool accepted = false;
   std::string text;
   int64_t clock_us = 0;
+  bool retry = false;
+  std::string mac;
 };
 
 // Gloo's rendezvous (CafStore): rank 0's node actor keeps `key` = `value`
@@ -101,12 +120,13 @@ typename Inspector::result_type inspect(Inspector& f, Challenge& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Proof& x) {
-  return f(caf::meta::type_name("parex.Proof"), x.from, x.info, x.mac, x.node);
+  return f(caf::meta::type_name("parex.Proof"), x.from, x.info, x.mac, x.node,
+           x.challenge);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ProofVerdict& x) {
   return f(caf::meta::type_name("parex.ProofVerdict"), x.accepted, x.text,
-           x.clock_us);
+           x.clock_us, x.retry, x.mac);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RendezvousSet& x) {

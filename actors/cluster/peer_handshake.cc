@@ -1,5 +1,6 @@
 #include "actors/cluster/peer_handshake.h"
 
+#include <algorithm>
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/remote_actor.hpp>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "actors/cluster/node_messages.h"
 #include "base/digest.h"
 #include "base/logging.h"
+#include "base/text.h"
 
 namespace parex {
 
@@ -50,10 +52,8 @@ std::chrono::milliseconds PeerHandshake::Left() const {
 Status PeerHandshake::ConnectToLaterNodes() {
   for (int r = rank_ + 1; r < static_cast<int>(topology_.nodes.size()); ++r) {
     const TopologyNode& peer = topology_.nodes[r];
-    StatusOr<caf::actor> handle = Connect(peer);
-    if (!handle.ok()) return handle.status();
-    PAREX_RETURN_IF_ERROR(Prove(peer, *handle));
-    peers_[peer.name] = *handle;
+    PAREX_RETURN_IF_ERROR(
+        ProveUntilAccepted(peer, [&] { return Connect(peer); }));
   }
   return Status::Ok();
 }
@@ -69,10 +69,48 @@ Status PeerHandshake::AnswerEarlierNodes() {
       std::lock_guard<std::mutex> lock(shared_->mu);
       handle = shared_->accepted[peer.name];
     }
-    PAREX_RETURN_IF_ERROR(Prove(peer, handle));
-    peers_[peer.name] = handle;
+    PAREX_RETURN_IF_ERROR(ProveUntilAccepted(
+        peer, [&]() -> StatusOr<caf::actor> { return handle; }));
   }
   return Status::Ok();
+}
+
+Status PeerHandshake::ProveUntilAccepted(
+    const TopologyNode& peer,
+    const std::function<StatusOr<caf::actor>()>& reach) {
+  for (int attempt = 0;; ++attempt) {
+    StatusOr<caf::actor> handle = reach();
+    if (!handle.ok()) return handle.status();
+    StatusOr<bool> accepted = Prove(peer, *handle);
+    if (!accepted.ok()) return accepted.status();
+    if (*accepted) {
+      peers_[peer.name] = *handle;
+      return Status::Ok();
+    }
+    if (Clock::now() >= deadline_) {
+      return Aborted(label_ + ": node '" + peer.name + "' at " + peer.host +
+                     ":" + std::to_string(peer.port) +
+                     " did not prove that it knows the cluster secret" +
+                     timeout_text_ + ": " + Noted());
+    }
+    std::this_thread::sleep_for(std::min(
+        Left(), std::chrono::milliseconds(100 << std::min(attempt, 4))));
+  }
+}
+
+void PeerHandshake::NoteUnproven(const std::string& what) {
+  if (unproven_.size() >= 8 ||
+      std::find(unproven_.begin(), unproven_.end(), what) != unproven_.end())
+    return;
+  unproven_.push_back(what);
+  LogError(Subsystem::kNode,
+           label_ + ": " + what + "; ignored, waiting for the real node");
+}
+
+std::string PeerHandshake::Noted() const {
+  std::string text;
+  for (const std::string& u : unproven_) text += (text.empty() ? "" : "; ") + u;
+  return text;
 }
 
 Status PeerHandshake::AwaitEveryProof() {
@@ -97,6 +135,7 @@ StatusOr<caf::actor> PeerHandshake::Connect(const TopologyNode& peer) {
           label_ + ": node '" + peer.name + "' at " + peer.host + ":" +
           std::to_string(peer.port) + " did not answer" + timeout_text_ +
           " (last: " + last_error + ")" +
+          (unproven_.empty() ? "" : "; meanwhile " + Noted()) +
           (topology_.tls()
                ? "; with TLS, a node whose certificate the topology's "
                  "ca did not sign, or that does not trust this node's, "
@@ -113,29 +152,44 @@ StatusOr<caf::actor> PeerHandshake::Connect(const TopologyNode& peer) {
   }
 }
 
-Status PeerHandshake::Prove(const TopologyNode& peer,
-                            const caf::actor& handle) {
+StatusOr<bool> PeerHandshake::Prove(const TopologyNode& peer,
+                                    const caf::actor& handle) {
+  const std::string process = "a process at " + peer.host + ":" +
+                              std::to_string(peer.port) + " claimed to be '" +
+                              peer.name + "' but ";
   std::string nonce, failure;
   self_->request(handle, Left(), Challenge{me_.name})
       .receive([&](const std::string& n) { nonce = n; },
                [&](caf::error& e) { failure = system_.render(e); });
-  if (!failure.empty()) {
-    return Aborted(label_ + ": handshake with node '" + peer.name + "' at " +
-                   peer.host + ":" + std::to_string(peer.port) +
-                   " failed: " + failure);
-  }
+  // (A request that ran into the deadline says nothing of the peer.)
+  const auto note = [&](const std::string& what) {
+    if (Clock::now() < deadline_) NoteUnproven(process + what);
+    return false;
+  };
+  if (!failure.empty())
+    return note("answered the challenge with an error: " + failure);
+  StatusOr<std::string> challenge = RandomBytes(32);
+  if (!challenge.ok()) return challenge.status();
   const std::string mac = HmacSha256(
       topology_.secret, HandshakeMessage(nonce, me_.name, peer.name, info_));
   ProofVerdict verdict;
   const int64_t t0 = SteadyMicros();
-  self_->request(handle, Left(), Proof{me_.name, info_, mac, node_actor_})
+  self_
+      ->request(handle, Left(),
+                Proof{me_.name, info_, mac, node_actor_, *challenge})
       .receive([&](const ProofVerdict& v) { verdict = v; },
                [&](caf::error& e) { failure = system_.render(e); });
   const int64_t t1 = SteadyMicros();
-  if (!failure.empty()) {
-    return Aborted(label_ + ": handshake with node '" + peer.name +
-                   "' failed: " + failure);
+  if (!failure.empty())
+    return note("answered the proof with an error: " + failure);
+  const std::string expected =
+      HmacSha256(topology_.secret,
+                 VerdictMessage(*challenge, me_.name, peer.name, verdict));
+  if (!ConstantTimeEqual(expected, verdict.mac)) {
+    return note("did not prove the cluster secret (it answered: " +
+                Excerpt(verdict.text, 200) + "; a different secret file?)");
   }
+  if (verdict.retry) return false;  // a new challenge may pass
   if (!verdict.accepted) return FailedPrecondition(verdict.text);
   tokens_[peer.name] = verdict.text;
   if (topology_.Rank(peer.name) == 0) {
@@ -143,7 +197,7 @@ Status PeerHandshake::Prove(const TopologyNode& peer,
     clock_offset_us_ = verdict.clock_us - (t0 + t1) / 2;
     clock_rtt_us_ = t1 - t0;
   }
-  return Status::Ok();
+  return true;
 }
 
 Status PeerHandshake::WaitFor(const std::function<bool()>& done,

@@ -6,9 +6,15 @@
 // waits until every peer proved itself. Proving to rank 0 measures the clock
 // offset.
 //
-// Every wait ends by one deadline, connect_timeout_ms after the handshake
-// began, or earlier when a peer refused this node's identity (NodeShared::
-// refused): the error then says so. Not thread-safe: the joining thread's.
+// A verdict counts only when the peer signed it over this node's challenge
+// with the cluster secret (node_messages.h, the trust rule). Whatever else
+// comes back (an unsigned refusal, an error, a dropped connection) is logged
+// with the address and noted, and this node tries again (after 100 ms,
+// doubling to 1 s): the real peer may come. Every wait ends by one deadline,
+// connect_timeout_ms after the handshake began, whose error names what was
+// noted, or earlier when a peer that proved the secret refused this node's
+// identity (its verdict, or NodeShared::refused): the error then says so.
+// Not thread-safe: the joining thread's.
 #pragma once
 
 #include <caf/actor.hpp>
@@ -20,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/cluster/node_actor.h"
 #include "base/status.h"
@@ -58,13 +65,25 @@ class PeerHandshake {
   // 3. Waits until every peer proved itself to this node.
   Status AwaitEveryProof();
 
+  // Proves this node to the node actor `reach` returns for `peer` until a
+  // verdict the peer signed accepts it; `reach` is asked again before each
+  // try (it may fail: its error ends the handshake).
+  Status ProveUntilAccepted(const TopologyNode& peer,
+                            const std::function<StatusOr<caf::actor>()>& reach);
   // The node actor at `peer`'s address, retried every 50 ms until the
   // deadline (or a refusal seen meanwhile).
   StatusOr<caf::actor> Connect(const TopologyNode& peer);
-  // Proves this node to `peer` (challenge, HMAC, identity); keeps the token
-  // it gives and, for rank 0, the clock offset. Each request waits until
-  // the deadline at most.
-  Status Prove(const TopologyNode& peer, const caf::actor& handle);
+  // One proof of this node to `peer` (challenge, HMAC, identity, and a
+  // challenge of this node's for the verdict). True: a verdict the peer
+  // signed accepted it (its token kept and, for rank 0, the clock offset).
+  // False: nothing this node can trust came back (noted) or the peer asked
+  // for a new challenge. An error: a peer that proved the secret refused
+  // this node. Each request waits until the deadline at most.
+  StatusOr<bool> Prove(const TopologyNode& peer, const caf::actor& handle);
+  // Logs (once) and keeps `what` a process at `peer`'s address did.
+  void NoteUnproven(const std::string& what);
+  // What was noted, for an error ("" when nothing was).
+  std::string Noted() const;
   // Waits until `done` holds of the shared state (called under its lock),
   // a proof was refused, or the deadline passed (the error names `what`).
   Status WaitFor(const std::function<bool()>& done, const std::string& what);
@@ -85,6 +104,7 @@ class PeerHandshake {
 
   std::map<std::string, caf::actor> peers_;
   std::map<std::string, std::string> tokens_;
+  std::vector<std::string> unproven_;  // NoteUnproven (at most 8)
   int64_t clock_offset_us_ = 0;
   int64_t clock_rtt_us_ = 0;
 };

@@ -4,7 +4,6 @@
 #include "actors/cluster/cluster.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -22,11 +21,15 @@
 
 #include "actors/cluster/node_actor.h"
 #include "tests/free_port.h"
+#include "tests/listening_ports.h"
 
 namespace parex {
 namespace {
 
 using ::parex::testing::FreePort;
+using ::parex::testing::ListeningAddresses;
+using ::parex::testing::PortOfAddress;
+using ::parex::testing::SocketInodes;
 
 std::string Dir() {
   std::string dir =
@@ -139,15 +142,31 @@ TEST(ClusterTest, OtherOptionsAreRefused) {
 }
 
 TEST(ClusterTest, AWrongSecretIsRefused) {
-  // The node whose proof failed is refused at once; the other, which
-  // cannot tell a misconfigured peer from a stranger, keeps waiting for a
-  // node that proves the secret, and its timeout names what it refused.
+  // Neither node can tell a misconfigured peer from a stranger, so neither
+  // believes what the other says (issue 28): each keeps waiting for a node
+  // that proves the secret, and its timeout names what it saw and where.
   const Topology topo = MakeTopology(2, "0123456789abcdef-secret", "t", 3000);
   Topology wrong = topo;
   wrong.secret = "0123456789abcdef-guess!";
+  const auto start = std::chrono::steady_clock::now();
   std::vector<NodeResult> r = JoinAll({topo, wrong}, {kId, kId});
-  ExpectEveryNodeRefused(r, "does not know the cluster secret");
-  EXPECT_NE(r[1].status.message().find("refused meanwhile"), std::string::npos)
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_LT(seconds, 5.0);
+  ExpectEveryNodeRefused(r, "did not prove the cluster secret");
+  ExpectEveryNodeRefused(r, "a different secret file?");
+  ExpectEveryNodeRefused(r, "within connect_timeout_ms 3000");
+  EXPECT_NE(r[0].status.message().find(
+                "a process at 127.0.0.1:" + std::to_string(topo.nodes[1].port) +
+                " claimed to be 'n1'"),
+            std::string::npos)
+      << r[0].status.message();
+  EXPECT_NE(r[1].status.message().find("refused meanwhile: a process at "
+                                       "127.0.0.1:"),
+            std::string::npos)
+      << r[1].status.message();
+  EXPECT_NE(r[1].status.message().find("claimed to be 'n0'"), std::string::npos)
       << r[1].status.message();
 }
 
@@ -191,22 +210,6 @@ TEST(ClusterTest, AMissingPeerEndsJoinWithinTheConnectTimeout) {
             std::string::npos);
 }
 
-// The socket inodes of this process's open descriptors.
-std::set<std::string> OwnSocketInodes() {
-  std::set<std::string> inodes;
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return inodes;
-  while (dirent* e = readdir(dir)) {
-    char target[256] = {};
-    const std::string link = std::string("/proc/self/fd/") + e->d_name;
-    const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-    const std::string t(target, n > 0 ? n : 0);
-    if (t.rfind("socket:[", 0) == 0) inodes.insert(t.substr(8, t.size() - 9));
-  }
-  closedir(dir);
-  return inodes;
-}
-
 TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
   const Topology topo = MakeTopology(2, "0123456789abcdef-secret");
   std::vector<std::string> listening;
@@ -218,20 +221,7 @@ TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
     }
     EXPECT_TRUE(c.Barrier("b").ok());
     // Both nodes are up: every listening TCP socket of this process.
-    const std::set<std::string> own = OwnSocketInodes();
-    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-      std::ifstream in(table);
-      std::string line;
-      std::getline(in, line);
-      while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::string sl, local, remote, state, queues, timer, retr, uid, timeout,
-            inode;
-        fields >> sl >> local >> remote >> state >> queues >> timer >> retr >>
-            uid >> timeout >> inode;
-        if (state == "0A" && own.count(inode) > 0) listening.push_back(local);
-      }
-    }
+    listening = ListeningAddresses(SocketInodes("self"));
     EXPECT_TRUE(c.Leave().ok());
   });
   ASSERT_FALSE(listening.empty());
@@ -239,7 +229,7 @@ TEST(ClusterTest, NothingListensOffTheTopologysAddress) {
   for (const std::string& local : listening) {
     // 0100007F:PORT is 127.0.0.1 (little-endian hex).
     EXPECT_EQ(local.substr(0, 9), "0100007F:") << "listening on " << local;
-    ports.insert(std::stoi(local.substr(9), nullptr, 16));
+    ports.insert(PortOfAddress(local));
   }
   for (const TopologyNode& n : topo.nodes)
     EXPECT_EQ(ports.count(n.port), 1u) << n.port;

@@ -1,16 +1,25 @@
 #include "tests/apps/cli/cli_test_util.h"
 
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "tests/free_port.h"
+
+extern char** environ;
 
 namespace parex::testing {
 namespace fs = std::filesystem;
@@ -97,6 +106,124 @@ void ExpectFailures(const std::vector<BadRun>& cases, const std::string& cwd) {
     EXPECT_EQ(run.exit_code, c.exit_code) << what << "\n" << run.err;
     EXPECT_THAT(run.err, ::testing::HasSubstr(c.message)) << what;
   }
+}
+
+Child::Child(const std::vector<std::string>& args, const std::string& cwd,
+             const std::string& log, const std::vector<std::string>& prefix)
+    : log_(log) {
+  fs::create_directories(cwd);
+  std::vector<std::string> argv = {"/bin/sh", "-c", ""};
+  std::string cmd = "cd '" + cwd + "' && exec";
+  for (const std::string& p : prefix) cmd += " '" + p + "'";
+  cmd += " '" + std::string(PAREX_CLI) + "'";
+  for (const std::string& a : args) cmd += " '" + a + "'";
+  cmd += " </dev/null >'" + log + "' 2>&1";
+  argv[2] = cmd;
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  if (posix_spawn(&pid_, "/bin/sh", nullptr, nullptr, raw.data(), environ) != 0)
+    pid_ = -1;
+}
+
+Child::~Child() {
+  if (pid_ > 0 && !exited_) {
+    kill(pid_, SIGCONT);
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+bool Child::WaitFor(const std::string& text,
+                    std::chrono::milliseconds limit) const {
+  const auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (Log().find(text) != std::string::npos) return true;
+    if (exited_) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+bool Child::Poll() {
+  if (exited_) return true;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == pid_) {
+    exited_ = true;
+    exit_code_ =
+        WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return exited_;
+}
+
+std::vector<std::string> NodeArgs(const std::string& topology,
+                                  const std::string& node,
+                                  std::vector<std::string> more) {
+  std::vector<std::string> a = {"node",   "--topology", topology,
+                                "--node", node,         "--no-progress"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+std::vector<int64_t> WaitAll(std::vector<Child*> children,
+                             Clock::time_point start,
+                             std::chrono::milliseconds limit) {
+  std::vector<int64_t> ms(children.size(), -1);
+  while (Clock::now() < start + limit) {
+    bool all = true;
+    for (size_t i = 0; i < children.size(); ++i) {
+      if (ms[i] < 0 && children[i]->Poll()) {
+        ms[i] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    Clock::now() - start)
+                    .count();
+      }
+      all = all && ms[i] >= 0;
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return ms;
+}
+
+void Send(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      !bytes.empty()) {
+    (void)!write(fd, bytes.data(), bytes.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  close(fd);
+}
+
+int PortOf(const std::string& topology, char node) {
+  const std::string text = ReadFile(topology);
+  const size_t at = text.find(std::string("name: \"") + node + "\"");
+  const size_t port = text.find("port: ", at);
+  return std::stoi(text.substr(port + 6));
+}
+
+std::string ParametersDigest(const std::string& output) {
+  const std::string key = "parameters      sha256 ";
+  const size_t at = output.find(key);
+  if (at == std::string::npos) return "";
+  return output.substr(at + key.size(), 64);
+}
+
+std::string UndisturbedDigest(const std::string& topology,
+                              const std::vector<std::string>& train,
+                              const std::string& cwd) {
+  std::vector<std::string> launch = {"launch", "--topology", topology,
+                                     "--no-progress"};
+  launch.insert(launch.end(), train.begin(), train.end());
+  CliRun quiet = RunParex(launch, cwd);
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.out << quiet.err;
+  const std::string digest = ParametersDigest(quiet.out);
+  EXPECT_EQ(digest.size(), 64u) << quiet.out;
+  return digest;
 }
 
 }  // namespace parex::testing

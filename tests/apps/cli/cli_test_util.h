@@ -2,6 +2,10 @@
 // directory) and captures what it printed.
 #pragma once
 
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,5 +46,64 @@ std::string WriteTopology(const std::string& dir,
                           const std::vector<int>& places,
                           const std::string& extra = "",
                           const std::vector<std::string>& hosts = {});
+
+// --- Nodes of a cluster run as children (the cluster_*_test.cc files). ---
+
+using Clock = std::chrono::steady_clock;
+
+// A `parex` child with its stdout and stderr in `log`, killed (SIGKILL)
+// when the test lets go of it. `prefix` runs it through another command
+// that execs it in the same process (`ip netns exec NS`).
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& cwd,
+        const std::string& log, const std::vector<std::string>& prefix = {});
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  std::string Log() const { return ReadFile(log_); }
+  // Waits until the log holds `text` (true) or `limit` passed.
+  bool WaitFor(const std::string& text, std::chrono::milliseconds limit) const;
+  // Polls for the exit (does not wait); true once it exited.
+  bool Poll();
+  bool exited() const { return exited_; }
+  int exit_code() const { return exit_code_; }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int exit_code_ = -1;
+};
+
+// `parex node --topology T --node N --no-progress` and `more`.
+std::vector<std::string> NodeArgs(const std::string& topology,
+                                  const std::string& node,
+                                  std::vector<std::string> more);
+
+// Waits for every child in `children` to exit, up to `limit` from `start`;
+// each one's time to exit (ms from `start`), -1 if it did not.
+std::vector<int64_t> WaitAll(std::vector<Child*> children,
+                             Clock::time_point start,
+                             std::chrono::milliseconds limit);
+
+// Connects to 127.0.0.1:`port`, sends `bytes`, closes.
+void Send(int port, const std::string& bytes);
+
+// The port of `node` in the topology file at `topology` (WriteTopology's).
+int PortOf(const std::string& topology, char node);
+
+// The trainable parameters' sha256 that `parex train`/`node` printed in
+// `output` ("" when it printed none).
+std::string ParametersDigest(const std::string& output);
+
+// The parameters' sha256 after `parex launch --topology T --no-progress
+// train...` in `cwd`: a run nobody disturbed ("" with a gtest failure when
+// it failed).
+std::string UndisturbedDigest(const std::string& topology,
+                              const std::vector<std::string>& train,
+                              const std::string& cwd);
 
 }  // namespace parex::testing

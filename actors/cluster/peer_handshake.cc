@@ -91,7 +91,10 @@ Status PeerHandshake::ProveUntilAccepted(
       return Aborted(label_ + ": node '" + peer.name + "' at " + peer.host +
                      ":" + std::to_string(peer.port) +
                      " did not prove that it knows the cluster secret" +
-                     timeout_text_ + ": " + Noted());
+                     timeout_text_ + ": " +
+                     (unproven_.empty()
+                          ? "the process there did not answer in time"
+                          : Noted()));
     }
     std::this_thread::sleep_for(std::min(
         Left(), std::chrono::milliseconds(100 << std::min(attempt, 4))));

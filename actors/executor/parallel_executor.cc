@@ -511,8 +511,8 @@ void ParallelExecutor::SyncPersistables() {
     if (!var->persistable() || !var->is_tensor()) continue;
     auto it = written_on.find(var->name());
     if (it == written_on.end() || it->second.count(0) != 0) continue;
-    const Variable* src = impl_->local[*it->second.begin()]->FindVar(
-        var->name());
+    const Variable* src =
+        impl_->local[*it->second.begin()]->FindVar(var->name());
     Variable* dst = impl_->scope->FindVar(var->name());
     if (src == nullptr || dst == nullptr || src == dst ||
         src->GetTensor() == nullptr) {

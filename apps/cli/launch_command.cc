@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "apps/cli/cli.h"
+#include "apps/train/cluster_session.h"
 #include "proto/topology_io.h"
 
 namespace parex::cli {
@@ -182,7 +183,7 @@ int RunLaunch(const LaunchOptions& o) {
               topology->nodes.size(), o.topology.c_str());
   for (size_t k = 0; k < nodes.size(); ++k) {
     std::printf(" %s", nodes[k]->name.c_str());
-    if (!pins[k].empty()) std::printf(" (%s)", CpuList(pins[k]).c_str());
+    if (!pins[k].empty()) std::printf(" (%s)", train::CpuList(pins[k]).c_str());
   }
   std::printf("\n");
   std::fflush(stdout);

@@ -151,6 +151,9 @@ void AddOutputOptions(CLI::App* t, TrainOptions* o, TrainFlags* f) {
   t->add_option(
       "--save", o->save,
       "directory for the trained inference model (default: parex-MODEL)");
+  t->add_option("--save-programs", o->save_programs,
+                "write the training programs here before training "
+                "(main.pdmodel, startup.pdmodel: Paddle's format)");
   t->add_option("--data-dir", o->data_dir, "UCI housing and digits CSVs")
       ->capture_default_str();
   t->add_option("--fashion-dir", o->fashion_dir, "Fashion-MNIST idx files")
@@ -190,8 +193,9 @@ struct Commands {
   std::string secret_path;
   bool secret_force = false;
   PlotOptions plot;
-  CLI::App *train_app, *node_app, *launch_app, *infer_app, *inspect_app,
-      *trace_app, *secret_app, *plot_app;
+  CLI::App *train_app = nullptr, *node_app = nullptr, *launch_app = nullptr,
+           *infer_app = nullptr, *inspect_app = nullptr, *trace_app = nullptr,
+           *secret_app = nullptr, *plot_app = nullptr;
 };
 
 // parex train: the training options, and the places.
@@ -296,7 +300,7 @@ void AddGraph(CLI::App* app, Commands* c) {
 
 // parex trace merge: the nodes' traces on one timeline.
 void AddTraceMerge(CLI::App* app, Commands* c) {
-  CLI::App* tr =
+  CLI::App* tr = c->trace_app =
       app->add_subcommand("trace", "work on traces: merge the nodes' traces");
   tr->require_subcommand(1);
   CLI::App* tm = tr->add_subcommand("merge",

@@ -72,6 +72,10 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
           "loaded " + std::to_string(job->columns[0].second.dim(0)) +
               " train rows in " + std::to_string(train::Seconds(load_start)) +
               " s");
+  if (!o.save_programs.empty()) {
+    if (Status s = train::SavePrograms(*job, o.save_programs); !s.ok())
+      return Fail(cmd, s);
+  }
   plan.epochs = o.epochs.value_or(job->default_epochs);
   plan.batch = o.batch.value_or(job->default_batch);
   if (plan.batch < plan.world) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "apps/models.h"
@@ -127,6 +128,17 @@ StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
     return f;
   };
   return job;
+}
+
+Status SavePrograms(const TrainJob& job, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return IoError("--save-programs: cannot create '" + dir +
+                   "': " + ec.message());
+  }
+  PAREX_RETURN_IF_ERROR(job.main.Save(dir + "/main.pdmodel"));
+  return job.startup.Save(dir + "/startup.pdmodel");
 }
 
 }  // namespace parex::train

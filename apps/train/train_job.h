@@ -79,4 +79,8 @@ StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
 // come back as InvalidArgument with *usage set.
 StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage);
 
+// --save-programs: `job`'s main and startup programs as DIR/main.pdmodel
+// and DIR/startup.pdmodel (Paddle's binary format), DIR created.
+Status SavePrograms(const TrainJob& job, const std::string& dir);
+
 }  // namespace parex::train

@@ -46,7 +46,10 @@ struct TrainOptions {
   int trace_steps = 20;
   int64_t trace_from = 0;  // the first step traced (after a warm-up, say)
   std::string save;        // "": parex-<model> in the working directory
-  std::string data_dir;    // UCI housing and digits CSVs
+  // The training programs written here before training (main.pdmodel,
+  // startup.pdmodel), to run them elsewhere (Paddle); "": not written.
+  std::string save_programs;
+  std::string data_dir;  // UCI housing and digits CSVs
   std::string fashion_dir;
   bool progress = true;          // a live line when stdout is a terminal
   std::optional<int64_t> steps;  // stop after this many steps in all

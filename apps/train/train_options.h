@@ -14,10 +14,10 @@ namespace parex::train {
 
 struct TrainOptions {
   std::string model = "digits_mlp";
-  // A user's program instead of an example (train_job.h): the main program
-  // (a file or a directory with main.pdmodel), its startup program and/or a
-  // directory of parameter files, NAME=FILE.npy per fed variable, the loss
-  // ("": the one Fluid marked).
+  // A user's program instead of an example (apps/cli/program_job.h): the
+  // main program (a file or a directory with main.pdmodel), its startup
+  // program and/or a directory of parameter files, NAME=FILE.npy per fed
+  // variable, the loss ("": the one Fluid marked).
   std::string program, startup, params, loss;
   std::vector<std::string> data;
   std::string

@@ -340,6 +340,7 @@ StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
                                                int64_t next_batch) {
   if (!checkpointer_.writes()) return std::string();
   PAREX_RETURN_IF_ERROR(WriteMetrics());
+  pe_->SyncPersistables();  // each persistable from the place updating it
   return checkpointer_.Write(step_, epoch, next_batch, reader_.num_batches(),
                              job_.main, scope_);
 }
@@ -368,6 +369,10 @@ int TrainSession::Stop(int signal, const std::string& checkpoint) {
 
 int TrainSession::Conclude() {
   const double train_seconds = Seconds(train_start_);
+  // The scope then holds every persistable's current value (Reduce mode's
+  // optimizer state lives with its parameter's owner): the model saved,
+  // the digest and the broadcast to other nodes read it.
+  pe_->SyncPersistables();
   const std::string digest = ParameterDigest(scope_, job_.params);
   if (cluster_ != nullptr) {
     if (Status s = cluster_->CheckSameParameters(digest); !s.ok()) {

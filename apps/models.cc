@@ -1,14 +1,5 @@
 #include "apps/models.h"
 
-#include <sys/stat.h>
-
-#include <chrono>
-#include <cmath>
-#include <cstdio>
-#include <memory>
-#include <random>
-#include <sstream>
-
 #include "apps/datasets.h"
 #include "graph/builder/layers.h"
 #include "graph/builder/optimizer.h"
@@ -19,21 +10,9 @@
 namespace parex {
 namespace {
 
-constexpr char kStateFile[] = "trainer_state";
-
-double ScalarValue(const Tensor& t) {
-  if (t.dtype() == DType::kFP64) return t.data<double>()[0];
-  return t.data<float>()[0];
-}
-
 double ElementAt(const Tensor& t, int64_t i) {
   if (t.dtype() == DType::kFP64) return t.data<double>()[i];
   return t.data<float>()[i];
-}
-
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 }  // namespace
@@ -79,81 +58,9 @@ Tensor CastFloating(const Tensor& t, DType dtype) {
   return out;
 }
 
-// ---- Trainer ---------------------------------------------------------------
+// ---- ExampleInference ------------------------------------------------------
 
-Status Trainer::RunStartup() {
-  auto ran = executor_.Run(model_->startup, scope_, {}, {});
-  if (!ran.ok()) return ran.status().WithContext("startup program");
-  state_ = TrainerState();
-  return Status::Ok();
-}
-
-StatusOr<std::vector<double>> Trainer::Train(
-    const BatchReader& reader, int64_t epochs, int64_t max_steps,
-    const std::function<void(const EpochSummary&)>& on_epoch) {
-  using Clock = std::chrono::steady_clock;
-  const int64_t batches = reader.num_batches();
-  if (batches == 0) {
-    return InvalidArgument("train: the reader yields no batch (" +
-                           std::to_string(reader.num_rows()) + " rows)");
-  }
-  if (state_.batch >= batches) {
-    return FailedPrecondition("train: the state is at batch " +
-                              std::to_string(state_.batch) +
-                              " of an epoch of " + std::to_string(batches) +
-                              " batches: not the reader it was saved with");
-  }
-  std::vector<std::string> fetches = {model_->loss};
-  if (model_->is_classifier()) fetches.push_back(model_->accuracy);
-
-  std::vector<double> losses;
-  std::optional<BatchReader::Iterator> it;
-  EpochSummary summary;
-  double accuracy_sum = 0;
-  Clock::time_point start;
-  int64_t ran = 0;
-  while (state_.epoch < epochs && (max_steps < 0 || ran < max_steps)) {
-    if (!it) {
-      it.emplace(reader.Begin(state_.epoch, state_.batch));
-      summary = EpochSummary();
-      summary.epoch = state_.epoch;
-      accuracy_sum = 0;
-      start = Clock::now();
-    }
-    FeedMap batch;
-    PAREX_CHECK(it->Next(&batch), "batch iterator ended early");
-    auto out = executor_.Run(model_->main, scope_, batch, fetches);
-    if (!out.ok()) {
-      return out.status().WithContext(
-          "train step " + std::to_string(state_.step) + " (epoch " +
-          std::to_string(state_.epoch) + ", batch " +
-          std::to_string(state_.batch) + ")");
-    }
-    const double loss = ScalarValue((*out)[0]);
-    losses.push_back(loss);
-    summary.mean_loss += loss;
-    if (model_->is_classifier()) accuracy_sum += ScalarValue((*out)[1]);
-    ++summary.steps;
-    ++state_.batch;
-    ++state_.step;
-    ++ran;
-    if (state_.batch == batches) {
-      summary.mean_loss /= summary.steps;
-      summary.mean_accuracy = accuracy_sum / summary.steps;
-      summary.seconds =
-          std::chrono::duration<double>(Clock::now() - start).count();
-      // The state moves on first, so that a checkpoint saved by the
-      // callback resumes with the next epoch.
-      ++state_.epoch;
-      state_.batch = 0;
-      it.reset();
-      if (on_epoch) on_epoch(summary);
-    }
-  }
-  return losses;
-}
-
-StatusOr<const Program*> Trainer::TestProgram() {
+StatusOr<const Program*> ExampleInference::TestProgram() {
   if (!test_program_) {
     auto pruned = Prune(model_->main, {model_->input}, {model_->prediction});
     if (!pruned.ok()) return pruned.status().WithContext("test program");
@@ -162,7 +69,7 @@ StatusOr<const Program*> Trainer::TestProgram() {
   return &*test_program_;
 }
 
-StatusOr<Tensor> Trainer::Predict(const Tensor& x) {
+StatusOr<Tensor> ExampleInference::Predict(const Tensor& x) {
   PAREX_ASSIGN_OR_RETURN(const Program* test, TestProgram());
   PAREX_ASSIGN_OR_RETURN(
       std::vector<Tensor> out,
@@ -170,8 +77,9 @@ StatusOr<Tensor> Trainer::Predict(const Tensor& x) {
   return out[0];
 }
 
-StatusOr<Evaluation> Trainer::Evaluate(const Tensor& x, const Tensor& y,
-                                       int64_t batch_size) {
+StatusOr<Evaluation> ExampleInference::Evaluate(const Tensor& x,
+                                                const Tensor& y,
+                                                int64_t batch_size) {
   if (x.rank() < 1 || y.rank() < 1 || x.dim(0) != y.dim(0) || batch_size < 1) {
     return InvalidArgument("evaluate: " + x.DebugString() + " rows for " +
                            y.DebugString() + " labels, batch size " +
@@ -205,38 +113,9 @@ StatusOr<Evaluation> Trainer::Evaluate(const Tensor& x, const Tensor& y,
   return result;
 }
 
-Status Trainer::SaveCheckpoint(const std::string& dir) const {
-  PAREX_RETURN_IF_ERROR(parex::SaveCheckpoint(model_->main, dir, *scope_));
-  std::ostringstream state;
-  state << state_.epoch << " " << state_.batch << " " << state_.step << "\n";
-  return WriteFileBytes(dir + "/" + kStateFile, state.str());
-}
-
-Status Trainer::LoadCheckpoint(const std::string& dir) {
-  const std::string path = dir + "/" + kStateFile;
-  if (!FileExists(path)) {
-    return NotFound("no checkpoint in '" + dir + "' (" + kStateFile +
-                    " is missing)");
-  }
-  PAREX_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(path));
-  std::istringstream in(text);
-  TrainerState state;
-  if (!(in >> state.epoch >> state.batch >> state.step) || state.epoch < 0 ||
-      state.batch < 0 || state.step < 0) {
-    return DataLoss("checkpoint file '" + path + "' is not 'epoch batch step'");
-  }
-  PAREX_RETURN_IF_ERROR(parex::LoadCheckpoint(model_->main, dir, scope_));
-  state_ = state;
-  return Status::Ok();
-}
-
-Status Trainer::SaveInferenceModel(const std::string& dir) const {
+Status ExampleInference::SaveInferenceModel(const std::string& dir) const {
   return parex::SaveInferenceModel(dir, {model_->input}, {model_->prediction},
                                    model_->main, *scope_);
-}
-
-bool HasCheckpoint(const std::string& dir) {
-  return FileExists(dir + "/" + kStateFile);
 }
 
 }  // namespace parex

@@ -1,10 +1,9 @@
-// The example models parex trains: their programs are graph/builder/examples.h;
-// here, the data they train on and Trainer, the loop that trains and
-// evaluates them with the reference executor.
+// The example models parex trains: their programs are graph/builder/examples.h
+// (apps/train/ trains them); here, the data they train on and
+// ExampleInference, what a trained one predicts, scores and saves.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,49 +33,20 @@ StatusOr<ExampleData> LoadExampleData(ExampleKind kind,
                                       const std::string& data_dir,
                                       const std::string& fashion_dir);
 
-struct EpochSummary {
-  int64_t epoch = 0;
-  int64_t steps = 0;         // steps run in this epoch by this call
-  double mean_loss = 0;      // over those steps
-  double mean_accuracy = 0;  // over those steps (classifiers)
-  double seconds = 0;
-};
-
 struct Evaluation {
   int64_t rows = 0;
   double mse = 0;       // regression: mean squared error of the prediction
   double accuracy = 0;  // classifiers: share of rows whose argmax is the label
 };
 
-// Where a training run stands: the next batch to run is batch `batch` of
-// epoch `epoch`; `step` counts the steps run so far.
-struct TrainerState {
-  int64_t epoch = 0;
-  int64_t batch = 0;
-  int64_t step = 0;
-};
-
-// Trains an example with a ReferenceExecutor, step by step in the caller's
-// thread. The scope holds the persistables; the model and the scope must
-// outlive the trainer. Not thread-safe.
-class Trainer {
+// A trained example as an inference model, run with a ReferenceExecutor on
+// the persistables of a scope: its predictions, its test metric, and the
+// inference model written out. The model and the scope must outlive it.
+// Not thread-safe.
+class ExampleInference {
  public:
-  Trainer(const ExampleProgram* model, Scope* scope)
+  ExampleInference(const ExampleProgram* model, Scope* scope)
       : model_(model), scope_(scope) {}
-
-  // Runs the startup program (initialises the persistables). Once, before
-  // the first Train, unless LoadCheckpoint restored them.
-  Status RunStartup();
-
-  // Trains from the current state until epoch `epochs` is complete, or
-  // after `max_steps` steps when max_steps >= 0. Returns each step's loss.
-  // `on_epoch` runs after each completed epoch, when state() already points
-  // at the next one (a checkpoint saved there resumes with it).
-  // REQUIRES: the reader's columns are the model's input and label; the
-  // same reader (rows, batch size, seed) across a checkpoint and its resume.
-  StatusOr<std::vector<double>> Train(
-      const BatchReader& reader, int64_t epochs, int64_t max_steps = -1,
-      const std::function<void(const EpochSummary&)>& on_epoch = {});
 
   // Predictions on (x, y) in batches through the pruned inference program
   // (batch_norm on its running statistics), then MSE or accuracy.
@@ -84,16 +54,8 @@ class Trainer {
                                 int64_t batch_size = 500);
   // The prediction for x (one run).
   StatusOr<Tensor> Predict(const Tensor& x);
-
-  // The model's persistables plus `trainer_state` (epoch, batch, step),
-  // written last: a directory holding it is a complete checkpoint.
-  Status SaveCheckpoint(const std::string& dir) const;
-  // Restores what SaveCheckpoint wrote (no startup run needed).
-  Status LoadCheckpoint(const std::string& dir);
   // The inference model: input -> prediction (kernels/io/model_io.h).
   Status SaveInferenceModel(const std::string& dir) const;
-
-  const TrainerState& state() const { return state_; }
 
  private:
   StatusOr<const Program*> TestProgram();
@@ -101,12 +63,8 @@ class Trainer {
   const ExampleProgram* model_;
   Scope* scope_;
   ReferenceExecutor executor_;
-  TrainerState state_;
   std::optional<Program> test_program_;
 };
-
-// True when `dir` holds a complete checkpoint (its trainer_state).
-bool HasCheckpoint(const std::string& dir);
 
 // A copy of a fp32 or fp64 CPU tensor as `dtype` (fp32 or fp64); other
 // dtypes are shared unchanged. Feeds fp32 data to fp64 examples.

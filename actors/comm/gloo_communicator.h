@@ -38,7 +38,8 @@
 // after it; a call already waiting inside Gloo cannot be woken (the TCP
 // pair's cancel is protected, and Debian's Gloo does not ship its header),
 // so a node whose peer is lost exits rather than wait for it
-// (apps/cli/train_command.cc, as PyTorch's NCCL watchdog ends its process).
+// (ClusterSession::FailAndExit in apps/train/cluster_session.cc, as
+// PyTorch's NCCL watchdog ends its process).
 //
 // Progress: every call is numbered (the same numbers on every rank, as the
 // calls are made in one order); an observer hears each call begin and end,

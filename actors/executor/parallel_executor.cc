@@ -496,6 +496,32 @@ Scope* ParallelExecutor::local_scope(int place) const {
   return impl_->local[place];
 }
 
+void ParallelExecutor::SyncPersistables() {
+  // The places each var is written on, by any op handle (computation,
+  // collective, an optimizer finishing its slices) of the graph run last.
+  const SsaGraph& g = graph();
+  std::map<std::string, std::set<int>> written_on;
+  for (const SsaOp& op : g.ops()) {
+    for (int v : op.outputs) {
+      const SsaVar& var = g.var(v);
+      if (!var.is_control()) written_on[var.name].insert(var.place);
+    }
+  }
+  for (const auto& var : impl_->program.global_block().vars()) {
+    if (!var->persistable() || !var->is_tensor()) continue;
+    auto it = written_on.find(var->name());
+    if (it == written_on.end() || it->second.count(0) != 0) continue;
+    const Variable* src =
+        impl_->local[*it->second.begin()]->FindVar(var->name());
+    Variable* dst = impl_->scope->FindVar(var->name());
+    if (src == nullptr || dst == nullptr || src == dst ||
+        src->GetTensor() == nullptr) {
+      continue;  // shared storage (one buffer), or never written
+    }
+    *dst->GetMutableTensor() = src->GetTensor()->Clone();
+  }
+}
+
 int64_t ParallelExecutor::steps_run() const { return impl_->steps; }
 
 void ParallelExecutor::SetNextStep(int64_t step) { impl_->next_step = step; }

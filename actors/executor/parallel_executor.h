@@ -125,6 +125,15 @@ class ParallelExecutor {
 
   // Place p's local scope (persistables of place p).
   Scope* local_scope(int place) const;
+  // Brings the caller's `scope` (place 0's persistables) up to date with
+  // where each persistable really lives: one that the steps update on other
+  // places only (Reduce mode: a parameter's optimizer accumulators, moments
+  // and beta powers, updated by the parameter's owner) is copied there from
+  // the lowest such place. Place 0 never reads its own copy of such a
+  // persistable, so the copy changes nothing the steps compute. Call between
+  // steps, before anything reads persistables from `scope` (checkpoints, a
+  // saved model, a broadcast to other nodes).
+  void SyncPersistables();
   // CAF scheduler workers this executor runs on.
   int num_threads() const;
   int64_t steps_run() const;

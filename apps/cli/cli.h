@@ -1,14 +1,15 @@
 // The `parex` command line (issue 6): one function per subcommand, called
 // by apps/parex_main.cc once CLI11 has parsed the arguments. Each returns
-// the process exit code and prints its own errors, one line each:
-//   0 success, 1 a runtime error ("parex <command>: error: ..."),
-//   2 a usage error (bad argument values that CLI11 cannot check).
+// the process exit code and prints its own errors, one line each
+// (apps/exit_codes.h: 0 success, 1 a runtime error, 2 a usage error).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "apps/exit_codes.h"
+#include "apps/train/train_options.h"
 #include "base/place.h"
 #include "base/status.h"
 #include "graph/ssa/ssa_graph.h"
@@ -17,21 +18,12 @@
 
 namespace parex::cli {
 
-constexpr int kExitOk = 0;
-constexpr int kExitRuntime = 1;
-constexpr int kExitUsage = 2;
-
-// Prints "parex <command>: error: <message>" to stderr; returns `code`.
-int Fail(const std::string& command, const Status& status,
-         int code = kExitRuntime);
+using train::kClusterBucketBytes;
+using train::TrainOptions;
 
 // The *.pdmodel file of a directory, when it holds exactly one; NotFound /
 // InvalidArgument naming the directory otherwise.
 StatusOr<std::string> OnlyPdmodel(const std::string& dir);
-
-// CPU numbers as "cpu 3" or "cpus 0-3,6": runs shortened, for the lines that
-// say where a node runs. REQUIRES: ascending, not empty.
-std::string CpuList(const std::vector<int>& cpus);
 
 // "cpu:N" (N CPU places), "cpu" (one) or "cpu:0,1,3"; InvalidArgument
 // otherwise (CUDA places are not run by the CLI yet).
@@ -60,59 +52,7 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
                                    const std::string& params, Scope* scope,
                                    bool validate = true);
 
-struct TrainOptions {
-  std::string model = "digits_mlp";
-  // A user's program instead of an example (train_job.h): the main program
-  // (a file or a directory with main.pdmodel), its startup program and/or a
-  // directory of parameter files, NAME=FILE.npy per fed variable, the loss
-  // ("": the one Fluid marked).
-  std::string program, startup, params, loss;
-  std::vector<std::string> data;
-  std::string
-      lr_schedule;  // --program's rate per step (lr_schedule.h); "": as it is
-  std::vector<std::string>
-      eval_data;                   // NAME=FILE.npy: evaluated after each epoch
-  std::vector<std::string> fetch;  // more variables to report per step
-  bool shuffle = true;             // false: the rows in file order every epoch
-  // BuildStrategy::sync_batch_norm: batch statistics over every place.
-  bool sync_batch_norm = false;
-  // Checkpoints (checkpoint.h): written into checkpoint_dir every
-  // checkpoint_every steps (0: only at the end and on SIGINT/SIGTERM), the
-  // newest `keep` kept; `resume` continues from the newest one in a dir.
-  std::string checkpoint_dir, resume;
-  int64_t checkpoint_every = 0;
-  int keep = 3;
-  std::string places = "cpu:2";
-  // Unset: the model's default. Set: checked up front (epochs and batch
-  // positive, lr finite and positive), a usage error otherwise.
-  std::optional<int> epochs;
-  std::optional<int64_t> batch;  // split over the places
-  std::optional<double> lr;
-  std::string mode = "allreduce";
-  int seed = 1;
-  std::string trace;  // Chrome trace JSON of the first trace_steps steps
-  int trace_steps = 20;
-  int64_t trace_from = 0;  // the first step traced (after a warm-up, say)
-  std::string save;        // "": parex-<model> in the working directory
-  std::string data_dir;    // UCI housing and digits CSVs
-  std::string fashion_dir;
-  bool progress = true;          // a live line when stdout is a terminal
-  std::optional<int64_t> steps;  // stop after this many steps in all
-  std::string metrics;           // JSON lines: one per step
-  // Dense all-reduces packed into buckets of at most this many bytes (0:
-  // one call per gradient). Unset: off in one process (its all-reduce is
-  // cheap per call), kClusterBucketBytes across nodes (a Gloo call costs a
-  // round trip or more).
-  std::optional<int64_t> fuse_bucket_bytes;
-  // Scheduler workers; unset: this machine's cores (parex launch gives
-  // each node it starts its share of them).
-  std::optional<int> threads;
-  // parex node: the topology file and this node's name in it (the places
-  // are the node's; --save and --metrics are written by rank 0 only).
-  std::string topology;
-  std::string node;
-};
-constexpr int64_t kClusterBucketBytes = 1 << 20;
+// parex train (apps/cli/train_command.cc; the training is apps/train/).
 int RunTrain(const TrainOptions& options);
 // parex node: RunTrain as one node of the topology's cluster.
 int RunNode(const TrainOptions& options);

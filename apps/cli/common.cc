@@ -8,25 +8,6 @@
 namespace parex::cli {
 namespace fs = std::filesystem;
 
-int Fail(const std::string& command, const Status& status, int code) {
-  // One line, whatever a crafted file put into the names the message quotes
-  // (an op type or variable name with a newline or escape sequence).
-  std::string message;
-  for (const char ch : status.message()) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) {
-      char hex[8];
-      std::snprintf(hex, sizeof(hex), "\\x%02x", c);
-      message += hex;
-    } else {
-      message += ch;
-    }
-  }
-  std::fprintf(stderr, "parex %s: error: %s\n", command.c_str(),
-               message.c_str());
-  return code;
-}
-
 StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
   if (spec.rfind("cuda", 0) == 0 || spec.rfind("gpu", 0) == 0) {
     return InvalidArgument("--places '" + spec +
@@ -116,19 +97,6 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
   if (scope == nullptr || params_file.empty())
     return ProgramOnly(file, validate);
   return LoadInferenceModel(file, params_file, scope);
-}
-
-std::string CpuList(const std::vector<int>& cpus) {
-  std::string list;
-  for (size_t i = 0; i < cpus.size();) {
-    size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-    if (!list.empty()) list += ",";
-    list += std::to_string(cpus[i]);
-    if (j > i) list += "-" + std::to_string(cpus[j]);
-    i = j + 1;
-  }
-  return (cpus.size() > 1 ? "cpus " : "cpu ") + list;
 }
 
 }  // namespace parex::cli

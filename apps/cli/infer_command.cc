@@ -71,24 +71,115 @@ std::string FileStem(const std::string& name) {
   return s;
 }
 
+// --input NAME=FILE.npy pairs; InvalidArgument naming a malformed one.
+StatusOr<std::vector<std::pair<std::string, std::string>>> ParseInputs(
+    const std::vector<std::string>& inputs) {
+  std::vector<std::pair<std::string, std::string>> named;
+  for (const std::string& spec : inputs) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return InvalidArgument("--input '" + spec + "': expected NAME=FILE.npy");
+    }
+    named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  }
+  return named;
+}
+
+// The feeds of `model` from the `named` files: each must be one of its
+// feeds and every feed given (usage errors, *usage set); a file that cannot
+// be read is named.
+StatusOr<FeedMap> ReadInputs(
+    const std::vector<std::pair<std::string, std::string>>& named,
+    const InferenceModel& model, bool* usage) {
+  std::string feeds_list;
+  for (const std::string& f : model.feed_names)
+    feeds_list += (feeds_list.empty() ? "" : ", ") + f;
+  FeedMap feed;
+  for (const auto& [name, path] : named) {
+    if (std::find(model.feed_names.begin(), model.feed_names.end(), name) ==
+        model.feed_names.end()) {
+      *usage = true;
+      return InvalidArgument("--input " + name + ": the model has no feed '" +
+                             name + "' (its feeds: " + feeds_list + ")");
+    }
+    StatusOr<Tensor> t = ReadNpy(path);
+    if (!t.ok()) return t.status().WithContext("input '" + name + "'");
+    feed[name] = std::move(*t);
+  }
+  for (const std::string& f : model.feed_names) {
+    if (feed.count(f) == 0) {
+      *usage = true;
+      return InvalidArgument("missing --input " + f +
+                             "=FILE.npy (the model's feeds: " + feeds_list +
+                             ")");
+    }
+  }
+  return feed;
+}
+
+// The output files in `dir` ("": none), one per fetch, named now so that
+// one that cannot be replaced (a directory, FIFO or link of that name)
+// fails before the run.
+StatusOr<std::vector<std::string>> OutputPaths(
+    const std::string& dir, const std::vector<std::string>& fetch_names) {
+  std::vector<std::string> out_paths;
+  if (dir.empty()) return out_paths;
+  std::set<std::string> stems;
+  for (const std::string& name : fetch_names) {
+    std::string stem = FileStem(name);
+    while (!stems.insert(stem).second) stem += "_";
+    out_paths.push_back((fs::path(dir) / (stem + ".npy")).string());
+    std::error_code ec;
+    if (fs::exists(dir, ec)) {
+      PAREX_RETURN_IF_ERROR(CheckOutputFile(out_paths.back(), "--output"));
+    }
+  }
+  return out_paths;
+}
+
+// Prints each output's dtype, shape and statistics, and writes it to its
+// path of `out_paths` (when any).
+Status ReportOutputs(const std::vector<Tensor>& out,
+                     const std::vector<std::string>& fetch_names,
+                     const std::vector<std::string>& out_paths) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Tensor& t = out[i];
+    const std::string& name = fetch_names[i];
+    std::printf("  %s: %s %s  %s\n", name.c_str(), DTypeName(t.dtype()),
+                ShapeString(t.dims()).c_str(), Stats(t).c_str());
+    if (!out_paths.empty()) {
+      const std::string& path = out_paths[i];
+      PAREX_RETURN_IF_ERROR(WriteNpy(path, t));
+      std::printf("    written to %s\n", path.c_str());
+    }
+  }
+  return Status::Ok();
+}
+
+// --trace: the trace written and its summary printed.
+Status WriteTrace(const std::string& path, const ParallelExecutor& pe,
+                  const TraceRecorder& trace) {
+  PAREX_RETURN_IF_ERROR(
+      WriteFileBytes(path, pe.TraceJson()).WithContext("--trace"));
+  std::vector<bool> collective;
+  for (const SsaOp& op : pe.graph().ops())
+    collective.push_back(IsCollective(op.kind));
+  std::printf("trace %s: %s\n", path.c_str(),
+              SummarizeTrace(trace.Spans(), collective, pe.num_threads())
+                  .ToString()
+                  .c_str());
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunInfer(const InferOptions& o) {
   const std::string cmd = "infer";
   StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
   if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
-  FeedMap feed;
-  std::vector<std::pair<std::string, std::string>> named;
-  for (const std::string& spec : o.inputs) {
-    const size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-      return Fail(
-          cmd,
-          InvalidArgument("--input '" + spec + "': expected NAME=FILE.npy"),
-          kExitUsage);
-    }
-    named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
-  }
+  StatusOr<std::vector<std::pair<std::string, std::string>>> named =
+      ParseInputs(o.inputs);
+  if (!named.ok()) return Fail(cmd, named.status(), kExitUsage);
   // Outputs are checked before any work.
   if (!o.output.empty()) {
     if (Status s = CheckOutputDir(o.output, "--output"); !s.ok())
@@ -106,49 +197,13 @@ int RunInfer(const InferOptions& o) {
                                      "' has no feed or no fetch "
                                      "targets: is it an inference program?"));
   }
-  std::string feeds_list;
-  for (const std::string& f : model->feed_names)
-    feeds_list += (feeds_list.empty() ? "" : ", ") + f;
-  for (const auto& [name, path] : named) {
-    if (std::find(model->feed_names.begin(), model->feed_names.end(), name) ==
-        model->feed_names.end()) {
-      return Fail(
-          cmd,
-          InvalidArgument("--input " + name + ": the model has no feed '" +
-                          name + "' (its feeds: " + feeds_list + ")"),
-          kExitUsage);
-    }
-    StatusOr<Tensor> t = ReadNpy(path);
-    if (!t.ok())
-      return Fail(cmd, t.status().WithContext("input '" + name + "'"));
-    feed[name] = std::move(*t);
-  }
-  for (const std::string& f : model->feed_names) {
-    if (feed.count(f) == 0) {
-      return Fail(
-          cmd,
-          InvalidArgument("missing --input " + f +
-                          "=FILE.npy (the model's feeds: " + feeds_list + ")"),
-          kExitUsage);
-    }
-  }
-  // The output files, named now so that one that cannot be replaced (a
-  // directory, FIFO or link of that name) fails before the run.
-  std::vector<std::string> out_paths;
-  if (!o.output.empty()) {
-    std::set<std::string> stems;
-    for (const std::string& name : model->fetch_names) {
-      std::string stem = FileStem(name);
-      while (!stems.insert(stem).second) stem += "_";
-      out_paths.push_back((fs::path(o.output) / (stem + ".npy")).string());
-      std::error_code ec;
-      if (fs::exists(o.output, ec)) {
-        if (Status s = CheckOutputFile(out_paths.back(), "--output"); !s.ok()) {
-          return Fail(cmd, s);
-        }
-      }
-    }
-  }
+  bool usage = false;
+  StatusOr<FeedMap> feed = ReadInputs(*named, *model, &usage);
+  if (!feed.ok())
+    return Fail(cmd, feed.status(), usage ? kExitUsage : kExitRuntime);
+  StatusOr<std::vector<std::string>> out_paths =
+      OutputPaths(o.output, model->fetch_names);
+  if (!out_paths.ok()) return Fail(cmd, out_paths.status());
   TraceRecorder trace(/*enabled=*/!o.trace.empty());
   ExecutionStrategy exec;
   exec.trace = o.trace.empty() ? nullptr : &trace;
@@ -156,7 +211,7 @@ int RunInfer(const InferOptions& o) {
       ParallelExecutor::Create(*places, model->program, "", &scope, {}, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
   const auto start = std::chrono::steady_clock::now();
-  StatusOr<std::vector<Tensor>> out = (*pe)->Run(feed, model->fetch_names);
+  StatusOr<std::vector<Tensor>> out = (*pe)->Run(*feed, model->fetch_names);
   const double ms = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count();
@@ -171,28 +226,11 @@ int RunInfer(const InferOptions& o) {
   std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
               places->size(), (*places)[0].is_sim() ? "simulated" : "CPU",
               places->size() == 1 ? "" : "s", ms);
-  for (size_t i = 0; i < out->size(); ++i) {
-    const Tensor& t = (*out)[i];
-    const std::string& name = model->fetch_names[i];
-    std::printf("  %s: %s %s  %s\n", name.c_str(), DTypeName(t.dtype()),
-                ShapeString(t.dims()).c_str(), Stats(t).c_str());
-    if (!o.output.empty()) {
-      const std::string& path = out_paths[i];
-      if (Status s = WriteNpy(path, t); !s.ok()) return Fail(cmd, s);
-      std::printf("    written to %s\n", path.c_str());
-    }
-  }
+  if (Status s = ReportOutputs(*out, model->fetch_names, *out_paths); !s.ok())
+    return Fail(cmd, s);
   if (!o.trace.empty()) {
-    if (Status s = WriteFileBytes(o.trace, (*pe)->TraceJson()); !s.ok()) {
-      return Fail(cmd, s.WithContext("--trace"));
-    }
-    std::vector<bool> collective;
-    for (const SsaOp& op : (*pe)->graph().ops())
-      collective.push_back(IsCollective(op.kind));
-    std::printf("trace %s: %s\n", o.trace.c_str(),
-                SummarizeTrace(trace.Spans(), collective, (*pe)->num_threads())
-                    .ToString()
-                    .c_str());
+    if (Status s = WriteTrace(o.trace, **pe, trace); !s.ok())
+      return Fail(cmd, s);
   }
   return kExitOk;
 }

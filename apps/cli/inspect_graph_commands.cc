@@ -102,6 +102,81 @@ ParameterCheck CheckParameterFiles(const std::string& path,
   return check;
 }
 
+// The op types of every block and how often each occurs; prints the total
+// and the counts, most frequent first.
+std::map<std::string, int> PrintOpCounts(const Program& program) {
+  std::map<std::string, int> counts;
+  int total_ops = 0;
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    const Block& block = program.block(b);
+    for (int i = 0; i < block.num_ops(); ++i) {
+      ++counts[block.op(i).type()];
+      ++total_ops;
+    }
+  }
+  std::vector<std::pair<std::string, int>> by_count(counts.begin(),
+                                                    counts.end());
+  std::stable_sort(
+      by_count.begin(), by_count.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::printf("  ops              %d\n", total_ops);
+  for (const auto& [type, count] : by_count) {
+    std::printf("    %-32s %d\n", type.c_str(), count);
+  }
+  return counts;
+}
+
+// The persistable tensors of block 0 and their size.
+void PrintParameters(const Program& program) {
+  int64_t params_count = 0;
+  double bytes = 0;
+  int unknown_size = 0;
+  for (const auto& var : program.global_block().vars()) {
+    if (!var->persistable() || !var->is_tensor()) continue;
+    if (var->name() == "feed" || var->name() == "fetch") continue;
+    // Inference programs mark no var as a parameter: persistables count.
+    ++params_count;
+    const int64_t numel = Numel(var->dims());
+    if (numel < 0 || numel == kNumelOverflow) {
+      ++unknown_size;
+      continue;
+    }
+    bytes += static_cast<double>(numel) * SizeOf(var->dtype());
+  }
+  std::printf(
+      "  parameters       %lld persistable tensors, %s%s\n",
+      static_cast<long long>(params_count), HumanBytes(bytes).c_str(),
+      unknown_size
+          ? (" (+" + std::to_string(unknown_size) + " of unknown size)").c_str()
+          : "");
+}
+
+// Whether parex runs every op (`counts`) of a program whose validation gave
+// `valid` and whose parameter files had `files`' problems.
+void PrintRunnable(const std::map<std::string, int>& counts,
+                   const Status& valid, const ParameterCheck& files) {
+  std::set<std::string> with_kernels;
+  for (const KernelKey& k : KernelRegistry::Global().Keys()) {
+    if (k.place_kind == Place::Kind::kCPU) with_kernels.insert(k.op_type);
+  }
+  std::vector<std::string> cannot;
+  for (const auto& [type, count] : counts) {
+    const std::string why = CannotRun(type, with_kernels);
+    if (!why.empty())
+      cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
+  }
+  if (cannot.empty() && valid.ok()) {
+    std::printf(
+        "  parex runs every op of this program%s\n",
+        files.problems.empty() ? "" : " (once its parameter files are there)");
+  } else if (cannot.empty()) {
+    std::printf("  invalid: %s\n", valid.message().c_str());
+  } else {
+    std::printf("  ops parex cannot run: %zu\n", cannot.size());
+    for (const std::string& c : cannot) std::printf("    %s\n", c.c_str());
+  }
+}
+
 }  // namespace
 
 int RunInspect(const std::string& path, const std::string& params) {
@@ -143,48 +218,8 @@ int RunInspect(const std::string& path, const std::string& params) {
   std::printf("  blocks           %d\n", program.num_blocks());
   std::printf("  feeds            %s\n", Join(model->feed_names).c_str());
   std::printf("  fetches          %s\n", Join(model->fetch_names).c_str());
-
-  std::map<std::string, int> counts;
-  int total_ops = 0;
-  for (int b = 0; b < program.num_blocks(); ++b) {
-    const Block& block = program.block(b);
-    for (int i = 0; i < block.num_ops(); ++i) {
-      ++counts[block.op(i).type()];
-      ++total_ops;
-    }
-  }
-  std::vector<std::pair<std::string, int>> by_count(counts.begin(),
-                                                    counts.end());
-  std::stable_sort(
-      by_count.begin(), by_count.end(),
-      [](const auto& a, const auto& b) { return a.second > b.second; });
-  std::printf("  ops              %d\n", total_ops);
-  for (const auto& [type, count] : by_count) {
-    std::printf("    %-32s %d\n", type.c_str(), count);
-  }
-
-  int64_t params_count = 0;
-  double bytes = 0;
-  int unknown_size = 0;
-  for (const auto& var : program.global_block().vars()) {
-    if (!var->persistable() || !var->is_tensor()) continue;
-    if (var->name() == "feed" || var->name() == "fetch") continue;
-    // Inference programs mark no var as a parameter: persistables count.
-    ++params_count;
-    const int64_t numel = Numel(var->dims());
-    if (numel < 0 || numel == kNumelOverflow) {
-      ++unknown_size;
-      continue;
-    }
-    bytes += static_cast<double>(numel) * SizeOf(var->dtype());
-  }
-  std::printf(
-      "  parameters       %lld persistable tensors, %s%s\n",
-      static_cast<long long>(params_count), HumanBytes(bytes).c_str(),
-      unknown_size
-          ? (" (+" + std::to_string(unknown_size) + " of unknown size)").c_str()
-          : "");
-
+  const std::map<std::string, int> counts = PrintOpCounts(program);
+  PrintParameters(program);
   const ParameterCheck files = CheckParameterFiles(path, params, program);
   if (!files.layout.empty() && files.problems.empty()) {
     std::printf("  parameter files  all present (%s)\n", files.layout.c_str());
@@ -195,27 +230,7 @@ int RunInspect(const std::string& path, const std::string& params) {
     for (const std::string& p : files.problems)
       std::printf("    %s\n", p.c_str());
   }
-
-  std::set<std::string> with_kernels;
-  for (const KernelKey& k : KernelRegistry::Global().Keys()) {
-    if (k.place_kind == Place::Kind::kCPU) with_kernels.insert(k.op_type);
-  }
-  std::vector<std::string> cannot;
-  for (const auto& [type, count] : counts) {
-    const std::string why = CannotRun(type, with_kernels);
-    if (!why.empty())
-      cannot.push_back(type + " (" + why + ", " + std::to_string(count) + "x)");
-  }
-  if (cannot.empty() && valid.ok()) {
-    std::printf(
-        "  parex runs every op of this program%s\n",
-        files.problems.empty() ? "" : " (once its parameter files are there)");
-  } else if (cannot.empty()) {
-    std::printf("  invalid: %s\n", valid.message().c_str());
-  } else {
-    std::printf("  ops parex cannot run: %zu\n", cannot.size());
-    for (const std::string& c : cannot) std::printf("    %s\n", c.c_str());
-  }
+  PrintRunnable(counts, valid, files);
   return kExitOk;
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "apps/cli/cli.h"
+#include "apps/train/cluster_session.h"
 #include "proto/topology_io.h"
 
 namespace parex::cli {
@@ -112,77 +113,237 @@ void SignalAll(std::vector<Child>& children, int sig) {
   }
 }
 
+// The options passed on to every node: training options only (launch sets
+// --topology and --node itself; a usage error otherwise), less --no-pin,
+// which is launch's own wherever it stands among them (*no_pin set).
+StatusOr<std::vector<std::string>> NodeArgs(const LaunchOptions& o,
+                                            bool* no_pin) {
+  for (const std::string& arg : o.args) {
+    if (arg == "--topology" || arg == "--node" ||
+        arg.rfind("--topology=", 0) == 0 || arg.rfind("--node=", 0) == 0) {
+      return InvalidArgument("'" + arg +
+                             "' is set by launch for each node; "
+                             "pass only training options");
+    }
+  }
+  *no_pin = o.no_pin;
+  std::vector<std::string> node_args;
+  for (const std::string& arg : o.args) {
+    if (arg == "--no-pin") {
+      *no_pin = true;
+    } else {
+      node_args.push_back(arg);
+    }
+  }
+  return node_args;
+}
+
+// The nodes to start: --only's (each must be in the topology: NotFound
+// otherwise), else every node whose host is this machine.
+StatusOr<std::vector<const TopologyNode*>> ChooseNodes(
+    const LaunchOptions& o, const Topology& topology) {
+  for (const std::string& name : o.only) {
+    if (topology.Rank(name) < 0) {
+      return NotFound(o.topology + ": no node '" + name + "'");
+    }
+  }
+  const std::set<std::string> local = LocalNames();
+  std::vector<const TopologyNode*> nodes;
+  for (const TopologyNode& n : topology.nodes) {
+    const bool chosen = o.only.empty() ? IsLocal(n.host, local)
+                                       : std::find(o.only.begin(), o.only.end(),
+                                                   n.name) != o.only.end();
+    if (chosen) nodes.push_back(&n);
+  }
+  return nodes;
+}
+
+// Each node pinned to its own share of the CPUs this launcher may use,
+// when they divide into whole shares: a node's workers and its Gloo and
+// CAF threads then compete with each other only, not with the other
+// nodes' (2 nodes on 2 cores, Fashion CNN: 5.5k -> 6.05k samples/s, and
+// the nodes' steps no longer drift apart, which each collective waited
+// out). Empty shares when they do not divide.
+std::vector<std::vector<int>> CpuShares(size_t nodes) {
+  std::vector<std::vector<int>> pins(nodes);
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
+  const size_t per = cpus.size() / nodes;
+  for (size_t k = 0; per > 0 && k < nodes; ++k) {
+    pins[k].assign(cpus.begin() + k * per, cpus.begin() + (k + 1) * per);
+  }
+  return pins;
+}
+
+// Nodes on one machine share its cores: each gets its share as its
+// scheduler's workers (measured on 2 cores, 2 nodes: 1 worker each trains
+// the Fashion MLP 15% and the CNN 7% faster than 2 each, which spin
+// against each other), unless the options say --threads.
+void AddThreadShare(size_t nodes, std::vector<std::string>* node_args) {
+  for (const std::string& arg : *node_args) {
+    if (arg == "--threads" || arg.rfind("--threads=", 0) == 0) return;
+  }
+  const int share =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                      static_cast<int>(nodes));
+  node_args->push_back("--threads");
+  node_args->push_back(std::to_string(share));
+}
+
+// In the child: runs `argv` with its output into `out`, pinned to `pin`
+// (unless empty); never returns.
+[[noreturn]] void ExecNode(pid_t parent, int out, const std::vector<int>& pin,
+                           std::vector<std::string> argv) {
+  // A node never outlives its launcher (killed, or ended by SIGPIPE when
+  // its output is cut short): it is sent SIGTERM, as when a node fails.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(1);
+  if (!pin.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : pin) CPU_SET(c, &set);
+    sched_setaffinity(0, sizeof(set), &set);  // kept across exec; best effort
+  }
+  dup2(out, STDOUT_FILENO);
+  dup2(out, STDERR_FILENO);
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  execv(raw[0], raw.data());
+  std::fprintf(stderr, "parex launch: cannot run %s: %s\n", raw[0],
+               std::strerror(errno));
+  _exit(127);
+}
+
+// Starts `parex node` for node `n` with `node_args`, its output on a pipe.
+StatusOr<Child> StartNode(const LaunchOptions& o, const TopologyNode& n,
+                          const std::vector<std::string>& node_args,
+                          const std::vector<int>& pin) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    return IoError(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::vector<std::string> argv = {o.parex,    "node",   "--topology",
+                                   o.topology, "--node", n.name};
+  argv.insert(argv.end(), node_args.begin(), node_args.end());
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) ExecNode(parent, fds[1], pin, std::move(argv));
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return IoError(std::string("fork: ") + std::strerror(errno));
+  }
+  Child c;
+  c.name = n.name;
+  c.pid = pid;
+  c.fd = fds[0];
+  return c;
+}
+
+// Passes on what the children wrote (waiting at most 100 ms for it), their
+// ends of file closing their pipes.
+void ForwardOutput(std::vector<Child>& children) {
+  std::vector<pollfd> polls;
+  std::vector<Child*> polled;
+  for (Child& c : children) {
+    if (c.fd >= 0) {
+      polls.push_back({c.fd, POLLIN, 0});
+      polled.push_back(&c);
+    }
+  }
+  if (polls.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return;
+  }
+  const int ready = poll(polls.data(), polls.size(), 100);
+  for (size_t i = 0; ready > 0 && i < polls.size(); ++i) {
+    if (polls[i].revents == 0) continue;
+    if (!Drain(*polled[i])) {
+      close(polled[i]->fd);
+      polled[i]->fd = -1;
+    }
+  }
+}
+
+// Until every child's output ended and every child exited: their output
+// forwarded, a signal to the launcher passed on to them (the nodes
+// checkpoint and exit themselves), and the others stopped when one fails
+// (killed if still there 10 s later). The first node that failed, if any.
+struct Failed {
+  std::string node;
+  int code = 0;
+};
+Failed SuperviseNodes(std::vector<Child>& children) {
+  Failed failed;
+  auto stop_deadline = std::chrono::steady_clock::time_point::max();
+  bool forwarded = false;
+  while (true) {
+    if (g_signal != 0 && !forwarded) {
+      forwarded = true;
+      SignalAll(children, g_signal);
+    }
+    ForwardOutput(children);
+    bool all_done = true;
+    for (Child& c : children) {
+      if (c.done) continue;
+      int status = 0;
+      if (waitpid(c.pid, &status, WNOHANG) != c.pid) {
+        all_done = false;
+        continue;
+      }
+      c.done = true;
+      c.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (c.code != 0 && failed.node.empty()) {
+        failed = {c.name, c.code};
+        if (!forwarded) {
+          // One node failed: the cluster cannot go on; stop the others.
+          SignalAll(children, SIGTERM);
+          stop_deadline =
+              std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        }
+      }
+    }
+    bool open = false;
+    for (const Child& c : children) open = open || c.fd >= 0;
+    if (all_done && !open) return failed;
+    if (std::chrono::steady_clock::now() > stop_deadline) {
+      SignalAll(children, SIGKILL);
+      stop_deadline = std::chrono::steady_clock::time_point::max();
+    }
+  }
+}
+
 }  // namespace
 
 int RunLaunch(const LaunchOptions& o) {
   const std::string cmd = "launch";
   StatusOr<Topology> topology = LoadTopology(o.topology);
   if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
-  for (const std::string& arg : o.args) {
-    if (arg == "--topology" || arg == "--node" ||
-        arg.rfind("--topology=", 0) == 0 || arg.rfind("--node=", 0) == 0) {
-      return Fail(cmd,
-                  InvalidArgument("'" + arg +
-                                  "' is set by launch for each node; "
-                                  "pass only training options"),
-                  kExitUsage);
-    }
-  }
-  // --no-pin is launch's own wherever it stands among the node options.
-  bool no_pin = o.no_pin;
-  std::vector<std::string> node_args;
-  for (const std::string& arg : o.args) {
-    if (arg == "--no-pin") {
-      no_pin = true;
-    } else {
-      node_args.push_back(arg);
-    }
-  }
-  const std::set<std::string> local = LocalNames();
-  std::vector<const TopologyNode*> nodes;
-  for (const std::string& name : o.only) {
-    if (topology->Rank(name) < 0) {
-      return Fail(cmd, NotFound(o.topology + ": no node '" + name + "'"),
-                  kExitUsage);
-    }
-  }
-  for (const TopologyNode& n : topology->nodes) {
-    const bool chosen = o.only.empty() ? IsLocal(n.host, local)
-                                       : std::find(o.only.begin(), o.only.end(),
-                                                   n.name) != o.only.end();
-    if (chosen) nodes.push_back(&n);
-  }
-  if (nodes.empty()) {
+  bool no_pin = false;
+  StatusOr<std::vector<std::string>> node_args = NodeArgs(o, &no_pin);
+  if (!node_args.ok()) return Fail(cmd, node_args.status(), kExitUsage);
+  StatusOr<std::vector<const TopologyNode*>> nodes = ChooseNodes(o, *topology);
+  if (!nodes.ok()) return Fail(cmd, nodes.status(), kExitUsage);
+  if (nodes->empty()) {
     return Fail(cmd, NotFound(o.topology +
                               ": no node's host is this machine (start them "
                               "with parex node on their machines)"));
   }
-  // Each node pinned to its own share of the CPUs this launcher may use,
-  // when they divide into whole shares: a node's workers and its Gloo and
-  // CAF threads then compete with each other only, not with the other
-  // nodes' (2 nodes on 2 cores, Fashion CNN: 5.5k -> 6.05k samples/s, and
-  // the nodes' steps no longer drift apart, which each collective waited
-  // out). --no-pin leaves them to the kernel.
-  std::vector<std::vector<int>> pins(nodes.size());
-  if (!no_pin) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-      }
-    }
-    const size_t per = cpus.size() / nodes.size();
-    for (size_t k = 0; per > 0 && k < nodes.size(); ++k) {
-      pins[k].assign(cpus.begin() + k * per, cpus.begin() + (k + 1) * per);
-    }
-  }
-  std::printf("parex launch: %zu of %zu nodes of %s here:", nodes.size(),
+  const std::vector<std::vector<int>> pins =
+      no_pin ? std::vector<std::vector<int>>(nodes->size())
+             : CpuShares(nodes->size());
+  std::printf("parex launch: %zu of %zu nodes of %s here:", nodes->size(),
               topology->nodes.size(), o.topology.c_str());
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    std::printf(" %s", nodes[k]->name.c_str());
-    if (!pins[k].empty()) std::printf(" (%s)", CpuList(pins[k]).c_str());
+  for (size_t k = 0; k < nodes->size(); ++k) {
+    std::printf(" %s", (*nodes)[k]->name.c_str());
+    if (!pins[k].empty()) std::printf(" (%s)", train::CpuList(pins[k]).c_str());
   }
   std::printf("\n");
   std::fflush(stdout);
@@ -191,146 +352,27 @@ int RunLaunch(const LaunchOptions& o) {
   action.sa_handler = OnSignal;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-
-  // Nodes on one machine share its cores: each gets its share as its
-  // scheduler's workers (measured on 2 cores, 2 nodes: 1 worker each trains
-  // the Fashion MLP 15% and the CNN 7% faster than 2 each, which spin
-  // against each other), unless the options say --threads.
-  bool threads_given = false;
-  for (const std::string& arg : node_args) {
-    threads_given =
-        threads_given || arg == "--threads" || arg.rfind("--threads=", 0) == 0;
-  }
-  const int share =
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                      static_cast<int>(nodes.size()));
-
+  AddThreadShare(nodes->size(), &*node_args);
   std::vector<Child> children;
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    const TopologyNode* n = nodes[k];
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
+  for (size_t k = 0; k < nodes->size(); ++k) {
+    StatusOr<Child> child = StartNode(o, *(*nodes)[k], *node_args, pins[k]);
+    if (!child.ok()) {
       SignalAll(children, SIGTERM);
-      return Fail(cmd, IoError(std::string("pipe: ") + std::strerror(errno)));
+      return Fail(cmd, child.status());
     }
-    std::vector<std::string> argv = {o.parex,    "node",   "--topology",
-                                     o.topology, "--node", n->name};
-    argv.insert(argv.end(), node_args.begin(), node_args.end());
-    if (!threads_given) {
-      argv.push_back("--threads");
-      argv.push_back(std::to_string(share));
-    }
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      // A node never outlives its launcher (killed, or ended by SIGPIPE when
-      // its output is cut short): it is sent SIGTERM, as when a node fails.
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(1);
-      if (!pins[k].empty()) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (int c : pins[k]) CPU_SET(c, &set);
-        sched_setaffinity(0, sizeof(set),
-                          &set);  // kept across exec; best effort
-      }
-      dup2(fds[1], STDOUT_FILENO);
-      dup2(fds[1], STDERR_FILENO);
-      std::vector<char*> raw;
-      for (std::string& a : argv) raw.push_back(a.data());
-      raw.push_back(nullptr);
-      execv(raw[0], raw.data());
-      std::fprintf(stderr, "parex launch: cannot run %s: %s\n", raw[0],
-                   std::strerror(errno));
-      _exit(127);
-    }
-    close(fds[1]);
-    if (pid < 0) {
-      close(fds[0]);
-      SignalAll(children, SIGTERM);
-      return Fail(cmd, IoError(std::string("fork: ") + std::strerror(errno)));
-    }
-    Child c;
-    c.name = n->name;
-    c.pid = pid;
-    c.fd = fds[0];
-    children.push_back(std::move(c));
+    children.push_back(std::move(*child));
   }
-
-  // Until every child's output ended and every child exited.
-  std::string failed;  // the first node that failed
-  int failed_code = 0;
-  auto stop_deadline = std::chrono::steady_clock::time_point::max();
-  bool forwarded = false;
-  while (true) {
-    if (g_signal != 0 && !forwarded) {
-      forwarded = true;
-      SignalAll(children,
-                g_signal);  // the nodes checkpoint and exit themselves
-    }
-    std::vector<pollfd> polls;
-    std::vector<Child*> polled;
-    for (Child& c : children) {
-      if (c.fd >= 0) {
-        polls.push_back({c.fd, POLLIN, 0});
-        polled.push_back(&c);
-      }
-    }
-    if (!polls.empty()) {
-      const int ready = poll(polls.data(), polls.size(), 100);
-      for (size_t i = 0; ready > 0 && i < polls.size(); ++i) {
-        if (polls[i].revents == 0) continue;
-        if (!Drain(*polled[i])) {
-          close(polled[i]->fd);
-          polled[i]->fd = -1;
-        }
-      }
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    bool all_done = true;
-    for (Child& c : children) {
-      if (c.done) continue;
-      int status = 0;
-      const pid_t r = waitpid(c.pid, &status, WNOHANG);
-      if (r == c.pid) {
-        c.done = true;
-        c.code =
-            WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (c.code != 0 && failed.empty()) {
-          failed = c.name;
-          failed_code = c.code;
-          if (!forwarded) {
-            // One node failed: the cluster cannot go on; stop the others.
-            SignalAll(children, SIGTERM);
-            stop_deadline =
-                std::chrono::steady_clock::now() + std::chrono::seconds(10);
-          }
-        }
-      } else {
-        all_done = false;
-      }
-    }
-    if (all_done) {
-      bool open = false;
-      for (const Child& c : children) open = open || c.fd >= 0;
-      if (!open) break;
-    }
-    if (std::chrono::steady_clock::now() > stop_deadline) {
-      SignalAll(children, SIGKILL);
-      stop_deadline = std::chrono::steady_clock::time_point::max();
-    }
-  }
-  if (!failed.empty()) {
+  const Failed failed = SuperviseNodes(children);
+  if (!failed.node.empty()) {
     std::string how =
-        failed_code > 128
-            ? "was killed by signal " + std::to_string(failed_code - 128)
-            : "exited with status " + std::to_string(failed_code);
+        failed.code > 128
+            ? "was killed by signal " + std::to_string(failed.code - 128)
+            : "exited with status " + std::to_string(failed.code);
     return Fail(
         cmd,
-        Aborted("node '" + failed + "' " + how +
+        Aborted("node '" + failed.node + "' " + how +
                 "; the other nodes were stopped"),
-        failed_code == 130 || failed_code == 143 ? failed_code : kExitRuntime);
+        failed.code == 130 || failed.code == 143 ? failed.code : kExitRuntime);
   }
   std::printf("parex launch: %zu nodes finished\n", children.size());
   return kExitOk;

@@ -72,6 +72,35 @@ TEST(CliInferTest, MnistMlpReproducesTheGoldenProbabilities) {
   EXPECT_LT(worst, 1e-4);
 }
 
+// What the fit_a_line executable did, as `parex infer`: Paddle's saved
+// fit_a_line model on the 102 UCI housing test rows reaches the test MSE it
+// printed (16.4071), its first predictions 13.5011 13.5695 13.6182.
+TEST(CliInferTest, PaddleFitALineOnTheHousingTestRows) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer_fit_a_line");
+  StatusOr<HousingData> housing =
+      LoadUciHousing(std::string(PAREX_DATA_DIR) + "/boston_house_prices.csv");
+  ASSERT_TRUE(housing.ok()) << housing.status().ToString();
+  ASSERT_TRUE(WriteNpy(dir + "/x.npy", housing->test_x).ok());
+  CliRun run = RunParex({"infer", "--model", Model("fit_a_line"), "--input",
+                         "x=x.npy", "--output", "out"},
+                        dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("scale_99.tmp_0: fp32 [102, 1]"));
+  StatusOr<Tensor> pred = ReadNpy(dir + "/out/scale_99.tmp_0.npy");
+  ASSERT_TRUE(pred.ok()) << pred.status().ToString();
+  ASSERT_EQ(pred->numel(), 102);
+  double mse = 0;
+  for (int64_t i = 0; i < pred->numel(); ++i) {
+    const double d = pred->data<float>()[i] - housing->test_y.data<float>()[i];
+    mse += d * d;
+  }
+  EXPECT_NEAR(mse / pred->numel(), 16.4071, 1e-4);
+  EXPECT_NEAR(pred->data<float>()[0], 13.5011, 1e-4);
+  EXPECT_NEAR(pred->data<float>()[1], 13.5695, 1e-4);
+  EXPECT_NEAR(pred->data<float>()[2], 13.6182, 1e-4);
+}
+
 TEST(CliInferTest, SimpleModelFromACombinedParameterFileWithATrace) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = ScratchDir("infer_simple");

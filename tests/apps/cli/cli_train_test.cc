@@ -11,6 +11,8 @@
 #include <regex>
 #include <set>
 
+#include "graph/builder/examples.h"
+#include "graph/ir/program.h"
 #include "tests/apps/cli/cli_test_util.h"
 
 namespace parex::testing {
@@ -46,6 +48,35 @@ TEST(CliTrainTest, TrainsTheDigitsMlpAndSavesIt) {
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
   EXPECT_THAT(inspect.out, HasSubstr("feeds            image"));
   EXPECT_THAT(inspect.out, HasSubstr("parex runs every op of this program"));
+}
+
+// --save-programs writes the example's training programs (what
+// tests/apps/fixtures/run_in_paddle.py runs in Paddle) before training.
+TEST(CliTrainTest, SaveProgramsWritesTheTrainingPrograms) {
+  const std::string dir = ScratchDir("train_save_programs");
+  CliRun run =
+      RunParex({"train", "--model", "fit_a_line", "--epochs", "1", "--steps",
+                "1", "--save-programs", "programs/p", kData},
+               dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ExampleOptions options;
+  options.random_seed = 1;
+  StatusOr<ExampleProgram> built =
+      BuildExample(ExampleKind::kFitALine, options);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  for (const auto& [file, expected] :
+       {std::pair<std::string, const Program*>{"main.pdmodel", &built->main},
+        {"startup.pdmodel", &built->startup}}) {
+    StatusOr<Program> saved = Program::Load(dir + "/programs/p/" + file);
+    ASSERT_TRUE(saved.ok()) << file << ": " << saved.status().ToString();
+    std::vector<std::string> got, want;
+    for (const auto& op : saved->global_block().ops())
+      got.push_back(op->type());
+    for (const auto& op : expected->global_block().ops())
+      want.push_back(op->type());
+    EXPECT_EQ(got, want) << file;
+    EXPECT_FALSE(got.empty()) << file;
+  }
 }
 
 TEST(CliTrainTest, ReduceModeOnThreePlacesVerbose) {

@@ -1,8 +1,9 @@
 // What `parex train` / `parex node` train: one of the built-in examples
-// (--model) or a user's own Paddle program and data (--program, --data).
-// TrainMain (train_command.cc) runs either the same way; a TrainJob says
-// what differs: the programs, the loss and metrics, the rows per feed, how
-// the persistables start and what is written at the end.
+// (--model, ExampleJob here) or a user's own Paddle program and data
+// (--program, --data: apps/cli/program_job.h reads those files).
+// TrainSession runs either the same way; a TrainJob says what differs: the
+// programs, the loss and metrics, the rows per feed, how the persistables
+// start and what is written at the end.
 #pragma once
 
 #include <cstdint>
@@ -12,12 +13,12 @@
 #include <vector>
 
 #include "actors/executor/parallel_executor.h"
-#include "apps/cli/cli.h"
+#include "apps/train/train_options.h"
 #include "graph/ir/program.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
 
-namespace parex::cli {
+namespace parex::train {
 
 struct TrainJob {
   std::string
@@ -78,10 +79,8 @@ StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
 // come back as InvalidArgument with *usage set.
 StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage);
 
-// The program `o.program` with `o.startup` / `o.params` and the rows of
-// `o.data`. Errors name the file, the variable or the option; *usage is set
-// for mistakes in the options (a feed the program lacks, rows that differ,
-// a wrong dtype, no loss found).
-StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage);
+// --save-programs: `job`'s main and startup programs as DIR/main.pdmodel
+// and DIR/startup.pdmodel (Paddle's binary format), DIR created.
+Status SavePrograms(const TrainJob& job, const std::string& dir);
 
-}  // namespace parex::cli
+}  // namespace parex::train

@@ -1,10 +1,10 @@
-#include "apps/cli/lr_schedule.h"
+#include "apps/train/lr_schedule.h"
 
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
-namespace parex::cli {
+namespace parex::train {
 namespace {
 
 Status Bad(const std::string& spec, const std::string& why) {
@@ -112,4 +112,26 @@ StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
                        "' (constant, piecewise, exponential, cosine, warmup)");
 }
 
-}  // namespace parex::cli
+Status SetLearningRate(ParallelExecutor* pe,
+                       const std::vector<std::string>& vars, double rate) {
+  for (int p = 0; p < static_cast<int>(pe->places().size()); ++p) {
+    for (const std::string& name : vars) {
+      Variable* v = pe->local_scope(p)->FindVar(name);
+      Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
+      if (t == nullptr || t->numel() != 1 ||
+          (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
+        return InvalidArgument("--lr-schedule: '" + name + "' on " +
+                               pe->places()[p].ToString() +
+                               " is not a one-element float tensor");
+      }
+      if (t->dtype() == DType::kFP32) {
+        t->data<float>()[0] = static_cast<float>(rate);
+      } else {
+        t->data<double>()[0] = rate;
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace parex::train

@@ -1,4 +1,4 @@
-#include "apps/cli/checkpoint.h"
+#include "apps/train/checkpoint.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,12 +6,13 @@
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "base/file_io.h"
 #include "kernels/io/model_io.h"
 
-namespace parex::cli {
+namespace parex::train {
 namespace fs = std::filesystem;
 namespace {
 
@@ -161,4 +162,59 @@ StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
   return *std::move(found);
 }
 
-}  // namespace parex::cli
+Checkpointer::Checkpointer(CheckpointState run, std::string dir, int keep,
+                           bool writer)
+    : run_(std::move(run)),
+      dir_(std::move(dir)),
+      keep_(keep),
+      writer_(writer) {}
+
+Status Checkpointer::Resume(const std::string& cmd, const std::string& dir,
+                            Cluster* cluster, const Program& main,
+                            Scope* scope) {
+  CheckpointState* where = &run_;
+  const bool writer = writer_;
+  if (writer) {
+    PAREX_ASSIGN_OR_RETURN(FoundCheckpoint ckpt,
+                           train::Resume(dir, main, *where, scope));
+    where->step = ckpt.state.step;
+    where->epoch = ckpt.state.epoch;
+    where->batch = ckpt.state.batch;
+    std::printf(
+        "parex %s: resuming from %s: step %lld, epoch %lld, batch %lld\n",
+        cmd.c_str(), ckpt.path.c_str(), static_cast<long long>(where->step),
+        static_cast<long long>(where->epoch + 1),
+        static_cast<long long>(where->batch));
+  }
+  if (cluster == nullptr) return Status::Ok();
+  std::vector<double> at = {static_cast<double>(where->step),
+                            static_cast<double>(where->epoch),
+                            static_cast<double>(where->batch)};
+  if (!writer) at.assign(3, 0.0);
+  PAREX_RETURN_IF_ERROR(cluster->SumAcrossNodes(&at, "the resumed position"));
+  where->step = static_cast<int64_t>(at[0]);
+  where->epoch = static_cast<int64_t>(at[1]);
+  where->batch = static_cast<int64_t>(at[2]);
+  if (!writer) {
+    std::printf(
+        "parex %s: resuming with rank 0 at step %lld, epoch %lld, batch %lld\n",
+        cmd.c_str(), static_cast<long long>(where->step),
+        static_cast<long long>(where->epoch + 1),
+        static_cast<long long>(where->batch));
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> Checkpointer::Write(int64_t step, int64_t epoch,
+                                          int64_t next_batch, int64_t batches,
+                                          const Program& main,
+                                          const Scope& scope) const {
+  if (!writes()) return std::string();
+  CheckpointState state = run_;
+  state.step = step;
+  state.epoch = next_batch < batches ? epoch : epoch + 1;
+  state.batch = next_batch < batches ? next_batch : 0;
+  return WriteCheckpoint(dir_, main, scope, state, keep_);
+}
+
+}  // namespace parex::train

@@ -18,14 +18,23 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
+#include "actors/executor/parallel_executor.h"
 #include "base/status.h"
 
-namespace parex::cli {
+namespace parex::train {
 
 using LrSchedule = std::function<double(int64_t step)>;
 
 // InvalidArgument naming the part of `spec` that is wrong.
 StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec);
 
-}  // namespace parex::cli
+// Sets `rate` into each of `vars` on every place of `pe` (each holds its own
+// copy of a persistable in AllReduce mode), as Paddle's LRScheduler does
+// before a step. InvalidArgument naming the variable and place when one is
+// not a one-element float tensor.
+Status SetLearningRate(ParallelExecutor* pe,
+                       const std::vector<std::string>& vars, double rate);
+
+}  // namespace parex::train

@@ -1,0 +1,173 @@
+#include "apps/train/cluster_session.h"
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+#include <utility>
+
+#include "apps/exit_codes.h"
+#include "base/digest.h"
+#include "proto/program_io.h"
+
+namespace parex::train {
+
+StatusOr<std::unique_ptr<ClusterSession>> ClusterSession::Join(
+    const std::string& cmd, const Topology& topology, const std::string& node,
+    const Program& main, const Program& startup, const std::string& options) {
+  std::map<std::string, std::string> identity;
+  identity["program"] = Sha256Hex(SerializeProgramBinary(main.proto()) + '\0' +
+                                  SerializeProgramBinary(startup.proto()));
+  identity["options"] = options;
+  PAREX_ASSIGN_OR_RETURN(std::unique_ptr<Cluster> cluster,
+                         Cluster::Join(topology, node, identity));
+  // Until the executor exists, a lost peer only bounds the wait.
+  cluster->SetLostHandler([cmd](const Status& s) {
+    ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2));
+  });
+  return std::unique_ptr<ClusterSession>(
+      new ClusterSession(cmd, node, topology.path, std::move(cluster)));
+}
+
+ClusterSession::ClusterSession(std::string cmd, std::string node,
+                               std::string path,
+                               std::unique_ptr<Cluster> cluster)
+    : cmd_(std::move(cmd)),
+      node_(std::move(node)),
+      topology_path_(std::move(path)),
+      cluster_(std::move(cluster)) {}
+
+void ClusterSession::Configure(int world, int first_place, BuildStrategy* build,
+                               ExecutionStrategy* exec) const {
+  build->world_places = world;
+  build->num_trainers = cluster_->size();
+  build->trainer_id = cluster_->rank();
+  exec->communicator = cluster_->MakeCommunicator();
+  exec->first_place = first_place;
+}
+
+void ClusterSession::AbortOnLoss(ParallelExecutor* executor) {
+  const std::string cmd = cmd_;
+  cluster_->SetLostHandler([executor, cmd](const Status& s) {
+    executor->Abort(s);
+    ExitUnlessEndedWithin(cmd, s, std::chrono::seconds(2));
+  });
+}
+
+void ClusterSession::ClearLostHandler() {
+  if (cluster_ != nullptr) cluster_->SetLostHandler(nullptr);
+}
+
+void ClusterSession::FailAndExit(const Status& status, int code) {
+  Fail(cmd_, status, code);
+  cluster_->AnnounceFailure(status);
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
+
+Status ClusterSession::BroadcastPersistables(
+    Scope* scope, const std::vector<std::string>& names) {
+  return cluster_->BroadcastPersistables(scope, names);
+}
+
+Status ClusterSession::CheckSameParameters(const std::string& digest) {
+  Tensor mine(DType::kUInt8, {static_cast<int64_t>(digest.size())});
+  std::copy(digest.begin(), digest.end(), mine.data<uint8_t>());
+  Tensor theirs = mine.Clone();
+  PlaceTensors one = {&theirs};
+  PAREX_RETURN_IF_ERROR(
+      cluster_->cross().Broadcast("parameter digest", one, 0));
+  if (std::memcmp(mine.raw_data(), theirs.raw_data(), mine.bytes()) != 0) {
+    return Internal("the parameters of node '" + node_ +
+                    "' differ from rank 0's after training");
+  }
+  return Status::Ok();
+}
+
+void ClusterSession::PrintBanner(int first_place, int places, int world,
+                                 int threads) const {
+  std::printf(
+      "parex node: %s, rank %d of %d nodes (%s), places %d-%d of %d, %d "
+      "worker%s%s\n",
+      node_.c_str(), cluster_->rank(), cluster_->size(), topology_path_.c_str(),
+      first_place, first_place + places - 1, world, threads,
+      threads == 1 ? "" : "s", PinnedCpus().c_str());
+}
+
+std::map<std::string, std::string> ClusterSession::TraceMetadata() const {
+  std::map<std::string, std::string> metadata;
+  metadata["parex_node"] = node_;
+  metadata["parex_rank"] = std::to_string(cluster_->rank());
+  metadata["parex_clock_offset_us"] =
+      std::to_string(cluster_->clock_offset_us());
+  metadata["parex_clock_rtt_us"] = std::to_string(cluster_->clock_rtt_us());
+  return metadata;
+}
+
+std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
+                             const BuildStrategy& build) {
+  return " --mode " + o.mode + " --batch " + std::to_string(batch) +
+         " --epochs " + std::to_string(epochs) + " --steps " +
+         (o.steps ? std::to_string(*o.steps) : "all") + " --seed " +
+         std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
+         (o.sync_batch_norm ? " --sync-batch-norm" : "") + " --fuse-buckets " +
+         std::to_string(build.fuse_all_reduce_ops ? build.fuse_bucket_bytes
+                                                  : 0) +
+         " --checkpoint-every " + std::to_string(o.checkpoint_every);
+}
+
+void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
+                           std::chrono::milliseconds grace) {
+  std::thread([cmd, status, grace] {
+    std::this_thread::sleep_for(grace);
+    Fail(cmd, status);
+    std::fflush(nullptr);
+    std::_Exit(kExitRuntime);
+  }).detach();
+}
+
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows,
+                                      int first_place, int n, int world) {
+  std::vector<FeedMap> feeds(n);
+  const int64_t chunk = rows / world;
+  for (const auto& [name, value] : feed) {
+    for (int p = 0; p < n; ++p) {
+      const int q = first_place + p;
+      const int64_t begin = q * chunk;
+      feeds[p][name] =
+          value.Slice(begin, q == world - 1 ? rows : begin + chunk);
+    }
+  }
+  return feeds;
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string list;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    if (!list.empty()) list += ",";
+    list += std::to_string(cpus[i]);
+    if (j > i) list += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return (cpus.size() > 1 ? "cpus " : "cpu ") + list;
+}
+
+std::string PinnedCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty() ||
+      cpus.size() >= static_cast<size_t>(std::thread::hardware_concurrency())) {
+    return "";
+  }
+  return ", on " + CpuList(cpus);
+}
+
+}  // namespace parex::train

@@ -30,30 +30,6 @@ using ::testing::Not;
 const std::string kFixture =
     std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
 
-// The fixture's ten batches as one .npy file per feed, in order.
-void WriteFixtureData(const std::string& dir) {
-  for (const char* name : {"x", "label"}) {
-    std::vector<Tensor> parts;
-    for (int i = 0; i < 10; ++i) {
-      Tensor t;
-      ASSERT_TRUE(
-          LoadTensorFile(
-              kFixture + "/batches/" + name + "_" + std::to_string(i), &t)
-              .ok());
-      parts.push_back(std::move(t));
-    }
-    Dims dims = parts[0].dims();
-    dims[0] *= 10;
-    Tensor all(parts[0].dtype(), dims);
-    char* out = static_cast<char*>(all.raw_data());
-    for (const Tensor& p : parts) {
-      std::memcpy(out, p.raw_data(), p.bytes());
-      out += p.bytes();
-    }
-    ASSERT_TRUE(WriteNpy(dir + "/" + name + ".npy", all).ok());
-  }
-}
-
 std::vector<double> Lines(const std::string& path, bool json) {
   std::vector<double> v;
   std::istringstream in(ReadFile(path));
@@ -98,7 +74,7 @@ void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
 // at the end (the persistables parex saved, in Paddle's tensor files).
 TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   const std::string dir = ScratchDir("program_cnn");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   CliRun run = RunParex({"train",
                          "--program",
                          kFixture + "/main.pdmodel",
@@ -158,7 +134,7 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
 // Paddle's.
 TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
   const std::string dir = ScratchDir("program_cnn_sync_bn");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   const std::vector<double> want = Lines(kFixture + "/losses.txt", false);
   for (bool sync : {true, false}) {
     std::vector<std::string> args = {"train",
@@ -205,7 +181,7 @@ TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
 // synchronise their batch norms through Gloo and reproduce Paddle's losses.
 TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
   const std::string dir = ScratchDir("program_cnn_sync_bn_nodes");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   const std::string topology = WriteTopology(dir, {1, 1});
   CliRun run = RunParex({"launch",
                          "--topology",
@@ -307,7 +283,7 @@ TEST(CliProgramTrainTest, PaddleTransformerReproducesPaddleOnOneAndTwoPlaces) {
 // the saved persistables. --fetch adds a variable to every step's line.
 TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
   const std::string dir = ScratchDir("program_eval");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   CliRun run = RunParex({"train",
                          "--program",
                          kFixture + "/main.pdmodel",
@@ -387,7 +363,7 @@ TEST(CliProgramTrainTest, EvaluatesAfterEachEpochAndFetchesMore) {
 // file, exit 2 (usage) or 1 (a file that cannot be read); nothing trained.
 TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
   const std::string dir = ScratchDir("program_bad");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   {
     Tensor rows(DType::kInt64, {150, 1});
     for (int64_t i = 0; i < 150; ++i) rows.data<int64_t>()[i] = 0;

@@ -11,7 +11,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -21,7 +20,6 @@
 #include "graph/builder/layers.h"
 #include "graph/builder/optimizer.h"
 #include "graph/builder/program_builder.h"
-#include "kernels/io/tensor_io.h"
 #include "tests/apps/cli/cli_test_util.h"
 
 namespace parex::testing {
@@ -31,28 +29,6 @@ namespace fs = std::filesystem;
 
 const std::string kFixture =
     std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
-
-// The fixture's ten batches of 16 rows as x.npy and label.npy in `dir`.
-void WriteFixtureData(const std::string& dir) {
-  for (const char* name : {"x", "label"}) {
-    std::vector<Tensor> parts(10);
-    for (int i = 0; i < 10; ++i) {
-      ASSERT_TRUE(LoadTensorFile(
-                      kFixture + "/batches/" + name + "_" + std::to_string(i),
-                      &parts[i])
-                      .ok());
-    }
-    Dims dims = parts[0].dims();
-    dims[0] *= 10;
-    Tensor all(parts[0].dtype(), dims);
-    char* out = static_cast<char*>(all.raw_data());
-    for (const Tensor& p : parts) {
-      std::memcpy(out, p.raw_data(), p.bytes());
-      out += p.bytes();
-    }
-    ASSERT_TRUE(WriteNpy(dir + "/" + name + ".npy", all).ok());
-  }
-}
 
 // The files of checkpoint directory `b` that are missing from `a` or differ.
 std::string DifferentFiles(const std::string& a, const std::string& b) {
@@ -124,7 +100,7 @@ void RunMatrix(const std::string& dir, const std::string& name,
 
 TEST(CliResumeMatrixTest, PaddlesCnnWithBatchNormAndAnLrSchedule) {
   const std::string dir = ScratchDir("resume_matrix_cnn");
-  WriteFixtureData(dir);
+  WritePaddleCnnFixtureData(dir);
   RunMatrix(dir, "cnn",
             {"--program", kFixture + "/main.pdmodel", "--startup",
              kFixture + "/startup.pdmodel", "--data", "x=x.npy", "--data",

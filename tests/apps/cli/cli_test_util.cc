@@ -11,12 +11,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
+#include "apps/cli/npy.h"
+#include "kernels/io/tensor_io.h"
 #include "tests/free_port.h"
 
 extern char** environ;
@@ -224,6 +227,30 @@ std::string UndisturbedDigest(const std::string& topology,
   const std::string digest = ParametersDigest(quiet.out);
   EXPECT_EQ(digest.size(), 64u) << quiet.out;
   return digest;
+}
+
+void WritePaddleCnnFixtureData(const std::string& dir) {
+  for (const char* name : {"x", "label"}) {
+    std::vector<Tensor> parts;
+    for (int i = 0; i < 10; ++i) {
+      Tensor t;
+      ASSERT_TRUE(LoadTensorFile(std::string(PAREX_TEST_FIXTURES_DIR) +
+                                     "/paddle_cnn_bn_adam/batches/" + name +
+                                     "_" + std::to_string(i),
+                                 &t)
+                      .ok());
+      parts.push_back(std::move(t));
+    }
+    Dims dims = parts[0].dims();
+    dims[0] *= 10;
+    Tensor all(parts[0].dtype(), dims);
+    char* out = static_cast<char*>(all.raw_data());
+    for (const Tensor& p : parts) {
+      std::memcpy(out, p.raw_data(), p.bytes());
+      out += p.bytes();
+    }
+    ASSERT_TRUE(WriteNpy(dir + "/" + name + ".npy", all).ok());
+  }
 }
 
 }  // namespace parex::testing

@@ -106,4 +106,9 @@ std::string UndisturbedDigest(const std::string& topology,
                               const std::vector<std::string>& train,
                               const std::string& cwd);
 
+// The batches of PaddlePaddle's CNN fixture (tests/apps/fixtures/
+// paddle_cnn_bn_adam/batches: ten of 16 rows) as `dir`/x.npy and
+// `dir`/label.npy, in order.
+void WritePaddleCnnFixtureData(const std::string& dir);
+
 }  // namespace parex::testing

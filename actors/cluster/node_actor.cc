@@ -56,8 +56,10 @@ std::string Framed(const char* tag,
 std::string HandshakeMessage(const std::string& nonce,
                              const std::string& prover,
                              const std::string& verifier,
-                             const std::string& info) {
-  return Framed("parex-handshake", {&nonce, &prover, &verifier, &info});
+                             const std::string& info,
+                             const std::string& challenge) {
+  return Framed("parex-handshake",
+                {&nonce, &prover, &verifier, &info, &challenge});
 }
 
 std::string VerdictMessage(const std::string& challenge,
@@ -304,8 +306,15 @@ caf::result<std::string> AnswerChallenge(caf::event_based_actor* self,
   StatusOr<std::string> nonce = RandomBytes(32);
   if (!nonce.ok()) return caf::make_error(caf::sec::runtime_error);
   std::lock_guard<std::mutex> lock(shared.mu);
-  if (shared.nonces.size() >= 64) shared.nonces.erase(shared.nonces.begin());
-  shared.nonces[NonceKey(self, msg.from)] = *nonce;
+  const std::string key = NonceKey(self, msg.from);
+  if (shared.nonces.count(key) == 0 && shared.nonces.size() >= 64) {
+    auto oldest = std::min_element(shared.nonces.begin(), shared.nonces.end(),
+                                   [](const auto& a, const auto& b) {
+                                     return a.second.issued < b.second.issued;
+                                   });
+    shared.nonces.erase(oldest);
+  }
+  shared.nonces[key] = {*nonce, ++shared.nonces_issued};
   return *nonce;
 }
 
@@ -323,8 +332,12 @@ ProofReply RefuseUnproven(caf::event_based_actor* self,
   const std::string log = "node '" + shared->name + "' refused " + reason;
   return RefuseProof(
       self, "",
+      // Signed with `retry`: a prover that can check the signature shares
+      // the secret, so the mismatch is a stale or replaced nonce (a stranger
+      // may have asked for a challenge in its name), never a reason to end.
       Signed(*shared, msg, false,
-             "node '" + shared->name + "' refused this node: " + reason),
+             "node '" + shared->name + "' refused this node: " + reason, 0,
+             /*retry=*/true),
       [shared, name, log](const std::string& where) {
         const std::string seen =
             "a process at " + where + " claimed to be '" + name +
@@ -361,8 +374,8 @@ ProofReply CheckProof(caf::event_based_actor* self,
                0, /*retry=*/true));
   }
   const std::string expected = HmacSha256(
-      shared->secret,
-      HandshakeMessage(nonce->second, msg.from, shared->name, msg.info));
+      shared->secret, HandshakeMessage(nonce->second.nonce, msg.from,
+                                       shared->name, msg.info, msg.challenge));
   shared->nonces.erase(nonce);  // one proof per challenge
   if (!ConstantTimeEqual(expected, msg.mac)) {
     lock.unlock();

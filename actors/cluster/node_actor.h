@@ -66,8 +66,14 @@ struct NodeShared {
 
   std::mutex mu;
   std::condition_variable changed;  // notified on every change below
-  // Challenger's name and process ("name@node id") -> the nonce issued.
-  std::map<std::string, std::string> nonces;
+  // Challenger's name and process ("name@node id") -> the nonce issued and
+  // when (a count): the oldest goes first when 64 are outstanding.
+  struct IssuedNonce {
+    std::string nonce;
+    uint64_t issued = 0;
+  };
+  std::map<std::string, IssuedNonce> nonces;
+  uint64_t nonces_issued = 0;
   std::map<std::string, caf::actor> accepted;  // peers whose proof passed
   std::set<std::string> tokens;                // issued session tokens
   // The first refusal of a peer that proved the secret (its identity
@@ -93,11 +99,14 @@ struct NodeShared {
   std::function<void(const std::string& node, const std::string& why)> on_lost;
 };
 
-// The message a prover signs.
+// The message a prover signs: the verifier's nonce, both names, the
+// prover's identity and the challenge the verifier is to sign its verdict
+// over (so that no one on the way can swap it).
 std::string HandshakeMessage(const std::string& nonce,
                              const std::string& prover,
                              const std::string& verifier,
-                             const std::string& info);
+                             const std::string& info,
+                             const std::string& challenge);
 // What a verifier signs (all of `verdict` but its mac), over the prover's
 // challenge.
 std::string VerdictMessage(const std::string& challenge,

@@ -47,11 +47,11 @@ struct Challenge {
 
 // Node `from` proves it knows the cluster secret and has the same identity:
 // `mac` is HMAC-SHA-256(secret, HandshakeMessage(nonce, from, receiver,
-// info)) over the receiver's last nonce for `from` from the sender's process
-// (used once), `info` its identity (EncodeInfo: version, program, options,
-// topology). `node` is the sender's node actor: where the receiver sends its
-// own proof and requests. `challenge` is the sender's fresh nonce, which the
-// receiver signs its verdict over.
+// info, challenge)) over the receiver's last nonce for `from` from the sender's
+// process (used once), `info` its identity (EncodeInfo: version, program,
+// options, topology). `node` is the sender's node actor: where the receiver
+// sends its own proof and requests. `challenge` is the sender's fresh nonce,
+// which the receiver signs its verdict over.
 struct Proof {
   std::string from;
   std::string info;

@@ -174,7 +174,8 @@ StatusOr<bool> PeerHandshake::Prove(const TopologyNode& peer,
   StatusOr<std::string> challenge = RandomBytes(32);
   if (!challenge.ok()) return challenge.status();
   const std::string mac = HmacSha256(
-      topology_.secret, HandshakeMessage(nonce, me_.name, peer.name, info_));
+      topology_.secret,
+      HandshakeMessage(nonce, me_.name, peer.name, info_, *challenge));
   ProofVerdict verdict;
   const int64_t t0 = SteadyMicros();
   self_

@@ -75,6 +75,12 @@ TrainSession::TrainSession(std::string cmd, const TrainOptions& o, TrainJob job,
 // The lost-peer handler goes before the executor it aborts.
 TrainSession::~TrainSession() {
   if (cluster_ != nullptr) cluster_->ClearLostHandler();
+  // The executors and the plan hold the cluster's communicator (Gloo, whose
+  // rendezvous store lives on the node's actor system): they let it go
+  // before the cluster shuts that system down.
+  eval_pe_.reset();
+  pe_.reset();
+  plan_.exec.communicator.reset();
 }
 
 int TrainSession::Failed(const Status& status) {

@@ -96,7 +96,7 @@ class TrainSession {
   const TrainOptions o_;
   const TrainJob job_;
   const BatchReader reader_;
-  const TrainPlan plan_;
+  TrainPlan plan_;  // its exec.communicator is the cluster's (Gloo)
   std::unique_ptr<ClusterSession> cluster_;
   Scope scope_;
   std::vector<std::string> persistables_;  // the startup's (sorted)

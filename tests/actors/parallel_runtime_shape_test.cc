@@ -172,7 +172,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // Every cross-stream input of the graph, removed one at a time for a sample
 // of them (the all-reduce's input from place 0, the optimizer's input from
-// the all-reduce, the fetch's input): each removal is reported as a race.
+// the all-reduce): each removal is reported as a race. A stream is in order,
+// so a removed wait is not a race when an earlier op on the consumer's
+// stream already waited for a later op on the producer's stream; the order
+// in which ready ops reach a stream varies from run to run, so a run may be
+// ordered that way. Such a run must then match the waits-kept run bit for
+// bit, and within a bounded number of runs the race must be reported.
 TEST(SimPlacesTest, RemovingOneCrossStreamWaitIsReportedAsARace) {
   StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
   ASSERT_TRUE(ex.ok());
@@ -204,6 +209,9 @@ TEST(SimPlacesTest, RemovingOneCrossStreamWaitIsReportedAsARace) {
   ASSERT_GE(removals.size(), 4u);
   const std::vector<FeedMap> data = {RandomExampleFeed(*ex, kBatch, 3),
                                      RandomExampleFeed(*ex, kBatch, 4)};
+  const ParallelRun kept = RunOn(*ex, data, {Place::Sim(0), Place::Sim(1)}, {});
+  ASSERT_TRUE(kept.status.ok()) << kept.status.ToString();
+  constexpr int kMaxRuns = 12;
   for (const auto& [producer, consumer] : removals) {
     SCOPED_TRACE(g.OpLabel(producer) + " -> " + g.OpLabel(consumer));
     for (StreamWaitStrategy wait :
@@ -212,11 +220,22 @@ TEST(SimPlacesTest, RemovingOneCrossStreamWaitIsReportedAsARace) {
       exec.stream_wait = wait;
       exec.skip_wait_producer = producer;
       exec.skip_wait_consumer = consumer;
-      const ParallelRun run =
-          RunOn(*ex, data, {Place::Sim(0), Place::Sim(1)}, exec);
-      EXPECT_FALSE(run.status.ok()) << "a removed wait passed silently";
-      EXPECT_THAT(run.status.message(), HasSubstr("race on stream"));
-      EXPECT_THAT(run.status.message(), HasSubstr(g.OpLabel(producer)));
+      bool reported = false;
+      for (int attempt = 0; attempt < kMaxRuns && !reported; ++attempt) {
+        const ParallelRun run =
+            RunOn(*ex, data, {Place::Sim(0), Place::Sim(1)}, exec);
+        if (run.status.ok()) {
+          // Ordered through another wait: then it computed what the
+          // waits-kept run did.
+          EXPECT_EQ(run.losses, kept.losses) << "attempt " << attempt;
+          continue;
+        }
+        reported = true;
+        EXPECT_THAT(run.status.message(), HasSubstr("race on stream"));
+        EXPECT_THAT(run.status.message(), HasSubstr(g.OpLabel(producer)));
+      }
+      EXPECT_TRUE(reported) << "a removed wait passed silently in "
+                            << kMaxRuns << " runs";
     }
   }
 }

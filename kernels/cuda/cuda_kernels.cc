@@ -9,6 +9,9 @@ void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaActivationKernels(registry);
   RegisterCudaElementwiseKernels(registry);
   RegisterCudaFillKernels(registry);
+  RegisterCudaGradKernels(registry);
+  RegisterCudaOptimizerKernels(registry);
+  RegisterCudaSoftmaxKernels(registry);
   RegisterCudaMatmulKernels(registry);
   RegisterCudaReduceKernels(registry);
 }

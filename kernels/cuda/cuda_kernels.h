@@ -7,6 +7,9 @@
 //   relu, sigmoid, tanh, scale
 //   reduce_sum, reduce_mean, mean, sum
 //   mul, matmul, matmul_v2       (cuBLAS)
+//   softmax, softmax_with_cross_entropy and their gradients
+//   relu_grad, sigmoid_grad, tanh_grad, mean_grad, mul_grad
+//   sgd, momentum, adam          (dense gradients)
 // Each runs on the stream of the op's CudaDeviceContext and returns once its
 // work is queued; inputs must live on the context's place.
 #pragma once
@@ -24,6 +27,9 @@ void RegisterCudaKernels(KernelRegistry* registry);
 void RegisterCudaActivationKernels(KernelRegistry* registry);
 void RegisterCudaElementwiseKernels(KernelRegistry* registry);
 void RegisterCudaFillKernels(KernelRegistry* registry);
+void RegisterCudaGradKernels(KernelRegistry* registry);
+void RegisterCudaOptimizerKernels(KernelRegistry* registry);
+void RegisterCudaSoftmaxKernels(KernelRegistry* registry);
 void RegisterCudaMatmulKernels(KernelRegistry* registry);
 void RegisterCudaReduceKernels(KernelRegistry* registry);
 

@@ -1,6 +1,8 @@
 #include "kernels/device_context.h"
 
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "base/config.h"
 
@@ -54,6 +56,48 @@ Status CpuDeviceContext::CopyOnDevice(void* dst, const void* src,
                                       size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
   return Status::Ok();
+}
+
+namespace {
+
+struct Factories {
+  std::mutex mu;
+  std::map<Place::Kind, DeviceContextFactory> by_kind;
+};
+
+Factories& TheFactories() {
+  static Factories* factories = new Factories;  // never destroyed
+  return *factories;
+}
+
+}  // namespace
+
+void RegisterDeviceContextFactory(Place::Kind kind,
+                                  DeviceContextFactory factory) {
+  Factories& f = TheFactories();
+  std::lock_guard<std::mutex> lock(f.mu);
+  f.by_kind[kind] = std::move(factory);
+}
+
+StatusOr<std::unique_ptr<DeviceContext>> CreateDeviceContext(Place place) {
+  if (place.is_cpu() || place.is_sim()) {
+    return std::unique_ptr<DeviceContext>(
+        std::make_unique<CpuDeviceContext>(place));
+  }
+  DeviceContextFactory factory;
+  {
+    Factories& f = TheFactories();
+    std::lock_guard<std::mutex> lock(f.mu);
+    auto it = f.by_kind.find(place.kind);
+    if (it != f.by_kind.end()) factory = it->second;
+  }
+  if (!factory) {
+    return FailedPrecondition("place " + place.ToString() +
+                              ": this parex has no device context for " +
+                              PlaceKindName(place.kind) +
+                              " places (built without it?)");
+  }
+  return factory(place);
 }
 
 }  // namespace parex

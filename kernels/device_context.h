@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -38,6 +39,11 @@ class DeviceContext {
   virtual Status RecordEvent(Event* event) = 0;
   // Work queued after this call starts after `event` completes.
   virtual Status WaitEvent(Event* event) = 0;
+  // A context on this context's stream (work queued on either is ordered
+  // with the other's), with its own random-seed state: one per op handle
+  // of a stream. The stream (and its library handles) stays this
+  // context's: the new one must not outlive it.
+  virtual std::unique_ptr<DeviceContext> NewOnSameStream() const = 0;
   // Byte copies between the host and this context's place, or within it;
   // ordered with the context's other work.
   virtual Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
@@ -78,9 +84,21 @@ class CpuDeviceContext : public DeviceContext {
   std::unique_ptr<Event> CreateEvent() override;
   Status RecordEvent(Event*) override { return Status::Ok(); }
   Status WaitEvent(Event*) override { return Status::Ok(); }
+  std::unique_ptr<DeviceContext> NewOnSameStream() const override {
+    return std::make_unique<CpuDeviceContext>(place());
+  }
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
 };
+
+// A new context (and stream) for `place`: a CpuDeviceContext for cpu and
+// sim places; other kinds need their factory registered first (the CUDA
+// library registers cuda's in RegisterCudaKernels). Errors name the place.
+using DeviceContextFactory =
+    std::function<StatusOr<std::unique_ptr<DeviceContext>>(Place)>;
+void RegisterDeviceContextFactory(Place::Kind kind,
+                                  DeviceContextFactory factory);
+StatusOr<std::unique_ptr<DeviceContext>> CreateDeviceContext(Place place);
 
 }  // namespace parex

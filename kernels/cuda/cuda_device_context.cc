@@ -1,5 +1,7 @@
 #include "kernels/cuda/cuda_device_context.h"
 
+#include <mutex>
+
 #include "kernels/cuda/cuda_allocator.h"
 #include "kernels/cuda/cuda_info.h"
 #include "kernels/cuda/cuda_status.h"
@@ -67,14 +69,33 @@ StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::Create(
     return status.WithContext(place.ToString());
   }
   return std::unique_ptr<CudaDeviceContext>(
-      new CudaDeviceContext(place, stream, cublas));
+      new CudaDeviceContext(place, stream, cublas, /*owns=*/true));
 }
 
 CudaDeviceContext::CudaDeviceContext(Place place, cudaStream_t stream,
-                                     cublasHandle_t cublas)
-    : DeviceContext(place), stream_(stream), cublas_(cublas) {}
+                                     cublasHandle_t cublas, bool owns)
+    : DeviceContext(place), stream_(stream), cublas_(cublas), owns_(owns) {}
+
+std::unique_ptr<DeviceContext> CudaDeviceContext::NewOnSameStream() const {
+  return std::unique_ptr<DeviceContext>(
+      new CudaDeviceContext(place(), stream_, cublas_, /*owns=*/false));
+}
+
+void RegisterCudaDeviceContextFactory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RegisterDeviceContextFactory(
+        Place::Kind::kCUDA,
+        [](Place place) -> StatusOr<std::unique_ptr<DeviceContext>> {
+          PAREX_ASSIGN_OR_RETURN(std::unique_ptr<CudaDeviceContext> context,
+                                 CudaDeviceContext::Create(place));
+          return std::unique_ptr<DeviceContext>(std::move(context));
+        });
+  });
+}
 
 CudaDeviceContext::~CudaDeviceContext() {
+  if (!owns_) return;
   CudaDeviceGuard guard(device());
   (void)cublasDestroy(cublas_);
   (void)cudaStreamDestroy(stream_);

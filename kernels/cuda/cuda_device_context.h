@@ -72,6 +72,9 @@ class CudaDeviceContext : public DeviceContext {
   // it does not: read `dst` of CopyToHost only after Synchronize (or an
   // event), and keep the source of CopyFromHost alive until then.
   // CopyOnDevice's ranges must not overlap (the CPU context's may).
+  // Shares this context's stream and cuBLAS handle (not owned: destroying
+  // the new context leaves them alone).
+  std::unique_ptr<DeviceContext> NewOnSameStream() const override;
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
@@ -84,12 +87,18 @@ class CudaDeviceContext : public DeviceContext {
   Status Activate() const;
 
  private:
-  CudaDeviceContext(Place place, cudaStream_t stream, cublasHandle_t cublas);
+  CudaDeviceContext(Place place, cudaStream_t stream, cublasHandle_t cublas,
+                    bool owns);
 
   Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 
-  cudaStream_t stream_;    // owned
-  cublasHandle_t cublas_;  // owned, bound to stream_
+  cudaStream_t stream_;
+  cublasHandle_t cublas_;  // bound to stream_
+  bool owns_;              // destroys stream_ and cublas_ with itself
 };
+
+// Makes CreateDeviceContext (kernels/device_context.h) create
+// CudaDeviceContexts for cuda places; RegisterCudaKernels calls it.
+void RegisterCudaDeviceContextFactory();
 
 }  // namespace parex

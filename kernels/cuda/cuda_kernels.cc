@@ -1,11 +1,13 @@
 #include "kernels/cuda/cuda_kernels.h"
 
 #include "kernels/cuda/cuda_allocator.h"
+#include "kernels/cuda/cuda_device_context.h"
 
 namespace parex {
 
 void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaAllocator();
+  RegisterCudaDeviceContextFactory();
   RegisterCudaActivationKernels(registry);
   RegisterCudaElementwiseKernels(registry);
   RegisterCudaFillKernels(registry);

@@ -15,10 +15,11 @@ namespace {}  // namespace
 OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
                              const std::vector<Scope*>* exec_scopes,
                              bool dry_run, std::shared_ptr<Communicator> comm,
-                             int first_place)
+                             int first_place, const DevicePlaces* devices)
     : graph_(graph),
       exec_scopes_(exec_scopes),
       dry_run_(dry_run),
+      devices_(devices),
       comm_(std::move(comm)) {
   const uint64_t seed = static_cast<uint64_t>(GetConfigInt("PAREX_SEED"));
   contexts_.resize(graph->ops().size());
@@ -36,7 +37,10 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   int fetches = 0;
   for (const SsaOp& op : graph->ops()) {
     if (op.kind == SsaOpKind::kComputation) {
-      auto ctx = std::make_unique<CpuDeviceContext>(graph->places()[op.place]);
+      std::unique_ptr<DeviceContext> ctx =
+          devices != nullptr
+              ? devices->compute(op.place)->NewOnSameStream()
+              : std::make_unique<CpuDeviceContext>(graph->places()[op.place]);
       ctx->SetSeed(seed * 1000003u +
                    static_cast<uint64_t>(first_place + op.place) * 7919u +
                    static_cast<uint64_t>(op.program_op));
@@ -223,15 +227,27 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
                                 "': " + s.message());
   }
   const int64_t n = out->numel();
+  // On a device the value is made on the host and copied in.
+  Tensor host;
+  Tensor* fill = out;
+  if (devices_ != nullptr) {
+    host = Tensor(out->dtype(), out->dims());
+    fill = &host;
+  }
   if (out->dtype() == DType::kFP32) {
-    std::fill(out->data<float>(), out->data<float>() + n,
+    std::fill(fill->data<float>(), fill->data<float>() + n,
               static_cast<float>(op.scale));
   } else if (out->dtype() == DType::kFP64) {
-    std::fill(out->data<double>(), out->data<double>() + n, op.scale);
+    std::fill(fill->data<double>(), fill->data<double>() + n, op.scale);
   } else {
     return InvalidArgument(graph_->OpLabel(op.id) + ": the loss '" +
                            graph_->loss_name + "' is " +
                            DTypeName(out->dtype()) + ", not a float tensor");
+  }
+  if (devices_ != nullptr) {
+    return devices_->compute(op.place)
+        ->CopyFromHost(out->raw_data(), host.raw_data(), host.bytes())
+        .WithContext(graph_->OpLabel(op.id));
   }
   return Status::Ok();
 }
@@ -401,7 +417,13 @@ Status OpHandleTasks::RunFetch(const SsaOp& op) {
                                 graph_->places()[p].ToString() +
                                 ": the step did not produce it");
     }
-    slot[p] = t->Clone();
+    if (devices_ != nullptr) {
+      StatusOr<Tensor> host = DevicePlaces::CopyOut(devices_->fetch(), *t);
+      if (!host.ok()) return host.status().WithContext(graph_->OpLabel(op.id));
+      slot[p] = std::move(host).value();
+    } else {
+      slot[p] = t->Clone();
+    }
   }
   return Status::Ok();
 }

@@ -19,6 +19,7 @@
 
 #include "actors/comm/communicator.h"
 #include "actors/comm/in_process_communicator.h"
+#include "actors/executor/device_places.h"
 #include "base/status.h"
 #include "graph/ssa/ssa_graph.h"
 #include "kernels/device_context.h"
@@ -37,9 +38,13 @@ class OpHandleTasks {
   // at a time (their collective actor serialises them).
   // `first_place`: the global index of the graph's place 0 (a node's first
   // place among every node's).
+  // `devices` (not owned, outlives this): places with memory of their own;
+  // each computation op then runs on a context on its place's compute
+  // stream, scale_loss_grad's value is copied in and fetched values are
+  // copied out on the fetch stream. Null: host memory (cpu, sim).
   OpHandleTasks(const SsaGraph* graph, const std::vector<Scope*>* exec_scopes,
                 bool dry_run, std::shared_ptr<Communicator> comm,
-                int first_place = 0);
+                int first_place = 0, const DevicePlaces* devices = nullptr);
   ~OpHandleTasks();
 
   // The executor replaced the execution scopes: tensors bound from the old
@@ -75,7 +80,8 @@ class OpHandleTasks {
   const SsaGraph* graph_;
   const std::vector<Scope*>* exec_scopes_;
   bool dry_run_;
-  std::vector<std::unique_ptr<CpuDeviceContext>> contexts_;  // per op
+  const DevicePlaces* devices_;
+  std::vector<std::unique_ptr<DeviceContext>> contexts_;  // per op
   // Per computation op: bound to the current execution scope on its first
   // run after the scopes changed (kernels/prepared_op.h).
   std::vector<std::unique_ptr<PreparedOp>> prepared_;

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
 #include <utility>
 
+#include "actors/comm/in_device_communicator.h"
 #include "actors/comm/in_process_communicator.h"
+#include "actors/executor/device_places.h"
 #include "actors/executor/op_handle_tasks.h"
 #include "actors/runtime/actor_runner.h"
 #include "actors/runtime/task_graph.h"
@@ -27,25 +30,33 @@ namespace {
 // places (`places` sim:N) every op handle runs on a stream: the compute
 // stream of its place; collectives on the communication stream and fetch
 // handles on the fetch stream of the first place (they span the places).
+// Places with memory of their own (`devices`) drive the streams of their
+// device contexts the same way.
 std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
                                        const std::vector<Place>& places,
                                        const Communicator& comm,
-                                       int64_t sim_delay_us) {
+                                       int64_t sim_delay_us,
+                                       const DevicePlaces* devices) {
   auto tasks = std::make_shared<TaskGraph>();
   tasks->nodes.resize(g.ops().size());
   tasks->communicators.push_back({comm.backend(), comm.blocking()});
-  const bool async = !places.empty() && places[0].is_sim();
+  const bool async =
+      (!places.empty() && places[0].is_sim()) || devices != nullptr;
+  const int64_t delay_ns = devices != nullptr ? 0 : sim_delay_us * 1000;
   // Stream slots: compute of each place, then communication and fetch.
   const int num_places = static_cast<int>(places.size());
   if (async) {
     for (int p = 0; p < num_places; ++p) {
       tasks->streams.push_back({places[p].ToString() + "/compute", p,
-                                TaskStream::kCompute, sim_delay_us * 1000});
+                                TaskStream::kCompute, delay_ns,
+                                devices ? devices->compute(p) : nullptr});
     }
     tasks->streams.push_back({places[0].ToString() + "/communication", 0,
-                              TaskStream::kCommunication, sim_delay_us * 1000});
+                              TaskStream::kCommunication, delay_ns,
+                              devices ? devices->communication() : nullptr});
     tasks->streams.push_back({places[0].ToString() + "/fetch", 0,
-                              TaskStream::kFetch, sim_delay_us * 1000});
+                              TaskStream::kFetch, delay_ns,
+                              devices ? devices->fetch() : nullptr});
   }
   for (const SsaOp& op : g.ops()) {
     TaskNode& node = tasks->nodes[op.id];
@@ -82,6 +93,59 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
   return tasks;
 }
 
+// One kind of place, none twice; cuda places on one GPU (the in-device
+// communicator reduces them; NCCL between GPUs is not wired in yet).
+Status CheckPlaces(const std::vector<Place>& places) {
+  for (size_t i = 0; i < places.size(); ++i) {
+    const Place& p = places[i];
+    if (p.kind != places[0].kind) {
+      return InvalidArgument("ParallelExecutor: places " +
+                             places[0].ToString() + " and " + p.ToString() +
+                             " are of different kinds");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (places[i] == places[j]) {
+        return InvalidArgument("ParallelExecutor: place " + p.ToString() +
+                               " is listed twice");
+      }
+    }
+    if (p.is_cuda() && p.id != places[0].id) {
+      return Unimplemented(
+          "ParallelExecutor: places " + places[0].ToString() + " and " +
+          p.ToString() +
+          " are on different GPUs; collectives between GPUs need the NCCL "
+          "communicator, which is not wired into the runtime yet (run the "
+          "places of one GPU, e.g. cuda:0x2)");
+    }
+  }
+  return Status::Ok();
+}
+
+// Place p's copies of the initialised persistables of `scope` (sorted
+// names), in its local scope `local`: plain copies on the host, or copies
+// onto the place's device. `skip`: names the places share (no copy).
+Status CopyPersistables(const Scope& scope,
+                        const std::vector<std::string>& persistables,
+                        const std::set<std::string>& skip, Scope* local,
+                        const DevicePlaces* devices, int p) {
+  for (const std::string& name : persistables) {
+    const Variable* src = scope.FindVar(name);
+    if (src == nullptr || src->GetTensor() == nullptr) {
+      continue;  // not initialised: the program's ops must write it first
+    }
+    if (skip.count(name) != 0) continue;
+    Tensor* dst = local->Var(name)->GetMutableTensor();
+    if (devices == nullptr) {
+      *dst = src->GetTensor()->Clone();
+      continue;
+    }
+    if (!src->GetTensor()->defined()) continue;  // the place's own, unset
+    PAREX_RETURN_IF_ERROR(devices->CopyIn(p, *src->GetTensor(), dst)
+                              .WithContext("persistable '" + name + "'"));
+  }
+  return devices != nullptr ? devices->compute(p)->Synchronize() : Status::Ok();
+}
+
 }  // namespace
 
 // One compiled fetch list: its graph, the op handles' state and the actors.
@@ -113,6 +177,10 @@ struct ParallelExecutor::Impl {
   // scopes) alone.
   std::vector<Scope*> holder;
   std::vector<Scope*> exec_scopes;  // per place, dropped every k steps
+  // Places with memory of their own (device_places.h), or null; declared
+  // before `compiled`, so the runners (whose stream actors use its
+  // contexts) go first.
+  std::unique_ptr<DevicePlaces> devices;
   // One worker pool for every compiled step; declared before `compiled` so
   // the runners go first.
   std::shared_ptr<WorkerPool> system;
@@ -140,10 +208,11 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
       BuildMultiDeviceGraph(program, device_places, loss_name, build, fetches));
   auto step = std::make_unique<CompiledStep>();
   step->graph = std::make_unique<SsaGraph>(std::move(graph));
-  step->ops = std::make_unique<OpHandleTasks>(
-      step->graph.get(), &exec_scopes, exec.dry_run, comm, exec.first_place);
-  std::shared_ptr<TaskGraph> tasks =
-      TaskGraphOf(*step->graph, places, *comm, exec.sim_delay_us);
+  step->ops = std::make_unique<OpHandleTasks>(step->graph.get(), &exec_scopes,
+                                              exec.dry_run, comm,
+                                              exec.first_place, devices.get());
+  std::shared_ptr<TaskGraph> tasks = TaskGraphOf(
+      *step->graph, places, *comm, exec.sim_delay_us, devices.get());
   OpHandleTasks* ops = step->ops.get();
   tasks->task = [ops](int node, int64_t) { return ops->Run(node); };
   Communicator* c = comm.get();
@@ -222,7 +291,13 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
         CheckFeed(*var, value).WithContext("place " + places[p].ToString()));
     Variable* v = exec_scopes[p]->FindVar(name);
     if (v == nullptr) v = exec_scopes[p]->Var(name);
-    *v->GetMutableTensor() = value;
+    if (devices != nullptr) {
+      PAREX_RETURN_IF_ERROR(
+          devices->CopyIn(p, value, v->GetMutableTensor())
+              .WithContext("feed '" + name + "' to " + places[p].ToString()));
+    } else {
+      *v->GetMutableTensor() = value;
+    }
   }
   return Status::Ok();
 }
@@ -274,6 +349,12 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   running.store(step->runner.get(), std::memory_order_release);
   Status status = step->runner->Run(steps, &hooks);
   running.store(nullptr, std::memory_order_release);
+  if (devices != nullptr) {
+    // The next step's work must not overtake this one's on another stream
+    // (a gradient written while a collective still reads it).
+    Status synced = devices->SynchronizeAll();
+    if (status.ok()) status = synced;
+  }
   PAREX_RETURN_IF_ERROR(status);
   // The graph fetches the program's own fetch targets too: answer the
   // fetch list, in its order.
@@ -311,27 +392,14 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     }
     for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
   }
-  for (const Place& p : places) {
-    if (p.is_cuda()) {
-      return Unimplemented("ParallelExecutor: place " + p.ToString() +
-                           ": the actor runtime runs cpu and sim places only "
-                           "so far");
-    }
-    if (p.kind != places[0].kind) {
-      return InvalidArgument("ParallelExecutor: places " +
-                             places[0].ToString() + " and " + p.ToString() +
-                             " are of different kinds");
-    }
-  }
+  PAREX_RETURN_IF_ERROR(CheckPlaces(places));
+  // Places with memory of their own: cuda, or cpu when the tests ask.
+  const bool on_devices = places[0].is_cuda() ||
+                          (places[0].is_cpu() && exec_strategy.device_streams);
   std::vector<Place> device_places;
-  for (const Place& p : places) device_places.push_back(Place::CPU(p.id));
-  for (size_t i = 0; i < places.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (places[i] == places[j]) {
-        return InvalidArgument("ParallelExecutor: place " +
-                               places[i].ToString() + " is listed twice");
-      }
-    }
+  for (const Place& p : places) {
+    // A simulated place stands as the CPU place of its id (host memory).
+    device_places.push_back(p.is_sim() ? Place::CPU(p.id) : p);
   }
   if (exec_strategy.communicator != nullptr &&
       exec_strategy.communicator->local_size() !=
@@ -348,13 +416,24 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   auto impl = std::make_unique<Impl>();
   impl->places = places;
   impl->device_places = device_places;
-  impl->comm = exec_strategy.communicator != nullptr
-                   ? exec_strategy.communicator
-                   : std::make_shared<InProcessCommunicator>(device_places);
+  if (on_devices) {
+    PAREX_ASSIGN_OR_RETURN(impl->devices, DevicePlaces::Create(places));
+  }
+  if (exec_strategy.communicator != nullptr) {
+    impl->comm = exec_strategy.communicator;
+  } else if (on_devices) {
+    impl->comm = std::make_shared<InDeviceCommunicator>(
+        device_places, impl->devices->communication());
+  } else {
+    impl->comm = std::make_shared<InProcessCommunicator>(device_places);
+  }
   impl->program = main_program;
   impl->loss_name = loss_name;
   impl->scope = scope;
   impl->build = build_strategy;
+  // Every device place holds its own parameters (the graph then
+  // broadcasts Reduce mode's updated ones).
+  if (on_devices) impl->build.share_cpu_parameters = false;
   impl->exec = exec_strategy;
   // Fluid's CPU default is 2 x places because its op threads may block;
   // parex's kernels never block a worker (blocking work goes to detached
@@ -366,10 +445,11 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   const int n = static_cast<int>(places.size());
   // Local scopes: place 0 uses the caller's persistables; the others get
   // copies (sorted names), or share them (Reduce mode's shared parameters,
-  // or a test executor reading its trainer's).
+  // or a test executor reading its trainer's). Device places all get
+  // copies on their device, place 0 too.
   const bool share_params =
-      build_strategy.reduce == BuildStrategy::ReduceStrategy::kReduce &&
-      build_strategy.share_cpu_parameters;
+      impl->build.reduce == BuildStrategy::ReduceStrategy::kReduce &&
+      impl->build.share_cpu_parameters;
   // Shared: the trained parameters, whose gradients the graph merges and
   // whose one update the owner makes (SsaGraph::IsSharedStorage). Other
   // persistables, batch norm's running statistics included (Paddle makes
@@ -399,19 +479,17 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     impl->parents.push_back(parent);
     impl->local[p] = parent->NewScope();
     impl->holder[p] = impl->local[p]->NewScope();
-    if (p == 0 || share_vars_from != nullptr) continue;
-    for (const std::string& name : persistables) {
-      const Variable* src = scope->FindVar(name);
-      if (src == nullptr || src->GetTensor() == nullptr) {
-        continue;  // not initialised: the program's ops must write it first
-      }
-      if (share_params && params.count(name) != 0) continue;
-      *impl->local[p]->Var(name)->GetMutableTensor() =
-          src->GetTensor()->Clone();
-    }
   }
   auto executor =
       std::unique_ptr<ParallelExecutor>(new ParallelExecutor(std::move(impl)));
+  // (The executor owns the scopes now: an error below deletes them.)
+  Impl& made = *executor->impl_;
+  for (int p = 0; p < n && share_vars_from == nullptr; ++p) {
+    if (p == 0 && !on_devices) continue;
+    PAREX_RETURN_IF_ERROR(CopyPersistables(
+        *scope, persistables, share_params ? params : std::set<std::string>{},
+        made.local[p], made.devices.get(), p));
+  }
   // Build (and validate) the graph without fetches now, so a bad program
   // fails here rather than at the first Run.
   PAREX_ASSIGN_OR_RETURN(CompiledStep * first, executor->impl_->Compile({}));
@@ -496,7 +574,7 @@ Scope* ParallelExecutor::local_scope(int place) const {
   return impl_->local[place];
 }
 
-void ParallelExecutor::SyncPersistables() {
+Status ParallelExecutor::SyncPersistables() {
   // The places each var is written on, by any op handle (computation,
   // collective, an optimizer finishing its slices) of the graph run last.
   const SsaGraph& g = graph();
@@ -507,19 +585,69 @@ void ParallelExecutor::SyncPersistables() {
       if (!var.is_control()) written_on[var.name].insert(var.place);
     }
   }
+  const DevicePlaces* devices = impl_->devices.get();
   for (const auto& var : impl_->program.global_block().vars()) {
     if (!var->persistable() || !var->is_tensor()) continue;
     auto it = written_on.find(var->name());
-    if (it == written_on.end() || it->second.count(0) != 0) continue;
-    const Variable* src =
-        impl_->local[*it->second.begin()]->FindVar(var->name());
+    if (it == written_on.end()) continue;
+    // On the host, place 0 writes the caller's own tensor.
+    if (devices == nullptr && it->second.count(0) != 0) continue;
+    const int from = *it->second.begin();  // 0 when place 0 writes it
+    const Variable* src = impl_->local[from]->FindVar(var->name());
     Variable* dst = impl_->scope->FindVar(var->name());
     if (src == nullptr || dst == nullptr || src == dst ||
-        src->GetTensor() == nullptr) {
+        src->GetTensor() == nullptr || !src->GetTensor()->defined()) {
       continue;  // shared storage (one buffer), or never written
     }
-    *dst->GetMutableTensor() = src->GetTensor()->Clone();
+    if (devices == nullptr) {
+      *dst->GetMutableTensor() = src->GetTensor()->Clone();
+      continue;
+    }
+    StatusOr<Tensor> host =
+        DevicePlaces::CopyOut(devices->compute(from), *src->GetTensor());
+    if (!host.ok()) {
+      return host.status().WithContext("persistable '" + var->name() + "' on " +
+                                       impl_->places[from].ToString());
+    }
+    *dst->GetMutableTensor() = std::move(host).value();
   }
+  return Status::Ok();
+}
+
+Status ParallelExecutor::SetOnPlaces(const std::string& name,
+                                     const Tensor& value) {
+  // The caller's copy too: on the host it is place 0's, and it is what a
+  // checkpoint reads.
+  std::vector<Tensor*> targets;
+  if (Variable* v = impl_->scope->FindVar(name)) {
+    targets.push_back(v->GetMutableTensor());
+  }
+  for (int p = 0; p < impl_->n(); ++p) {
+    Variable* v = impl_->local[p]->FindVar(name);
+    Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
+    if (t == nullptr || !t->defined() || t->numel() != value.numel() ||
+        t->dtype() != value.dtype()) {
+      return InvalidArgument("'" + name + "' on " +
+                             impl_->places[p].ToString() + " is " +
+                             (t ? t->DebugString() : std::string("missing")) +
+                             ", not " + value.DebugString());
+    }
+    if (impl_->devices == nullptr || !impl_->local[p]->FindLocalVar(name)) {
+      targets.push_back(t);  // host memory (place 0's is the caller's)
+      continue;
+    }
+    PAREX_RETURN_IF_ERROR(
+        impl_->devices->CopyIn(p, value, t)
+            .WithContext("'" + name + "' on " + impl_->places[p].ToString()));
+    PAREX_RETURN_IF_ERROR(impl_->devices->compute(p)->Synchronize());
+  }
+  for (Tensor* t : targets) {
+    if (t->numel() == value.numel() && t->dtype() == value.dtype() &&
+        t->place().is_cpu()) {
+      std::memcpy(t->raw_data(), value.raw_data(), value.bytes());
+    }
+  }
+  return Status::Ok();
 }
 
 int64_t ParallelExecutor::steps_run() const { return impl_->steps; }

@@ -71,19 +71,27 @@ struct ExecutionStrategy {
   // place): random ops seed their draws by the global place, so two nodes'
   // places draw as two places of one process do.
   int first_place = 0;
+  // CPU places run as places with memory of their own would (cuda places
+  // always do; actors/executor/device_places.h): streams driven through
+  // device contexts, persistables copied onto every place, feeds copied in,
+  // fetches and persistables copied out, collectives by the in-device
+  // communicator. The tests use it to run the device path without a GPU.
+  bool device_streams = false;
 };
 
 class ParallelExecutor {
  public:
   // `places` empty: CPU_NUM CPU places (1, with a warning, when unset).
-  // All places are of one kind: cpu, or sim (simulated asynchronous devices:
-  // host memory, every op handle's work on a stream actor of its place).
+  // All places are of one kind: cpu, sim (simulated asynchronous devices:
+  // host memory, every op handle's work on a stream actor of its place), or
+  // cuda (every place on one GPU, so far: device_places.h).
   // `scope` holds the initialised persistables and must outlive the
   // executor. `share_vars_from`: a test executor reads the parameters of
   // that (training) executor's places instead of copies of its own; it must
   // have the same places and outlive this one.
   // Errors: the graph builder's, a persistable of the program missing from
-  // `scope`, a CUDA place (not supported by this runtime yet).
+  // `scope`, a place that cannot run (a GPU not visible, cuda places on
+  // several GPUs: NCCL is not wired in yet).
   static StatusOr<std::unique_ptr<ParallelExecutor>> Create(
       std::vector<Place> places, const Program& main_program,
       const std::string& loss_name, Scope* scope,
@@ -123,8 +131,14 @@ class ParallelExecutor {
   // REQUIRES: no step running.
   void set_stream_wait(StreamWaitStrategy strategy);
 
-  // Place p's local scope (persistables of place p).
+  // Place p's local scope (persistables of place p). On places with memory
+  // of their own (device_places.h) its tensors live there: read them through
+  // SyncPersistables and write them through SetOnPlaces.
   Scope* local_scope(int place) const;
+  // Every place's copy of persistable `name` becomes `value` (a host
+  // tensor of its element count and dtype), e.g. a learning rate set
+  // between steps. Errors name the variable and place.
+  Status SetOnPlaces(const std::string& name, const Tensor& value);
   // Brings the caller's `scope` (place 0's persistables) up to date with
   // where each persistable really lives: one that the steps update on other
   // places only (Reduce mode: a parameter's optimizer accumulators, moments
@@ -132,8 +146,10 @@ class ParallelExecutor {
   // the lowest such place. Place 0 never reads its own copy of such a
   // persistable, so the copy changes nothing the steps compute. Call between
   // steps, before anything reads persistables from `scope` (checkpoints, a
-  // saved model, a broadcast to other nodes).
-  void SyncPersistables();
+  // saved model, a broadcast to other nodes). On places with memory of their
+  // own, every persistable a step writes is copied back (from place 0, or
+  // the lowest place writing it); an error of the device.
+  Status SyncPersistables();
   // CAF scheduler workers this executor runs on.
   int num_threads() const;
   int64_t steps_run() const;

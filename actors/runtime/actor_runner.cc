@@ -119,6 +119,13 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
     rt.stream_done[s].store(0);
   }
   rt.node_clock.assign(static_cast<size_t>(g.size()) * streams, 0);
+  rt.node_events.resize(g.size());
+  for (int i = 0; i < g.size(); ++i) {
+    const int s = g.nodes[i].stream_actor;
+    if (s >= 0 && g.streams[s].device != nullptr) {
+      rt.node_events[i] = g.streams[s].device->CreateEvent();
+    }
+  }
   // A node is sent at most one RunNode and one StreamWork per step; a few
   // of the previous step's may not be back in the pool yet.
   rt.pool.Reserve<RunNode>(g.size() + 8);

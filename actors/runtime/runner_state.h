@@ -105,6 +105,9 @@ struct RunnerState {
   // Per node, per cross-stream input: the producer stream's issued count
   // when the node was issued (the full-Wait strategy waits for it).
   std::vector<std::vector<int64_t>> wait_marks;
+  // Per node on a device stream (StreamSlot::device): its event, recorded
+  // after its work is queued; null elsewhere. Made with the runner.
+  std::vector<std::unique_ptr<Event>> node_events;
   // Issuing is one step, as on a device stream: the marks, the count and
   // the enqueue. (Counted by one thread and enqueued by another, two items
   // reached a stream's mailbox out of count order, and a full Wait on that

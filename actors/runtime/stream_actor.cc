@@ -24,9 +24,37 @@ caf::behavior StreamActor::make_behavior() {
   };
 }
 
-void StreamActor::WaitForInput(int node, size_t k, int64_t epoch_id) {
+Status StreamActor::WaitForInput(int node, size_t k, int64_t epoch_id) {
   RunnerState& rt = *state_;
   const int producer = rt.cross_stream_inputs[node][k];
+  const TaskGraph& g = *rt.graph;
+  if (DeviceContext* device = g.streams[stream_].device) {
+    // A device stream. The producer's work may not be queued yet (its op
+    // actor issued it and went on): wait on the host until its stream
+    // actor queued it and recorded its event, which takes no device time;
+    // then queue the wait on the device (kEvent: nothing blocks), or drain
+    // the producer's stream from here (kWait).
+    {
+      std::unique_lock<std::mutex> lock(rt.event_mu);
+      rt.event_cv.wait(lock, [&] {
+        return rt.completed[producer].load(std::memory_order_acquire) >=
+                   epoch_id ||
+               rt.failed.load(std::memory_order_acquire);
+      });
+    }
+    if (rt.failed.load(std::memory_order_acquire)) return Status::Ok();
+    const Status s =
+        rt.stream_wait == StreamWaitStrategy::kEvent
+            ? device->WaitEvent(rt.node_events[producer].get())
+            : g.streams[g.nodes[producer].stream_actor].device->Synchronize();
+    if (!s.ok()) {
+      return s.WithContext(g.nodes[node].label + " waiting for " +
+                           g.nodes[producer].label);
+    }
+    std::lock_guard<std::mutex> lock(rt.event_mu);
+    JoinClock(producer);
+    return Status::Ok();
+  }
   std::unique_lock<std::mutex> lock(rt.event_mu);
   if (rt.stream_wait == StreamWaitStrategy::kEvent) {
     rt.event_cv.wait(lock, [&] {
@@ -35,16 +63,21 @@ void StreamActor::WaitForInput(int node, size_t k, int64_t epoch_id) {
              rt.failed.load(std::memory_order_acquire);
     });
   } else {
-    const int s = rt.graph->nodes[producer].stream_actor;
+    const int s = g.nodes[producer].stream_actor;
     const int64_t mark = rt.wait_marks[node][k];
     rt.event_cv.wait(lock, [&] {
       return rt.stream_done[s].load(std::memory_order_acquire) >= mark ||
              rt.failed.load(std::memory_order_acquire);
     });
   }
+  JoinClock(producer);
+  return Status::Ok();
+}
+
+void StreamActor::JoinClock(int producer) {
   // The wait orders everything the producer was ordered after.
   const size_t num_streams = clock_.size();
-  const int64_t* theirs = &rt.node_clock[producer * num_streams];
+  const int64_t* theirs = &state_->node_clock[producer * num_streams];
   for (size_t s = 0; s < num_streams; ++s) {
     clock_[s] = std::max(clock_[s], theirs[s]);
   }
@@ -57,7 +90,10 @@ void StreamActor::Work(int node, int64_t epoch_id, uint64_t flow) {
     if (inputs[k] == rt.skip_wait_producer && node == rt.skip_wait_consumer) {
       continue;  // the test hook: this wait was removed
     }
-    WaitForInput(node, k, epoch_id);
+    if (Status s = WaitForInput(node, k, epoch_id); !s.ok()) {
+      rt.Fail(this, epoch_id, node, s);
+      break;
+    }
   }
   bool race = false;
   const size_t num_streams = clock_.size();
@@ -89,7 +125,15 @@ void StreamActor::Work(int node, int64_t epoch_id, uint64_t flow) {
   }
   ++clock_[stream_];
   TraceSpan span;
-  if (!race) rt.RunTask(this, node, epoch_id, flow, &span);
+  if (!race && rt.RunTask(this, node, epoch_id, flow, &span)) {
+    if (DeviceContext* device = rt.graph->streams[stream_].device) {
+      // Consumers on other streams wait for this event.
+      if (Status s = device->RecordEvent(rt.node_events[node].get()); !s.ok()) {
+        rt.Fail(this, epoch_id, node,
+                s.WithContext(rt.graph->nodes[node].label));
+      }
+    }
+  }
   rt.EndSpan(&span);
   {
     std::lock_guard<std::mutex> lock(rt.event_mu);

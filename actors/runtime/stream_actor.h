@@ -20,8 +20,11 @@
 //
 // Stream actors are detached: waiting for an event blocks their own thread,
 // never a scheduler worker. Here they drive the simulated asynchronous place
-// (`sim:N`: CPU memory, work that completes later than it was issued); a
-// CUDA stream actor enqueues on a cudaStream_t instead.
+// (`sim:N`: CPU memory, work that completes later than it was issued), or a
+// device stream (StreamSlot::device: a CUDA stream): there the work is
+// queued, waits are cudaStreamWaitEvent (kEvent) or a host synchronisation
+// of the producer's stream (kWait), and each node's event is recorded after
+// its work.
 #pragma once
 
 #include <caf/event_based_actor.hpp>
@@ -40,9 +43,12 @@ class StreamActor : public caf::event_based_actor {
 
  private:
   void Work(int node, int64_t epoch_id, uint64_t flow);
-  // Blocks until node `node`'s cross-stream input k may be read (or the step
-  // failed).
-  void WaitForInput(int node, size_t k, int64_t epoch_id);
+  // Orders node `node` after its cross-stream input k: on a device stream
+  // the wait is queued on the device; on the simulated place it blocks until
+  // the input may be read (or the step failed). An error of the device.
+  Status WaitForInput(int node, size_t k, int64_t epoch_id);
+  // Joins the producer's clock into this stream's. REQUIRES: event_mu held.
+  void JoinClock(int producer);
 
   RunnerState* state_;
   int stream_;

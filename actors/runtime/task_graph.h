@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/device_context.h"
 
 namespace parex {
 
@@ -61,6 +62,14 @@ struct StreamSlot {
   // The simulated device runs each work item this long after it reaches the
   // front of the queue (0: at once): work completes later than it was issued.
   int64_t delay_ns = 0;
+  // A real device stream (a CUDA stream; in tests a CPU context): the work
+  // is queued on it, not run to completion; a cross-stream input is waited
+  // for on the device (kEvent: the producer's event, queued, the actor does
+  // not block; kWait: the producer's stream synchronised from the host);
+  // each node's event is recorded after its work. Null: the simulated
+  // place, whose stream actor waits on the host. Not owned; outlives every
+  // runner of the graph.
+  DeviceContext* device = nullptr;
 };
 
 // Runs node `node` of step `step`. An error fails the step: the runner

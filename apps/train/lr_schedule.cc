@@ -114,22 +114,24 @@ StatusOr<LrSchedule> ParseLrSchedule(const std::string& spec) {
 
 Status SetLearningRate(ParallelExecutor* pe,
                        const std::vector<std::string>& vars, double rate) {
-  for (int p = 0; p < static_cast<int>(pe->places().size()); ++p) {
-    for (const std::string& name : vars) {
-      Variable* v = pe->local_scope(p)->FindVar(name);
-      Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
-      if (t == nullptr || t->numel() != 1 ||
-          (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
-        return InvalidArgument("--lr-schedule: '" + name + "' on " +
-                               pe->places()[p].ToString() +
-                               " is not a one-element float tensor");
-      }
-      if (t->dtype() == DType::kFP32) {
-        t->data<float>()[0] = static_cast<float>(rate);
-      } else {
-        t->data<double>()[0] = rate;
-      }
+  for (const std::string& name : vars) {
+    // The dtype of place 0's copy (every place's is checked by SetOnPlaces).
+    const Variable* v = pe->local_scope(0)->FindVar(name);
+    const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
+    if (t == nullptr || t->numel() != 1 ||
+        (t->dtype() != DType::kFP32 && t->dtype() != DType::kFP64)) {
+      return InvalidArgument("--lr-schedule: '" + name + "' on " +
+                             pe->places()[0].ToString() +
+                             " is not a one-element float tensor");
     }
+    Tensor value(t->dtype(), t->dims());
+    if (t->dtype() == DType::kFP32) {
+      value.data<float>()[0] = static_cast<float>(rate);
+    } else {
+      value.data<double>()[0] = rate;
+    }
+    PAREX_RETURN_IF_ERROR(
+        pe->SetOnPlaces(name, value).WithContext("--lr-schedule"));
   }
   return Status::Ok();
 }

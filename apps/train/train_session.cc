@@ -346,7 +346,8 @@ StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
                                                int64_t next_batch) {
   if (!checkpointer_.writes()) return std::string();
   PAREX_RETURN_IF_ERROR(WriteMetrics());
-  pe_->SyncPersistables();  // each persistable from the place updating it
+  // Each persistable from the place updating it.
+  PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
   return checkpointer_.Write(step_, epoch, next_batch, reader_.num_batches(),
                              job_.main, scope_);
 }
@@ -378,7 +379,7 @@ int TrainSession::Conclude() {
   // The scope then holds every persistable's current value (Reduce mode's
   // optimizer state lives with its parameter's owner): the model saved,
   // the digest and the broadcast to other nodes read it.
-  pe_->SyncPersistables();
+  if (Status s = pe_->SyncPersistables(); !s.ok()) return Failed(s);
   const std::string digest = ParameterDigest(scope_, job_.params);
   if (cluster_ != nullptr) {
     if (Status s = cluster_->CheckSameParameters(digest); !s.ok()) {

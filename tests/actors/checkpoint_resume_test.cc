@@ -157,7 +157,7 @@ void Train(const Net& net, const Mode& mode, int places, Scope* scope,
     auto out = (*pe)->Run(Batch(s), {net.loss});
     ASSERT_TRUE(out.ok()) << out.status().ToString();
   }
-  (*pe)->SyncPersistables();
+  ASSERT_TRUE((*pe)->SyncPersistables().ok());
 }
 
 std::map<std::string, Tensor> Persistables(const Net& net, const Scope& scope) {
@@ -257,7 +257,7 @@ TEST(CheckpointResumeTest, ReduceModeOptimizerStateIsTakenFromItsOwner) {
     EXPECT_FLOAT_EQ(scope.FindVar(name)->GetTensor()->data<float>()[0], 0.9f)
         << name << ": place 0's copy, never updated";
   }
-  (*pe)->SyncPersistables();
+  ASSERT_TRUE((*pe)->SyncPersistables().ok());
   for (const std::string& name : owned_by_1) {
     EXPECT_FLOAT_EQ(scope.FindVar(name)->GetTensor()->data<float>()[0], after)
         << name;

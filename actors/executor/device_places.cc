@@ -1,0 +1,46 @@
+#include "actors/executor/device_places.h"
+
+namespace parex {
+
+StatusOr<std::unique_ptr<DevicePlaces>> DevicePlaces::Create(
+    const std::vector<Place>& places) {
+  auto d = std::unique_ptr<DevicePlaces>(new DevicePlaces);
+  d->places_ = places;
+  for (const Place& p : places) {
+    PAREX_ASSIGN_OR_RETURN(std::unique_ptr<DeviceContext> c,
+                           CreateDeviceContext(p));
+    d->compute_.push_back(std::move(c));
+  }
+  if (!places.empty()) {
+    PAREX_ASSIGN_OR_RETURN(d->communication_, CreateDeviceContext(places[0]));
+    PAREX_ASSIGN_OR_RETURN(d->fetch_, CreateDeviceContext(places[0]));
+  }
+  return d;
+}
+
+Status DevicePlaces::CopyIn(int place, const Tensor& src, Tensor* dst) const {
+  PAREX_RETURN_IF_ERROR(
+      dst->TryAllocate(src.dtype(), src.dims(), places_[place]));
+  dst->set_lod(src.lod());
+  return compute_[place]->CopyFromHost(dst->raw_data(), src.raw_data(),
+                                       src.bytes());
+}
+
+StatusOr<Tensor> DevicePlaces::CopyOut(DeviceContext* context,
+                                       const Tensor& src) {
+  Tensor host(src.dtype(), src.dims());
+  host.set_lod(src.lod());
+  PAREX_RETURN_IF_ERROR(
+      context->CopyToHost(host.raw_data(), src.raw_data(), src.bytes()));
+  PAREX_RETURN_IF_ERROR(context->Synchronize());
+  return host;
+}
+
+Status DevicePlaces::SynchronizeAll() const {
+  for (const auto& c : compute_) PAREX_RETURN_IF_ERROR(c->Synchronize());
+  if (communication_) PAREX_RETURN_IF_ERROR(communication_->Synchronize());
+  if (fetch_) PAREX_RETURN_IF_ERROR(fetch_->Synchronize());
+  return Status::Ok();
+}
+
+}  // namespace parex

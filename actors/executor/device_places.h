@@ -1,0 +1,52 @@
+// DevicePlaces: what a ParallelExecutor keeps for places with memory of
+// their own (DESIGN.md §3.4: a GPU's): a compute stream per place and the
+// communication and fetch streams of place 0's device, as DeviceContexts
+// (kernels/device_context.h: CUDA streams on cuda places), and the copies
+// between the host and the places: feeds in, fetched values and persistables
+// out.
+//
+// The executor takes this path for cuda places, and for cpu places when
+// ExecutionStrategy::device_streams asks (the tests run the whole device
+// path that way without a GPU: CPU contexts, whose copies are memcpy and
+// whose events are complete when recorded).
+//
+// Thread-safety: a context is used by one actor or thread at a time (the
+// stream actor of its stream; the executor's thread between steps).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "kernels/device_context.h"
+#include "kernels/tensor.h"
+
+namespace parex {
+
+class DevicePlaces {
+ public:
+  // Contexts for `places` (CreateDeviceContext: errors name the place).
+  static StatusOr<std::unique_ptr<DevicePlaces>> Create(
+      const std::vector<Place>& places);
+
+  DeviceContext* compute(int place) const { return compute_[place].get(); }
+  DeviceContext* communication() const { return communication_.get(); }
+  DeviceContext* fetch() const { return fetch_.get(); }
+
+  // `dst` (on place `place`, its memory kept when large enough) becomes a
+  // copy of host tensor `src` (dtype, dims, LoD and data), queued on the
+  // place's compute stream. `src` may be freed once this returns.
+  Status CopyIn(int place, const Tensor& src, Tensor* dst) const;
+  // A host copy of `src` through `context`, complete when this returns.
+  static StatusOr<Tensor> CopyOut(DeviceContext* context, const Tensor& src);
+  // Waits for every stream's work.
+  Status SynchronizeAll() const;
+
+ private:
+  std::vector<Place> places_;
+  std::vector<std::unique_ptr<DeviceContext>> compute_;
+  std::unique_ptr<DeviceContext> communication_;
+  std::unique_ptr<DeviceContext> fetch_;
+};
+
+}  // namespace parex

@@ -10,7 +10,9 @@ void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaDeviceContextFactory();
   RegisterCudaActivationKernels(registry);
   RegisterCudaElementwiseKernels(registry);
+  RegisterCudaElementwiseGradKernels(registry);
   RegisterCudaFillKernels(registry);
+  RegisterCudaMetricKernels(registry);
   RegisterCudaGradKernels(registry);
   RegisterCudaOptimizerKernels(registry);
   RegisterCudaSoftmaxKernels(registry);

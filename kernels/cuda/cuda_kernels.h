@@ -9,6 +9,8 @@
 //   mul, matmul, matmul_v2       (cuBLAS)
 //   softmax, softmax_with_cross_entropy and their gradients
 //   relu_grad, sigmoid_grad, tanh_grad, mean_grad, mul_grad
+//   elementwise_{add,sub,mul,div,max,min}_grad
+//   top_k, accuracy
 //   sgd, momentum, adam          (dense gradients)
 // Each runs on the stream of the op's CudaDeviceContext and returns once its
 // work is queued; inputs must live on the context's place.
@@ -26,7 +28,9 @@ void RegisterCudaKernels(KernelRegistry* registry);
 // The groups, one file each, named like the schema groups of graph/ir/ops/.
 void RegisterCudaActivationKernels(KernelRegistry* registry);
 void RegisterCudaElementwiseKernels(KernelRegistry* registry);
+void RegisterCudaElementwiseGradKernels(KernelRegistry* registry);
 void RegisterCudaFillKernels(KernelRegistry* registry);
+void RegisterCudaMetricKernels(KernelRegistry* registry);
 void RegisterCudaGradKernels(KernelRegistry* registry);
 void RegisterCudaOptimizerKernels(KernelRegistry* registry);
 void RegisterCudaSoftmaxKernels(KernelRegistry* registry);

@@ -12,22 +12,10 @@
 #include "kernels/cuda/cuda_launchers.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/kernel_plans.h"
+#include "kernels/cuda/reduce_run.h"
 
 namespace parex {
 namespace {
-
-template <typename T>
-Status RunReducePlan(const ReducePlan& plan, const T* x, T* out, bool mean,
-                     cudaStream_t stream) {
-  if (plan.kind == ReducePlan::Kind::kMiddle) {
-    PAREX_CUDA_RETURN_IF_ERROR(LaunchReduceSum<T>(
-        x, out, plan.outer, plan.reduce, plan.inner, mean, stream));
-  } else {
-    PAREX_CUDA_RETURN_IF_ERROR(LaunchReduceSumGeneral<T>(
-        x, out, plan.shape, plan.out_numel, plan.reduce_count, mean, stream));
-  }
-  return Status::Ok();
-}
 
 template <typename T>
 Status ReduceKernel(KernelContext& ctx, bool mean) {

@@ -1,7 +1,8 @@
 // Device launchers of the training ops: softmax and softmax with
-// cross-entropy, the activation and mean gradients, and the optimizers
-// (sgd, momentum, adam). Defined in softmax_launchers.cu, grad_launchers.cu
-// and optimizer_launchers.cu for T = float and double; the op kernels (.cc)
+// cross-entropy, the activation, mean and binary element-wise gradients,
+// top_k and accuracy, and the optimizers (sgd, momentum, adam). Defined in
+// softmax_launchers.cu, grad_launchers.cu, metric_launchers.cu and
+// optimizer_launchers.cu for T = float and double; the op kernels (.cc)
 // check shapes and attributes and call them.
 //
 // As in cuda_launchers.h: every launcher queues its work on `stream`, returns
@@ -79,6 +80,45 @@ cudaError_t LaunchActivationGrad(ActivationGrad op, const T* out, const T* dout,
 // mean_grad: dx[i] = dout[0] / n for i < n.
 template <typename T>
 cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n,
+                           cudaStream_t stream);
+
+// ---- gradients of the binary element-wise ops ----
+enum class BinaryGrad : int { kAdd, kSub, kMul, kDiv, kMax, kMin };
+// Out's index space: `rank` dims of `extents`; X, Y and Out (Out@GRAD too)
+// read at strides along them (0 where an operand repeats; Out's are its
+// row-major strides).
+inline constexpr int kMaxGradRank = 8;
+struct GradShape {
+  int rank = 0;
+  int64_t extents[kMaxGradRank] = {};
+  int64_t x_strides[kMaxGradRank] = {};
+  int64_t y_strides[kMaxGradRank] = {};
+};
+// contrib[i] = d(op)/d(X or Y) at Out element i times dout[i], as the CPU
+// kernels define it (add: dout; sub: dout, -dout; mul: dout*y, dout*x;
+// div: dout/y, -dout*out/y; max/min: dout where that operand won (ties to
+// Y for max's >, to Y for min's <), else 0). `x` and `out` may be null when
+// the op does not read them. contrib is Out-shaped; summing it over the
+// operand's repeated dims gives the operand's gradient.
+template <typename T>
+cudaError_t LaunchBinaryGradContrib(BinaryGrad op, bool wrt_y,
+                                    const GradShape& shape, const T* x,
+                                    const T* y, const T* out, const T* dout,
+                                    T* contrib, cudaStream_t stream);
+
+// ---- metrics ----
+// top_k (v1): per [outer, inner] slot of x viewed as [outer, n, inner], the
+// k largest values in order, ties to the lower index; out and indices are
+// [outer, k, inner].
+template <typename T>
+cudaError_t LaunchTopK(const T* x, T* out, int64_t* indices, int64_t outer,
+                       int64_t n, int64_t inner, int64_t k,
+                       cudaStream_t stream);
+// accuracy: correct = rows whose label is among their k indices;
+// *accuracy = correct / rows (0 without rows), *correct, *total = rows.
+cudaError_t LaunchAccuracy(const int64_t* indices, const int64_t* labels,
+                           int64_t rows, int64_t k, float* accuracy,
+                           int32_t* correct, int32_t* total,
                            cudaStream_t stream);
 
 // ---- optimizers (dense gradients) ----

@@ -1,11 +1,13 @@
 // The training ops' CUDA kernels against the CPU kernels on random shapes
 // and inputs (KernelPair): softmax and softmax with cross-entropy (hard int64
 // and int32 labels with ignored rows, soft labels, a middle axis) and their
-// gradients, the activation, mean and mul gradients, and sgd, momentum and
-// adam (in place, with gradient addends, beta tensors, global beta powers).
-// fp32 within 1e-5 relative, fp64 within 1e-12. The same cases run with two
-// CPU contexts first, which checks the harness and the cases where no GPU
-// is visible; the CUDA comparison skips then.
+// gradients, the activation, mean and mul gradients, the binary
+// element-wise gradients (same shape, a bias row, Fluid's mid broadcast),
+// top_k and accuracy, and sgd, momentum and adam (in place, with gradient
+// addends, beta tensors, global beta powers). fp32 within 1e-5 relative, fp64
+// within 1e-12. The same cases run with two CPU contexts first, which checks
+// the harness and the cases where no GPU is visible; the CUDA comparison skips
+// then.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -132,6 +134,62 @@ void GradCases(std::mt19937& gen, std::vector<OpCase>* cases) {
 }
 
 template <typename T>
+void BinaryGradCases(std::mt19937& gen, std::vector<OpCase>* cases) {
+  const int64_t a = 1 + gen() % 6, b = 1 + gen() % 5, c = 1 + gen() % 7;
+  const uint32_t s = gen();
+  struct Shapes {
+    const char* name;
+    Dims x, y;
+    int axis;
+  };
+  const std::vector<Shapes> shapes = {
+      {"same", {a, b, c}, {a, b, c}, -1},
+      {"bias", {a, b, c}, {c}, -1},
+      {"mid", {a, b, c}, {b}, 1},
+      {"mid_trailing_one", {a, b, c}, {b, 1}, 1}};
+  for (const char* type : {"elementwise_add_grad", "elementwise_sub_grad",
+                           "elementwise_mul_grad", "elementwise_div_grad",
+                           "elementwise_max_grad", "elementwise_min_grad"}) {
+    for (const Shapes& sh : shapes) {
+      cases->push_back(
+          {std::string(type) + "_" + sh.name, type, [=](KernelPair& p) {
+             // Y away from 0 (div), X and Y apart (max/min ties).
+             p.Input("X", RandomHost<T>(sh.x, -2, 2, s))
+                 .Input("Y", RandomHost<T>(sh.y, 0.5, 1.5, s + 1))
+                 .Input("Out", RandomHost<T>(sh.x, -1, 1, s + 2))
+                 .Input("Out@GRAD", RandomHost<T>(sh.x, -1, 1, s + 3))
+                 .Output("X@GRAD")
+                 .Output("Y@GRAD")
+                 .template Attr<int>("axis", sh.axis);
+           }});
+    }
+  }
+}
+
+template <typename T>
+void MetricCases(std::mt19937& gen, std::vector<OpCase>* cases) {
+  const int64_t rows = 1 + gen() % 30, classes = 2 + gen() % 12;
+  const int k = 1 + static_cast<int>(gen() % std::min<int64_t>(classes, 5));
+  const uint32_t s = gen();
+  cases->push_back({"top_k", "top_k", [=](KernelPair& p) {
+                      p.Input("X", RandomHost<T>({rows, classes}, -3, 3, s))
+                          .Output("Out")
+                          .Output("Indices")
+                          .template Attr<int>("k", k);
+                    }});
+  cases->push_back(
+      {"accuracy", "accuracy", [=](KernelPair& p) {
+         Tensor indices = RandomLabels<int64_t>({rows, k}, classes, s + 1);
+         p.Input("Out", RandomHost<T>({rows, k}, 0, 1, s))
+             .Input("Indices", std::move(indices))
+             .Input("Label", RandomLabels<int64_t>({rows, 1}, classes, s + 2))
+             .Output("Accuracy")
+             .Output("Correct")
+             .Output("Total");
+       }});
+}
+
+template <typename T>
 void OptimizerCases(std::mt19937& gen, std::vector<OpCase>* cases) {
   const Dims d = {static_cast<int64_t>(1 + gen() % 50),
                   static_cast<int64_t>(1 + gen() % 20)};
@@ -206,6 +264,8 @@ std::vector<OpCase> TrainingOpCases(uint32_t seed) {
   std::vector<OpCase> cases;
   SoftmaxCases<T>(gen, &cases);
   GradCases<T>(gen, &cases);
+  BinaryGradCases<T>(gen, &cases);
+  MetricCases<T>(gen, &cases);
   OptimizerCases<T>(gen, &cases);
   return cases;
 }

@@ -15,6 +15,7 @@
 #include "base/logging.h"
 #include "graph/ir/op_role.h"
 #include "graph/ssa/multi_device_builder.h"
+#include "kernels/visible_devices.h"
 
 namespace parex {
 namespace {
@@ -297,6 +298,32 @@ ParallelExecutor::~ParallelExecutor() {
   }
 }
 
+Status ParallelExecutor::CheckPlaces(const std::vector<Place>& places) {
+  for (size_t i = 0; i < places.size(); ++i) {
+    if (places[i].kind != places[0].kind) {
+      return InvalidArgument("places " + places[0].ToString() + " and " +
+                             places[i].ToString() +
+                             " are of different kinds (a program runs on "
+                             "places of one kind)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (places[i] == places[j]) {
+        return InvalidArgument("place " + places[i].ToString() +
+                               " is listed twice");
+      }
+    }
+  }
+  PAREX_RETURN_IF_ERROR(CheckPlacesVisible(places));
+  for (const Place& p : places) {
+    if (p.is_cuda()) {
+      return Unimplemented("place " + p.ToString() +
+                           ": the actor runtime runs cpu and sim places only "
+                           "so far");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const Program& main_program,
     const std::string& loss_name, Scope* scope,
@@ -311,28 +338,9 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     }
     for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
   }
-  for (const Place& p : places) {
-    if (p.is_cuda()) {
-      return Unimplemented("ParallelExecutor: place " + p.ToString() +
-                           ": the actor runtime runs cpu and sim places only "
-                           "so far");
-    }
-    if (p.kind != places[0].kind) {
-      return InvalidArgument("ParallelExecutor: places " +
-                             places[0].ToString() + " and " + p.ToString() +
-                             " are of different kinds");
-    }
-  }
+  PAREX_RETURN_IF_ERROR(CheckPlaces(places).WithContext("ParallelExecutor"));
   std::vector<Place> device_places;
   for (const Place& p : places) device_places.push_back(Place::CPU(p.id));
-  for (size_t i = 0; i < places.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (places[i] == places[j]) {
-        return InvalidArgument("ParallelExecutor: place " +
-                               places[i].ToString() + " is listed twice");
-      }
-    }
-  }
   if (exec_strategy.communicator != nullptr &&
       exec_strategy.communicator->local_size() !=
           static_cast<int>(places.size())) {

@@ -207,8 +207,10 @@ void AddTrain(CLI::App* app, Commands* c) {
                           "Paddle program (--program)");
   AddTrainOptions(t, &c->train, &c->train_flags);
   t->add_option("--places", c->train.places,
-                "cpu:N places to split each batch over (sim:N: simulated "
-                "asynchronous devices)")
+                "places to split each batch over: cpu:N, cpu:0-3, cpu:all, "
+                "sim:N (simulated asynchronous devices), cuda:0, cuda:0,2, "
+                "cuda:all, cuda:0x2 (2 places on device 0); "
+                "docs/training.md#places")
       ->capture_default_str();
 }
 
@@ -263,8 +265,8 @@ void AddInfer(CLI::App* app, Commands* c) {
   i->add_option("--output", c->infer.output,
                 "directory for the outputs as NAME.npy");
   i->add_option("--places", c->infer.places,
-                "cpu:N places to split the batch over (sim:N: simulated "
-                "asynchronous devices)")
+                "places to split the batch over: cpu:N, cpu:all, sim:N, "
+                "cuda:0, cuda:all, cuda:0x2 (as train's --places)")
       ->capture_default_str();
   i->add_option("--trace", c->infer.trace, "write a Chrome trace of the run");
 }
@@ -287,7 +289,8 @@ void AddGraph(CLI::App* app, Commands* c) {
   g->add_option("file", c->graph.file, "program file or model directory");
   g->add_option("--model", c->graph.model,
                 "an example's training program instead");
-  g->add_option("--places", c->graph.places, "cpu:N places")
+  g->add_option("--places", c->graph.places,
+                "places, as train's --places (cuda places are drawn too)")
       ->capture_default_str();
   g->add_option("--mode", c->graph.mode, "allreduce or reduce")
       ->capture_default_str();

@@ -260,11 +260,11 @@ class TopologyReader {
                              "places");
     }
     if (!topo_.nodes.empty() && topo_.nodes[0].places[0].kind != first.kind) {
-      return InvalidArgument(at + "places " + n.places() + " are " +
-                             PlaceKindName(first.kind) + " places, node '" +
-                             topo_.nodes[0].name + "''s " +
+      return InvalidArgument(at + "places '" + n.places() + "' are " +
+                             PlaceKindName(first.kind) + " places but node '" +
+                             topo_.nodes[0].name + "' has " +
                              PlaceKindName(topo_.nodes[0].places[0].kind) +
-                             ": a cluster's places are of one kind");
+                             " places: a cluster's places are of one kind");
     }
     node->places = *places;
     node->places_text = n.places();

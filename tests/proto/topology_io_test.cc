@@ -119,8 +119,8 @@ TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
       {head + a +
            "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" "
            "}\n",
-       "node 'b': places cuda:1 are cuda places, node 'a''s cpu: a cluster's "
-       "places are of one kind"},
+       "node 'b': places 'cuda:1' are cuda places but node 'a' has cpu places: "
+       "a cluster's places are of one kind"},
       {head + a +
            "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: "
            "\"cuda:all\" }\n",

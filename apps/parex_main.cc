@@ -10,6 +10,9 @@
 #include "apps/cli/cli.h"
 #include "apps/datasets.h"
 #include "base/logging.h"
+#ifdef PAREX_WITH_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 namespace {
 
@@ -207,8 +210,10 @@ void AddTrain(CLI::App* app, Commands* c) {
                           "Paddle program (--program)");
   AddTrainOptions(t, &c->train, &c->train_flags);
   t->add_option("--places", c->train.places,
-                "cpu:N places to split each batch over (sim:N: simulated "
-                "asynchronous devices)")
+                "places to split each batch over: cpu:N, cpu:0-3, cpu:all, "
+                "sim:N (simulated asynchronous devices), cuda:0, cuda:0,2, "
+                "cuda:all, cuda:0x2 (2 places on device 0); "
+                "docs/training.md#places")
       ->capture_default_str();
 }
 
@@ -263,8 +268,8 @@ void AddInfer(CLI::App* app, Commands* c) {
   i->add_option("--output", c->infer.output,
                 "directory for the outputs as NAME.npy");
   i->add_option("--places", c->infer.places,
-                "cpu:N places to split the batch over (sim:N: simulated "
-                "asynchronous devices)")
+                "places to split the batch over: cpu:N, cpu:all, sim:N, "
+                "cuda:0, cuda:all, cuda:0x2 (as train's --places)")
       ->capture_default_str();
   i->add_option("--trace", c->infer.trace, "write a Chrome trace of the run");
 }
@@ -287,7 +292,8 @@ void AddGraph(CLI::App* app, Commands* c) {
   g->add_option("file", c->graph.file, "program file or model directory");
   g->add_option("--model", c->graph.model,
                 "an example's training program instead");
-  g->add_option("--places", c->graph.places, "cpu:N places")
+  g->add_option("--places", c->graph.places,
+                "places, as train's --places (cuda places are drawn too)")
       ->capture_default_str();
   g->add_option("--mode", c->graph.mode, "allreduce or reduce")
       ->capture_default_str();
@@ -376,6 +382,10 @@ bool UnknownCommand(const CLI::App& app, const std::string& first) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef PAREX_WITH_CUDA
+  // cuda places: kernels, allocator, device contexts, the visible devices.
+  parex::RegisterCudaKernels(&parex::KernelRegistry::Global());
+#endif
   CLI::App app{
       "parex: a data-parallel executor for Paddle Fluid programs, on CAF "
       "actors.\n"

@@ -39,6 +39,10 @@ std::string GetConfig(const char* name) {
   return value != nullptr ? std::string(value) : std::string(var.default_value);
 }
 
+bool ConfigIsSet(const char* name) {
+  return std::getenv(Find(name).name) != nullptr;
+}
+
 long GetConfigInt(const char* name) {
   std::string value = GetConfig(name);
   char* end = nullptr;

@@ -20,6 +20,9 @@ const std::vector<ConfigVar>& ConfigVars();
 // The value from the environment, or the declared default when unset.
 // REQUIRES: `name` is declared in config.cc (checked).
 std::string GetConfig(const char* name);
+// Whether the environment sets `name` (to anything, "" included).
+// REQUIRES: `name` is declared in config.cc (checked).
+bool ConfigIsSet(const char* name);
 // Same, parsed as an integer; the default when unset or not a number.
 long GetConfigInt(const char* name);
 

@@ -45,9 +45,9 @@ Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
   }
   const size_t need = static_cast<size_t>(bytes);
   // Every CPU place is host memory: a buffer of cpu:0 serves cpu:1 (an
-  // in-place op of place 1 on a tensor copied from place 0 keeps its data).
-  const bool same_memory =
-      place_ == place || (place_.is_cpu() && place.is_cpu());
+  // in-place op of place 1 on a tensor copied from place 0 keeps its data);
+  // the places sharing a GPU share its memory likewise.
+  const bool same_memory = SameMemory(place_, place);
   bool keep =
       buffer_ != nullptr && same_memory && buffer_->size() >= offset_ + need;
   if (!keep) {

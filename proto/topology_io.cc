@@ -176,7 +176,7 @@ class TopologyReader {
   }
 
   // Node #i: a new name, an address no other node has, the TRAINER role,
-  // CPU places. Appended to the topology (rank i).
+  // cpu or cuda places. Appended to the topology (rank i).
   Status ReadNode(int i) {
     const topology::Node& n = proto_.node(i);
     const pb::FieldDescriptor* node_field =
@@ -233,25 +233,38 @@ class TopologyReader {
     return Status::Ok();
   }
 
-  // A node's places: a place list of CPU places only.
+  // A node's places: a place list of cpu or cuda places, named (no "all":
+  // every node must know how many places every node has), of the kind of the
+  // nodes before it. Whether this machine can run them is for the process
+  // that does (parex node, parex launch).
   Status ReadPlaces(const topology::Node& n, const NodeLines& lines,
                     const std::string& label, TopologyNode* node) {
     if (n.places().empty()) {
       return InvalidArgument(lines.where + ": " + label +
                              ": no places (e.g. places: \"cpu:0-1\")");
     }
-    StatusOr<std::vector<Place>> places = ParsePlaceList(n.places());
-    if (!places.ok()) {
-      return InvalidArgument(FieldAt(lines, "places") + ": " + label +
-                             ": places " + places.status().message());
+    const std::string at = FieldAt(lines, "places") + ": " + label + ": ";
+    if (n.places().find("all") != std::string::npos) {
+      return InvalidArgument(at + "places '" + Excerpt(n.places()) +
+                             "': a topology names each node's places "
+                             "(cpu:0-3, cuda:0-1), not all: every node must "
+                             "know how many places every node has");
     }
-    for (const Place& p : *places) {
-      if (!p.is_cpu()) {
-        return InvalidArgument(FieldAt(lines, "places") + ": " + label +
-                               ": place " + p.ToString() +
-                               " is not a CPU place (the cluster runs "
-                               "CPU places; GPUs come later)");
-      }
+    StatusOr<std::vector<Place>> places = ParsePlaceList(n.places());
+    if (!places.ok())
+      return InvalidArgument(at + "places " + places.status().message());
+    const Place& first = places->front();
+    if (first.is_sim()) {
+      return InvalidArgument(at + "place " + first.ToString() +
+                             " is simulated; a cluster runs cpu or cuda "
+                             "places");
+    }
+    if (!topo_.nodes.empty() && topo_.nodes[0].places[0].kind != first.kind) {
+      return InvalidArgument(at + "places '" + n.places() + "' are " +
+                             PlaceKindName(first.kind) + " places but node '" +
+                             topo_.nodes[0].name + "' has " +
+                             PlaceKindName(topo_.nodes[0].places[0].kind) +
+                             " places: a cluster's places are of one kind");
     }
     node->places = *places;
     node->places_text = n.places();

@@ -18,6 +18,7 @@
 #include "base/logging.h"
 #include "graph/ir/op_role.h"
 #include "graph/ssa/multi_device_builder.h"
+#include "kernels/visible_devices.h"
 
 namespace parex {
 namespace {
@@ -91,34 +92,6 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
     }
   }
   return tasks;
-}
-
-// One kind of place, none twice; cuda places on one GPU (the in-device
-// communicator reduces them; NCCL between GPUs is not wired in yet).
-Status CheckPlaces(const std::vector<Place>& places) {
-  for (size_t i = 0; i < places.size(); ++i) {
-    const Place& p = places[i];
-    if (p.kind != places[0].kind) {
-      return InvalidArgument("ParallelExecutor: places " +
-                             places[0].ToString() + " and " + p.ToString() +
-                             " are of different kinds");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (places[i] == places[j]) {
-        return InvalidArgument("ParallelExecutor: place " + p.ToString() +
-                               " is listed twice");
-      }
-    }
-    if (p.is_cuda() && p.id != places[0].id) {
-      return Unimplemented(
-          "ParallelExecutor: places " + places[0].ToString() + " and " +
-          p.ToString() +
-          " are on different GPUs; collectives between GPUs need the NCCL "
-          "communicator, which is not wired into the runtime yet (run the "
-          "places of one GPU, e.g. cuda:0x2)");
-    }
-  }
-  return Status::Ok();
 }
 
 // Place p's copies of the initialised persistables of `scope` (sorted
@@ -378,6 +351,34 @@ ParallelExecutor::~ParallelExecutor() {
   }
 }
 
+Status ParallelExecutor::CheckPlaces(const std::vector<Place>& places) {
+  for (size_t i = 0; i < places.size(); ++i) {
+    if (places[i].kind != places[0].kind) {
+      return InvalidArgument("places " + places[0].ToString() + " and " +
+                             places[i].ToString() +
+                             " are of different kinds (a program runs on "
+                             "places of one kind)");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (places[i] == places[j]) {
+        return InvalidArgument("place " + places[i].ToString() +
+                               " is listed twice");
+      }
+    }
+  }
+  PAREX_RETURN_IF_ERROR(CheckPlacesVisible(places));
+  for (const Place& p : places) {
+    if (p.is_cuda() && p.id != places[0].id) {
+      return Unimplemented(
+          "places " + places[0].ToString() + " and " + p.ToString() +
+          " are on different GPUs; collectives between GPUs need the NCCL "
+          "communicator, which is not wired into the runtime yet (run the "
+          "places of one GPU, e.g. cuda:0x2)");
+    }
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     std::vector<Place> places, const Program& main_program,
     const std::string& loss_name, Scope* scope,
@@ -392,7 +393,7 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
     }
     for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
   }
-  PAREX_RETURN_IF_ERROR(CheckPlaces(places));
+  PAREX_RETURN_IF_ERROR(CheckPlaces(places).WithContext("ParallelExecutor"));
   // Places with memory of their own: cuda, or cpu when the tests ask.
   const bool on_devices = places[0].is_cuda() ||
                           (places[0].is_cpu() && exec_strategy.device_streams);

@@ -89,9 +89,8 @@ class ParallelExecutor {
   // executor. `share_vars_from`: a test executor reads the parameters of
   // that (training) executor's places instead of copies of its own; it must
   // have the same places and outlive this one.
-  // Errors: the graph builder's, a persistable of the program missing from
-  // `scope`, a place that cannot run (a GPU not visible, cuda places on
-  // several GPUs: NCCL is not wired in yet).
+  // Errors: CheckPlaces's, the graph builder's, a persistable of the program
+  // missing from `scope`.
   static StatusOr<std::unique_ptr<ParallelExecutor>> Create(
       std::vector<Place> places, const Program& main_program,
       const std::string& loss_name, Scope* scope,
@@ -99,6 +98,15 @@ class ParallelExecutor {
       const ExecutionStrategy& exec_strategy = {},
       const ParallelExecutor* share_vars_from = nullptr);
   ~ParallelExecutor();
+
+  // Whether this process can run a program on `places`, checked before
+  // anything is loaded (the CLI asks it first, Create again): one kind, no
+  // place twice (InvalidArgument), every CUDA place on a visible device
+  // (FailedPrecondition, kernels/visible_devices.h), and, for now, every
+  // CUDA place on one GPU (Unimplemented: collectives between GPUs need the
+  // NCCL communicator, not wired into the runtime yet). Each error names
+  // the place.
+  static Status CheckPlaces(const std::vector<Place>& places);
 
   // One step. `feed`: one dict, every tensor split along dim 0 over the
   // places. Returns the fetch targets merged along dim 0 (a scalar loss from

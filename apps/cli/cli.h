@@ -25,18 +25,32 @@ using train::TrainOptions;
 // InvalidArgument naming the directory otherwise.
 StatusOr<std::string> OnlyPdmodel(const std::string& dir);
 
-// "cpu:N" (N CPU places), "cpu" (one) or "cpu:0,1,3"; InvalidArgument
-// otherwise (CUDA places are not run by the CLI yet).
-StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec);
+// A place list as users write it (base/place.h: "cpu:2", "cuda:0x2",
+// "cuda:all", ...) on this machine, "all" resolved; `what` names it in
+// errors ("--places", or a topology's node). InvalidArgument for a bad
+// spelling; FailedPrecondition for "cuda:all" where no device is visible.
+StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec,
+                                         const std::string& what = "--places");
+// ParsePlaces, then whether this process can run a program on the places
+// (ParallelExecutor::CheckPlaces: one kind, CUDA places on visible devices
+// and a runtime that runs them); errors name `spec` and the place. Every
+// command that runs places asks this before it loads anything.
+StatusOr<std::vector<Place>> RunnablePlaces(
+    const std::string& spec, const std::string& what = "--places");
+// The exit code of a place list's error: kExitUsage for a bad spelling
+// (InvalidArgument), kExitRuntime for places that cannot run here.
+int PlacesExitCode(const Status& status);
 
-// --places and --mode ("allreduce" or "reduce") together: the places and a
-// BuildStrategy in that mode; InvalidArgument naming the bad one.
+// --places and --mode ("allreduce" or "reduce") together: the places
+// (RunnablePlaces when `to_run`, else ParsePlaces) and a BuildStrategy in
+// that mode; InvalidArgument naming the bad one.
 struct Parallelism {
   std::vector<Place> places;
   BuildStrategy build;
 };
 StatusOr<Parallelism> ParseParallelism(const std::string& places,
-                                       const std::string& mode);
+                                       const std::string& mode, bool to_run,
+                                       const std::string& what = "--places");
 
 // A program named on the command line, with its parameters when `scope` is
 // given:

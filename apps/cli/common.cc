@@ -2,27 +2,42 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "actors/executor/parallel_executor.h"
 #include "apps/cli/cli.h"
 #include "graph/ir/validate.h"
+#include "kernels/visible_devices.h"
 
 namespace parex::cli {
 namespace fs = std::filesystem;
 
-StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec) {
-  if (spec.rfind("cuda", 0) == 0 || spec.rfind("gpu", 0) == 0) {
-    return InvalidArgument("--places '" + spec +
-                           "': the command line runs CPU places only so far");
-  }
-  StatusOr<std::vector<Place>> places = ParsePlaceList(spec);
-  if (!places.ok())
-    return InvalidArgument("bad --places " + places.status().message());
+StatusOr<std::vector<Place>> ParsePlaces(const std::string& spec,
+                                         const std::string& what) {
+  StatusOr<std::vector<Place>> places = ParseMachinePlaceList(spec);
+  if (places.ok()) return places;
+  if (places.status().code() == StatusCode::kInvalidArgument)
+    return InvalidArgument("bad " + what + " " + places.status().message());
+  return Status(places.status().code(), what + " " + places.status().message());
+}
+
+StatusOr<std::vector<Place>> RunnablePlaces(const std::string& spec,
+                                            const std::string& what) {
+  PAREX_ASSIGN_OR_RETURN(std::vector<Place> places, ParsePlaces(spec, what));
+  Status runnable = ParallelExecutor::CheckPlaces(places);
+  if (!runnable.ok()) return runnable.WithContext(what + " '" + spec + "'");
   return places;
 }
 
+int PlacesExitCode(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage
+                                                       : kExitRuntime;
+}
+
 StatusOr<Parallelism> ParseParallelism(const std::string& places,
-                                       const std::string& mode) {
+                                       const std::string& mode, bool to_run,
+                                       const std::string& what) {
   Parallelism p;
-  PAREX_ASSIGN_OR_RETURN(p.places, ParsePlaces(places));
+  PAREX_ASSIGN_OR_RETURN(p.places, to_run ? RunnablePlaces(places, what)
+                                          : ParsePlaces(places, what));
   if (mode == "reduce") {
     p.build.reduce = BuildStrategy::ReduceStrategy::kReduce;
   } else if (mode != "allreduce") {

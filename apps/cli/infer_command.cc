@@ -175,8 +175,9 @@ Status WriteTrace(const std::string& path, const ParallelExecutor& pe,
 
 int RunInfer(const InferOptions& o) {
   const std::string cmd = "infer";
-  StatusOr<std::vector<Place>> places = ParsePlaces(o.places);
-  if (!places.ok()) return Fail(cmd, places.status(), kExitUsage);
+  StatusOr<std::vector<Place>> places = RunnablePlaces(o.places);
+  if (!places.ok())
+    return Fail(cmd, places.status(), PlacesExitCode(places.status()));
   StatusOr<std::vector<std::pair<std::string, std::string>>> named =
       ParseInputs(o.inputs);
   if (!named.ok()) return Fail(cmd, named.status(), kExitUsage);

@@ -264,8 +264,11 @@ int RunGraph(const GraphOptions& o) {
         kExitUsage);
   }
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
-  StatusOr<Parallelism> parallel = ParseParallelism(o.places, o.mode);
-  if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
+  // The graph of places this machine cannot run is still drawn.
+  StatusOr<Parallelism> parallel =
+      ParseParallelism(o.places, o.mode, /*to_run=*/false);
+  if (!parallel.ok())
+    return Fail(cmd, parallel.status(), PlacesExitCode(parallel.status()));
   const std::vector<Place>* places = &parallel->places;
   const BuildStrategy& build = parallel->build;
   Program program;

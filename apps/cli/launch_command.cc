@@ -336,6 +336,13 @@ int RunLaunch(const LaunchOptions& o) {
                               ": no node's host is this machine (start them "
                               "with parex node on their machines)"));
   }
+  // Places a node here could not run end the launch before any node starts.
+  for (const TopologyNode* n : *nodes) {
+    StatusOr<std::vector<Place>> places = RunnablePlaces(
+        n->places_text, o.topology + ": node '" + n->name + "': places");
+    if (!places.ok())
+      return Fail(cmd, places.status(), PlacesExitCode(places.status()));
+  }
   const std::vector<std::vector<int>> pins =
       no_pin ? std::vector<std::vector<int>>(nodes->size())
              : CpuShares(nodes->size());

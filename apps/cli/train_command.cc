@@ -38,15 +38,20 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
               const Topology* topology) {
   TrainPlan plan;  // the wall time starts here
   std::string places_text = o.places;
+  std::string places_of = "--places";
   int rank = 0;
   if (topology != nullptr) {
     StatusOr<int> r = NodeRank(*topology, o.node);
     if (!r.ok()) return Fail(cmd, r.status(), kExitUsage);
     rank = *r;
     places_text = topology->nodes[rank].places_text;
+    places_of = topology->path + ": node '" + o.node + "': places";
   }
-  StatusOr<Parallelism> parallel = ParseParallelism(places_text, o.mode);
-  if (!parallel.ok()) return Fail(cmd, parallel.status(), kExitUsage);
+  // Before anything is loaded or joined: places this process cannot run.
+  StatusOr<Parallelism> parallel =
+      ParseParallelism(places_text, o.mode, /*to_run=*/true, places_of);
+  if (!parallel.ok())
+    return Fail(cmd, parallel.status(), PlacesExitCode(parallel.status()));
   plan.places = parallel->places;
   plan.build = parallel->build;
   plan.world = topology != nullptr ? topology->TotalPlaces()

@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/visible_devices.h"
 
 namespace parex {
 namespace {
@@ -25,6 +26,8 @@ int CudaDeviceCount() {
   }
   return count;
 }
+
+void RegisterCudaDevices() { SetCudaDeviceCounter(&CudaDeviceCount); }
 
 Status CheckCudaPlace(const Place& place) {
   if (!place.is_cuda()) {

@@ -14,6 +14,12 @@ namespace parex {
 // or no device. Never aborts.
 int CudaDeviceCount();
 
+// Installs CudaDeviceCount as this process's CUDA device counter
+// (kernels/visible_devices.h), so that place lists and place checks see the
+// CUDA devices. An executable that links parex_kernels_cuda calls it once at
+// start; calling it again changes nothing.
+void RegisterCudaDevices();
+
 // OK when `place` is cuda:i and device i is visible; otherwise an error that
 // names the place (InvalidArgument for a non-CUDA place, FailedPrecondition
 // when the device is missing).

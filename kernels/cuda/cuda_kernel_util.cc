@@ -34,7 +34,8 @@ StatusOr<const Tensor*> CudaInput(const KernelContext& ctx,
     return ctx.Error(SlotName(ctx, slot, i, true) + " is " + t->DebugString() +
                      ", the kernel computes in " + DTypeName(dtype));
   }
-  if (t->numel() > 0 && (t->place() != ctx.place() || !t->initialized())) {
+  if (t->numel() > 0 &&
+      (!SameMemory(t->place(), ctx.place()) || !t->initialized())) {
     return ctx.Error(SlotName(ctx, slot, i, true) + " is " + t->DebugString() +
                      ", not data on " + ctx.place().ToString());
   }
@@ -53,7 +54,8 @@ StatusOr<Tensor*> CudaOutput(const KernelContext& ctx, std::string_view slot,
     }
     return t;
   }
-  if (t->dtype() != dtype || t->place() != ctx.place() || !t->initialized()) {
+  if (t->dtype() != dtype || !SameMemory(t->place(), ctx.place()) ||
+      !t->initialized()) {
     return ctx.Error(SlotName(ctx, slot, i, false) + " was allocated as " +
                      t->DebugString() + ", the kernel writes " +
                      DTypeName(dtype) + " on " + ctx.place().ToString());

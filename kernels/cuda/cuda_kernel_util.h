@@ -18,7 +18,8 @@ namespace parex {
 // error when the op runs on another kind of context.
 StatusOr<CudaDeviceContext*> CudaContextOf(const KernelContext& ctx);
 
-// Input `slot`[i] as a tensor on the context's place with `dtype`, holding
+// Input `slot`[i] as a tensor on the context's device (SameMemory: a slot
+// of the same GPU counts) with `dtype`, holding
 // data (or no elements). Errors name the slot and variable.
 StatusOr<const Tensor*> CudaInput(const KernelContext& ctx,
                                   std::string_view slot, DType dtype,

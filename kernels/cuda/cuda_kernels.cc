@@ -8,6 +8,7 @@ namespace parex {
 void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaAllocator();
   RegisterCudaDeviceContextFactory();
+  RegisterCudaDevices();
   RegisterCudaActivationKernels(registry);
   RegisterCudaElementwiseKernels(registry);
   RegisterCudaElementwiseGradKernels(registry);

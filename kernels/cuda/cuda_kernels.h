@@ -22,7 +22,8 @@
 namespace parex {
 
 // Adds every CUDA kernel to `registry` (Place::Kind::kCUDA) and installs the
-// CUDA allocator factory. Needs no device; safe to call more than once.
+// CUDA allocator and device-context factories and the visible-device count
+// (kernels/visible_devices.h). Needs no device; safe to call more than once.
 void RegisterCudaKernels(KernelRegistry* registry);
 
 // The groups, one file each, named like the schema groups of graph/ir/ops/.

@@ -21,6 +21,7 @@
 #include "graph/ssa/parallel_do.h"
 #include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
+#include "kernels/visible_devices.h"
 
 namespace parex {
 namespace {
@@ -385,6 +386,48 @@ TEST(SimPlacesTest, MixedPlaceKindsAreRefused) {
                                      ex->loss, &scope);
   ASSERT_FALSE(pe.ok());
   EXPECT_THAT(pe.status().message(), HasSubstr("different kinds"));
+}
+
+// CPU and CUDA places never share a program; a CUDA place is checked
+// against the visible devices, then refused by this runtime (for now), each
+// error naming the place.
+TEST(CudaPlacesTest, CheckedAndRefusedNamingThePlace) {
+  Status mixed = ParallelExecutor::CheckPlaces({Place::CPU(0), Place::CUDA(0)});
+  EXPECT_EQ(mixed.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(mixed.message(), HasSubstr("cpu:0 and cuda:0 are of different"));
+  Status twice =
+      ParallelExecutor::CheckPlaces({Place::CUDA(0, 1), Place::CUDA(0, 1)});
+  EXPECT_THAT(twice.message(), HasSubstr("cuda:0.1 is listed twice"));
+  EXPECT_TRUE(ParallelExecutor::CheckPlaces({Place::CUDA(0), Place::CUDA(0, 1)})
+                  .code() != StatusCode::kInvalidArgument);
+
+  SetCudaDeviceCounter([] { return 1; });
+  Status missing = ParallelExecutor::CheckPlaces({Place::CUDA(1)});
+  EXPECT_EQ(missing.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing.message(),
+              HasSubstr("place cuda:1: no such CUDA device"));
+  // Places sharing one GPU pass; places on two GPUs wait for NCCL.
+  EXPECT_TRUE(
+      ParallelExecutor::CheckPlaces({Place::CUDA(0), Place::CUDA(0, 1)}).ok());
+  SetCudaDeviceCounter([] { return 2; });
+  Status two = ParallelExecutor::CheckPlaces({Place::CUDA(0), Place::CUDA(1)});
+  EXPECT_EQ(two.code(), StatusCode::kUnimplemented);
+  EXPECT_THAT(two.message(), HasSubstr("cuda:0 and cuda:1 are on different "
+                                       "GPUs"));
+
+  // This test binary has no CUDA library: no device context for cuda places.
+  StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
+  ASSERT_TRUE(ex.ok());
+  Scope scope;
+  auto pe =
+      ParallelExecutor::Create({Place::CUDA(0)}, ex->main, ex->loss, &scope);
+  ASSERT_FALSE(pe.ok());
+  EXPECT_THAT(pe.status().message(),
+              HasSubstr("place cuda:0: this parex has no device context"));
+  SetCudaDeviceCounter(nullptr);
+  Status none = ParallelExecutor::CheckPlaces({Place::CUDA(0)});
+  EXPECT_THAT(none.message(), HasSubstr("place cuda:0: this parex was built "
+                                        "without CUDA"));
 }
 
 }  // namespace

@@ -54,6 +54,23 @@ TEST(TopologyIoTest, ParsesNodesPlacesAndRanks) {
   EXPECT_EQ(t->fingerprint.size(), 64u);
 }
 
+// A cluster of cuda places parses here; whether a machine can run them is
+// the running process's check (parex node, parex launch).
+TEST(TopologyIoTest, CudaPlacesParse) {
+  const std::string dir = Scratch();
+  StatusOr<Topology> t = ParseTopology(
+      "cluster: \"gpus\"\nsecret_file: \"cluster.secret\"\n"
+      "node { name: \"a\" host: \"127.0.0.1\" port: 1 places: \"cuda:0x2\" }\n"
+      "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" }\n",
+      dir + "/gpus.pbtxt");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->nodes[0].places.size(), 2u);
+  EXPECT_EQ(t->nodes[0].places[1], Place::CUDA(0, 1));
+  EXPECT_EQ(t->nodes[0].places_text, "cuda:0x2");
+  EXPECT_EQ(t->nodes[1].places, std::vector<Place>{Place::CUDA(1)});
+  EXPECT_EQ(t->TotalPlaces(), 3);
+}
+
 TEST(TopologyIoTest, FingerprintCoversTheClusterButNotTheSecretsPath) {
   const std::string dir = Scratch();
   std::ofstream(dir + "/other.secret") << "0123456789abcdef-a-test-secret";
@@ -102,7 +119,20 @@ TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
       {head + a +
            "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cuda:1\" "
            "}\n",
-       "node 'b': place cuda:0 is not a CPU place"},
+       "node 'b': places 'cuda:1' are cuda places but node 'a' has cpu places: "
+       "a cluster's places are of one kind"},
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: "
+           "\"cuda:all\" }\n",
+       "node 'b': places 'cuda:all': a topology names each node's places"},
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"sim:2\" "
+           "}\n",
+       "node 'b': place sim:0 is simulated"},
+      {head + a +
+           "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: "
+           "\"cpu:0x2\" }\n",
+       "node 'b': places 'cpu:0x2'"},
       {head + a + "node { name: \"b\" host: \"127.0.0.1\" port: 2 }\n",
        "node 'b': no places"},
       {head + a +

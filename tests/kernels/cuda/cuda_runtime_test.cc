@@ -76,6 +76,29 @@ TEST(CudaInfoTest, DeviceCountNeverFails) {
   EXPECT_EQ(CudaDeviceCount(), count);  // and asking again is harmless
 }
 
+TEST(CudaInfoTest, RegisterCudaDevicesShowsTheDevicesToPlaceLists) {
+  RegisterCudaDevices();
+  RegisterCudaDevices();  // a second call changes nothing
+  ASSERT_TRUE(HasCuda());
+  const int count = CudaDeviceCount();
+  EXPECT_EQ(VisibleCudaDevices(), count);
+  StatusOr<std::vector<Place>> all = ParseMachinePlaceList("cuda:all");
+  if (count == 0) {
+    ASSERT_FALSE(all.ok());
+    EXPECT_EQ(all.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_THAT(all.status().message(), HasSubstr("0 CUDA devices visible"));
+  } else {
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    EXPECT_EQ(all->size(), static_cast<size_t>(count));
+  }
+  Status missing = CheckPlacesVisible({Place::CUDA(count)});
+  EXPECT_EQ(missing.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(missing.message(),
+              HasSubstr("place cuda:" + std::to_string(count)));
+  SetCudaDeviceCounter(nullptr);
+  EXPECT_FALSE(HasCuda());
+}
+
 TEST(CudaDeviceContextTest, CreationWithoutDeviceIsAnErrorNamingThePlace) {
   const int count = CudaDeviceCount();
   auto context = CudaDeviceContext::Create(Place::CUDA(0));
@@ -122,7 +145,27 @@ const char* const kCudaOps[] = {"elementwise_add",
                                 "sum",
                                 "mul",
                                 "matmul",
-                                "matmul_v2"};
+                                "matmul_v2",
+                                "softmax",
+                                "softmax_grad",
+                                "softmax_with_cross_entropy",
+                                "softmax_with_cross_entropy_grad",
+                                "relu_grad",
+                                "sigmoid_grad",
+                                "tanh_grad",
+                                "mean_grad",
+                                "mul_grad",
+                                "elementwise_add_grad",
+                                "elementwise_sub_grad",
+                                "elementwise_mul_grad",
+                                "elementwise_div_grad",
+                                "elementwise_max_grad",
+                                "elementwise_min_grad",
+                                "top_k",
+                                "accuracy",
+                                "sgd",
+                                "momentum",
+                                "adam"};
 
 TEST(CudaKernelsTest, RegistersEveryOpForFp32AndFp64OnCudaOnly) {
   KernelRegistry registry;

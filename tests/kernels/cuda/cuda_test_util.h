@@ -31,6 +31,7 @@
 #include "kernels/op_runner.h"
 #include "kernels/scope.h"
 #include "kernels/tensor.h"
+#include "kernels/visible_devices.h"
 
 namespace parex::cuda_test {
 

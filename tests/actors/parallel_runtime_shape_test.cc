@@ -234,8 +234,8 @@ TEST(SimPlacesTest, RemovingOneCrossStreamWaitIsReportedAsARace) {
         EXPECT_THAT(run.status.message(), HasSubstr("race on stream"));
         EXPECT_THAT(run.status.message(), HasSubstr(g.OpLabel(producer)));
       }
-      EXPECT_TRUE(reported) << "a removed wait passed silently in "
-                            << kMaxRuns << " runs";
+      EXPECT_TRUE(reported)
+          << "a removed wait passed silently in " << kMaxRuns << " runs";
     }
   }
 }

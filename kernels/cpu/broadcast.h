@@ -1,10 +1,13 @@
-// Index maps between a dense row-major tensor ("full") and a smaller operand
-// that is broadcast over some of its dims ("small"). Fluid's elementwise ops
-// pair X (full) with Y (small); reductions pair X (full) with Out (small,
-// the reduced dims broadcast); their gradients walk the same maps.
+// Index maps between a dense row-major tensor ("full") and smaller operands
+// broadcast over some of its dims. A BroadcastMap pairs the full tensor with
+// one operand: the elementwise ops' Out (= X) with Y, the usual case;
+// reductions' X with Out (the reduced dims broadcast). A BinaryBroadcastMap
+// pairs it with two: the elementwise ops' Out with X and Y when both
+// broadcast (numpy's rule, graph/ir/spec/broadcast_spec.h). Gradients walk the
+// same maps.
 //
-// A BroadcastMap is built in O(rank) on the stack and allocates nothing, so
-// kernels may build one per call.
+// Maps are built in O(rank) on the stack and allocate nothing, so kernels may
+// build one per call.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +27,15 @@ class BroadcastMap {
   // Returns false (leaving the map unusable) when an extent is neither, or
   // when the dims alternate more than kMaxRank times.
   bool Init(const Dims& full, const int64_t* small_extents) {
+    return Init(static_cast<int>(full.size()), full.data(), small_extents);
+  }
+  // The same over full[0..rank).
+  bool Init(int rank, const int64_t* full, const int64_t* small_extents) {
     rank_ = 0;
     full_numel_ = 1;
     small_numel_ = 1;
     bool broadcast[kMaxRank];
-    for (size_t d = 0; d < full.size(); ++d) {
+    for (int d = 0; d < rank; ++d) {
       const int64_t e = full[d];
       const int64_t s = small_extents[d];
       if (e < 0 || (s != e && s != 1)) return false;
@@ -95,28 +102,86 @@ class BroadcastMap {
   int64_t small_numel_ = 0;
 };
 
-// Fluid's elementwise broadcasting of Y into X: Y's dims, without trailing
-// 1s, line up with X's dims starting at `axis` (-1: rank(X) - rank(Y)); each
-// is X's extent or 1. Writes Y's extent along every X dim into
-// y_extents[0..rank(X)) and returns true, or returns false when Y does not
-// fit. Graph-side shape inference (graph/ir/ops/elementwise_ops.cc) applies the
-// same rule to declared dims, where extents may be unknown.
-// REQUIRES: y_extents has room for x.size() values.
-inline bool FluidElementwiseExtents(const Dims& x, const Dims& y, int axis,
-                                    int64_t* y_extents) {
-  const int x_rank = static_cast<int>(x.size());
-  const int y_rank = static_cast<int>(y.size());
-  int trimmed = y_rank;
-  while (trimmed > 0 && y[trimmed - 1] == 1) --trimmed;
-  if (axis == -1) axis = x_rank - y_rank;
-  if (trimmed == 0) axis = 0;  // Y holds one value: it fits anywhere
-  if (axis < 0 || axis + trimmed > x_rank) return false;
-  for (int d = 0; d < x_rank; ++d) y_extents[d] = 1;
-  for (int i = 0; i < trimmed; ++i) {
-    if (y[i] != x[axis + i] && y[i] != 1) return false;
-    y_extents[axis + i] = y[i];
+// Two operands a and b broadcast over a full tensor (each one's extent along
+// a full dim is the full extent or 1).
+class BinaryBroadcastMap {
+ public:
+  static constexpr int kMaxRank = BroadcastMap::kMaxRank;
+
+  // Returns false (leaving the map unusable) when an extent of a or b is
+  // neither the full one nor 1, or when rank is above kMaxRank.
+  bool Init(int rank, const int64_t* full, const int64_t* a_extents,
+            const int64_t* b_extents) {
+    if (rank > kMaxRank) return false;
+    rank_ = 0;
+    full_numel_ = 1;
+    int kind[kMaxRank];  // bit 0: a repeats along the dim, bit 1: b does
+    for (int d = 0; d < rank; ++d) {
+      const int64_t e = full[d];
+      const int64_t a = a_extents[d], b = b_extents[d];
+      if (e < 0 || (a != e && a != 1) || (b != e && b != 1)) return false;
+      full_numel_ *= e;
+      if (e == 1) continue;  // contributes no index
+      const int k = (a == 1 ? 1 : 0) | (b == 1 ? 2 : 0);
+      if (rank_ > 0 && kind[rank_ - 1] == k) {
+        extents_[rank_ - 1] *= e;
+        continue;
+      }
+      kind[rank_] = k;
+      extents_[rank_++] = e;
+    }
+    int64_t a_stride = 1, b_stride = 1;
+    for (int d = rank_ - 1; d >= 0; --d) {
+      a_strides_[d] = kind[d] & 1 ? 0 : a_stride;
+      b_strides_[d] = kind[d] & 2 ? 0 : b_stride;
+      if (!(kind[d] & 1)) a_stride *= extents_[d];
+      if (!(kind[d] & 2)) b_stride *= extents_[d];
+    }
+    return true;
   }
-  return true;
-}
+
+  int64_t full_numel() const { return full_numel_; }
+
+  // Calls f(full_index, a_index, b_index) for every element of the full
+  // tensor, in row-major order.
+  // REQUIRES: Init returned true.
+  template <typename F>
+  void ForEach(F&& f) const {
+    if (full_numel_ == 0) return;
+    if (rank_ == 0) {
+      f(int64_t{0}, int64_t{0}, int64_t{0});
+      return;
+    }
+    int64_t index[kMaxRank] = {};
+    const int inner = rank_ - 1;
+    const int64_t inner_extent = extents_[inner];
+    const int64_t a_inner = a_strides_[inner];
+    const int64_t b_inner = b_strides_[inner];
+    int64_t full = 0, a = 0, b = 0;
+    while (true) {
+      for (int64_t j = 0; j < inner_extent; ++j) {
+        f(full++, a + j * a_inner, b + j * b_inner);
+      }
+      int d = inner - 1;
+      for (; d >= 0; --d) {
+        a += a_strides_[d];
+        b += b_strides_[d];
+        if (++index[d] < extents_[d]) break;
+        a -= a_strides_[d] * extents_[d];
+        b -= b_strides_[d] * extents_[d];
+        index[d] = 0;
+      }
+      if (d < 0) return;
+    }
+  }
+
+ private:
+  // Merged dims: adjacent full dims along which a and b repeat alike.
+  int rank_ = 0;
+  int64_t extents_[kMaxRank] = {};
+  int64_t a_strides_[kMaxRank] = {};  // 0 where a repeats
+  int64_t b_strides_[kMaxRank] = {};  // 0 where b repeats
+  int64_t full_numel_ = 0;
+};
 
 }  // namespace parex::cpu

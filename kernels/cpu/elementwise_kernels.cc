@@ -1,7 +1,12 @@
 // elementwise_add/sub/mul/div/max/min/pow and their gradients, and
-// less_than, on CPU, broadcasting Y into X by Fluid's `axis` rule
-// (kernels/cpu/broadcast.h); equal, broadcasting either operand
-// (graph/ir/spec/broadcast_spec.h).
+// less_than, on CPU, broadcasting by ElementwiseBroadcast (numpy's rule at
+// axis -1, Fluid's at an explicit axis); equal by BroadcastBoth (both in
+// graph/ir/spec/broadcast_spec.h).
+//
+// When X has Out's elements (the usual case: same shapes, or Y a bias) the
+// kernels walk one BroadcastMap pairing Out with Y; when X broadcasts too, a
+// BinaryBroadcastMap. A gradient is Out@GRAD's terms summed over the dims
+// along which its operand repeats.
 //
 // Out may be the same variable as X (in-place "x = x + y"), and X@GRAD the
 // same as Out@GRAD: every element is read before the element at the same
@@ -20,24 +25,55 @@
 namespace parex {
 namespace {
 
+using cpu::BinaryBroadcastMap;
 using cpu::BroadcastMap;
 
-// The map pairing `full` (X, or Out@GRAD in grad ops) with Y.
-Status BuildYMap(const KernelContext& ctx, const Dims& full, const Dims& y,
-                 BroadcastMap* map) {
-  if (full.size() > static_cast<size_t>(BroadcastMap::kMaxRank)) {
-    return ctx.Error("rank " + std::to_string(full.size()) +
-                     " is above the supported " +
-                     std::to_string(BroadcastMap::kMaxRank));
+// The broadcast of the elementwise ops' X (or Out@GRAD, standing in for a
+// missing X in grad ops) and Y, and Out's check against it.
+Status Broadcast(const KernelContext& ctx, const Dims& x, const Dims& y,
+                 const char* x_name, ElementwiseExtents* e) {
+  Status s = ElementwiseBroadcast(x, y, ctx.Attr<int>("axis"), e, x_name, "Y");
+  return s.ok() ? s : ctx.Error(s.message());
+}
+
+Status CheckOutDims(const KernelContext& ctx, const char* slot,
+                    const Dims& dims, const ElementwiseExtents& e) {
+  bool same = static_cast<int>(dims.size()) == e.rank;
+  for (int d = 0; same && d < e.rank; ++d) same = dims[d] == e.out[d];
+  if (same) return Status::Ok();
+  return ctx.Error(std::string(slot) + " " + DimsToString(dims) +
+                   " does not have the broadcast dims " +
+                   DimsToString(Dims(e.out, e.out + e.rank)));
+}
+
+// The maps accept whatever ElementwiseBroadcast gives: a broken invariant.
+Status BadMap(const KernelContext& ctx, const ElementwiseExtents& e) {
+  return Internal(ctx.op().Label() + ": no broadcast map for Out " +
+                  DimsToString(Dims(e.out, e.out + e.rank)));
+}
+
+// Whether X has Out's elements in Out's order (it repeats along no dim).
+bool XIsFull(const ElementwiseExtents& e) {
+  for (int d = 0; d < e.rank; ++d) {
+    if (e.x[d] != e.out[d]) return false;
   }
-  int64_t y_extents[BroadcastMap::kMaxRank];
-  if (!cpu::FluidElementwiseExtents(full, y, ctx.Attr<int>("axis"),
-                                    y_extents) ||
-      !map->Init(full, y_extents)) {
-    return ctx.Error("Y " + DimsToString(y) + " cannot be broadcast to " +
-                     DimsToString(full) + " at axis " +
-                     std::to_string(ctx.Attr<int>("axis")));
+  return true;
+}
+
+// Calls f(i, xi, yi) for every element i of Out, with the indices of the X
+// and Y elements it pairs, in row-major order.
+template <typename F>
+Status ForEachElement(const KernelContext& ctx, const ElementwiseExtents& e,
+                      F&& f) {
+  if (XIsFull(e)) {
+    BroadcastMap map;
+    if (!map.Init(e.rank, e.out, e.y)) return BadMap(ctx, e);
+    map.ForEach([&](int64_t i, int64_t j) { f(i, i, j); });
+    return Status::Ok();
   }
+  BinaryBroadcastMap map;
+  if (!map.Init(e.rank, e.out, e.x, e.y)) return BadMap(ctx, e);
+  map.ForEach(f);
   return Status::Ok();
 }
 
@@ -184,8 +220,9 @@ Status ElementwiseKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
   Tensor* out = ctx.Output("Out");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, x->dims(), y->dims(), &map));
+  ElementwiseExtents e;
+  PAREX_RETURN_IF_ERROR(Broadcast(ctx, x->dims(), y->dims(), "X", &e));
+  PAREX_RETURN_IF_ERROR(CheckOutDims(ctx, "Out", out->dims(), e));
   const T* yd = y->data<T>();
   if constexpr (std::is_integral_v<T> && std::is_same_v<Op, DivOp>) {
     for (int64_t j = 0, j_end = y->numel(); j < j_end; ++j) {
@@ -194,8 +231,9 @@ Status ElementwiseKernel(KernelContext& ctx) {
   }
   const T* xd = x->data<T>();
   T* od = out->data<T>();
-  map.ForEach([&](int64_t i, int64_t j) { od[i] = Op::Apply(xd[i], yd[j]); });
-  return Status::Ok();
+  return ForEachElement(ctx, e, [&](int64_t i, int64_t xi, int64_t yi) {
+    od[i] = Op::Apply(xd[xi], yd[yi]);
+  });
 }
 
 template <typename T, typename Op>
@@ -207,8 +245,11 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   const Tensor* out = ctx.Input("Out");
   Tensor* dx = ctx.Output("X@GRAD");
   Tensor* dy = ctx.Output("Y@GRAD");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, dout->dims(), y->dims(), &map));
+  // Without X, X had Out@GRAD's dims.
+  ElementwiseExtents e;
+  PAREX_RETURN_IF_ERROR(Broadcast(ctx, x != nullptr ? x->dims() : dout->dims(),
+                                  y->dims(), x != nullptr ? "X" : "Out@GRAD",
+                                  &e));
   if (dy != nullptr && Op::kNeedsX && x == nullptr) {
     return ctx.Error("Y@GRAD needs input X");
   }
@@ -218,12 +259,9 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   if (dy != nullptr && Op::kNeedsOut && out == nullptr) {
     return ctx.Error("Y@GRAD needs input Out");
   }
-  for (const Tensor* t : {x, out}) {
-    if (t != nullptr && t->dims() != dout->dims()) {
-      return ctx.Error("X and Out must have Out@GRAD's dims " +
-                       DimsToString(dout->dims()) + ", got " +
-                       DimsToString(t->dims()));
-    }
+  PAREX_RETURN_IF_ERROR(CheckOutDims(ctx, "Out@GRAD", dout->dims(), e));
+  if (out != nullptr) {
+    PAREX_RETURN_IF_ERROR(CheckOutDims(ctx, "Out", out->dims(), e));
   }
   const T* doutd = dout->data<T>();
   const T* yd = y->data<T>();
@@ -234,29 +272,46 @@ Status ElementwiseGradKernel(KernelContext& ctx) {
   if (dyd != nullptr) {
     for (int64_t j = 0, j_end = dy->numel(); j < j_end; ++j) dyd[j] = T(0);
   }
-  map.ForEach([&](int64_t i, int64_t j) {
+  if (XIsFull(e)) {  // X@GRAD has Out@GRAD's elements: assigned in place
+    return ForEachElement(ctx, e, [&](int64_t i, int64_t, int64_t j) {
+      const T g = doutd[i];
+      const T xv = xd != nullptr ? xd[i] : T(0);
+      const T ov = outd != nullptr ? outd[i] : T(0);
+      if (dyd != nullptr) dyd[j] += Op::DY(xv, yd[j], ov, g);
+      if (dxd != nullptr) dxd[i] = Op::DX(xv, yd[j], ov, g);
+    });
+  }
+  // X repeats along some dims, so it is bound (a missing X stands for
+  // Out@GRAD's dims): X@GRAD, smaller than Out@GRAD, sums its terms.
+  if (xd == nullptr) return ctx.Error("X@GRAD needs input X");
+  if (dxd != nullptr) {
+    for (int64_t j = 0, j_end = dx->numel(); j < j_end; ++j) dxd[j] = T(0);
+  }
+  return ForEachElement(ctx, e, [&](int64_t i, int64_t xi, int64_t yi) {
     const T g = doutd[i];
-    const T xv = xd != nullptr ? xd[i] : T(0);
+    const T xv = xd[xi];
     const T ov = outd != nullptr ? outd[i] : T(0);
-    if (dyd != nullptr) dyd[j] += Op::DY(xv, yd[j], ov, g);
-    if (dxd != nullptr) dxd[i] = Op::DX(xv, yd[j], ov, g);
+    if (dyd != nullptr) dyd[yi] += Op::DY(xv, yd[yi], ov, g);
+    if (dxd != nullptr) dxd[xi] += Op::DX(xv, yd[yi], ov, g);
   });
-  return Status::Ok();
 }
 
-// Out[i] = X[i] < Y[j] (bool), Y broadcast into X.
+// Out[i] = X[.] < Y[.] (bool), broadcast as the arithmetic ops.
 template <typename T>
 Status LessThanKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildYMap(ctx, x->dims(), y->dims(), &map));
+  Tensor* out = ctx.Output("Out");
+  ElementwiseExtents e;
+  PAREX_RETURN_IF_ERROR(Broadcast(ctx, x->dims(), y->dims(), "X", &e));
+  PAREX_RETURN_IF_ERROR(CheckOutDims(ctx, "Out", out->dims(), e));
   const T* xd = x->data<T>();
   const T* yd = y->data<T>();
-  bool* od = ctx.Output("Out")->data<bool>();
-  map.ForEach([&](int64_t i, int64_t j) { od[i] = xd[i] < yd[j]; });
-  return Status::Ok();
+  bool* od = out->data<bool>();
+  return ForEachElement(ctx, e, [&](int64_t i, int64_t xi, int64_t yi) {
+    od[i] = xd[xi] < yd[yi];
+  });
 }
 
 // Paddle 2.6's equality: floats within 1e-8 of each other (their

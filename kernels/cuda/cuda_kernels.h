@@ -3,7 +3,8 @@
 // KernelRegistry::Global() or its own registry) before running.
 //
 // Kernels exist for fp32 and fp64 with Fluid's attribute names and meaning:
-//   elementwise_add/sub/mul/div  (Fluid `axis` broadcasting)
+//   elementwise_add/sub/mul/div  (numpy broadcasting at axis -1, Fluid's at
+//                                 an explicit axis)
 //   relu, sigmoid, tanh, scale
 //   reduce_sum, reduce_mean, mean, sum
 //   mul, matmul, matmul_v2       (cuBLAS)

@@ -1,5 +1,6 @@
-// elementwise_add/sub/mul/div on CUDA with Fluid's `axis` broadcasting (see
-// PlanElementwise): Out = X op Y.
+// elementwise_add/sub/mul/div on CUDA: Out = X op Y, broadcast as on CPU
+// (numpy's rule at axis -1, Fluid's at an explicit axis; see
+// PlanElementwise).
 #include "kernels/cuda/cuda_kernel_util.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_launchers.h"

@@ -1,4 +1,4 @@
-// Element-wise device kernels: binary ops with Fluid broadcasting, unary
+// Element-wise device kernels: binary ops broadcasting either operand, unary
 // activations, scale and the n-ary sum. Grid-stride loops with 64-bit
 // indices, so any element count runs with a bounded grid.
 #include <algorithm>

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "graph/ir/spec/broadcast_spec.h"
+
 namespace parex {
 namespace {
 
@@ -55,50 +57,13 @@ void SetLeadingDims(MatmulPlan* plan, int64_t rows_x, int64_t cols_x,
 
 StatusOr<ElementwisePlan> PlanElementwise(const Dims& x, const Dims& y,
                                           int axis) {
-  auto mismatch = [&](const std::string& why) -> Status {
-    return InvalidArgument("X " + DimsToString(x) + " and Y " +
-                           DimsToString(y) + " do not broadcast with axis " +
-                           std::to_string(axis) + ": " + why);
-  };
   ElementwisePlan plan;
-  if (x == y) {
-    plan.out_dims = x;
-    plan.numel = Numel(x);
-    return plan;
-  }
-  const bool y_small = x.size() >= y.size();
-  const Dims& big = y_small ? x : y;
-  Dims small = y_small ? y : x;
-  const int rank = static_cast<int>(big.size());
-  const int diff = rank - static_cast<int>(small.size());
-  // -1 aligns the trailing dims; other negative values count back from it.
-  const int start = axis < 0 ? diff + axis + 1 : axis;
-  if (start < 0 || start > rank) return mismatch("axis out of range");
-  // Fluid drops the small operand's trailing 1s (Y [3,1] on X [2,3]).
-  while (!small.empty() && small.back() == 1 &&
-         start + static_cast<int>(small.size()) > rank) {
-    small.pop_back();
-  }
-  if (start + static_cast<int>(small.size()) > rank) {
-    return mismatch("the smaller operand runs past the last dim");
-  }
-  Dims aligned(rank, 1);
-  for (size_t i = 0; i < small.size(); ++i) aligned[start + i] = small[i];
-  const Dims& xa = y_small ? big : aligned;
-  const Dims& ya = y_small ? aligned : big;
-
-  plan.out_dims.resize(rank);
-  for (int i = 0; i < rank; ++i) {
-    if (xa[i] == ya[i] || ya[i] == 1) {
-      plan.out_dims[i] = xa[i];
-    } else if (xa[i] == 1) {
-      plan.out_dims[i] = ya[i];
-    } else {
-      return mismatch("dim " + std::to_string(i) + " is " +
-                      std::to_string(xa[i]) + " in X and " +
-                      std::to_string(ya[i]) + " in Y");
-    }
-  }
+  ElementwiseExtents e;
+  PAREX_RETURN_IF_ERROR(ElementwiseBroadcast(x, y, axis, &e));
+  const int rank = e.rank;
+  const int64_t* xa = e.x;
+  const int64_t* ya = e.y;
+  plan.out_dims.assign(e.out, e.out + rank);
   plan.numel = Numel(plan.out_dims);
   if (plan.numel == 0) return plan;
 

@@ -18,10 +18,12 @@ namespace parex {
 
 // ---- elementwise_* ----
 
-// Fluid's `axis` broadcasting: the operand of lower rank (Y when the ranks
-// are equal) is matched against a contiguous run of the other's dims starting
-// at `axis` (-1: the trailing dims), after dropping its trailing 1s; then
-// extents broadcast where one side is 1.
+// The elementwise ops' broadcasting (ElementwiseBroadcast,
+// graph/ir/spec/broadcast_spec.h: numpy's rule at axis -1, either operand
+// broadcasting; Fluid's at an explicit axis), laid onto a launcher: Out's
+// dims of extent 1 are dropped and neighbours along which X and Y repeat
+// alike are merged; one operand repeating along one run of dims is kMid,
+// anything else (both repeating: [3,1] and [1,4]) kGeneral.
 struct ElementwisePlan {
   enum class Kind {
     kSameShape,  // numel elements, no broadcast

@@ -1,6 +1,7 @@
 // Tests of kernels/cpu/elementwise_kernels.cc and
 // graph/ir/ops/elementwise_ops.cc: forward values against a naive multi-index
-// loop, gradients against finite differences, Fluid's axis broadcasting cases
+// loop, gradients against finite differences, Fluid's axis broadcasting cases,
+// numpy's both-way broadcasting at axis -1 (also against PaddlePaddle 2.6.2)
 // and shape errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -44,6 +45,14 @@ const std::vector<BroadcastCase>& BroadcastCases() {
       {{2, 3, 4}, {2, 1, 4}, -1},  // inner 1 of Y
       {{3, 4}, {1, 1}, -1},        // all ones, same rank
       {{2, 1, 3}, {1, 3}, 1},      // 1 in X matched by 1 in Y
+      // numpy's rule at axis -1: X broadcasts too.
+      {{3, 1}, {1, 4}, -1},                    // both ways
+      {{4}, {2, 3, 4}, -1},                    // Y of higher rank
+      {{2, 1, 4}, {3, 1}, -1},                 // both, Y of lower rank
+      {{1}, {2, 3}, -1},                       // X one value
+      {{2, 3, 1}, {2, 1, 5}, -1},              // same rank, both
+      {{3, 1, 2, 1}, {1, 4, 1, 2}, -1},        // alternating dims
+      {{5, 1, 3, 1, 2}, {1, 4, 1, 6, 1}, -1},  // as the CUDA cases
   };
   return cases;
 }
@@ -202,7 +211,9 @@ TEST(ElementwiseKernelsTest, NonBroadcastableShapesAreAnErrorNamingTheOp) {
   for (const Bad& b : std::vector<Bad>{{{2, 3}, {4}, -1},
                                        {{2, 3}, {2}, 1},
                                        {{2, 3}, {3, 2}, -1},
-                                       {{3}, {2, 3}, -1},
+                                       {{2, 3, 4}, {2, 3}, -1},
+                                       {{3}, {2, 3}, 0},
+                                       {{3, 1}, {1, 4}, 0},
                                        {{2, 3}, {3}, 2}}) {
     SCOPED_TRACE(DimsToString(b.x) + " " + DimsToString(b.y));
     OpTester t("elementwise_add");
@@ -214,6 +225,8 @@ TEST(ElementwiseKernelsTest, NonBroadcastableShapesAreAnErrorNamingTheOp) {
     EXPECT_FALSE(s.ok());
     EXPECT_THAT(s.message(), HasSubstr("elementwise_add"));
     EXPECT_THAT(s.message(), HasSubstr("cannot be broadcast"));
+    EXPECT_THAT(s.message(), HasSubstr(DimsToString(b.x)));
+    EXPECT_THAT(s.message(), HasSubstr(DimsToString(b.y)));
   }
 }
 
@@ -250,6 +263,168 @@ TEST(ElementwiseKernelsTest, CompileTimeShapesAcceptUnknownBatch) {
   Status s = InferShapeAtCompileTime(*op, block, false);
   EXPECT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("elementwise_add"));
+}
+
+// ---- numpy's both-way broadcasting at axis -1 (Paddle 2.x)
+
+TEST(ElementwiseKernelsTest, BothWayBroadcastHandComputed) {
+  OpTester add("elementwise_add");
+  add.Input("X", MakeTensor<float>({3, 1}, {1, 2, 3}))
+      .Input("Y", MakeTensor<float>({1, 4}, {10, 20, 30, 40}))
+      .Output("Out");
+  ASSERT_TRUE(add.Run().ok());
+  EXPECT_EQ(add.Out("Out").dims(), (Dims{3, 4}));
+  EXPECT_EQ(
+      ToVector<float>(add.Out("Out")),
+      (std::vector<float>{11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43}));
+
+  OpTester mul("elementwise_mul");  // X of lower rank than Y
+  mul.Input("X", MakeTensor<int64_t>({2}, {2, -1}))
+      .Input("Y", MakeTensor<int64_t>({2, 2}, {1, 2, 3, 4}))
+      .Output("Out");
+  ASSERT_TRUE(mul.Run().ok());
+  EXPECT_EQ(mul.Out("Out").dims(), (Dims{2, 2}));
+  EXPECT_EQ(ToVector<int64_t>(mul.Out("Out")),
+            (std::vector<int64_t>{2, -2, 6, -4}));
+}
+
+// dX and dY are Out@GRAD summed over the dims along which each repeats:
+// X [2,1], Y [1,3], Out = X + Y [2,3], Out@GRAD = Out.
+TEST(ElementwiseKernelsTest, BothWayGradSumsOverRepeatedDims) {
+  OpTester t("elementwise_add");
+  t.Input("X", MakeTensor<double>({2, 1}, {1, 2}))
+      .Input("Y", MakeTensor<double>({1, 3}, {10, 20, 30}))
+      .Output("Out");
+  ASSERT_TRUE(t.Run().ok());  // Out = [[11,21,31],[12,22,32]]
+  Block& block = t.program().global_block();
+  OpDesc* grad = block.AppendOp("elementwise_add_grad");
+  grad->SetInput("X", {"X_0"});
+  grad->SetInput("Y", {"Y_0"});
+  grad->SetInput("Out@GRAD", {"Out_0"});
+  grad->SetOutput("X@GRAD", {"dx"});
+  grad->SetOutput("Y@GRAD", {"dy"});
+  block.Var("dx");
+  block.Var("dy");
+  ASSERT_TRUE(InferShapeAtCompileTime(*grad, block, true).ok());
+  EXPECT_EQ(block.FindVar("dx")->dims(), (Dims{2, 1}));
+  EXPECT_EQ(block.FindVar("dy")->dims(), (Dims{1, 3}));
+  CpuDeviceContext device;
+  ASSERT_TRUE(RunOp(*grad, &t.scope(), &device).ok());
+  EXPECT_EQ(ToVector<double>(*t.scope().FindVar("dx")->GetTensor()),
+            (std::vector<double>{63, 66}));
+  EXPECT_EQ(ToVector<double>(*t.scope().FindVar("dy")->GetTensor()),
+            (std::vector<double>{23, 43, 63}));
+}
+
+TEST(ElementwiseKernelsTest, BothWayCompileTimeShapes) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 1, 4});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("y")->SetDims({3, 1});
+  block.Var("y")->SetDType(DType::kFP32);
+  block.Var("out");
+  OpDesc* op = block.AppendOp("elementwise_mul");
+  op->SetInput("X", {"x"});
+  op->SetInput("Y", {"y"});
+  op->SetOutput("Out", {"out"});
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 3, 4}));
+
+  OpDesc* grad = block.AppendOp("elementwise_mul_grad");
+  grad->SetInput("X", {"x"});
+  grad->SetInput("Y", {"y"});
+  grad->SetInput("Out@GRAD", {"out"});
+  grad->SetOutput("X@GRAD", {"dx"});
+  grad->SetOutput("Y@GRAD", {"dy"});
+  block.Var("dx");
+  block.Var("dy");
+  ASSERT_TRUE(InferShapeAtCompileTime(*grad, block, true).ok());
+  EXPECT_EQ(block.FindVar("dx")->dims(), (Dims{-1, 1, 4}));
+  EXPECT_EQ(block.FindVar("dy")->dims(), (Dims{3, 1}));
+}
+
+// Out@GRAD must have the broadcast dims; without X (Fluid's older grad ops)
+// X stands at Out@GRAD's dims, so a Y larger than Out@GRAD is refused.
+TEST(ElementwiseKernelsTest, GradShapeMismatchesNameTheOp) {
+  struct Bad {
+    Dims x, y, dout;
+    const char* why;
+  };
+  for (const Bad& b :
+       std::vector<Bad>{{{3, 1}, {1, 4}, {3, 1}, "does not match Out [3,4]"},
+                        {{}, {2, 3}, {3}, "does not match Out [2,3]"}}) {
+    SCOPED_TRACE(b.why);
+    Scope scope;
+    Program program;
+    Block& block = program.global_block();
+    OpDesc* grad = block.AppendOp("elementwise_sub_grad");
+    if (!b.x.empty()) {
+      grad->SetInput("X", {"x"});
+      *scope.Var("x")->GetMutableTensor() = RandomTensor(b.x, -1, 1, 1);
+    }
+    grad->SetInput("Y", {"y"});
+    grad->SetInput("Out@GRAD", {"dout"});
+    grad->SetOutput("X@GRAD", {"dx"});
+    grad->SetOutput("Y@GRAD", {"dy"});
+    *scope.Var("y")->GetMutableTensor() = RandomTensor(b.y, -1, 1, 2);
+    *scope.Var("dout")->GetMutableTensor() = RandomTensor(b.dout, -1, 1, 3);
+    scope.Var("dx");
+    scope.Var("dy");
+    CpuDeviceContext device;
+    Status s = RunOp(*grad, &scope, &device);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("elementwise_sub_grad"));
+    EXPECT_THAT(s.message(), HasSubstr(b.why));
+  }
+}
+
+// Out = X in place cannot grow X: a clear error, not a write past X.
+TEST(ElementwiseKernelsTest, InPlaceOutputThatWouldGrowXIsAnError) {
+  OpTester t("elementwise_add");
+  t.Input("X", MakeTensor<double>({3, 1}, {1, 2, 3}))
+      .Input("Y", MakeTensor<double>({1, 4}, {1, 2, 3, 4}))
+      .Output("Out");
+  ASSERT_TRUE(t.Run().ok());
+  t.program().global_block().op(0).SetOutput("Out", {"X_0"});
+  Status s = t.Run();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("elementwise_add"));
+  EXPECT_THAT(s.message(), HasSubstr("in place"));
+}
+
+TEST(ElementwiseKernelsTest, LessThanBroadcastsBothWays) {
+  for (const BroadcastCase& c : BroadcastCases()) {
+    SCOPED_TRACE(CaseName(c));
+    Tensor x = RandomTensor(c.x, -1, 1, 11);
+    Tensor y = RandomTensor(c.y, -1, 1, 12);
+    OpTester t("less_than");
+    t.Input("X", x).Input("Y", y).Output("Out").Attr("axis", c.axis);
+    ASSERT_TRUE(t.Run().ok());
+    const Tensor expected = NaiveElementwise(
+        x, y, c.axis, [](double a, double b) { return a < b ? 1.0 : 0.0; });
+    ASSERT_EQ(t.Out("Out").dims(), expected.dims());
+    for (int64_t i = 0; i < expected.numel(); ++i) {
+      EXPECT_EQ(t.Out("Out").data<bool>()[i], expected.data<double>()[i] != 0)
+          << i;
+    }
+  }
+}
+
+// PaddlePaddle 2.6.2's forward and gradient ops on both-way cases
+// (tests/kernels/paddle_goldens/elementwise.json).
+// Three both-way cases per op; add/sub/mul/div also Y inside X at axis 1.
+TEST(ElementwiseKernelsTest, BothWayMatchesPaddle) {
+  for (const char* type : {"elementwise_add", "elementwise_sub",
+                           "elementwise_mul", "elementwise_div"}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(CheckPaddleGoldens(type, {}, "elementwise.json"), 4);
+  }
+  for (const char* type :
+       {"elementwise_max", "elementwise_min", "elementwise_pow"}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(CheckPaddleGoldens(type, {}, "elementwise.json"), 3);
+  }
 }
 
 TEST(ElementwiseKernelsTest, SchemasDeclareFluidGradSlots) {

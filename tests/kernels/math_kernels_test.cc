@@ -213,8 +213,16 @@ struct BroadcastCase {
 
 const std::vector<BroadcastCase>& BroadcastCases() {
   static const std::vector<BroadcastCase> cases = {
-      {{2, 3}, {2, 3}, -1}, {{2, 3, 4}, {3, 4}, -1},    {{2, 3, 4}, {3}, 1},
-      {{2, 3, 4}, {1}, -1}, {{2, 3, 4}, {2, 1, 4}, -1}, {{1}, {1}, -1},
+      {{2, 3}, {2, 3}, -1},
+      {{2, 3, 4}, {3, 4}, -1},
+      {{2, 3, 4}, {3}, 1},
+      {{2, 3, 4}, {1}, -1},
+      {{2, 3, 4}, {2, 1, 4}, -1},
+      {{1}, {1}, -1},
+      // numpy's rule at axis -1: X broadcasts too.
+      {{3, 1}, {1, 4}, -1},
+      {{4}, {2, 3, 4}, -1},
+      {{2, 1, 4}, {3, 1}, -1},
   };
   return cases;
 }

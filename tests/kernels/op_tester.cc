@@ -282,10 +282,8 @@ Tensor RandomIntTensor(const Dims& dims, int64_t lo, int64_t hi, uint32_t seed,
 
 namespace {
 
+// Fluid's rule (explicit axis): the index of Y's element for X's element i.
 int64_t NaiveYIndex(const Dims& x, const Dims& y, int axis, int64_t i) {
-  if (axis == -1) {
-    axis = static_cast<int>(x.size()) - static_cast<int>(y.size());
-  }
   std::vector<int64_t> index(x.size());
   for (int d = static_cast<int>(x.size()) - 1; d >= 0; --d) {
     index[d] = i % x[d];
@@ -300,15 +298,49 @@ int64_t NaiveYIndex(const Dims& x, const Dims& y, int axis, int64_t i) {
   return j;
 }
 
+// numpy's rule (axis -1): the index into `a` (dims right-aligned with Out's)
+// of Out's multi-index `index`; a dim of extent 1 repeats.
+int64_t NaiveNumpyIndex(const Dims& a, const std::vector<int64_t>& index) {
+  const size_t skip = index.size() - a.size();
+  int64_t j = 0;
+  for (size_t k = 0; k < a.size(); ++k) {
+    j = j * a[k] + (a[k] == 1 ? 0 : index[skip + k]);
+  }
+  return j;
+}
+
 }  // namespace
 
 Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
                         const std::function<double(double, double)>& f) {
-  Tensor out(DType::kFP64, x.dims());
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    out.data<double>()[i] =
-        f(x.data<double>()[i],
-          y.data<double>()[NaiveYIndex(x.dims(), y.dims(), axis, i)]);
+  if (axis != -1 && x.dims() != y.dims()) {
+    Tensor out(DType::kFP64, x.dims());
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      out.data<double>()[i] =
+          f(x.data<double>()[i],
+            y.data<double>()[NaiveYIndex(x.dims(), y.dims(), axis, i)]);
+    }
+    return out;
+  }
+  const Dims& xd = x.dims();
+  const Dims& yd = y.dims();
+  const size_t rank = std::max(xd.size(), yd.size());
+  Dims out_dims(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t a = d + xd.size() >= rank ? xd[d + xd.size() - rank] : 1;
+    const int64_t b = d + yd.size() >= rank ? yd[d + yd.size() - rank] : 1;
+    out_dims[d] = a == 1 ? b : a;
+  }
+  Tensor out(DType::kFP64, out_dims);
+  std::vector<int64_t> index(rank);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t rest = i;
+    for (int d = static_cast<int>(rank) - 1; d >= 0; --d) {
+      index[d] = rest % out_dims[d];
+      rest /= out_dims[d];
+    }
+    out.data<double>()[i] = f(x.data<double>()[NaiveNumpyIndex(xd, index)],
+                              y.data<double>()[NaiveNumpyIndex(yd, index)]);
   }
   return out;
 }

@@ -90,9 +90,12 @@ Tensor DistinctRandomTensor(const Dims& dims, double lo, double hi,
 Tensor RandomIntTensor(const Dims& dims, int64_t lo, int64_t hi, uint32_t seed,
                        DType dtype = DType::kInt64);
 
-// out[i] = f(x[i], y[j]) with j found under Fluid's axis broadcasting rule by
-// decomposing i into X's multi-index: a reference written independently of
-// kernels/cpu/broadcast.h. fp64 tensors.
+// out[i] = f(x[.], y[.]), the elements found by decomposing i into a
+// multi-index: at axis -1 (or for equal dims) numpy's rule (dims right-aligned,
+// extents of 1 repeat, Out the larger extents), else Fluid's (Y's dims from
+// `axis` inside X's, Out X's dims). A reference written independently of
+// graph/ir/spec/broadcast_spec.* and kernels/cpu/broadcast.h; it assumes the
+// shapes broadcast. fp64 tensors.
 Tensor NaiveElementwise(const Tensor& x, const Tensor& y, int axis,
                         const std::function<double(double, double)>& f);
 

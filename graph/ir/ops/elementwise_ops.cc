@@ -1,14 +1,14 @@
 // elementwise_add/sub/mul/div/max/min/pow and their gradients, and the
 // comparisons less_than and equal (Out bool).
 //
-// All but equal broadcast by Fluid's `axis` rule: Out has
-// X's dims; Y's dims, less trailing 1s, line up with X's dims starting at
-// `axis` (-1: rank(X) - rank(Y)), each equal to X's extent or 1. Broadcasting
-// both operands (numpy style) is not supported. The kernels apply the same rule
-// (kernels/cpu/broadcast.h).
+// All but equal broadcast by ElementwiseBroadcast (broadcast_spec.h): at
+// axis -1 numpy's rule, either operand broadcasting (Out [3,4] for X [3,1]
+// and Y [1,4]); at an explicit axis Fluid's, Y's dims less trailing 1s lining
+// up with X's from `axis` and Out taking X's dims. The kernels apply the same
+// rule.
 //
 // equal follows Paddle 2.6's comparisons: either operand broadcasts
-// (broadcast_spec.h), and floats are equal within 1e-8 (an infinity only to
+// (BroadcastBoth), and floats are equal within 1e-8 (an infinity only to
 // itself, NaN to nothing; the kernel's rule).
 #include <string>
 
@@ -18,45 +18,23 @@
 namespace parex {
 namespace {
 
-// Checks that Y broadcasts into X under the rule above. Unknown extents (-1)
-// and undeclared dims ({} at compile time) are accepted.
-Status CheckBroadcast(const ShapeContext& ctx, const Dims& x, const Dims& y,
-                      const char* x_name, const char* y_name) {
-  int axis = ctx.Attr<int>("axis");
+// Out's dims when X and Y broadcast under the rule above. Unknown extents
+// (-1) pair with anything; an operand declared without dims ({} at compile
+// time) gives Out X's dims (unknown when X's are).
+StatusOr<Dims> BroadcastDims(const ShapeContext& ctx, const Dims& x,
+                             const Dims& y, const char* x_name,
+                             const char* y_name) {
+  const int axis = ctx.Attr<int>("axis");
   // The attribute's range is checked whether or not the dims are known.
   if (axis < -1 || axis > static_cast<int>(kMaxRank)) {
     return ctx.Error("axis " + std::to_string(axis) + " must be in [-1, " +
                      std::to_string(kMaxRank) + "]");
   }
-  if (!ctx.IsRuntime() && (x.empty() || y.empty())) return Status::Ok();
-  const int x_rank = static_cast<int>(x.size());
-  const int y_rank = static_cast<int>(y.size());
-  int trimmed = y_rank;
-  while (trimmed > 0 && y[trimmed - 1] == 1) --trimmed;
-  if (axis < -1) {
-    return ctx.Error("axis " + std::to_string(axis) + " must be >= -1");
-  }
-  if (axis == -1) axis = x_rank - y_rank;
-  if (trimmed == 0) return Status::Ok();  // Y holds one value
-  auto mismatch = [&](const std::string& why) {
-    return ctx.Error(std::string(y_name) + " " + DimsToString(y) +
-                     " cannot be broadcast to " + x_name + " " +
-                     DimsToString(x) + " at axis " +
-                     std::to_string(ctx.Attr<int>("axis")) + ": " + why);
-  };
-  if (axis < 0 || axis > x_rank - trimmed) {
-    return mismatch(std::string(y_name) + " has more dims than " + x_name +
-                    " has from the axis on");
-  }
-  for (int i = 0; i < trimmed; ++i) {
-    const int64_t ye = y[i];
-    const int64_t xe = x[axis + i];
-    if (ExtentsAgree(xe, ye) || ye == 1) continue;
-    return mismatch("extent " + std::to_string(ye) +
-                    " != " + std::to_string(xe) + " at dim " +
-                    std::to_string(axis + i) + " of " + x_name);
-  }
-  return Status::Ok();
+  if (!ctx.IsRuntime() && (x.empty() || y.empty())) return x;
+  StatusOr<BroadcastSpec> spec =
+      ElementwiseBroadcastSpec(x, y, axis, x_name, y_name);
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  return std::move(spec->out);
 }
 
 Status CheckSameDType(const ShapeContext& ctx, const char* a, const char* b) {
@@ -71,40 +49,43 @@ Status CheckSameDType(const ShapeContext& ctx, const char* a, const char* b) {
 
 Status InferElementwise(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "X", "Y"));
-  PAREX_RETURN_IF_ERROR(
-      CheckBroadcast(ctx, ctx.InputDims("X"), ctx.InputDims("Y"), "X", "Y"));
-  ctx.ShareDimsAndDType("X", "Out");
+  PAREX_ASSIGN_OR_RETURN(Dims out, BroadcastDims(ctx, ctx.InputDims("X"),
+                                                 ctx.InputDims("Y"), "X", "Y"));
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
   return Status::Ok();
 }
 
-// X@GRAD takes X's dims (Out@GRAD's when X is not bound); Y@GRAD takes Y's.
+// X@GRAD takes X's dims, Y@GRAD Y's; Out@GRAD must have Out's. Without X
+// (Paddle leaves it out of some grad ops: elementwise_div_grad before 2.0),
+// X had Out@GRAD's dims: X@GRAD takes them and only Y may have broadcast.
 Status InferElementwiseGrad(ShapeContext& ctx) {
-  const char* full = ctx.HasInput("X") ? "X" : "Out@GRAD";
   PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "Out@GRAD", "Y"));
-  PAREX_RETURN_IF_ERROR(CheckBroadcast(ctx, ctx.InputDims("Out@GRAD"),
-                                       ctx.InputDims("Y"), "Out@GRAD", "Y"));
-  if (ctx.HasInput("X")) {
-    const Dims x = ctx.InputDims("X");
-    const Dims dout = ctx.InputDims("Out@GRAD");
-    bool agree = x.size() == dout.size();
-    for (size_t i = 0; agree && i < x.size(); ++i) {
-      agree = ExtentsAgree(x[i], dout[i]);
-    }
-    if (!agree && (ctx.IsRuntime() || (!x.empty() && !dout.empty()))) {
-      return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not match X " +
-                       DimsToString(x));
-    }
+  const bool has_x = ctx.HasInput("X");
+  const char* x_slot = has_x ? "X" : "Out@GRAD";
+  const Dims x = ctx.InputDims(x_slot);
+  const Dims dout = ctx.InputDims("Out@GRAD");
+  PAREX_ASSIGN_OR_RETURN(
+      Dims out, BroadcastDims(ctx, x, ctx.InputDims("Y"), x_slot, "Y"));
+  bool agree = out.size() == dout.size();
+  for (size_t i = 0; agree && i < out.size(); ++i) {
+    agree = ExtentsAgree(out[i], dout[i]);
   }
-  ctx.SetOutput("X@GRAD", ctx.InputDims(full), ctx.InputDType(full));
+  if (!agree && (ctx.IsRuntime() || (!out.empty() && !dout.empty()))) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout) + " does not match Out " +
+                     DimsToString(out) + " of " + x_slot + " " +
+                     DimsToString(x) + " and Y " +
+                     DimsToString(ctx.InputDims("Y")));
+  }
+  ctx.SetOutput("X@GRAD", x, ctx.InputDType(x_slot));
   ctx.SetOutput("Y@GRAD", ctx.InputDims("Y"), ctx.InputDType("Y"));
   return Status::Ok();
 }
 
 Status InferCompare(ShapeContext& ctx) {
   PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "X", "Y"));
-  PAREX_RETURN_IF_ERROR(
-      CheckBroadcast(ctx, ctx.InputDims("X"), ctx.InputDims("Y"), "X", "Y"));
-  ctx.SetOutput("Out", ctx.InputDims("X"), DType::kBool);
+  PAREX_ASSIGN_OR_RETURN(Dims out, BroadcastDims(ctx, ctx.InputDims("X"),
+                                                 ctx.InputDims("Y"), "X", "Y"));
+  ctx.SetOutput("Out", out, DType::kBool);
   return Status::Ok();
 }
 

@@ -89,27 +89,30 @@ inline void ForEachIndex(
   }
 }
 
-// Fluid elementwise with `axis`, written out index by index: the operand of
-// lower rank (Y on ties) covers the dims [axis, axis + its rank) of the
-// other after dropping its trailing 1s; extents of 1 broadcast.
+// The elementwise ops' broadcasting written out index by index. At axis -1
+// (and for equal dims) numpy's rule: the dims line up at the end, the operand
+// of lower rank (either one) gets leading 1s, extents of 1 repeat and Out
+// takes the larger. At an explicit axis Fluid's: Y, less its trailing 1s,
+// covers X's dims [axis, axis + its rank) and Out has X's dims. Assumes the
+// shapes broadcast.
 inline Array RefElementwise(const Array& x, const Array& y, int axis,
                             const std::function<double(double, double)>& f) {
-  const bool y_small = x.dims.size() >= y.dims.size();
-  const Dims& big = y_small ? x.dims : y.dims;
-  Dims small = y_small ? y.dims : x.dims;
-  const int rank = static_cast<int>(big.size());
-  int start =
-      axis < 0 ? rank - static_cast<int>(small.size()) + axis + 1 : axis;
-  while (!small.empty() && small.back() == 1 &&
-         start + static_cast<int>(small.size()) > rank) {
-    small.pop_back();
+  const bool numpy = axis == -1 || x.dims == y.dims;
+  const int rank =
+      numpy ? static_cast<int>(std::max(x.dims.size(), y.dims.size()))
+            : static_cast<int>(x.dims.size());
+  Dims xd(rank, 1), yd(rank, 1);
+  if (numpy) {
+    std::copy(x.dims.begin(), x.dims.end(), xd.end() - x.dims.size());
+    std::copy(y.dims.begin(), y.dims.end(), yd.end() - y.dims.size());
+  } else {
+    xd = x.dims;
+    Dims small = y.dims;
+    while (!small.empty() && small.back() == 1) small.pop_back();
+    std::copy(small.begin(), small.end(), yd.begin() + axis);
   }
-  Dims padded(rank, 1);
-  for (size_t i = 0; i < small.size(); ++i) padded[start + i] = small[i];
-  const Dims xd = y_small ? big : padded;
-  const Dims yd = y_small ? padded : big;
   Dims out_dims(rank);
-  for (int i = 0; i < rank; ++i) out_dims[i] = std::max(xd[i], yd[i]);
+  for (int i = 0; i < rank; ++i) out_dims[i] = xd[i] == 1 ? yd[i] : xd[i];
   const auto xs = RowMajorStrides(xd), ys = RowMajorStrides(yd);
   Array out{out_dims, {}};
   ForEachIndex(out_dims, [&](const std::vector<int64_t>& idx) {
@@ -227,7 +230,8 @@ struct BroadcastCase {
   Dims out;
 };
 
-// The broadcast cases of both the plan test and the device test.
+// The broadcast cases of both the plan test and the device test: Fluid's
+// rule at an explicit axis, numpy's at -1 (Paddle 2.x's both-way cases).
 inline const std::vector<BroadcastCase>& BroadcastCases() {
   using K = ElementwisePlan::Kind;
   static const std::vector<BroadcastCase> cases = {
@@ -240,8 +244,11 @@ inline const std::vector<BroadcastCase>& BroadcastCases() {
       {{2, 3}, {1}, -1, K::kMid, {2, 3}},          // one element
       {{2, 3, 4}, {1, 3, 1}, -1, K::kMid, {2, 3, 4}},
       {{2, 3, 4}, {2, 1, 4}, -1, K::kGeneral, {2, 3, 4}},
+      // numpy's rule at axis -1: X broadcasts too.
       {{3, 1}, {1, 4}, -1, K::kGeneral, {3, 4}},  // both broadcast
       {{4}, {2, 3, 4}, -1, K::kMid, {2, 3, 4}},   // X is the small one
+      {{2, 1, 4}, {3, 1}, -1, K::kGeneral, {2, 3, 4}},
+      {{1}, {2, 3}, -1, K::kMid, {2, 3}},  // X one element
       {{2, 3, 4}, {2, 3, 1}, -1, K::kMid, {2, 3, 4}},
       {{5, 1, 3, 1, 2}, {1, 4, 1, 6, 1}, -1, K::kGeneral, {5, 4, 3, 6, 2}},
   };

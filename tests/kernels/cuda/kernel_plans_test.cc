@@ -1,5 +1,6 @@
 // The launch plans of kernel_plans.h, replayed on the host against naive
 // references: they run on every machine.
+#include "graph/ir/op_schema.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace parex {
@@ -42,7 +43,7 @@ std::vector<double> ReplayElementwise(
   return out;
 }
 
-TEST(KernelPlansTest, ElementwiseFollowsFluidAxisBroadcasting) {
+TEST(KernelPlansTest, ElementwiseFollowsNumpyAndFluidBroadcasting) {
   const auto sub = [](double a, double b) { return a - b; };
   uint32_t seed = 1;
   for (const BroadcastCase& c : BroadcastCases()) {
@@ -58,6 +59,35 @@ TEST(KernelPlansTest, ElementwiseFollowsFluidAxisBroadcasting) {
     EXPECT_EQ(expected.dims, c.out);
     EXPECT_TRUE(
         ValuesNear(ReplayElementwise(*plan, x, y, sub), expected.values, 0, 0));
+  }
+}
+
+// Issue 29: on a GPU, CudaOpsTest.ElementwiseSameShapeAndBroadcast failed
+// for [3,1] + [1,4] and [4] + [2,3,4] because the schemas' shape inference
+// (run before any kernel) refused what the plan accepts. Every device case
+// must get the plan's Out dims from the schema, for each op the test runs.
+TEST(KernelPlansTest, Issue29SchemaShapeInferenceAcceptsEveryDeviceCase) {
+  for (const char* type : {"elementwise_add", "elementwise_sub",
+                           "elementwise_mul", "elementwise_div"}) {
+    for (const BroadcastCase& c : BroadcastCases()) {
+      SCOPED_TRACE(std::string(type) + " " + DimsToString(c.x) + " " +
+                   DimsToString(c.y) + " axis " + std::to_string(c.axis));
+      Program program;
+      Block& block = program.global_block();
+      block.Var("x")->SetDims(c.x);
+      block.Var("x")->SetDType(DType::kFP32);
+      block.Var("y")->SetDims(c.y);
+      block.Var("y")->SetDType(DType::kFP32);
+      block.Var("out");
+      OpDesc* op = block.AppendOp(type);
+      op->SetInput("X", {"x"});
+      op->SetInput("Y", {"y"});
+      op->SetOutput("Out", {"out"});
+      op->SetAttr<int>("axis", c.axis);
+      const Status s = InferShapeAtCompileTime(*op, block, true);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(block.FindVar("out")->dims(), c.out);
+    }
   }
 }
 
@@ -77,6 +107,11 @@ TEST(KernelPlansTest, ElementwiseRejectsMismatches) {
   EXPECT_EQ(PlanElementwise({2, 3}, {3}, 2).status().code(),
             StatusCode::kInvalidArgument);  // runs past the last dim
   EXPECT_EQ(PlanElementwise({2, 3}, {2}, 1).status().code(),
+            StatusCode::kInvalidArgument);
+  // Fluid's rule at an explicit axis: only Y broadcasts, inside X.
+  EXPECT_EQ(PlanElementwise({3, 1}, {1, 4}, 0).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanElementwise({3}, {2, 3}, 0).status().code(),
             StatusCode::kInvalidArgument);
   auto status = PlanElementwise({2, 3}, {4}, -1).status();
   EXPECT_THAT(status.message(), HasSubstr("[2,3]"));

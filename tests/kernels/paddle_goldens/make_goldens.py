@@ -28,7 +28,10 @@ unless a case says otherwise:
                     of sum(w * out) that Paddle's own gradient op gives for
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
-                    infinities as "inf" and "-inf".
+                    infinities as "inf" and "-inf";
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... elementwise.json):
+                    as tensor_ops.json, one op group each (see each group's
+                    function).
 Run: python3 -m venv v && v/bin/pip install paddlepaddle==2.6.2 &&
      v/bin/python make_goldens.py
 Never needed by CI: the output is committed."""
@@ -582,6 +585,32 @@ def interp_cases(rng):
     return cases
 
 
+def elementwise_cases(rng):
+    """elementwise.json (tests/kernels/elementwise_kernels_test.cc): the
+    binary elementwise ops where both operands broadcast (numpy's rule, axis
+    -1: [3,1] and [1,4], [4] and [2,3,4], [2,1,4] and [3,1]), with Paddle's
+    gradient op; one case per op of Y inside X at an explicit axis (Fluid's
+    rule) for add, sub, mul and div (Paddle 2.6.2's elementwise_max_grad,
+    min_grad and pow_grad fail there, "Broadcast dimension mismatch"). fp64;
+    Y away from 0 for div, X positive for pow."""
+    cases = []
+    shapes = [((3, 1), (1, 4), -1), ((4,), (2, 3, 4), -1), ((2, 1, 4), (3, 1), -1),
+              ((2, 3, 4), (3,), 1)]
+    for op in ["elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div",
+               "elementwise_max", "elementwise_min", "elementwise_pow"]:
+        for xs, ys, axis in shapes:
+            if axis != -1 and op in ("elementwise_max", "elementwise_min", "elementwise_pow"):
+                continue
+            x = rng.uniform(0.5, 2, size=xs) if op == "elementwise_pow" else \
+                rng.uniform(-2, 2, size=xs)
+            y = rng.uniform(-2, 2, size=ys)
+            if op == "elementwise_div":
+                y = np.where(y < 0, y - 0.5, y + 0.5)
+            cases.append(run_static(op, {"X": [x], "Y": [y]}, {"axis": axis}, {"Out": 1},
+                                    ["X_0", "Y_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -590,6 +619,7 @@ OP_GROUP_FILES = [
     ("conv3d.json", conv3d_cases, 2605),
     ("pad3d.json", pad3d_cases, 2606),
     ("interp.json", interp_cases, 2607),
+    ("elementwise.json", elementwise_cases, 2608),
 ]
 
 

@@ -10,6 +10,9 @@
 //   softmax, softmax_with_cross_entropy and their gradients
 //   relu_grad, sigmoid_grad, tanh_grad, mean_grad, mul_grad
 //   sgd, momentum, adam          (dense gradients)
+//   conv2d, depthwise_conv2d and their gradients (cuDNN; NCHW)
+//   pool2d, pool2d_grad          (max / avg, every window rule; NCHW)
+//   batch_norm, batch_norm_grad  (NCHW and NHWC)
 // Each runs on the stream of the op's CudaDeviceContext and returns once its
 // work is queued; inputs must live on the context's place.
 #pragma once
@@ -32,5 +35,8 @@ void RegisterCudaOptimizerKernels(KernelRegistry* registry);
 void RegisterCudaSoftmaxKernels(KernelRegistry* registry);
 void RegisterCudaMatmulKernels(KernelRegistry* registry);
 void RegisterCudaReduceKernels(KernelRegistry* registry);
+void RegisterCudaConvKernels(KernelRegistry* registry);
+void RegisterCudaPoolKernels(KernelRegistry* registry);
+void RegisterCudaBatchNormKernels(KernelRegistry* registry);
 
 }  // namespace parex

@@ -68,17 +68,49 @@ StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::Create(
     (void)cudaStreamDestroy(stream);
     return status.WithContext(place.ToString());
   }
-  return std::unique_ptr<CudaDeviceContext>(
-      new CudaDeviceContext(place, stream, cublas, /*owns=*/true));
+  auto cudnn = std::make_shared<CudnnSlot>();
+  cudnn->device = place.id;
+  return std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(
+      place, stream, cublas, std::move(cudnn), /*owns=*/true));
 }
 
 CudaDeviceContext::CudaDeviceContext(Place place, cudaStream_t stream,
-                                     cublasHandle_t cublas, bool owns)
-    : DeviceContext(place), stream_(stream), cublas_(cublas), owns_(owns) {}
+                                     cublasHandle_t cublas,
+                                     std::shared_ptr<CudnnSlot> cudnn,
+                                     bool owns)
+    : DeviceContext(place),
+      stream_(stream),
+      cublas_(cublas),
+      cudnn_(std::move(cudnn)),
+      owns_(owns) {}
 
 std::unique_ptr<DeviceContext> CudaDeviceContext::NewOnSameStream() const {
   return std::unique_ptr<DeviceContext>(
-      new CudaDeviceContext(place(), stream_, cublas_, /*owns=*/false));
+      new CudaDeviceContext(place(), stream_, cublas_, cudnn_, /*owns=*/false));
+}
+
+CudaDeviceContext::CudnnSlot::~CudnnSlot() {
+  if (handle == nullptr) return;
+  CudaDeviceGuard guard(device);
+  (void)cudnnDestroy(handle);
+}
+
+StatusOr<cudnnHandle_t> CudaDeviceContext::cudnn() const {
+  std::lock_guard<std::mutex> lock(cudnn_->mu);
+  if (cudnn_->handle != nullptr) return cudnn_->handle;
+  PAREX_RETURN_IF_ERROR(Activate());
+  cudnnHandle_t handle = nullptr;
+  Status status = [&]() -> Status {
+    PAREX_CUDNN_RETURN_IF_ERROR(cudnnCreate(&handle));
+    PAREX_CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle, stream_));
+    return Status::Ok();
+  }();
+  if (!status.ok()) {
+    if (handle != nullptr) (void)cudnnDestroy(handle);
+    return status.WithContext(place().ToString());
+  }
+  cudnn_->handle = handle;
+  return handle;
 }
 
 void RegisterCudaDeviceContextFactory() {

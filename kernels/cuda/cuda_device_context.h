@@ -1,11 +1,13 @@
 // CudaDeviceContext: the DeviceContext of one CUDA device. It owns a
 // non-blocking stream (no implicit ordering with the legacy default stream)
-// and a cuBLAS handle bound to that stream; every kernel, copy and event of
-// the context is queued on the stream, so they run in the order issued.
+// and a cuBLAS handle bound to that stream, and creates a cuDNN handle bound
+// to it on first use; every kernel, copy and event of the context is queued
+// on the stream, so they run in the order issued.
 //
 // Ownership: the context owns its stream and cuBLAS handle and destroys them
-// with itself; work already queued still completes. Tensors used by queued
-// work must outlive it (callers Synchronize or wait on an event first).
+// with itself; the cuDNN handle is destroyed with the last context sharing
+// it (NewOnSameStream); work already queued still completes. Tensors used by
+// queued work must outlive it (callers Synchronize or wait on an event first).
 // Thread-safety: as DeviceContext, one actor or thread at a time. Methods
 // make the context's device current on the calling thread, since CUDA's
 // current device is per thread and actors move between threads.
@@ -13,8 +15,10 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <memory>
+#include <mutex>
 
 #include "base/status.h"
 #include "kernels/device_context.h"
@@ -72,8 +76,8 @@ class CudaDeviceContext : public DeviceContext {
   // it does not: read `dst` of CopyToHost only after Synchronize (or an
   // event), and keep the source of CopyFromHost alive until then.
   // CopyOnDevice's ranges must not overlap (the CPU context's may).
-  // Shares this context's stream and cuBLAS handle (not owned: destroying
-  // the new context leaves them alone).
+  // Shares this context's stream, cuBLAS handle (not owned: destroying the
+  // new context leaves them alone) and cuDNN handle (made once for both).
   std::unique_ptr<DeviceContext> NewOnSameStream() const override;
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
@@ -82,19 +86,32 @@ class CudaDeviceContext : public DeviceContext {
   int device() const { return place().id; }
   cudaStream_t stream() const { return stream_; }
   cublasHandle_t cublas() const { return cublas_; }
+  // The cuDNN handle bound to stream(), created on the first call (contexts
+  // that never convolve pay nothing); an error naming the place when cuDNN
+  // cannot start. Thread-safe.
+  StatusOr<cudnnHandle_t> cudnn() const;
   // Makes this context's device current on the calling thread; kernels call
   // it before launching.
   Status Activate() const;
 
  private:
+  // A cuDNN handle made on demand, shared by the contexts of one stream.
+  struct CudnnSlot {
+    std::mutex mu;
+    cudnnHandle_t handle = nullptr;  // guarded by mu; null until made
+    int device = -1;
+    ~CudnnSlot();
+  };
+
   CudaDeviceContext(Place place, cudaStream_t stream, cublasHandle_t cublas,
-                    bool owns);
+                    std::shared_ptr<CudnnSlot> cudnn, bool owns);
 
   Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 
   cudaStream_t stream_;
-  cublasHandle_t cublas_;  // bound to stream_
-  bool owns_;              // destroys stream_ and cublas_ with itself
+  cublasHandle_t cublas_;             // bound to stream_
+  std::shared_ptr<CudnnSlot> cudnn_;  // never null; shared with same-stream
+  bool owns_;  // destroys stream_ and cublas_ with itself
 };
 
 // Makes CreateDeviceContext (kernels/device_context.h) create

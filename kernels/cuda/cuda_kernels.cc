@@ -19,6 +19,9 @@ void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaSoftmaxKernels(registry);
   RegisterCudaMatmulKernels(registry);
   RegisterCudaReduceKernels(registry);
+  RegisterCudaConvKernels(registry);
+  RegisterCudaPoolKernels(registry);
+  RegisterCudaBatchNormKernels(registry);
 }
 
 }  // namespace parex

@@ -13,6 +13,9 @@
 //   elementwise_{add,sub,mul,div,max,min}_grad
 //   top_k, accuracy
 //   sgd, momentum, adam          (dense gradients)
+//   conv2d, depthwise_conv2d and their gradients (cuDNN; NCHW)
+//   pool2d, pool2d_grad          (max / avg, every window rule; NCHW)
+//   batch_norm, batch_norm_grad  (NCHW and NHWC)
 // Each runs on the stream of the op's CudaDeviceContext and returns once its
 // work is queued; inputs must live on the context's place.
 #pragma once
@@ -38,5 +41,8 @@ void RegisterCudaOptimizerKernels(KernelRegistry* registry);
 void RegisterCudaSoftmaxKernels(KernelRegistry* registry);
 void RegisterCudaMatmulKernels(KernelRegistry* registry);
 void RegisterCudaReduceKernels(KernelRegistry* registry);
+void RegisterCudaConvKernels(KernelRegistry* registry);
+void RegisterCudaPoolKernels(KernelRegistry* registry);
+void RegisterCudaBatchNormKernels(KernelRegistry* registry);
 
 }  // namespace parex

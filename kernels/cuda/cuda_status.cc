@@ -32,6 +32,22 @@ Status CublasErrorStatus(cublasStatus_t status, const char* expr,
                   "' at " + Where(file, line));
 }
 
+Status CudnnErrorStatus(cudnnStatus_t status, const char* expr,
+                        const char* file, int line) {
+  std::string message = std::string("cuDNN error ") +
+                        std::to_string(static_cast<int>(status)) + " (" +
+                        cudnnGetErrorString(status) + ") in '" + expr +
+                        "' at " + Where(file, line);
+  // cuDNN 9 keeps a more precise description of the last failure.
+  char last[256] = {};
+  cudnnGetLastErrorString(last, sizeof(last));
+  if (last[0] != '\0') message += ": " + std::string(last);
+  if (CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) {
+    return Unimplemented(std::move(message));
+  }
+  return Internal(std::move(message));
+}
+
 Status NcclErrorStatus(ncclResult_t result, const char* expr, const char* file,
                        int line) {
   std::string message = std::string("NCCL error ") +

@@ -1,6 +1,6 @@
-// Conversion of CUDA runtime, cuBLAS and NCCL error codes into parex::Status:
-// one macro per foreign error domain. Each keeps the failing expression's
-// text and the library's own error string, e.g.
+// Conversion of CUDA runtime, cuBLAS, cuDNN and NCCL error codes into
+// parex::Status: one macro per foreign error domain. Each keeps the failing
+// expression's text and the library's own error string, e.g.
 //   Internal: CUDA error cudaErrorInvalidValue (invalid argument) in
 //   'cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_)'
 //   at cuda_device_context.cc:80
@@ -9,6 +9,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 #include <nccl.h>
 
 #include "base/status.h"
@@ -23,6 +24,10 @@ Status CudaErrorStatus(cudaError_t error, const char* expr, const char* file,
                        int line);
 Status CublasErrorStatus(cublasStatus_t status, const char* expr,
                          const char* file, int line);
+// cuDNN's "not supported" family gives Unimplemented, everything else
+// Internal.
+Status CudnnErrorStatus(cudnnStatus_t status, const char* expr,
+                        const char* file, int line);
 Status NcclErrorStatus(ncclResult_t result, const char* expr, const char* file,
                        int line);
 
@@ -44,6 +49,15 @@ Status NcclErrorStatus(ncclResult_t result, const char* expr, const char* file,
       return ::parex::CublasErrorStatus(parex_cublas_status_, #expr, __FILE__, \
                                         __LINE__);                             \
     }                                                                          \
+  } while (0)
+
+#define PAREX_CUDNN_RETURN_IF_ERROR(expr)                                    \
+  do {                                                                       \
+    const cudnnStatus_t parex_cudnn_status_ = (expr);                        \
+    if (parex_cudnn_status_ != CUDNN_STATUS_SUCCESS) {                       \
+      return ::parex::CudnnErrorStatus(parex_cudnn_status_, #expr, __FILE__, \
+                                       __LINE__);                            \
+    }                                                                        \
   } while (0)
 
 #define PAREX_NCCL_RETURN_IF_ERROR(expr)                                   \

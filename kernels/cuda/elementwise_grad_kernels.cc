@@ -1,10 +1,11 @@
 // elementwise_{add,sub,mul,div,max,min}_grad on CUDA, with the CPU kernels'
 // formulas (kernels/cpu/elementwise_kernels.cc). X and Y line up along
-// Out's dims as graph/ir/spec/broadcast_spec.h says; each requested
-// gradient is Out-shaped contributions (train_launchers.h), summed over the
-// dims where its operand repeats (PlanReduce) into the operand's shape. The
-// contributions of a repeated operand go to a scratch tensor the op keeps
-// across runs, so a steady step allocates nothing and no other stream can
+// Out's dims as the elementwise ops' rule says (ElementwiseBroadcast in
+// graph/ir/spec/broadcast_spec.h: numpy's at axis -1, Fluid's otherwise); each
+// requested gradient is Out-shaped contributions (train_launchers.h), summed
+// over the dims where its operand repeats (PlanReduce) into the operand's
+// shape. The contributions of a repeated operand go to a scratch tensor the op
+// keeps across runs, so a steady step allocates nothing and no other stream can
 // be handed that memory while the reduction still reads it.
 #include "graph/ir/spec/broadcast_spec.h"
 #include "kernels/cuda/cuda_kernel_util.h"
@@ -56,7 +57,8 @@ Status BinaryGradKernel(KernelContext& ctx, BinaryGrad op) {
   }
   PAREX_ASSIGN_OR_RETURN(int axis, AttrOr<int>(ctx, "axis", -1));
   const Dims x_dims = x != nullptr ? x->dims() : dout->dims();
-  StatusOr<BroadcastSpec> spec = BroadcastBoth(x_dims, y->dims(), axis);
+  StatusOr<BroadcastSpec> spec =
+      ElementwiseBroadcastSpec(x_dims, y->dims(), axis);
   if (!spec.ok()) return ctx.Error(spec.status().message());
   if (Numel(spec->out) != dout->numel() ||
       (out != nullptr && out->numel() != dout->numel())) {

@@ -165,7 +165,15 @@ const char* const kCudaOps[] = {"elementwise_add",
                                 "accuracy",
                                 "sgd",
                                 "momentum",
-                                "adam"};
+                                "adam",
+                                "conv2d",
+                                "conv2d_grad",
+                                "depthwise_conv2d",
+                                "depthwise_conv2d_grad",
+                                "pool2d",
+                                "pool2d_grad",
+                                "batch_norm",
+                                "batch_norm_grad"};
 
 TEST(CudaKernelsTest, RegistersEveryOpForFp32AndFp64OnCudaOnly) {
   KernelRegistry registry;

@@ -2,7 +2,8 @@
 // and inputs (KernelPair): softmax and softmax with cross-entropy (hard int64
 // and int32 labels with ignored rows, soft labels, a middle axis) and their
 // gradients, the activation, mean and mul gradients, the binary
-// element-wise gradients (same shape, a bias row, Fluid's mid broadcast),
+// element-wise gradients (same shape, a bias row, Fluid's mid broadcast,
+// numpy's both-way and larger-Y broadcast),
 // top_k and accuracy, and sgd, momentum and adam (in place, with gradient
 // addends, beta tensors, global beta powers). fp32 within 1e-5 relative, fp64
 // within 1e-12. The same cases run with two CPU contexts first, which checks
@@ -139,14 +140,17 @@ void BinaryGradCases(std::mt19937& gen, std::vector<OpCase>* cases) {
   const uint32_t s = gen();
   struct Shapes {
     const char* name;
-    Dims x, y;
+    Dims x, y, out;
     int axis;
   };
+  const Dims full = {a, b, c};
   const std::vector<Shapes> shapes = {
-      {"same", {a, b, c}, {a, b, c}, -1},
-      {"bias", {a, b, c}, {c}, -1},
-      {"mid", {a, b, c}, {b}, 1},
-      {"mid_trailing_one", {a, b, c}, {b, 1}, 1}};
+      {"same", full, full, full, -1},
+      {"bias", full, {c}, full, -1},
+      {"mid", full, {b}, full, 1},
+      {"mid_trailing_one", full, {b, 1}, full, 1},
+      {"both_ways", {a, 1, c}, {b, 1}, full, -1},
+      {"y_larger", {c}, full, full, -1}};
   for (const char* type : {"elementwise_add_grad", "elementwise_sub_grad",
                            "elementwise_mul_grad", "elementwise_div_grad",
                            "elementwise_max_grad", "elementwise_min_grad"}) {
@@ -156,8 +160,8 @@ void BinaryGradCases(std::mt19937& gen, std::vector<OpCase>* cases) {
              // Y away from 0 (div), X and Y apart (max/min ties).
              p.Input("X", RandomHost<T>(sh.x, -2, 2, s))
                  .Input("Y", RandomHost<T>(sh.y, 0.5, 1.5, s + 1))
-                 .Input("Out", RandomHost<T>(sh.x, -1, 1, s + 2))
-                 .Input("Out@GRAD", RandomHost<T>(sh.x, -1, 1, s + 3))
+                 .Input("Out", RandomHost<T>(sh.out, -1, 1, s + 2))
+                 .Input("Out@GRAD", RandomHost<T>(sh.out, -1, 1, s + 3))
                  .Output("X@GRAD")
                  .Output("Y@GRAD")
                  .template Attr<int>("axis", sh.axis);

@@ -19,8 +19,6 @@ namespace {
 // item 5). An entry is a known gap: the test accepts its absence, and fails
 // once the kernel is registered, so that the entry is removed. Empty this
 // list; do not add to it.
-//   elementwise_add_grad, top_k, accuracy: written on main in parallel
-//     (46bb451); remove them when the branches meet.
 //   fill_constant (main: the loss gradient's seed, which the
 //     ParallelExecutor replaces by scale_loss_grad; startup: every
 //     constant initialiser), uniform_random, gaussian_random (startup
@@ -28,9 +26,8 @@ namespace {
 //     executor copies the persistables onto the places, so no CUDA run
 //     needs them yet.
 const std::set<std::string>& KnownCudaKernelGaps() {
-  static const std::set<std::string> gaps = {
-      "elementwise_add_grad", "top_k",          "accuracy",
-      "fill_constant",        "uniform_random", "gaussian_random"};
+  static const std::set<std::string> gaps = {"fill_constant", "uniform_random",
+                                             "gaussian_random"};
   return gaps;
 }
 

@@ -118,6 +118,18 @@ const char* PlaceKindName(Place::Kind kind) {
   return "?";
 }
 
+const char* PlaceKindTitle(Place::Kind kind) {
+  switch (kind) {
+    case Place::Kind::kCPU:
+      return "CPU";
+    case Place::Kind::kCUDA:
+      return "CUDA";
+    case Place::Kind::kSim:
+      return "simulated";
+  }
+  return "?";
+}
+
 std::string Place::ToString() const {
   std::string text =
       std::string(PlaceKindName(kind)) + ":" + std::to_string(id);

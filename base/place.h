@@ -51,6 +51,8 @@ struct Place {
 };
 
 const char* PlaceKindName(Place::Kind kind);  // "cpu", "cuda", "sim"
+// The kind in a sentence: "CPU", "CUDA", "simulated".
+const char* PlaceKindTitle(Place::Kind kind);
 
 // Whether a buffer of place `a` can be read and written at place `b`: every
 // CPU place is host memory, and the places sharing a device (its slots:

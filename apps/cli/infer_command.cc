@@ -225,7 +225,7 @@ int RunInfer(const InferOptions& o) {
           cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
   }
   std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
-              places->size(), (*places)[0].is_sim() ? "simulated" : "CPU",
+              places->size(), PlaceKindTitle((*places)[0].kind),
               places->size() == 1 ? "" : "s", ms);
   if (Status s = ReportOutputs(*out, model->fetch_names, *out_paths); !s.ok())
     return Fail(cmd, s);

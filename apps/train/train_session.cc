@@ -151,9 +151,9 @@ void TrainSession::PrintHeader() const {
   std::printf(
       "parex %s: %s on %d %s place%s (%s), %lld train rows, "
       "%d epoch%s of %lld batches of %lld, seed %d\n",
-      cmd_.c_str(), job_.title.c_str(), n,
-      plan_.places[0].is_sim() ? "simulated" : "CPU", n == 1 ? "" : "s",
-      o_.mode.c_str(), static_cast<long long>(reader_.num_rows()), plan_.epochs,
+      cmd_.c_str(), job_.title.c_str(), n, PlaceKindTitle(plan_.places[0].kind),
+      n == 1 ? "" : "s", o_.mode.c_str(),
+      static_cast<long long>(reader_.num_rows()), plan_.epochs,
       plan_.epochs == 1 ? "" : "s",
       static_cast<long long>(reader_.num_batches()),
       static_cast<long long>(plan_.batch), o_.seed);

@@ -1,5 +1,6 @@
 #include "kernels/device_context.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -36,6 +37,12 @@ uint64_t DeviceContext::NextSeed(int64_t op_seed) {
   }
   return seed_generator_();
 }
+
+void* DeviceContext::AllocateHostStaging(size_t bytes) {
+  return std::malloc(bytes == 0 ? 1 : bytes);
+}
+
+void DeviceContext::FreeHostStaging(void* ptr) { std::free(ptr); }
 
 std::unique_ptr<Event> CpuDeviceContext::CreateEvent() {
   return std::make_unique<CompletedEvent>();

@@ -49,6 +49,12 @@ class DeviceContext {
   virtual Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status CopyFromHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+  // Host memory this context copies from and to without staging of its
+  // own (pinned on CUDA, so a copy is truly asynchronous; plain memory on
+  // the CPU), for buffers reused step after step (feeds). Null when it
+  // cannot be had. Release with FreeHostStaging of the same context.
+  virtual void* AllocateHostStaging(size_t bytes);
+  virtual void FreeHostStaging(void* ptr);
 
   // Seed for a random op: `op_seed` when non-zero, else the next draw of
   // this context's generator (seeded by PAREX_SEED or SetSeed), so a program

@@ -1,5 +1,7 @@
 #include "actors/executor/device_places.h"
 
+#include <cstring>
+
 namespace parex {
 
 StatusOr<std::unique_ptr<DevicePlaces>> DevicePlaces::Create(
@@ -16,6 +18,34 @@ StatusOr<std::unique_ptr<DevicePlaces>> DevicePlaces::Create(
     PAREX_ASSIGN_OR_RETURN(d->fetch_, CreateDeviceContext(places[0]));
   }
   return d;
+}
+
+DevicePlaces::~DevicePlaces() {
+  for (auto& [key, staging] : staging_) {
+    compute_[key.first]->FreeHostStaging(staging.data);
+  }
+}
+
+Status DevicePlaces::Feed(int place, const std::string& name, const Tensor& src,
+                          Tensor* dst) {
+  Staging& staging = staging_[{place, name}];
+  const size_t bytes = src.bytes();
+  if (staging.data == nullptr || staging.bytes < bytes) {
+    DeviceContext* context = compute_[place].get();
+    context->FreeHostStaging(staging.data);
+    staging = Staging{context->AllocateHostStaging(bytes), bytes};
+    if (staging.data == nullptr) {
+      staging.bytes = 0;
+      return ResourceExhausted("no host staging memory for " +
+                               std::to_string(bytes) + " bytes on " +
+                               places_[place].ToString());
+    }
+  }
+  if (bytes > 0) std::memcpy(staging.data, src.raw_data(), bytes);
+  PAREX_RETURN_IF_ERROR(
+      dst->TryAllocate(src.dtype(), src.dims(), places_[place]));
+  dst->set_lod(src.lod());
+  return compute_[place]->CopyFromHost(dst->raw_data(), staging.data, bytes);
 }
 
 Status DevicePlaces::CopyIn(int place, const Tensor& src, Tensor* dst) const {

@@ -14,7 +14,10 @@
 // stream actor of its stream; the executor's thread between steps).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -33,10 +36,18 @@ class DevicePlaces {
   DeviceContext* communication() const { return communication_.get(); }
   DeviceContext* fetch() const { return fetch_.get(); }
 
+  ~DevicePlaces();
+
   // `dst` (on place `place`, its memory kept when large enough) becomes a
   // copy of host tensor `src` (dtype, dims, LoD and data), queued on the
   // place's compute stream. `src` may be freed once this returns.
   Status CopyIn(int place, const Tensor& src, Tensor* dst) const;
+  // The same for a feed: `src` goes through the place's staging buffer for
+  // `name` (pinned on CUDA, reused step after step, grown when a batch is
+  // larger), so the copy to the device is asynchronous.
+  // REQUIRES: the previous step's copies finished (SynchronizeAll).
+  Status Feed(int place, const std::string& name, const Tensor& src,
+              Tensor* dst);
   // A host copy of `src` through `context`, complete when this returns.
   static StatusOr<Tensor> CopyOut(DeviceContext* context, const Tensor& src);
   // Waits for every stream's work.
@@ -47,6 +58,11 @@ class DevicePlaces {
   std::vector<std::unique_ptr<DeviceContext>> compute_;
   std::unique_ptr<DeviceContext> communication_;
   std::unique_ptr<DeviceContext> fetch_;
+  struct Staging {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  std::map<std::pair<int, std::string>, Staging> staging_;  // (place, feed)
 };
 
 }  // namespace parex

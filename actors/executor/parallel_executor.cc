@@ -266,7 +266,7 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
     if (v == nullptr) v = exec_scopes[p]->Var(name);
     if (devices != nullptr) {
       PAREX_RETURN_IF_ERROR(
-          devices->CopyIn(p, value, v->GetMutableTensor())
+          devices->Feed(p, name, value, v->GetMutableTensor())
               .WithContext("feed '" + name + "' to " + places[p].ToString()));
     } else {
       *v->GetMutableTensor() = value;
@@ -417,6 +417,14 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   auto impl = std::make_unique<Impl>();
   impl->places = places;
   impl->device_places = device_places;
+  if (on_devices && exec_strategy.communicator != nullptr) {
+    // Gloo and the in-process backend read host memory.
+    return Unimplemented(
+        "ParallelExecutor: places " + places[0].ToString() +
+        ": collectives of GPU places across nodes need the NCCL "
+        "communicator, which is not wired into the runtime yet (train "
+        "across nodes on cpu places)");
+  }
   if (on_devices) {
     PAREX_ASSIGN_OR_RETURN(impl->devices, DevicePlaces::Create(places));
   }

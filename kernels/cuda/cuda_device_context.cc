@@ -187,6 +187,20 @@ Status CudaDeviceContext::CopyFromHost(void* dst, const void* src,
   return Copy(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
+void* CudaDeviceContext::AllocateHostStaging(size_t bytes) {
+  if (!Activate().ok()) return nullptr;
+  void* ptr = nullptr;
+  if (cudaMallocHost(&ptr, bytes == 0 ? 1 : bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return ptr;
+}
+
+void CudaDeviceContext::FreeHostStaging(void* ptr) {
+  if (ptr != nullptr) (void)cudaFreeHost(ptr);
+}
+
 Status CudaDeviceContext::CopyOnDevice(void* dst, const void* src,
                                        size_t bytes) {
   return Copy(dst, src, bytes, cudaMemcpyDeviceToDevice);

@@ -82,6 +82,9 @@ class CudaDeviceContext : public DeviceContext {
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+  // Pinned host memory (cudaMallocHost); null when the driver refuses.
+  void* AllocateHostStaging(size_t bytes) override;
+  void FreeHostStaging(void* ptr) override;
 
   int device() const { return place().id; }
   cudaStream_t stream() const { return stream_; }

@@ -22,6 +22,8 @@ void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaConvKernels(registry);
   RegisterCudaPoolKernels(registry);
   RegisterCudaBatchNormKernels(registry);
+  RegisterCudaShapeKernels(registry);
+  RegisterCudaTransformerKernels(registry);
 }
 
 }  // namespace parex

@@ -16,6 +16,9 @@
 //   conv2d, depthwise_conv2d and their gradients (cuDNN; NCHW)
 //   pool2d, pool2d_grad          (max / avg, every window rule; NCHW)
 //   batch_norm, batch_norm_grad  (NCHW and NHWC)
+//   reshape2, transpose2 and their gradients
+//   matmul_v2_grad, reduce_sum_grad, reduce_mean_grad
+//   gelu, layer_norm, lookup_table_v2 and their gradients (dense W@GRAD)
 // Each runs on the stream of the op's CudaDeviceContext and returns once its
 // work is queued; inputs must live on the context's place.
 #pragma once
@@ -44,5 +47,7 @@ void RegisterCudaReduceKernels(KernelRegistry* registry);
 void RegisterCudaConvKernels(KernelRegistry* registry);
 void RegisterCudaPoolKernels(KernelRegistry* registry);
 void RegisterCudaBatchNormKernels(KernelRegistry* registry);
+void RegisterCudaShapeKernels(KernelRegistry* registry);
+void RegisterCudaTransformerKernels(KernelRegistry* registry);
 
 }  // namespace parex

@@ -1,10 +1,14 @@
 // The reduce group on CUDA (Fluid semantics):
 //   reduce_sum / reduce_mean: X over `dim` (negative from the back; all dims
 //     when reduce_all or `dim` is empty), keep_dim keeps them as 1;
+//   reduce_sum_grad / reduce_mean_grad: X@GRAD[i] = Out@GRAD[j] (divided by
+//     the number of elements reduced into j for the mean), j being the
+//     element i was reduced into;
 //   mean: the mean of every element, Out [1];
 //   sum: Out = X_0 + X_1 + ... over the non-empty inputs (Out may be X_0,
 //     as in gradient accumulation).
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/cuda_kernel_util.h"
@@ -13,6 +17,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/kernel_plans.h"
 #include "kernels/cuda/reduce_run.h"
+#include "kernels/cuda/transformer_launchers.h"
 
 namespace parex {
 namespace {
@@ -46,6 +51,67 @@ Status ReduceSumKernel(KernelContext& ctx) {
 template <typename T>
 Status ReduceMeanKernel(KernelContext& ctx) {
   return ReduceKernel<T>(ctx, /*mean=*/true);
+}
+
+template <typename T>
+Status ReduceGradKernel(KernelContext& ctx, bool mean) {
+  PAREX_ASSIGN_OR_RETURN(CudaDeviceContext * cuda, CudaContextOf(ctx));
+  PAREX_ASSIGN_OR_RETURN(const Tensor* x, CudaInput(ctx, "X", DTypeOf<T>()));
+  PAREX_ASSIGN_OR_RETURN(const Tensor* dout,
+                         CudaInput(ctx, "Out@GRAD", DTypeOf<T>()));
+  PAREX_ASSIGN_OR_RETURN(std::vector<int> dims,
+                         AttrOr<std::vector<int>>(ctx, "dim", {0}));
+  PAREX_ASSIGN_OR_RETURN(bool reduce_all,
+                         AttrOr<bool>(ctx, "reduce_all", false));
+  const int rank = x->rank();
+  if (rank > kMaxGatherRank) {
+    return Unimplemented(ctx.op().Label() + ": rank " + std::to_string(rank) +
+                         " above " + std::to_string(kMaxGatherRank) +
+                         " on CUDA");
+  }
+  const bool all = reduce_all || dims.empty();
+  std::vector<bool> reduced(rank, all);
+  for (int d : dims) {
+    if (d < -rank || d >= rank) {
+      return ctx.Error("dim " + std::to_string(d) +
+                       " is out of range for X of rank " +
+                       std::to_string(rank));
+    }
+    reduced[d < 0 ? d + rank : d] = true;
+  }
+  // X@GRAD walks X's dims reading Out@GRAD (X's dims with the reduced ones
+  // 1) at stride 0 along the reduced dims.
+  GatherShape shape;
+  shape.rank = rank;
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    shape.extents[d] = x->dim(d);
+    shape.src_strides[d] = reduced[d] ? 0 : stride;
+    if (!reduced[d]) stride *= x->dim(d);
+  }
+  const int64_t small = stride;  // Out's element count
+  if (small != dout->numel()) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
+                     " does not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T scale =
+      mean && small > 0 ? T(1) / static_cast<T>(x->numel() / small) : T(1);
+  PAREX_ASSIGN_OR_RETURN(Tensor * dx,
+                         CudaOutput(ctx, "X@GRAD", DTypeOf<T>(), x->dims()));
+  PAREX_CUDA_RETURN_IF_ERROR(LaunchGather<T>(dout->data<T>(), dx->data<T>(),
+                                             shape, x->numel(), true, scale,
+                                             cuda->stream()));
+  return Status::Ok();
+}
+
+template <typename T>
+Status ReduceSumGradKernel(KernelContext& ctx) {
+  return ReduceGradKernel<T>(ctx, /*mean=*/false);
+}
+template <typename T>
+Status ReduceMeanGradKernel(KernelContext& ctx) {
+  return ReduceGradKernel<T>(ctx, /*mean=*/true);
 }
 
 template <typename T>
@@ -116,6 +182,8 @@ Status SumKernel(KernelContext& ctx) {
 void RegisterCudaReduceKernels(KernelRegistry* r) {
   PAREX_CUDA_KERNEL(r, "reduce_sum", ReduceSumKernel, float, double);
   PAREX_CUDA_KERNEL(r, "reduce_mean", ReduceMeanKernel, float, double);
+  PAREX_CUDA_KERNEL(r, "reduce_sum_grad", ReduceSumGradKernel, float, double);
+  PAREX_CUDA_KERNEL(r, "reduce_mean_grad", ReduceMeanGradKernel, float, double);
   PAREX_CUDA_KERNEL(r, "mean", MeanKernel, float, double);
   PAREX_CUDA_KERNEL(r, "sum", SumKernel, float, double);
 }

@@ -173,7 +173,20 @@ const char* const kCudaOps[] = {"elementwise_add",
                                 "pool2d",
                                 "pool2d_grad",
                                 "batch_norm",
-                                "batch_norm_grad"};
+                                "batch_norm_grad",
+                                "reshape2",
+                                "reshape2_grad",
+                                "transpose2",
+                                "transpose2_grad",
+                                "matmul_v2_grad",
+                                "reduce_sum_grad",
+                                "reduce_mean_grad",
+                                "gelu",
+                                "gelu_grad",
+                                "layer_norm",
+                                "layer_norm_grad",
+                                "lookup_table_v2",
+                                "lookup_table_v2_grad"};
 
 TEST(CudaKernelsTest, RegistersEveryOpForFp32AndFp64OnCudaOnly) {
   KernelRegistry registry;

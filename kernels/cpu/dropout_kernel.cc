@@ -1,35 +1,22 @@
 // dropout and dropout_grad on CPU. Semantics: graph/ir/ops/norm_ops.cc.
 //
-// Randomness: the mask of one run comes from a std::mt19937_64 seeded with
-// DeviceContext::NextSeed(s), s being the Seed input's value when given,
-// else `seed` when fix_seed, else 0 (a fresh draw from the context's
-// generator, so masks differ from step to step but repeat for a run that
-// starts from the same PAREX_SEED).
+// Randomness: the mask of one run is DrawDropoutMask's (kernels/
+// dropout_mask.h, shared with the CUDA kernel) from DeviceContext::
+// NextSeed(s), s being the Seed input's value when given, else `seed` when
+// fix_seed, else 0 (a fresh draw from the context's generator, so masks
+// differ from step to step but repeat for a run that starts from the same
+// PAREX_SEED).
 #include <algorithm>
 #include <cstdint>
-#include <random>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/dropout_mask.h"
 
 namespace parex {
 namespace {
 
 bool UpscaleInTrain(const KernelContext& ctx) {
   return ctx.Attr<std::string>("dropout_implementation") == "upscale_in_train";
-}
-
-StatusOr<int64_t> OpSeed(const KernelContext& ctx) {
-  if (const Tensor* seed = ctx.Input("Seed")) {
-    switch (seed->dtype()) {
-      case DType::kInt32:
-        return int64_t{seed->data<int32_t>()[0]};
-      case DType::kInt64:
-        return seed->data<int64_t>()[0];
-      default:
-        return ctx.Error("Seed must be int32 or int64");
-    }
-  }
-  return ctx.Attr<bool>("fix_seed") ? int64_t{ctx.Attr<int>("seed")} : 0;
 }
 
 template <typename T>
@@ -60,17 +47,12 @@ Status DropoutKernel(KernelContext& ctx) {
     std::fill_n(mask, n, uint8_t{0});
     return Status::Ok();
   }
-  PAREX_ASSIGN_OR_RETURN(int64_t op_seed, OpSeed(ctx));
-  std::mt19937_64 engine(ctx.device_context()->NextSeed(op_seed));
-  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  PAREX_ASSIGN_OR_RETURN(int64_t op_seed, DropoutOpSeed(ctx));
+  DrawDropoutMask(ctx.device_context()->NextSeed(op_seed), p, n, mask);
   // Kept values are divided by (1 - p) as Fluid does, not multiplied by its
   // inverse, so fp32 results match Fluid's bit for bit.
   const T keep = upscale ? static_cast<T>(1.0f - p) : T(1);
-  for (int64_t i = 0; i < n; ++i) {
-    const bool kept = uniform(engine) >= p;
-    mask[i] = kept ? 1 : 0;
-    out[i] = kept ? x[i] / keep : T(0);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = mask[i] ? x[i] / keep : T(0);
   return Status::Ok();
 }
 

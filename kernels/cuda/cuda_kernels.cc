@@ -11,6 +11,7 @@ void RegisterCudaKernels(KernelRegistry* registry) {
   RegisterCudaDevices();
   RegisterCudaActivationKernels(registry);
   RegisterCudaElementwiseKernels(registry);
+  RegisterCudaDropoutKernels(registry);
   RegisterCudaElementwiseGradKernels(registry);
   RegisterCudaFillKernels(registry);
   RegisterCudaMetricKernels(registry);

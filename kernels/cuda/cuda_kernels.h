@@ -12,6 +12,7 @@
 //   relu_grad, sigmoid_grad, tanh_grad, mean_grad, mul_grad
 //   elementwise_{add,sub,mul,div,max,min}_grad
 //   top_k, accuracy
+//   dropout, dropout_grad        (the CPU kernel's mask, drawn on the host)
 //   sgd, momentum, adam          (dense gradients)
 //   conv2d, depthwise_conv2d and their gradients (cuDNN; NCHW)
 //   pool2d, pool2d_grad          (max / avg, every window rule; NCHW)
@@ -36,6 +37,7 @@ void RegisterCudaKernels(KernelRegistry* registry);
 // The groups, one file each, named like the schema groups of graph/ir/ops/.
 void RegisterCudaActivationKernels(KernelRegistry* registry);
 void RegisterCudaElementwiseKernels(KernelRegistry* registry);
+void RegisterCudaDropoutKernels(KernelRegistry* registry);
 void RegisterCudaElementwiseGradKernels(KernelRegistry* registry);
 void RegisterCudaFillKernels(KernelRegistry* registry);
 void RegisterCudaMetricKernels(KernelRegistry* registry);

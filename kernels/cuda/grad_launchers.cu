@@ -74,7 +74,24 @@ __global__ void BinaryGradContribKernel(BinaryGrad op, bool wrt_y,
   }
 }
 
+template <typename T>
+__global__ void DropoutApplyKernel(const T* x, const uint8_t* mask, T keep,
+                                   T* out, int64_t n) {
+  for (int64_t i = FirstIndex(); i < n; i += GridStride()) {
+    out[i] = mask[i] ? x[i] / keep : T(0);
+  }
+}
+
 }  // namespace
+
+template <typename T>
+cudaError_t LaunchDropoutApply(const T* x, const uint8_t* mask, T keep, T* out,
+                               int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  DropoutApplyKernel<T>
+      <<<BlocksFor(n), kThreads, 0, stream>>>(x, mask, keep, out, n);
+  return cudaGetLastError();
+}
 
 template <typename T>
 cudaError_t LaunchBinaryGradContrib(BinaryGrad op, bool wrt_y,
@@ -113,6 +130,12 @@ cudaError_t LaunchMeanGrad(const T* dout, T* dx, int64_t n,
   template cudaError_t LaunchBinaryGradContrib<T>(                             \
       BinaryGrad, bool, const GradShape&, const T*, const T*, const T*,        \
       const T*, T*, cudaStream_t);
+template cudaError_t LaunchDropoutApply<float>(const float*, const uint8_t*,
+                                               float, float*, int64_t,
+                                               cudaStream_t);
+template cudaError_t LaunchDropoutApply<double>(const double*, const uint8_t*,
+                                                double, double*, int64_t,
+                                                cudaStream_t);
 PAREX_INSTANTIATE(float)
 PAREX_INSTANTIATE(double)
 #undef PAREX_INSTANTIATE

@@ -106,6 +106,12 @@ cudaError_t LaunchBinaryGradContrib(BinaryGrad op, bool wrt_y,
                                     const T* y, const T* out, const T* dout,
                                     T* contrib, cudaStream_t stream);
 
+// dropout: out[i] = mask[i] ? x[i] / keep : 0 (keep is 1 - p with
+// upscale_in_train, else 1; dividing, as Fluid does).
+template <typename T>
+cudaError_t LaunchDropoutApply(const T* x, const uint8_t* mask, T keep, T* out,
+                               int64_t n, cudaStream_t stream);
+
 // ---- metrics ----
 // top_k (v1): per [outer, inner] slot of x viewed as [outer, n, inner], the
 // k largest values in order, ties to the lower index; out and indices are

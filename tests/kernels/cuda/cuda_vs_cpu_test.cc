@@ -170,6 +170,51 @@ void BinaryGradCases(std::mt19937& gen, std::vector<OpCase>* cases) {
   }
 }
 
+// Dropout keeps the same elements on both (the CUDA kernel draws the CPU
+// kernel's mask from the same seed), in training and test mode.
+template <typename T>
+void DropoutCases(std::mt19937& gen, std::vector<OpCase>* cases) {
+  const Dims d = {static_cast<int64_t>(1 + gen() % 20),
+                  static_cast<int64_t>(1 + gen() % 30)};
+  const uint32_t s = gen();
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool fix_seed = variant % 2 == 1;
+    const bool upscale = variant >= 2;
+    const std::string how = std::string(upscale ? "upscale" : "downgrade") +
+                            (fix_seed ? "_fixed_seed" : "");
+    cases->push_back({"dropout_" + how, "dropout", [=](KernelPair& p) {
+                        p.Input("X", RandomHost<T>(d, -1, 1, s))
+                            .Output("Out")
+                            .Output("Mask")
+                            .template Attr<float>("dropout_prob", 0.3f)
+                            .template Attr<bool>("is_test", false)
+                            .template Attr<bool>("fix_seed", fix_seed)
+                            .template Attr<int>("seed", 7)
+                            .template Attr<std::string>(
+                                "dropout_implementation",
+                                upscale ? "upscale_in_train"
+                                        : "downgrade_in_infer");
+                      }});
+    cases->push_back(
+        {"dropout_grad_" + how, "dropout_grad", [=](KernelPair& p) {
+           Tensor mask = RandomLabels<int32_t>(d, 2, s + 1);
+           Tensor bytes(DType::kUInt8, d);
+           for (int64_t i = 0; i < mask.numel(); ++i) {
+             bytes.data<uint8_t>()[i] =
+                 static_cast<uint8_t>(mask.data<int32_t>()[i]);
+           }
+           p.Input("Out@GRAD", RandomHost<T>(d, -1, 1, s + 2))
+               .Input("Mask", std::move(bytes))
+               .Output("X@GRAD")
+               .template Attr<float>("dropout_prob", 0.3f)
+               .template Attr<bool>("is_test", variant == 3)
+               .template Attr<std::string>(
+                   "dropout_implementation",
+                   upscale ? "upscale_in_train" : "downgrade_in_infer");
+         }});
+  }
+}
+
 template <typename T>
 void MetricCases(std::mt19937& gen, std::vector<OpCase>* cases) {
   const int64_t rows = 1 + gen() % 30, classes = 2 + gen() % 12;
@@ -270,6 +315,7 @@ std::vector<OpCase> TrainingOpCases(uint32_t seed) {
   GradCases<T>(gen, &cases);
   BinaryGradCases<T>(gen, &cases);
   MetricCases<T>(gen, &cases);
+  DropoutCases<T>(gen, &cases);
   OptimizerCases<T>(gen, &cases);
   return cases;
 }
@@ -325,7 +371,12 @@ TYPED_TEST(CudaVsCpuTest, TheComparisonNoticesOneElementOff) {
 
 TYPED_TEST(CudaVsCpuTest, TrainingOpsMatchTheCpuKernels) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
-  this->RunCases(Cuda0());
+  Cuda0();  // registers the CUDA kernels
+  // A fresh context: its random generator starts where the CPU context's
+  // does, so dropout's unseeded draws agree.
+  auto fresh = CudaDeviceContext::Create(Place::CUDA(0));
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  this->RunCases(fresh->get());
 }
 
 }  // namespace

@@ -166,6 +166,8 @@ class KernelPair {
         return static_cast<double>(t.data<int64_t>()[i]);
       case DType::kInt32:
         return t.data<int32_t>()[i];
+      case DType::kUInt8:
+        return t.data<uint8_t>()[i];
       default:
         ADD_FAILURE() << "dtype " << DTypeName(t.dtype()) << " not compared";
         return 0;

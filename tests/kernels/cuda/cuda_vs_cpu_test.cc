@@ -226,6 +226,24 @@ void MetricCases(std::mt19937& gen, std::vector<OpCase>* cases) {
                           .Output("Indices")
                           .template Attr<int>("k", k);
                     }});
+  for (int v = 0; v < 3; ++v) {
+    // Paddle's tie order: integer values tie often.
+    cases->push_back(
+        {"top_k_v2_" + std::to_string(v), "top_k_v2", [=](KernelPair& p) {
+           Tensor x = RandomHost<T>({rows, classes}, -3, 3, s + 5);
+           for (int64_t i = 0; i < x.numel(); ++i) {
+             x.data<T>()[i] = std::round(x.data<T>()[i]);
+           }
+           p.Input("X", std::move(x))
+               .Output("Out")
+               .Output("Indices")
+               .template Attr<int>("k", k)
+               .template Attr<int>("axis", v == 2 ? 0 : -1)
+               .template Attr<bool>("largest", v != 1)
+               .template Attr<bool>("sorted", true);
+           if (v == 2) p.template Attr<int>("k", 1);
+         }});
+  }
   cases->push_back(
       {"accuracy", "accuracy", [=](KernelPair& p) {
          Tensor indices = RandomLabels<int64_t>({rows, k}, classes, s + 1);

@@ -128,13 +128,13 @@ TEST(ExampleCudaKernelsTest, EveryOpOfTheFashionExamplesHasACudaKernel) {
 }
 
 // Ops of the fixtures' main programs without a CUDA kernel yet (issue 29
-// build item 5): top_k_v2 (Paddle's tie order); fill_constant as in
+// build item 5): fill_constant as in
 // KnownCudaKernelGaps (the loss gradient's seed, which the ParallelExecutor
 // replaces by scale_loss_grad). Same contract as KnownCudaKernelGaps: the
 // test fails once one is registered (remove it here then); empty this list,
 // do not add to it.
 const std::set<std::string>& KnownFixtureCudaKernelGaps() {
-  static const std::set<std::string> gaps = {"top_k_v2", "fill_constant"};
+  static const std::set<std::string> gaps = {"fill_constant"};
   return gaps;
 }
 

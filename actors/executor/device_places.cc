@@ -24,6 +24,24 @@ DevicePlaces::~DevicePlaces() {
   for (auto& [key, staging] : staging_) {
     compute_[key.first]->FreeHostStaging(staging.data);
   }
+  for (auto& [key, buffer] : buffers_) {
+    compute_[0]->FreeHostStaging(buffer.data);
+  }
+}
+
+StatusOr<void*> DevicePlaces::HostBuffer(const std::string& key,
+                                         size_t bytes) const {
+  std::lock_guard<std::mutex> lock(buffers_mu_);
+  Staging& buffer = buffers_[key];
+  if (buffer.data != nullptr && buffer.bytes >= bytes) return buffer.data;
+  compute_[0]->FreeHostStaging(buffer.data);
+  buffer = Staging{compute_[0]->AllocateHostStaging(bytes), bytes};
+  if (buffer.data == nullptr) {
+    buffer.bytes = 0;
+    return ResourceExhausted("no host staging memory for " +
+                             std::to_string(bytes) + " bytes (" + key + ")");
+  }
+  return buffer.data;
 }
 
 Status DevicePlaces::Feed(int place, const std::string& name, const Tensor& src,

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +49,12 @@ class DevicePlaces {
   // REQUIRES: the previous step's copies finished (SynchronizeAll).
   Status Feed(int place, const std::string& name, const Tensor& src,
               Tensor* dst);
+  // A host buffer of at least `bytes` kept under `key` and reused (pinned
+  // on CUDA, so copies from and to it are asynchronous and can be captured
+  // in a CUDA graph); grown when too small, which frees the old one.
+  // REQUIRES: no copy from or to the old buffer is still queued.
+  // Thread-safe (the op handles of several streams ask at once).
+  StatusOr<void*> HostBuffer(const std::string& key, size_t bytes) const;
   // A host copy of `src` through `context`, complete when this returns.
   static StatusOr<Tensor> CopyOut(DeviceContext* context, const Tensor& src);
   // Waits for every stream's work.
@@ -63,6 +70,8 @@ class DevicePlaces {
     size_t bytes = 0;
   };
   std::map<std::pair<int, std::string>, Staging> staging_;  // (place, feed)
+  mutable std::mutex buffers_mu_;
+  mutable std::map<std::string, Staging> buffers_;  // HostBuffer's
 };
 
 }  // namespace parex

@@ -144,8 +144,23 @@ Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
 
 void OpHandleTasks::BeginStep(int64_t step) {
   for (auto& slot : fetched_) slot.assign(graph_->num_places(), Tensor());
+  pending_.assign(fetched_.size(),
+                  std::vector<PendingFetch>(graph_->num_places()));
   for (auto& ctx : contexts_) {
     if (ctx != nullptr) ctx->SetStep(step);
+  }
+}
+
+void OpHandleTasks::FinishFetches() {
+  for (size_t slot = 0; slot < pending_.size(); ++slot) {
+    for (size_t p = 0; p < pending_[slot].size(); ++p) {
+      const PendingFetch& f = pending_[slot][p];
+      if (f.data == nullptr) continue;
+      Tensor host(f.dtype, f.dims);
+      if (host.bytes() > 0) std::memcpy(host.raw_data(), f.data, host.bytes());
+      host.set_lod(f.lod);
+      fetched_[slot][p] = std::move(host);
+    }
   }
 }
 
@@ -227,18 +242,18 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
                                 "': " + s.message());
   }
   const int64_t n = out->numel();
-  // On a device the value is made on the host and copied in.
-  Tensor host;
-  Tensor* fill = out;
+  // On a device the value is made in a host buffer kept for this op and
+  // copied in (a copy a CUDA graph can replay).
+  void* fill = out->raw_data();
   if (devices_ != nullptr) {
-    host = Tensor(out->dtype(), out->dims());
-    fill = &host;
+    PAREX_ASSIGN_OR_RETURN(
+        fill, devices_->HostBuffer("scale_loss_grad " + std::to_string(op.id),
+                                   out->bytes()));
   }
   if (out->dtype() == DType::kFP32) {
-    std::fill(fill->data<float>(), fill->data<float>() + n,
-              static_cast<float>(op.scale));
+    std::fill_n(static_cast<float*>(fill), n, static_cast<float>(op.scale));
   } else if (out->dtype() == DType::kFP64) {
-    std::fill(fill->data<double>(), fill->data<double>() + n, op.scale);
+    std::fill_n(static_cast<double*>(fill), n, op.scale);
   } else {
     return InvalidArgument(graph_->OpLabel(op.id) + ": the loss '" +
                            graph_->loss_name + "' is " +
@@ -246,7 +261,7 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
   }
   if (devices_ != nullptr) {
     return devices_->compute(op.place)
-        ->CopyFromHost(out->raw_data(), host.raw_data(), host.bytes())
+        ->CopyFromHost(out->raw_data(), fill, out->bytes())
         .WithContext(graph_->OpLabel(op.id));
   }
   return Status::Ok();
@@ -418,9 +433,18 @@ Status OpHandleTasks::RunFetch(const SsaOp& op) {
                                 ": the step did not produce it");
     }
     if (devices_ != nullptr) {
-      StatusOr<Tensor> host = DevicePlaces::CopyOut(devices_->fetch(), *t);
-      if (!host.ok()) return host.status().WithContext(graph_->OpLabel(op.id));
-      slot[p] = std::move(host).value();
+      // Queued into a kept host buffer; FinishFetches reads it after the
+      // step (no wait here, so a CUDA graph can capture the copy).
+      const int slot_index = fetch_slot_[op.id];
+      PAREX_ASSIGN_OR_RETURN(
+          void* buffer,
+          devices_->HostBuffer(
+              "fetch " + std::to_string(slot_index) + " " + std::to_string(p),
+              t->bytes()));
+      PAREX_RETURN_IF_ERROR(devices_->fetch()
+                                ->CopyToHost(buffer, t->raw_data(), t->bytes())
+                                .WithContext(graph_->OpLabel(op.id)));
+      pending_[slot_index][p] = {buffer, t->dtype(), t->dims(), t->lod()};
     } else {
       slot[p] = t->Clone();
     }

@@ -54,6 +54,10 @@ class OpHandleTasks {
   void BeginStep(int64_t step);
   // Runs op handle `op`; errors name the op and the place.
   Status Run(int op);
+  // On device places: the fetched values' copies queued during the step
+  // become host tensors. REQUIRES: the step's work finished (the streams
+  // synchronised). Nothing to do on the host path.
+  void FinishFetches();
   // result[i][p]: the i-th fetch handle's value on place p.
   std::vector<std::vector<Tensor>> TakeFetched();
   // The var each fetch handle reads, in the order of TakeFetched.
@@ -117,6 +121,15 @@ class OpHandleTasks {
   std::vector<char> bound_;
   std::vector<int> fetch_slot_;  // per op, or -1
   std::vector<std::vector<Tensor>> fetched_;
+  // Device places: per fetch slot and place, the host buffer its value is
+  // copied into during the step, and what it holds.
+  struct PendingFetch {
+    const void* data = nullptr;
+    DType dtype = DType::kUndefined;
+    Dims dims;
+    LoD lod;
+  };
+  std::vector<std::vector<PendingFetch>> pending_;
   std::vector<std::string> fetch_names_;
 };
 

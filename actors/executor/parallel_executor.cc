@@ -316,7 +316,10 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     ++steps_since_drop;
     // A failed step may leave temporaries half written: start afresh.
     if (!ok) exec_scopes[0] = nullptr;
-    if (ok) frame.fetched = frame.step->ops->TakeFetched();
+    // Device places: the fetched values are read after the streams are.
+    if (ok && devices == nullptr) {
+      frame.fetched = frame.step->ops->TakeFetched();
+    }
     return Status::Ok();
   };
   running.store(step->runner.get(), std::memory_order_release);
@@ -327,6 +330,10 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     // (a gradient written while a collective still reads it).
     Status synced = devices->SynchronizeAll();
     if (status.ok()) status = synced;
+    if (status.ok()) {
+      step->ops->FinishFetches();
+      frame.fetched = step->ops->TakeFetched();
+    }
   }
   PAREX_RETURN_IF_ERROR(status);
   // The graph fetches the program's own fetch targets too: answer the

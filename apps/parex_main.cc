@@ -41,6 +41,7 @@ struct TrainFlags {
   bool no_progress = false;
   bool no_shuffle = false;
   bool sync_batch_norm = false;
+  bool no_cuda_graphs = false;
   CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt,
       *threads_opt;
 };
@@ -91,6 +92,9 @@ void AddJobOptions(CLI::App* t, TrainOptions* o, TrainFlags* f) {
               "batch norm statistics over every place's rows (and every "
               "node's), so the "
               "places train as one place with the whole batch");
+  t->add_flag("--no-cuda-graphs", f->no_cuda_graphs,
+              "cuda places: run every step on the actors instead of "
+              "replaying it as one CUDA graph after two warm-up steps");
 }
 
 void AddCheckpointOptions(CLI::App* t, TrainOptions* o) {
@@ -176,6 +180,7 @@ void ApplyFlags(TrainOptions* o, const TrainFlags& f) {
   o->progress = !f.no_progress;
   o->shuffle = !f.no_shuffle;
   o->sync_batch_norm = f.sync_batch_norm;
+  o->cuda_graphs = !f.no_cuda_graphs;
   if (f.epochs_opt->count() > 0) o->epochs = f.epochs;
   if (f.batch_opt->count() > 0) o->batch = f.batch;
   if (f.lr_opt->count() > 0) o->lr = f.lr;

@@ -44,6 +44,15 @@ void* DeviceContext::AllocateHostStaging(size_t bytes) {
 
 void DeviceContext::FreeHostStaging(void* ptr) { std::free(ptr); }
 
+Status DeviceContext::BeginCapture(const std::vector<DeviceContext*>&) {
+  return Unimplemented(place().ToString() + " has no graph capture");
+}
+
+StatusOr<std::unique_ptr<DeviceGraph>> DeviceContext::EndCapture(
+    const std::vector<DeviceContext*>&) {
+  return Unimplemented(place().ToString() + " has no graph capture");
+}
+
 std::unique_ptr<Event> CpuDeviceContext::CreateEvent() {
   return std::make_unique<CompletedEvent>();
 }

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <vector>
 
 #include "base/place.h"
 #include "base/status.h"
@@ -23,6 +24,15 @@ class Event {
   virtual bool Query() = 0;
   // Blocks the calling thread until Query() is true.
   virtual Status Synchronize() = 0;
+};
+
+// One step's device work captured once and replayed as a whole (a CUDA
+// graph): no host work between its kernels.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Queues the captured work again on the stream it was captured from.
+  virtual Status Launch() = 0;
 };
 
 class DeviceContext {
@@ -55,6 +65,17 @@ class DeviceContext {
   // cannot be had. Release with FreeHostStaging of the same context.
   virtual void* AllocateHostStaging(size_t bytes);
   virtual void FreeHostStaging(void* ptr);
+  // Capture: from BeginCapture until EndCapture the work queued on this
+  // context's stream, and on the streams of `joined` (contexts of the same
+  // device, which wait for this stream at the start and are waited for at
+  // the end), is recorded into a graph instead of run. Nothing may wait
+  // for the device on the host meanwhile. EndCapture always ends the
+  // capture; an error there (work that cannot be captured) leaves the
+  // streams as they were before BeginCapture, with nothing run. The base
+  // (CPU) has no graphs: Unimplemented.
+  virtual Status BeginCapture(const std::vector<DeviceContext*>& joined);
+  virtual StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(
+      const std::vector<DeviceContext*>& joined);
 
   // Seed for a random op: `op_seed` when non-zero, else the next draw of
   // this context's generator (seeded by PAREX_SEED or SetSeed), so a program

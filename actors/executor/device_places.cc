@@ -66,6 +66,18 @@ Status DevicePlaces::Feed(int place, const std::string& name, const Tensor& src,
   return compute_[place]->CopyFromHost(dst->raw_data(), staging.data, bytes);
 }
 
+Status DevicePlaces::StageFeed(int place, const std::string& name,
+                               const Tensor& src) {
+  auto it = staging_.find({place, name});
+  if (it == staging_.end() || it->second.bytes < src.bytes()) {
+    return FailedPrecondition("no staging buffer of " +
+                              std::to_string(src.bytes()) + " bytes");
+  }
+  if (src.bytes() > 0)
+    std::memcpy(it->second.data, src.raw_data(), src.bytes());
+  return Status::Ok();
+}
+
 Status DevicePlaces::CopyIn(int place, const Tensor& src, Tensor* dst) const {
   PAREX_RETURN_IF_ERROR(
       dst->TryAllocate(src.dtype(), src.dims(), places_[place]));

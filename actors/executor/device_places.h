@@ -49,6 +49,11 @@ class DevicePlaces {
   // REQUIRES: the previous step's copies finished (SynchronizeAll).
   Status Feed(int place, const std::string& name, const Tensor& src,
               Tensor* dst);
+  // A replay of a captured step: `src` (the captured dtype and dims) is
+  // written into the staging buffer Feed copied it from when the step was
+  // captured, which the graph's copy reads. FailedPrecondition when there
+  // is no such buffer or it is too small.
+  Status StageFeed(int place, const std::string& name, const Tensor& src);
   // A host buffer of at least `bytes` kept under `key` and reused (pinned
   // on CUDA, so copies from and to it are asynchronous and can be captured
   // in a CUDA graph); grown when too small, which frees the old one.

@@ -153,6 +153,9 @@ void OpHandleTasks::BeginStep(int64_t step) {
 
 void OpHandleTasks::FinishFetches() {
   for (size_t slot = 0; slot < pending_.size(); ++slot) {
+    // A replay reads what the captured step's copies wrote (TakeFetched
+    // emptied the slots since).
+    fetched_[slot].resize(pending_[slot].size());
     for (size_t p = 0; p < pending_[slot].size(); ++p) {
       const PendingFetch& f = pending_[slot][p];
       if (f.data == nullptr) continue;

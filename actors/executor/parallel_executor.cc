@@ -11,6 +11,7 @@
 #include "actors/comm/in_device_communicator.h"
 #include "actors/comm/in_process_communicator.h"
 #include "actors/executor/device_places.h"
+#include "actors/executor/executor_impl.h"
 #include "actors/executor/op_handle_tasks.h"
 #include "actors/runtime/actor_runner.h"
 #include "actors/runtime/task_graph.h"
@@ -94,83 +95,7 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
   return tasks;
 }
 
-// Place p's copies of the initialised persistables of `scope` (sorted
-// names), in its local scope `local`: plain copies on the host, or copies
-// onto the place's device. `skip`: names the places share (no copy).
-Status CopyPersistables(const Scope& scope,
-                        const std::vector<std::string>& persistables,
-                        const std::set<std::string>& skip, Scope* local,
-                        const DevicePlaces* devices, int p) {
-  for (const std::string& name : persistables) {
-    const Variable* src = scope.FindVar(name);
-    if (src == nullptr || src->GetTensor() == nullptr) {
-      continue;  // not initialised: the program's ops must write it first
-    }
-    if (skip.count(name) != 0) continue;
-    Tensor* dst = local->Var(name)->GetMutableTensor();
-    if (devices == nullptr) {
-      *dst = src->GetTensor()->Clone();
-      continue;
-    }
-    if (!src->GetTensor()->defined()) continue;  // the place's own, unset
-    PAREX_RETURN_IF_ERROR(devices->CopyIn(p, *src->GetTensor(), dst)
-                              .WithContext("persistable '" + name + "'"));
-  }
-  return devices != nullptr ? devices->compute(p)->Synchronize() : Status::Ok();
-}
-
 }  // namespace
-
-// One compiled fetch list: its graph, the op handles' state and the actors.
-struct CompiledStep {
-  std::unique_ptr<SsaGraph> graph;
-  std::unique_ptr<OpHandleTasks> ops;
-  std::shared_ptr<TaskGraph> tasks;
-  std::unique_ptr<ActorRunner> runner;
-};
-
-struct ParallelExecutor::Impl {
-  std::vector<Place> places;
-  // The places the graph, kernels and tensors use: `places`, with each
-  // simulated place standing as the CPU place of its id (host memory).
-  std::vector<Place> device_places;
-  std::shared_ptr<Communicator> comm;
-  // The runner of the step in flight (Abort's target), or null.
-  std::atomic<ActorRunner*> running{nullptr};
-  Program program;
-  std::string loss_name;
-  Scope* scope = nullptr;
-  BuildStrategy build;
-  ExecutionStrategy exec;
-  int num_threads = 1;
-  std::vector<Scope*> local;    // per place: persistables
-  std::vector<Scope*> parents;  // per place: the scope `local` is a kid of
-  // Per place, under `local`: the parent of the execution scope, so that
-  // dropping temporaries leaves other kids of `local` (a test executor's
-  // scopes) alone.
-  std::vector<Scope*> holder;
-  std::vector<Scope*> exec_scopes;  // per place, dropped every k steps
-  // Places with memory of their own (device_places.h), or null; declared
-  // before `compiled`, so the runners (whose stream actors use its
-  // contexts) go first.
-  std::unique_ptr<DevicePlaces> devices;
-  // One worker pool for every compiled step; declared before `compiled` so
-  // the runners go first.
-  std::shared_ptr<WorkerPool> system;
-  std::map<std::vector<std::string>, std::unique_ptr<CompiledStep>> compiled;
-  const CompiledStep* last = nullptr;
-  int64_t steps = 0;
-  int64_t next_step = 0;  // the number random ops key the next step's draws by
-  int64_t steps_since_drop = 0;
-
-  int n() const { return static_cast<int>(places.size()); }
-
-  StatusOr<CompiledStep*> Compile(const std::vector<std::string>& fetches);
-  Status ResetExecutionScopes(const SsaGraph& graph);
-  Status FeedPlace(int p, const FeedMap& feed);
-  StatusOr<std::vector<std::vector<Tensor>>> Step(
-      const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch);
-};
 
 StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
     const std::vector<std::string>& fetches) {
@@ -285,6 +210,10 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     }
   }
   PAREX_ASSIGN_OR_RETURN(CompiledStep * step, Compile(fetch));
+  std::vector<std::vector<Tensor>> replayed;
+  PAREX_ASSIGN_OR_RETURN(bool was_replayed, Replay(step, feeds, &replayed));
+  if (was_replayed) return Answer(*step, fetch, replayed);
+  const bool capture = WantsCapture(step, feeds);
   // The coordinator actor feeds the places, keeps the drop-scope count and
   // gathers the fetches (DESIGN.md §3.4); this thread waits.
   // The hooks capture two pointers, which std::function holds without a
@@ -301,6 +230,10 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
         exec_scopes[0] == nullptr) {
       PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
       step->ops->ScopesChanged();
+      for (auto& [s, g] : graphs) {  // their tensors went with the scopes
+        g.graph.reset();
+        g.warm_steps = 0;
+      }
     }
     last = step;
     for (int p = 0; p < n(); ++p) {
@@ -322,9 +255,37 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     }
     return Status::Ok();
   };
+  Status status;
+  if (capture) status = devices->compute(0)->BeginCapture(JoinedStreams());
+  const bool capturing = capture && status.ok();
+  if (capture && !status.ok()) {
+    graphs[step].off = true;  // no graphs on this device: run as usual
+    status = Status::Ok();
+  }
+  const int64_t steps_before = steps, next_before = next_step;
   running.store(step->runner.get(), std::memory_order_release);
-  Status status = step->runner->Run(steps, &hooks);
+  status = step->runner->Run(steps, &hooks);
   running.store(nullptr, std::memory_order_release);
+  if (capturing) {
+    // The step was recorded, not run: run it as the graph now, or, when it
+    // could not be captured, undo its count and run it on the actors.
+    StatusOr<std::unique_ptr<DeviceGraph>> graph =
+        devices->compute(0)->EndCapture(JoinedStreams());
+    if (status.ok() && graph.ok()) {
+      graphs[step].graph = std::move(graph).value();
+      status = graphs[step].graph->Launch();
+    } else {
+      LogWarn(Subsystem::kActor,
+              "a step could not be captured as a device graph; its steps run "
+              "on the actors: " +
+                  (status.ok() ? graph.status() : status).ToString());
+      graphs[step].off = true;
+      steps = steps_before;
+      next_step = next_before;
+      exec_scopes[0] = nullptr;  // what the recording wrote is not real
+      return Step(feeds, fetch);
+    }
+  }
   if (devices != nullptr) {
     // The next step's work must not overtake this one's on another stream
     // (a gradient written while a collective still reads it).
@@ -333,17 +294,24 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     if (status.ok()) {
       step->ops->FinishFetches();
       frame.fetched = step->ops->TakeFetched();
+      ++graphs[step].warm_steps;
     }
   }
   PAREX_RETURN_IF_ERROR(status);
+  return Answer(*step, fetch, frame.fetched);
+}
+
+std::vector<std::vector<Tensor>> ParallelExecutor::Impl::Answer(
+    const CompiledStep& step, const std::vector<std::string>& fetch,
+    const std::vector<std::vector<Tensor>>& fetched) const {
   // The graph fetches the program's own fetch targets too: answer the
   // fetch list, in its order.
-  const std::vector<std::string>& names = step->ops->fetch_names();
+  const std::vector<std::string>& names = step.ops->fetch_names();
   std::vector<std::vector<Tensor>> result;
   for (const std::string& name : fetch) {
     const size_t slot =
         std::find(names.begin(), names.end(), name) - names.begin();
-    result.push_back(frame.fetched.at(slot));  // shallow: a name may repeat
+    result.push_back(fetched.at(slot));  // shallow: a name may repeat
   }
   return result;
 }
@@ -588,82 +556,6 @@ void ParallelExecutor::set_stream_wait(StreamWaitStrategy strategy) {
 
 Scope* ParallelExecutor::local_scope(int place) const {
   return impl_->local[place];
-}
-
-Status ParallelExecutor::SyncPersistables() {
-  // The places each var is written on, by any op handle (computation,
-  // collective, an optimizer finishing its slices) of the graph run last.
-  const SsaGraph& g = graph();
-  std::map<std::string, std::set<int>> written_on;
-  for (const SsaOp& op : g.ops()) {
-    for (int v : op.outputs) {
-      const SsaVar& var = g.var(v);
-      if (!var.is_control()) written_on[var.name].insert(var.place);
-    }
-  }
-  const DevicePlaces* devices = impl_->devices.get();
-  for (const auto& var : impl_->program.global_block().vars()) {
-    if (!var->persistable() || !var->is_tensor()) continue;
-    auto it = written_on.find(var->name());
-    if (it == written_on.end()) continue;
-    // On the host, place 0 writes the caller's own tensor.
-    if (devices == nullptr && it->second.count(0) != 0) continue;
-    const int from = *it->second.begin();  // 0 when place 0 writes it
-    const Variable* src = impl_->local[from]->FindVar(var->name());
-    Variable* dst = impl_->scope->FindVar(var->name());
-    if (src == nullptr || dst == nullptr || src == dst ||
-        src->GetTensor() == nullptr || !src->GetTensor()->defined()) {
-      continue;  // shared storage (one buffer), or never written
-    }
-    if (devices == nullptr) {
-      *dst->GetMutableTensor() = src->GetTensor()->Clone();
-      continue;
-    }
-    StatusOr<Tensor> host =
-        DevicePlaces::CopyOut(devices->compute(from), *src->GetTensor());
-    if (!host.ok()) {
-      return host.status().WithContext("persistable '" + var->name() + "' on " +
-                                       impl_->places[from].ToString());
-    }
-    *dst->GetMutableTensor() = std::move(host).value();
-  }
-  return Status::Ok();
-}
-
-Status ParallelExecutor::SetOnPlaces(const std::string& name,
-                                     const Tensor& value) {
-  // The caller's copy too: on the host it is place 0's, and it is what a
-  // checkpoint reads.
-  std::vector<Tensor*> targets;
-  if (Variable* v = impl_->scope->FindVar(name)) {
-    targets.push_back(v->GetMutableTensor());
-  }
-  for (int p = 0; p < impl_->n(); ++p) {
-    Variable* v = impl_->local[p]->FindVar(name);
-    Tensor* t = v != nullptr ? v->GetMutableTensor() : nullptr;
-    if (t == nullptr || !t->defined() || t->numel() != value.numel() ||
-        t->dtype() != value.dtype()) {
-      return InvalidArgument("'" + name + "' on " +
-                             impl_->places[p].ToString() + " is " +
-                             (t ? t->DebugString() : std::string("missing")) +
-                             ", not " + value.DebugString());
-    }
-    if (impl_->devices == nullptr || !impl_->local[p]->FindLocalVar(name)) {
-      targets.push_back(t);  // host memory (place 0's is the caller's)
-      continue;
-    }
-    PAREX_RETURN_IF_ERROR(
-        impl_->devices->CopyIn(p, value, t)
-            .WithContext("'" + name + "' on " + impl_->places[p].ToString()));
-    PAREX_RETURN_IF_ERROR(impl_->devices->compute(p)->Synchronize());
-  }
-  for (Tensor* t : targets) {
-    if (t->numel() == value.numel() && t->dtype() == value.dtype() &&
-        t->place().is_cpu()) {
-      std::memcpy(t->raw_data(), value.raw_data(), value.bytes());
-    }
-  }
-  return Status::Ok();
 }
 
 int64_t ParallelExecutor::steps_run() const { return impl_->steps; }

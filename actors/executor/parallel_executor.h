@@ -77,6 +77,12 @@ struct ExecutionStrategy {
   // fetches and persistables copied out, collectives by the in-device
   // communicator. The tests use it to run the device path without a GPU.
   bool device_streams = false;
+  // CUDA places: after two steps of a fetch list run on the actors, the
+  // next one is captured as one CUDA graph and later steps replay it (the
+  // runtime's actors are not involved then), while the feeds keep their
+  // shapes and the execution scopes stay (actors/executor/step_graphs.cc
+  // says when a program cannot be captured). Off: every step on actors.
+  bool cuda_graphs = true;
 };
 
 class ParallelExecutor {

@@ -66,6 +66,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
   if (bucket > 0) plan.build.fuse_bucket_bytes = bucket;
   plan.build.sync_batch_norm = o.sync_batch_norm;
   if (o.threads) plan.exec.num_threads = *o.threads;
+  plan.exec.cuda_graphs = o.cuda_graphs;
 
   const auto load_start = train::Clock::now();
   bool usage = false;

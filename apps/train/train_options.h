@@ -28,6 +28,8 @@ struct TrainOptions {
   bool shuffle = true;             // false: the rows in file order every epoch
   // BuildStrategy::sync_batch_norm: batch statistics over every place.
   bool sync_batch_norm = false;
+  // ExecutionStrategy::cuda_graphs (--no-cuda-graphs turns it off).
+  bool cuda_graphs = true;
   // Checkpoints (checkpoint.h): written into checkpoint_dir every
   // checkpoint_every steps (0: only at the end and on SIGINT/SIGTERM), the
   // newest `keep` kept; `resume` continues from the newest one in a dir.

@@ -321,6 +321,7 @@ StatusOr<std::string> TrainSession::Evaluate(int epoch) {
   if (eval_pe_ == nullptr) {
     ExecutionStrategy eval_exec;
     if (o_.threads) eval_exec.num_threads = *o_.threads;
+    eval_exec.cuda_graphs = o_.cuda_graphs;
     PAREX_ASSIGN_OR_RETURN(
         eval_pe_,
         ParallelExecutor::Create(plan_.places, job_.eval_program, "", &scope_,

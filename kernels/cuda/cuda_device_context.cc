@@ -187,6 +187,85 @@ Status CudaDeviceContext::CopyFromHost(void* dst, const void* src,
   return Copy(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
+namespace {
+
+class CudaGraph : public DeviceGraph {
+ public:
+  CudaGraph(cudaGraphExec_t exec, cudaStream_t stream, int device)
+      : exec_(exec), stream_(stream), device_(device) {}
+  ~CudaGraph() override {
+    CudaDeviceGuard guard(device_);
+    (void)cudaGraphExecDestroy(exec_);
+  }
+  Status Launch() override {
+    CudaDeviceGuard guard(device_);
+    PAREX_RETURN_IF_ERROR(guard.status());
+    PAREX_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, stream_));
+    return Status::Ok();
+  }
+
+ private:
+  cudaGraphExec_t exec_;
+  cudaStream_t stream_;
+  int device_;
+};
+
+}  // namespace
+
+Status CudaDeviceContext::BeginCapture(
+    const std::vector<DeviceContext*>& joined) {
+  PAREX_RETURN_IF_ERROR(Activate());
+  PAREX_CUDA_RETURN_IF_ERROR(
+      cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+  // Every joined stream waits for this one: its work joins the capture.
+  Status s = RecordEvent(&capture_fork_);
+  for (DeviceContext* other : joined) {
+    if (s.ok()) s = other->WaitEvent(&capture_fork_);
+  }
+  if (!s.ok()) {
+    cudaGraph_t graph = nullptr;
+    (void)cudaStreamEndCapture(stream_, &graph);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return s.WithContext(place().ToString() + ": beginning a capture");
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<DeviceGraph>> CudaDeviceContext::EndCapture(
+    const std::vector<DeviceContext*>& joined) {
+  PAREX_RETURN_IF_ERROR(Activate());
+  // This stream waits for every joined one: their work ends in the graph.
+  Status s;
+  while (capture_joins_.size() < joined.size()) {
+    capture_joins_.push_back(std::make_unique<CudaEvent>());
+  }
+  for (size_t k = 0; k < joined.size() && s.ok(); ++k) {
+    s = joined[k]->RecordEvent(capture_joins_[k].get());
+    if (s.ok()) s = WaitEvent(capture_joins_[k].get());
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  if (s.ok() && ended != cudaSuccess) {
+    s = CudaErrorStatus(ended, "cudaStreamEndCapture", __FILE__, __LINE__);
+  }
+  if (!s.ok()) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    return s.WithContext(place().ToString() + ": ending a capture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  (void)cudaGraphDestroy(graph);
+  if (made != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CudaErrorStatus(made, "cudaGraphInstantiate", __FILE__, __LINE__)
+        .WithContext(place().ToString());
+  }
+  return std::unique_ptr<DeviceGraph>(
+      std::make_unique<CudaGraph>(exec, stream_, device()));
+}
+
 void* CudaDeviceContext::AllocateHostStaging(size_t bytes) {
   if (!Activate().ok()) return nullptr;
   void* ptr = nullptr;

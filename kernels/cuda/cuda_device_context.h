@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/status.h"
 #include "kernels/device_context.h"
@@ -82,6 +83,11 @@ class CudaDeviceContext : public DeviceContext {
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+  // A CUDA graph (cudaStreamBeginCapture in relaxed mode on this stream;
+  // `joined` must be CudaDeviceContexts of the same device).
+  Status BeginCapture(const std::vector<DeviceContext*>& joined) override;
+  StatusOr<std::unique_ptr<DeviceGraph>> EndCapture(
+      const std::vector<DeviceContext*>& joined) override;
   // Pinned host memory (cudaMallocHost); null when the driver refuses.
   void* AllocateHostStaging(size_t bytes) override;
   void FreeHostStaging(void* ptr) override;
@@ -115,6 +121,9 @@ class CudaDeviceContext : public DeviceContext {
   cublasHandle_t cublas_;             // bound to stream_
   std::shared_ptr<CudnnSlot> cudnn_;  // never null; shared with same-stream
   bool owns_;  // destroys stream_ and cublas_ with itself
+  // The fork and join points of a capture (kept until it ends).
+  CudaEvent capture_fork_;
+  std::vector<std::unique_ptr<CudaEvent>> capture_joins_;
 };
 
 // Makes CreateDeviceContext (kernels/device_context.h) create

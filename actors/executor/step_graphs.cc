@@ -1,0 +1,126 @@
+// A step of a ParallelExecutor captured as one device graph and replayed
+// (issue 29: a whole step as a CUDA graph). Only device places whose
+// contexts capture (CUDA: DeviceContext::BeginCapture) take part.
+//
+// When: the fetch list's step ran twice on the actors since the execution
+// scopes were made (allocations settled, every kernel's state made), the
+// scopes are not about to be dropped, the stream wait is by events (a full
+// Wait blocks the host, which a capture forbids), no trace is recorded, and
+// no op of the graph does host work each step that a replay would skip:
+// dropout (its mask is drawn on the host) and top_k_v2 (sorted on the host).
+// The captured step itself is then run as the graph.
+//
+// Replay: the feeds of the step must have the captured dtypes and dims; they
+// are written into the same host staging buffers the captured copies read,
+// the graph is launched, the streams drained, and the fetched values read
+// from the buffers the captured copies wrote. The step counters advance as
+// for a step on the actors. Anything else (other shapes, a scope drop,
+// another fetch list run in between) drops the graph and the step runs on
+// the actors, to be captured again later.
+#include <set>
+#include <string>
+
+#include "actors/executor/executor_impl.h"
+
+namespace parex {
+namespace {
+
+constexpr int kWarmSteps = 2;
+
+// Ops whose kernels do host work every step that a replay would skip.
+bool HasHostWork(const SsaGraph& graph) {
+  static const std::set<std::string> kHostWork = {"dropout", "top_k_v2"};
+  for (const SsaOp& op : graph.ops()) {
+    if (op.kind == SsaOpKind::kComputation && kHostWork.count(op.type) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
+  std::vector<DeviceContext*> joined;
+  for (int p = 1; p < n(); ++p) joined.push_back(devices->compute(p));
+  joined.push_back(devices->communication());
+  joined.push_back(devices->fetch());
+  return joined;
+}
+
+bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
+                                          const std::vector<FeedMap>& feeds) {
+  if (devices == nullptr || !exec.cuda_graphs || !places[0].is_cuda() ||
+      exec.stream_wait != StreamWaitStrategy::kEvent || exec.trace != nullptr ||
+      exec.dry_run) {
+    return false;
+  }
+  StepGraph& g = graphs[step];
+  if (g.off || g.graph != nullptr || g.warm_steps < kWarmSteps ||
+      last != step || exec_scopes[0] == nullptr ||
+      steps_since_drop + 1 >= exec.num_iteration_per_drop_scope) {
+    return false;
+  }
+  if (HasHostWork(*step->graph)) {
+    g.off = true;
+    return false;
+  }
+  g.feeds.assign(n(), {});
+  for (int p = 0; p < n(); ++p) {
+    for (const auto& [name, value] : feeds[p]) {
+      g.feeds[p][name] = {value.dtype(), value.dims()};
+    }
+  }
+  return true;
+}
+
+StatusOr<bool> ParallelExecutor::Impl::Replay(
+    CompiledStep* step, const std::vector<FeedMap>& feeds,
+    std::vector<std::vector<Tensor>>* fetched) {
+  auto it = graphs.find(step);
+  if (it == graphs.end() || it->second.graph == nullptr) return false;
+  StepGraph& g = it->second;
+  bool same = last == step && exec_scopes[0] != nullptr &&
+              steps_since_drop < exec.num_iteration_per_drop_scope &&
+              static_cast<int>(feeds.size()) == n() &&
+              g.feeds.size() == feeds.size();
+  for (int p = 0; same && p < n(); ++p) {
+    same = feeds[p].size() == g.feeds[p].size();
+    for (const auto& [name, value] : feeds[p]) {
+      auto f = g.feeds[p].find(name);
+      if (!same || f == g.feeds[p].end() ||
+          f->second != std::make_pair(value.dtype(), value.dims())) {
+        same = false;
+        break;
+      }
+    }
+  }
+  if (!same) {
+    g.graph.reset();
+    g.warm_steps = 0;
+    return false;
+  }
+  for (int p = 0; p < n(); ++p) {
+    for (const auto& [name, value] : feeds[p]) {
+      PAREX_RETURN_IF_ERROR(
+          devices->StageFeed(p, name, value)
+              .WithContext("feed '" + name + "' to " + places[p].ToString()));
+    }
+  }
+  Status status = g.graph->Launch();
+  Status synced = devices->SynchronizeAll();
+  if (status.ok()) status = synced;
+  ++steps;
+  ++next_step;
+  ++steps_since_drop;
+  if (!status.ok()) {
+    exec_scopes[0] = nullptr;
+    g.graph.reset();
+    return status;
+  }
+  step->ops->FinishFetches();
+  *fetched = step->ops->TakeFetched();
+  return true;
+}
+
+}  // namespace parex

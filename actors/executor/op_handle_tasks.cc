@@ -51,6 +51,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
     }
   }
   fetched_.resize(fetches);
+  pending_.assign(fetches, std::vector<PendingFetch>(graph->num_places()));
 }
 
 OpHandleTasks::~OpHandleTasks() = default;
@@ -144,8 +145,9 @@ Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {
 
 void OpHandleTasks::BeginStep(int64_t step) {
   for (auto& slot : fetched_) slot.assign(graph_->num_places(), Tensor());
-  pending_.assign(fetched_.size(),
-                  std::vector<PendingFetch>(graph_->num_places()));
+  for (auto& slot : pending_) {
+    for (PendingFetch& f : slot) f.data = nullptr;
+  }
   for (auto& ctx : contexts_) {
     if (ctx != nullptr) ctx->SetStep(step);
   }

@@ -108,15 +108,6 @@ Status BatchNormKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// The gradient output `slot` with `dims`, or nullptr when not wanted.
-template <typename T>
-StatusOr<T*> GradOutput(const KernelContext& ctx, const char* slot,
-                        const Dims& dims) {
-  if (ctx.Output(slot) == nullptr) return nullptr;
-  PAREX_ASSIGN_OR_RETURN(Tensor * t, CudaOutput(ctx, slot, DTypeOf<T>(), dims));
-  return t->data<T>();
-}
-
 template <typename T>
 Status BatchNormGradKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(CudaDeviceContext * cuda, CudaContextOf(ctx));
@@ -146,9 +137,10 @@ Status BatchNormGradKernel(KernelContext& ctx) {
     PAREX_ASSIGN_OR_RETURN(t.saved_inv_std,
                            ChannelInput<T>(ctx, "SavedVariance", c));
   }
-  PAREX_ASSIGN_OR_RETURN(t.dx, GradOutput<T>(ctx, "X@GRAD", x->dims()));
-  PAREX_ASSIGN_OR_RETURN(t.dscale, GradOutput<T>(ctx, "Scale@GRAD", Dims{c}));
-  PAREX_ASSIGN_OR_RETURN(t.dbias, GradOutput<T>(ctx, "Bias@GRAD", Dims{c}));
+  PAREX_ASSIGN_OR_RETURN(t.dx, CudaGradOutput<T>(ctx, "X@GRAD", x->dims()));
+  PAREX_ASSIGN_OR_RETURN(t.dscale,
+                         CudaGradOutput<T>(ctx, "Scale@GRAD", Dims{c}));
+  PAREX_ASSIGN_OR_RETURN(t.dbias, CudaGradOutput<T>(ctx, "Bias@GRAD", Dims{c}));
   PAREX_CUDA_RETURN_IF_ERROR(
       LaunchBatchNormGrad<T>(v, t, global, epsilon, cuda->stream()));
   return Status::Ok();

@@ -204,16 +204,6 @@ Status Conv2dKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// The gradient output `slot` with `dims`, or nullptr when the op does not
-// want it.
-template <typename T>
-StatusOr<T*> GradOutput(const KernelContext& ctx, const char* slot,
-                        const Dims& dims) {
-  if (ctx.Output(slot) == nullptr) return nullptr;
-  PAREX_ASSIGN_OR_RETURN(Tensor * t, CudaOutput(ctx, slot, DTypeOf<T>(), dims));
-  return t->data<T>();
-}
-
 template <typename T>
 Status Conv2dGradKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(CudaDeviceContext * cuda, CudaContextOf(ctx));
@@ -231,12 +221,13 @@ Status Conv2dGradKernel(KernelContext& ctx) {
                      DimsToString(g.OutDims()));
   }
   PAREX_ASSIGN_OR_RETURN(T * dx,
-                         GradOutput<T>(ctx, "Input@GRAD", input->dims()));
+                         CudaGradOutput<T>(ctx, "Input@GRAD", input->dims()));
   PAREX_ASSIGN_OR_RETURN(T * dw,
-                         GradOutput<T>(ctx, "Filter@GRAD", filter->dims()));
+                         CudaGradOutput<T>(ctx, "Filter@GRAD", filter->dims()));
   const Tensor* bias = ctx.Input("Bias");
   PAREX_ASSIGN_OR_RETURN(
-      T * db, GradOutput<T>(ctx, "Bias@GRAD", bias ? bias->dims() : Dims{g.m}));
+      T * db,
+      CudaGradOutput<T>(ctx, "Bias@GRAD", bias ? bias->dims() : Dims{g.m}));
   const cudaStream_t stream = cuda->stream();
   const T* dout = dout_t->data<T>();
   if (g.Empty()) {

@@ -32,6 +32,16 @@ StatusOr<const Tensor*> CudaInput(const KernelContext& ctx,
 StatusOr<Tensor*> CudaOutput(const KernelContext& ctx, std::string_view slot,
                              DType dtype, const Dims& dims, int i = 0);
 
+// The data of gradient output `slot` with `dims` (CudaOutput), or nullptr
+// when the op does not want that gradient.
+template <typename T>
+StatusOr<T*> CudaGradOutput(const KernelContext& ctx, const char* slot,
+                            const Dims& dims) {
+  if (ctx.Output(slot) == nullptr) return static_cast<T*>(nullptr);
+  PAREX_ASSIGN_OR_RETURN(Tensor * t, CudaOutput(ctx, slot, DTypeOf<T>(), dims));
+  return t->data<T>();
+}
+
 // The attribute when the op stores it (an error if it has the wrong type),
 // else the schema's default, else `fluid_default` (for attributes a schema
 // may leave out).

@@ -234,14 +234,10 @@ int RunInspect(const std::string& path, const std::string& params) {
   return kExitOk;
 }
 
-int RunGraph(const GraphOptions& o) {
-  const std::string cmd = "graph";
-  if (o.file.empty() == o.model.empty()) {
-    return Fail(
-        cmd,
-        InvalidArgument("name a program FILE or --model, not both or neither"),
-        kExitUsage);
-  }
+namespace {
+
+// --format, or what the output's extension says (.dot, .gv, .json).
+StatusOr<std::string> GraphFormat(const GraphOptions& o) {
   std::string format = o.format;
   if (format.empty()) {
     const std::string ext =
@@ -250,19 +246,30 @@ int RunGraph(const GraphOptions& o) {
              : ext == ".dot" || ext == ".gv" ? "dot"
                                              : "";
     if (format.empty()) {
-      return Fail(
-          cmd,
-          InvalidArgument("give --format dot|json (the output '" + o.output +
-                          "' ends neither in .dot nor .json)"),
-          kExitUsage);
+      return InvalidArgument("give --format dot|json (the output '" + o.output +
+                             "' ends neither in .dot nor .json)");
     }
   }
   if (format != "dot" && format != "json") {
+    return InvalidArgument("--format must be dot or json, not '" + format +
+                           "'");
+  }
+  return format;
+}
+
+}  // namespace
+
+int RunGraph(const GraphOptions& o) {
+  const std::string cmd = "graph";
+  if (o.file.empty() == o.model.empty()) {
     return Fail(
         cmd,
-        InvalidArgument("--format must be dot or json, not '" + format + "'"),
+        InvalidArgument("name a program FILE or --model, not both or neither"),
         kExitUsage);
   }
+  StatusOr<std::string> resolved = GraphFormat(o);
+  if (!resolved.ok()) return Fail(cmd, resolved.status(), kExitUsage);
+  const std::string& format = *resolved;
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
   // The graph of places this machine cannot run is still drawn.
   StatusOr<Parallelism> parallel =

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 #include "kernels/cuda/cuda_device_context.h"
@@ -31,6 +32,22 @@ StatusOr<const Tensor*> CudaInput(const KernelContext& ctx,
 // what inference allocated is an error naming both shapes.
 StatusOr<Tensor*> CudaOutput(const KernelContext& ctx, std::string_view slot,
                              DType dtype, const Dims& dims, int i = 0);
+
+// A gradient kernel's inputs Out and Out@GRAD (CudaInput), of one element
+// count; an error naming both shapes otherwise.
+template <typename T>
+StatusOr<std::pair<const Tensor*, const Tensor*>> CudaOutAndGrad(
+    const KernelContext& ctx) {
+  PAREX_ASSIGN_OR_RETURN(const Tensor* out,
+                         CudaInput(ctx, "Out", DTypeOf<T>()));
+  PAREX_ASSIGN_OR_RETURN(const Tensor* dout,
+                         CudaInput(ctx, "Out@GRAD", DTypeOf<T>()));
+  if (dout->numel() != out->numel()) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
+                     " does not match Out " + DimsToString(out->dims()));
+  }
+  return std::make_pair(out, dout);
+}
 
 // The data of gradient output `slot` with `dims` (CudaOutput), or nullptr
 // when the op does not want that gradient.

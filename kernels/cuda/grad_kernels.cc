@@ -16,14 +16,9 @@ namespace {
 template <typename T>
 Status ActivationGradKernel(KernelContext& ctx, ActivationGrad op) {
   PAREX_ASSIGN_OR_RETURN(CudaDeviceContext * cuda, CudaContextOf(ctx));
-  PAREX_ASSIGN_OR_RETURN(const Tensor* out,
-                         CudaInput(ctx, "Out", DTypeOf<T>()));
-  PAREX_ASSIGN_OR_RETURN(const Tensor* dout,
-                         CudaInput(ctx, "Out@GRAD", DTypeOf<T>()));
-  if (dout->numel() != out->numel()) {
-    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
-                     " does not match Out " + DimsToString(out->dims()));
-  }
+  PAREX_ASSIGN_OR_RETURN(auto pair, CudaOutAndGrad<T>(ctx));
+  const Tensor* out = pair.first;
+  const Tensor* dout = pair.second;
   PAREX_ASSIGN_OR_RETURN(Tensor * dx,
                          CudaOutput(ctx, "X@GRAD", DTypeOf<T>(), out->dims()));
   PAREX_CUDA_RETURN_IF_ERROR(

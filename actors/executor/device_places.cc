@@ -29,17 +29,19 @@ DevicePlaces::~DevicePlaces() {
   }
 }
 
-StatusOr<void*> DevicePlaces::HostBuffer(const std::string& key,
+StatusOr<void*> DevicePlaces::HostBuffer(const void* owner, int op, int place,
                                          size_t bytes) const {
   std::lock_guard<std::mutex> lock(buffers_mu_);
-  Staging& buffer = buffers_[key];
+  Staging& buffer = buffers_[BufferKey{owner, op, place}];
   if (buffer.data != nullptr && buffer.bytes >= bytes) return buffer.data;
   compute_[0]->FreeHostStaging(buffer.data);
   buffer = Staging{compute_[0]->AllocateHostStaging(bytes), bytes};
   if (buffer.data == nullptr) {
     buffer.bytes = 0;
     return ResourceExhausted("no host staging memory for " +
-                             std::to_string(bytes) + " bytes (" + key + ")");
+                             std::to_string(bytes) + " bytes (op handle " +
+                             std::to_string(op) + ", " +
+                             places_[place].ToString() + ")");
   }
   return buffer.data;
 }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -54,12 +55,14 @@ class DevicePlaces {
   // captured, which the graph's copy reads. FailedPrecondition when there
   // is no such buffer or it is too small.
   Status StageFeed(int place, const std::string& name, const Tensor& src);
-  // A host buffer of at least `bytes` kept under `key` and reused (pinned
+  // A host buffer of at least `bytes` kept for op handle `op` of `owner`
+  // (its OpHandleTasks) on place `place`, reused step after step (pinned
   // on CUDA, so copies from and to it are asynchronous and can be captured
   // in a CUDA graph); grown when too small, which frees the old one.
   // REQUIRES: no copy from or to the old buffer is still queued.
   // Thread-safe (the op handles of several streams ask at once).
-  StatusOr<void*> HostBuffer(const std::string& key, size_t bytes) const;
+  StatusOr<void*> HostBuffer(const void* owner, int op, int place,
+                             size_t bytes) const;
   // A host copy of `src` through `context`, complete when this returns.
   static StatusOr<Tensor> CopyOut(DeviceContext* context, const Tensor& src);
   // Waits for every stream's work.
@@ -76,7 +79,8 @@ class DevicePlaces {
   };
   std::map<std::pair<int, std::string>, Staging> staging_;  // (place, feed)
   mutable std::mutex buffers_mu_;
-  mutable std::map<std::string, Staging> buffers_;  // HostBuffer's
+  using BufferKey = std::tuple<const void*, int, int>;  // owner, op, place
+  mutable std::map<BufferKey, Staging> buffers_;        // HostBuffer's
 };
 
 }  // namespace parex

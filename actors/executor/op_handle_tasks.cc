@@ -252,8 +252,7 @@ Status OpHandleTasks::RunScaleLossGrad(const SsaOp& op) {
   void* fill = out->raw_data();
   if (devices_ != nullptr) {
     PAREX_ASSIGN_OR_RETURN(
-        fill, devices_->HostBuffer("scale_loss_grad " + std::to_string(op.id),
-                                   out->bytes()));
+        fill, devices_->HostBuffer(this, op.id, op.place, out->bytes()));
   }
   if (out->dtype() == DType::kFP32) {
     std::fill_n(static_cast<float*>(fill), n, static_cast<float>(op.scale));
@@ -441,11 +440,8 @@ Status OpHandleTasks::RunFetch(const SsaOp& op) {
       // Queued into a kept host buffer; FinishFetches reads it after the
       // step (no wait here, so a CUDA graph can capture the copy).
       const int slot_index = fetch_slot_[op.id];
-      PAREX_ASSIGN_OR_RETURN(
-          void* buffer,
-          devices_->HostBuffer(
-              "fetch " + std::to_string(slot_index) + " " + std::to_string(p),
-              t->bytes()));
+      PAREX_ASSIGN_OR_RETURN(void* buffer,
+                             devices_->HostBuffer(this, op.id, p, t->bytes()));
       PAREX_RETURN_IF_ERROR(devices_->fetch()
                                 ->CopyToHost(buffer, t->raw_data(), t->bytes())
                                 .WithContext(graph_->OpLabel(op.id)));

@@ -11,6 +11,7 @@
 #include "apps/datasets.h"
 #include "base/logging.h"
 #ifdef PAREX_WITH_CUDA
+#include "actors/comm/nccl_communicator.h"
 #include "kernels/cuda/cuda_kernels.h"
 #endif
 
@@ -388,8 +389,10 @@ bool UnknownCommand(const CLI::App& app, const std::string& first) {
 
 int main(int argc, char** argv) {
 #ifdef PAREX_WITH_CUDA
-  // cuda places: kernels, allocator, device contexts, the visible devices.
+  // cuda places: kernels, allocator, device contexts, the visible devices;
+  // NCCL between GPUs.
   parex::RegisterCudaKernels(&parex::KernelRegistry::Global());
+  parex::RegisterNcclCommunicator();
 #endif
   CLI::App app{
       "parex: a data-parallel executor for Paddle Fluid programs, on CAF "

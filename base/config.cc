@@ -11,6 +11,9 @@ const std::vector<ConfigVar>& ConfigVars() {
   static const std::vector<ConfigVar> vars = {
       {"CPU_NUM", "1", "number of CPU places of an executor given no places"},
       {"CUDA_VISIBLE_DEVICES", "", "CUDA devices parex may use"},
+      {"PAREX_NCCL_TIMEOUT_MS", "300000",
+       "how long a step waits for NCCL collectives on GPUs before it aborts "
+       "them and fails naming the place"},
       {"PAREX_SEED", "0",
        "seed of the generator that random ops with seed=0 draw from"},
       {"PAREX_MAX_MEMORY_BYTES", "0",

@@ -54,6 +54,10 @@ class DeviceContext {
   // of a stream. The stream (and its library handles) stays this
   // context's: the new one must not outlive it.
   virtual std::unique_ptr<DeviceContext> NewOnSameStream() const = 0;
+  // The stream as the device's own libraries take it (a cudaStream_t on
+  // CUDA), for a collective library (NCCL) that queues work on it; null
+  // where work is not queued on a stream (the CPU).
+  virtual void* native_stream() const { return nullptr; }
   // Byte copies between the host and this context's place, or within it;
   // ordered with the context's other work.
   virtual Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;

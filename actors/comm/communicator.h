@@ -128,6 +128,13 @@ class Communicator {
   virtual void Interrupt(const Status& reason) { (void)reason; }
   // Calls work again (the next step after an abort).
   virtual void Resume() {}
+  // Whether a call's work may still be running when it returns (NCCL
+  // queues on device streams): the caller then polls Health() while it
+  // waits for that work, since such a backend learns of some failures only
+  // later.
+  virtual bool asynchronous() const { return false; }
+  // Ok, or a failure of work queued by earlier calls (thread-safe).
+  virtual Status Health() { return Status::Ok(); }
 
   // Every rank's tensors become the elementwise sum over all ranks.
   // REQUIRES: each group has local_size() tensors.

@@ -1,17 +1,10 @@
 #include "actors/comm/in_device_communicator.h"
 
+#include "actors/comm/collective_checks.h"
 #include "kernels/op_runner.h"
 
 namespace parex {
 namespace {
-
-std::string Label(Collective collective, std::string_view name,
-                  size_t num_groups, size_t group) {
-  std::string s =
-      std::string(CollectiveName(collective)) + " '" + std::string(name) + "'";
-  if (num_groups > 1) s += " group " + std::to_string(group);
-  return s;
-}
 
 std::string XName(int i) { return "x_" + std::to_string(i); }
 
@@ -34,35 +27,6 @@ InDeviceCommunicator::InDeviceCommunicator(std::vector<Place> places,
   sum_into_x0_ = block.AppendOp("sum");
   sum_into_x0_->SetInput("X", xs);
   sum_into_x0_->SetOutput("Out", {xs[0]});
-}
-
-Status InDeviceCommunicator::Check(Collective collective, std::string_view name,
-                                   TensorGroups groups) const {
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const PlaceTensors& tensors = groups[g];
-    auto where = [&](size_t p) {
-      return Label(collective, name, groups.size(), g) + " place " +
-             places_[p].ToString();
-    };
-    if (tensors.size() != places_.size()) {
-      return InvalidArgument(Label(collective, name, groups.size(), g) + ": " +
-                             std::to_string(tensors.size()) + " tensors for " +
-                             std::to_string(places_.size()) + " places");
-    }
-    for (size_t p = 0; p < tensors.size(); ++p) {
-      const Tensor* t = tensors[p];
-      if (t == nullptr || !t->defined() || !t->initialized()) {
-        return InvalidArgument(where(p) + ": no tensor holding data");
-      }
-      if (t->dtype() != tensors[0]->dtype() ||
-          t->numel() != tensors[0]->numel()) {
-        return InvalidArgument(where(p) + ": " + t->DebugString() +
-                               " != " + tensors[0]->DebugString() + " of " +
-                               places_[0].ToString());
-      }
-    }
-  }
-  return Status::Ok();
 }
 
 Status InDeviceCommunicator::Sum(const PlaceTensors& tensors, Tensor* out) {
@@ -96,14 +60,15 @@ Status InDeviceCommunicator::CopyFrom(const PlaceTensors& tensors, int root) {
 
 Status InDeviceCommunicator::AllReduce(std::string_view name,
                                        TensorGroups groups) {
-  PAREX_RETURN_IF_ERROR(Check(Collective::kAllReduce, name, groups));
+  PAREX_RETURN_IF_ERROR(
+      CheckPlaceTensors(Collective::kAllReduce, name, groups, places_));
   for (size_t g = 0; g < groups.size(); ++g) {
     const PlaceTensors& tensors = groups[g];
     Status s = Sum(tensors, tensors[0]);
     if (s.ok()) s = CopyFrom(tensors, 0);
     if (!s.ok()) {
       return s.WithContext(
-          Label(Collective::kAllReduce, name, groups.size(), g));
+          CollectiveLabel(Collective::kAllReduce, name, groups.size(), g));
     }
   }
   return Status::Ok();
@@ -111,10 +76,11 @@ Status InDeviceCommunicator::AllReduce(std::string_view name,
 
 Status InDeviceCommunicator::Reduce(std::string_view name, TensorGroups groups,
                                     int root) {
-  PAREX_RETURN_IF_ERROR(Check(Collective::kReduce, name, groups));
+  PAREX_RETURN_IF_ERROR(
+      CheckPlaceTensors(Collective::kReduce, name, groups, places_));
   if (root < 0 || root >= world_size()) {
-    return InvalidArgument(Label(Collective::kReduce, name, 1, 0) + ": root " +
-                           std::to_string(root) + " is not a rank");
+    return InvalidArgument(CollectiveLabel(Collective::kReduce, name, 1, 0) +
+                           ": root " + std::to_string(root) + " is not a rank");
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     const PlaceTensors& tensors = groups[g];
@@ -134,7 +100,8 @@ Status InDeviceCommunicator::Reduce(std::string_view name, TensorGroups groups,
       }
     }
     if (!s.ok()) {
-      return s.WithContext(Label(Collective::kReduce, name, groups.size(), g));
+      return s.WithContext(
+          CollectiveLabel(Collective::kReduce, name, groups.size(), g));
     }
   }
   return Status::Ok();
@@ -142,16 +109,17 @@ Status InDeviceCommunicator::Reduce(std::string_view name, TensorGroups groups,
 
 Status InDeviceCommunicator::Broadcast(std::string_view name,
                                        TensorGroups groups, int root) {
-  PAREX_RETURN_IF_ERROR(Check(Collective::kBroadcast, name, groups));
+  PAREX_RETURN_IF_ERROR(
+      CheckPlaceTensors(Collective::kBroadcast, name, groups, places_));
   if (root < 0 || root >= world_size()) {
-    return InvalidArgument(Label(Collective::kBroadcast, name, 1, 0) +
+    return InvalidArgument(CollectiveLabel(Collective::kBroadcast, name, 1, 0) +
                            ": root " + std::to_string(root) + " is not a rank");
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     Status s = CopyFrom(groups[g], root);
     if (!s.ok()) {
       return s.WithContext(
-          Label(Collective::kBroadcast, name, groups.size(), g));
+          CollectiveLabel(Collective::kBroadcast, name, groups.size(), g));
     }
   }
   return Status::Ok();

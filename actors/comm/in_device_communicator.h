@@ -47,10 +47,6 @@ class InDeviceCommunicator final : public Communicator {
                    const PlaceTensors& outputs) override;
 
  private:
-  // Every tensor of every group present, holding data, of one dtype and
-  // element count per group.
-  Status Check(Collective collective, std::string_view name,
-               TensorGroups groups) const;
   // *out = tensors[0] + tensors[1] + ... (rank order) by the sum kernel.
   // `out` may be tensors[0].
   Status Sum(const PlaceTensors& tensors, Tensor* out);

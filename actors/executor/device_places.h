@@ -1,6 +1,8 @@
 // DevicePlaces: what a ParallelExecutor keeps for places with memory of
-// their own (DESIGN.md §3.4: a GPU's): a compute stream per place and the
-// communication and fetch streams of place 0's device, as DeviceContexts
+// their own (DESIGN.md §3.4: a GPU's): a compute stream per place, a
+// communication stream per device (place 0's is where collectives start
+// and end; NCCL queues each GPU's part on that GPU's) and the fetch stream
+// of place 0's device, as DeviceContexts
 // (kernels/device_context.h: CUDA streams on cuda places), and the copies
 // between the host and the places: feeds in, fetched values and persistables
 // out.
@@ -14,6 +16,7 @@
 // stream actor of its stream; the executor's thread between steps).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,13 @@
 
 namespace parex {
 
+// Whether `places` span several devices (not only the slots of one).
+bool OnSeveralDevices(const std::vector<Place>& places);
+// Places on several GPUs must be one place per GPU (NCCL takes one rank
+// per GPU) with a communicator between GPUs built in (Unimplemented naming
+// the places otherwise); places of one device pass.
+Status CheckDevicesOfPlaces(const std::vector<Place>& places);
+
 class DevicePlaces {
  public:
   // Contexts for `places` (CreateDeviceContext: errors name the place).
@@ -35,7 +45,14 @@ class DevicePlaces {
       const std::vector<Place>& places);
 
   DeviceContext* compute(int place) const { return compute_[place].get(); }
-  DeviceContext* communication() const { return communication_.get(); }
+  DeviceContext* communication() const { return communication_[0].get(); }
+  // The communication stream of place `place`'s device (places sharing a
+  // device share it).
+  DeviceContext* communication(int place) const {
+    return communication_[communication_of_[place]].get();
+  }
+  // Every communication stream, place 0's first.
+  std::vector<DeviceContext*> communication_streams() const;
   DeviceContext* fetch() const { return fetch_.get(); }
 
   ~DevicePlaces();
@@ -65,14 +82,25 @@ class DevicePlaces {
                              size_t bytes) const;
   // A host copy of `src` through `context`, complete when this returns.
   static StatusOr<Tensor> CopyOut(DeviceContext* context, const Tensor& src);
-  // Waits for every stream's work.
+  // Waits for every stream's work. With `health` (a backend whose failures
+  // show after its calls returned: NCCL), waits by polling the streams and
+  // `health`, and gives up after `timeout_ms`: a failure of `health`, or
+  // Aborted naming the streams still busy.
   Status SynchronizeAll() const;
+  Status SynchronizeAll(const std::function<Status()>& health,
+                        long timeout_ms) const;
 
  private:
+  // Compute, communication and fetch streams.
+  std::vector<DeviceContext*> AllStreams() const;
+
   std::vector<Place> places_;
   std::vector<std::unique_ptr<DeviceContext>> compute_;
-  std::unique_ptr<DeviceContext> communication_;
+  std::vector<std::unique_ptr<DeviceContext>> communication_;
+  std::vector<int> communication_of_;  // place -> index in communication_
   std::unique_ptr<DeviceContext> fetch_;
+  // One per stream of AllStreams(), for the polling SynchronizeAll.
+  mutable std::vector<std::unique_ptr<Event>> poll_events_;
   struct Staging {
     void* data = nullptr;
     size_t bytes = 0;

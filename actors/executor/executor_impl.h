@@ -84,6 +84,9 @@ struct ParallelExecutor::Impl {
   StatusOr<bool> Replay(CompiledStep* step, const std::vector<FeedMap>& feeds,
                         std::vector<std::vector<Tensor>>* fetched);
   std::vector<DeviceContext*> JoinedStreams() const;
+  // Waits for the device work of a step: polling the communicator's
+  // health when it is asynchronous (NCCL), which it interrupts on failure.
+  Status SyncDevices();
   // The fetch list's values in its order, from the step's fetch handles.
   std::vector<std::vector<Tensor>> Answer(
       const CompiledStep& step, const std::vector<std::string>& fetch,

@@ -8,6 +8,7 @@
 #include <thread>
 #include <utility>
 
+#include "actors/comm/device_communicators.h"
 #include "actors/comm/in_device_communicator.h"
 #include "actors/comm/in_process_communicator.h"
 #include "actors/executor/device_places.h"
@@ -289,7 +290,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   if (devices != nullptr) {
     // The next step's work must not overtake this one's on another stream
     // (a gradient written while a collective still reads it).
-    Status synced = devices->SynchronizeAll();
+    Status synced = SyncDevices();
     if (status.ok()) status = synced;
     if (status.ok()) {
       step->ops->FinishFetches();
@@ -342,16 +343,7 @@ Status ParallelExecutor::CheckPlaces(const std::vector<Place>& places) {
     }
   }
   PAREX_RETURN_IF_ERROR(CheckPlacesVisible(places));
-  for (const Place& p : places) {
-    if (p.is_cuda() && p.id != places[0].id) {
-      return Unimplemented(
-          "places " + places[0].ToString() + " and " + p.ToString() +
-          " are on different GPUs; collectives between GPUs need the NCCL "
-          "communicator, which is not wired into the runtime yet (run the "
-          "places of one GPU, e.g. cuda:0x2)");
-    }
-  }
-  return Status::Ok();
+  return CheckDevicesOfPlaces(places);
 }
 
 StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
@@ -405,6 +397,13 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   }
   if (exec_strategy.communicator != nullptr) {
     impl->comm = exec_strategy.communicator;
+  } else if (on_devices && OnSeveralDevices(places)) {
+    std::vector<DeviceContext*> streams;
+    for (int p = 0; p < static_cast<int>(places.size()); ++p) {
+      streams.push_back(impl->devices->communication(p));
+    }
+    PAREX_ASSIGN_OR_RETURN(impl->comm,
+                           CreateDeviceCommunicator(places, streams));
   } else if (on_devices) {
     impl->comm = std::make_shared<InDeviceCommunicator>(
         device_places, impl->devices->communication());

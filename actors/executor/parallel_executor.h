@@ -108,10 +108,9 @@ class ParallelExecutor {
   // Whether this process can run a program on `places`, checked before
   // anything is loaded (the CLI asks it first, Create again): one kind, no
   // place twice (InvalidArgument), every CUDA place on a visible device
-  // (FailedPrecondition, kernels/visible_devices.h), and, for now, every
-  // CUDA place on one GPU (Unimplemented: collectives between GPUs need the
-  // NCCL communicator, not wired into the runtime yet). Each error names
-  // the place.
+  // (FailedPrecondition, kernels/visible_devices.h), and CUDA places either
+  // the slots of one GPU or one place per GPU with the NCCL communicator
+  // built in (Unimplemented otherwise). Each error names the place.
   static Status CheckPlaces(const std::vector<Place>& places);
 
   // One step. `feed`: one dict, every tensor split along dim 0 over the

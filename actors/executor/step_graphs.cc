@@ -21,6 +21,7 @@
 #include <string>
 
 #include "actors/executor/executor_impl.h"
+#include "base/config.h"
 
 namespace parex {
 namespace {
@@ -40,6 +41,16 @@ bool HasHostWork(const SsaGraph& graph) {
 
 }  // namespace
 
+Status ParallelExecutor::Impl::SyncDevices() {
+  if (!comm->asynchronous()) return devices->SynchronizeAll();
+  Status s = devices->SynchronizeAll([this] { return comm->Health(); },
+                                     GetConfigInt("PAREX_NCCL_TIMEOUT_MS"));
+  // Collective work that failed or hangs must be aborted before the
+  // streams are used again.
+  if (!s.ok()) comm->Interrupt(s);
+  return s;
+}
+
 std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
   std::vector<DeviceContext*> joined;
   for (int p = 1; p < n(); ++p) joined.push_back(devices->compute(p));
@@ -50,9 +61,11 @@ std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
 
 bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
                                           const std::vector<FeedMap>& feeds) {
+  // Collectives between GPUs (NCCL) are not captured: a graph of several
+  // devices' streams is not what the capture joins.
   if (devices == nullptr || !exec.cuda_graphs || !places[0].is_cuda() ||
-      exec.stream_wait != StreamWaitStrategy::kEvent || exec.trace != nullptr ||
-      exec.dry_run) {
+      comm->asynchronous() || exec.stream_wait != StreamWaitStrategy::kEvent ||
+      exec.trace != nullptr || exec.dry_run) {
     return false;
   }
   StepGraph& g = graphs[step];
@@ -108,7 +121,7 @@ StatusOr<bool> ParallelExecutor::Impl::Replay(
     }
   }
   Status status = g.graph->Launch();
-  Status synced = devices->SynchronizeAll();
+  Status synced = SyncDevices();
   if (status.ok()) status = synced;
   ++steps;
   ++next_step;

@@ -80,6 +80,7 @@ class CudaDeviceContext : public DeviceContext {
   // Shares this context's stream, cuBLAS handle (not owned: destroying the
   // new context leaves them alone) and cuDNN handle (made once for both).
   std::unique_ptr<DeviceContext> NewOnSameStream() const override;
+  void* native_stream() const override { return stream_; }
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;

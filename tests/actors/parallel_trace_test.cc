@@ -236,7 +236,9 @@ TEST(ParallelTraceTest, OneStepsMessagesFlowBetweenTheNamedActorKinds) {
     ++done;
     EXPECT_EQ(std::string(MessageTypeOf(m)), "StepDone");
     for (const TraceSpan& s : trace.Spans()) {
-      if (s.step == step) EXPECT_LE(s.task_end_ns, m.sent_ns);
+      if (s.step == step) {
+        EXPECT_LE(s.task_end_ns, m.sent_ns);
+      }
     }
   }
   EXPECT_EQ(done, 1);

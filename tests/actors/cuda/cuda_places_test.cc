@@ -5,13 +5,15 @@
 // relative, under both stream wait strategies, fetches and
 // SyncPersistables come back to the host, a steady step asks the CUDA
 // allocator for no new device memory, and steps replayed as a CUDA graph
-// equal the steps run on the actors bit for bit.
+// equal the steps run on the actors bit for bit. With two GPUs, one place
+// on each (the NCCL communicator) trains as two CPU places do.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "actors/comm/nccl_communicator.h"
 #include "actors/executor/parallel_executor.h"
 #include "graph/builder/examples.h"
 #include "kernels/allocator.h"
@@ -30,6 +32,7 @@ class CudaPlacesTest : public ::testing::Test {
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
     RegisterCudaKernels(&KernelRegistry::Global());
+    RegisterNcclCommunicator();
   }
 };
 
@@ -117,6 +120,29 @@ TEST_F(CudaPlacesTest, ExamplesTrainAsOnCpuPlacesWithoutSteadyAllocations) {
       EXPECT_EQ(graphed.steps, eager.steps)
           << ExampleName(kind) << " on " << places.size() << " places";
     }
+  }
+}
+
+TEST_F(CudaPlacesTest, OnePlacePerGpuTrainsThroughNcclAsOnCpuPlaces) {
+  if (CudaDeviceCount() < 2) {
+    GTEST_SKIP() << "one CUDA device visible: NCCL needs a GPU per rank";
+  }
+  StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kFashionMlp);
+  ASSERT_TRUE(ex.ok()) << ex.status().ToString();
+  const Losses cpu =
+      Train(*ex, {Place::CPU(0), Place::CPU(1)}, StreamWaitStrategy::kEvent);
+  for (StreamWaitStrategy wait :
+       {StreamWaitStrategy::kEvent, StreamWaitStrategy::kWait}) {
+    const Losses gpu = Train(*ex, {Place::CUDA(0), Place::CUDA(1)}, wait);
+    ASSERT_EQ(gpu.steps.size(), cpu.steps.size());
+    for (size_t s = 0; s < gpu.steps.size(); ++s) {
+      ASSERT_EQ(gpu.steps[s].size(), 2u);
+      for (size_t p = 0; p < 2; ++p) {
+        EXPECT_LT(RelDiff(gpu.steps[s][p], cpu.steps[s][p]), 1e-4)
+            << "step " << s << " place " << p;
+      }
+    }
+    EXPECT_EQ(gpu.steady_system_allocs, 0u);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "actors/executor/parallel_executor.h"
+#include "apps/python/py_cluster.h"
 #include "apps/python/py_common.h"
 #include "apps/python/py_executors.h"
 #include "base/file_io.h"
@@ -93,7 +94,13 @@ void BindStrategies(py::module_& m) {
       .def_readwrite("num_threads", &ExecutionStrategy::num_threads)
       .def_readwrite("num_iteration_per_drop_scope",
                      &ExecutionStrategy::num_iteration_per_drop_scope)
-      .def_readwrite("cuda_graphs", &ExecutionStrategy::cuda_graphs);
+      .def_readwrite("cuda_graphs", &ExecutionStrategy::cuda_graphs)
+      // Fluid's switch between its two executors: parex has one (accepted,
+      // always on).
+      .def_property(
+          "use_experimental_executor",
+          [](const ExecutionStrategy&) { return true; },
+          [](ExecutionStrategy&, bool) {});
 }
 
 void BindPrograms(py::module_& m) {
@@ -208,6 +215,7 @@ void BindModule(py::module_& m) {
   BindPrograms(m);
   BindScopes(m);
   BindExecutors(m);
+  BindCluster(m);
 }
 
 }  // namespace

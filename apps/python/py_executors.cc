@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actors/executor/parallel_executor.h"
+#include "apps/python/py_cluster.h"
 #include "base/dims.h"
 #include "graph/ir/program.h"
 #include "kernels/reference_executor.h"
@@ -183,8 +184,11 @@ class PyParallelExecutor {
                      std::shared_ptr<Program> program,
                      const std::string& loss_name, std::shared_ptr<Scope> scope,
                      const BuildStrategy& build, const ExecutionStrategy& exec,
-                     const PyParallelExecutor* share_vars_from)
-      : program_(std::move(program)), scope_(std::move(scope)) {
+                     const PyParallelExecutor* share_vars_from,
+                     PyCluster* cluster)
+      : program_(std::move(program)),
+        scope_(std::move(scope)),
+        cluster_(cluster) {
     if (share_vars_from != nullptr) {
       if (share_vars_from->scope_ != scope_) {
         throw StatusError{InvalidArgument(
@@ -193,15 +197,38 @@ class PyParallelExecutor {
       ThrowIfError(
           CheckSharedPersistables(*program_, *share_vars_from->program_));
     }
-    StatusOr<std::unique_ptr<ParallelExecutor>> pe = Internal("not run");
-    {
-      py::gil_scoped_release release;
-      pe = ParallelExecutor::Create(
-          places, *program_, loss_name, scope_.get(), build, exec,
-          share_vars_from != nullptr ? share_vars_from->pe_.get() : nullptr);
-    }
-    pe_ = ValueOrThrow(std::move(pe));
+    pe_ = ValueOrThrow(CreateOn(
+        places, loss_name, build, exec,
+        share_vars_from != nullptr ? share_vars_from->pe_.get() : nullptr));
     if (share_vars_from != nullptr) shared_from_ = share_vars_from->pe_;
+    // A lost peer aborts the training executor's step.
+    if (cluster_ != nullptr && !loss_name.empty()) {
+      cluster_->AbortOnLoss(pe_.get());
+    }
+  }
+  ~PyParallelExecutor() {
+    if (cluster_ != nullptr) cluster_->Forget(pe_.get());
+  }
+  PyParallelExecutor(const PyParallelExecutor&) = delete;
+  PyParallelExecutor& operator=(const PyParallelExecutor&) = delete;
+
+  // The executor, on this node's places of the cluster when there is one
+  // (its collectives across the nodes; a training executor first takes
+  // rank 0's persistables).
+  StatusOr<std::unique_ptr<ParallelExecutor>> CreateOn(
+      std::vector<Place> places, const std::string& loss_name,
+      BuildStrategy build, ExecutionStrategy exec,
+      const ParallelExecutor* share) {
+    py::gil_scoped_release release;
+    if (cluster_ != nullptr) {
+      places = cluster_->places();
+      PAREX_RETURN_IF_ERROR(cluster_->Configure(&build, &exec));
+      if (share == nullptr) {
+        PAREX_RETURN_IF_ERROR(cluster_->BroadcastPersistables(scope_.get()));
+      }
+    }
+    return ParallelExecutor::Create(places, *program_, loss_name, scope_.get(),
+                                    build, exec, share);
   }
 
   // One feed dict split over the places: the fetches merged along dim 0.
@@ -259,6 +286,7 @@ class PyParallelExecutor {
  private:
   std::shared_ptr<Program> program_;
   std::shared_ptr<Scope> scope_;
+  PyCluster* cluster_;  // kept alive by the Python object (keep_alive)
   // The executor whose variables this one shares lives as long as this one.
   std::shared_ptr<ParallelExecutor> shared_from_;
   std::shared_ptr<ParallelExecutor> pe_;
@@ -276,10 +304,11 @@ void BindExecutors(py::module_& m) {
       .def(py::init<const std::vector<Place>&, std::shared_ptr<Program>,
                     const std::string&, std::shared_ptr<Scope>,
                     const BuildStrategy&, const ExecutionStrategy&,
-                    const PyParallelExecutor*>(),
+                    const PyParallelExecutor*, PyCluster*>(),
            py::arg("places"), py::arg("program"), py::arg("loss_name"),
            py::arg("scope"), py::arg("build_strategy"),
-           py::arg("exec_strategy"), py::arg("share_vars_from"))
+           py::arg("exec_strategy"), py::arg("share_vars_from"),
+           py::arg("cluster"), py::keep_alive<1, 8>(), py::keep_alive<1, 9>())
       .def("run", &PyParallelExecutor::Run, py::arg("feed"),
            py::arg("fetch_list"))
       .def("run_per_place", &PyParallelExecutor::RunPerPlace, py::arg("feed"),

@@ -40,7 +40,8 @@ from ._core import (  # noqa: F401  (re-exported)
 )
 
 __all__ = [
-    "BuildStrategy", "CPUPlace", "CUDAPlace", "Error", "ExecutionStrategy",
+    "BuildStrategy", "CPUPlace", "CUDAPlace", "Cluster", "Error",
+    "ExecutionStrategy",
     "Executor", "ParallelExecutor", "Place", "Program", "Scope",
     "default_main_program", "default_startup_program", "global_scope",
     "scope_guard",
@@ -255,17 +256,17 @@ def _default_places(use_cuda):
 
 class ParallelExecutor:
     """Fluid's ParallelExecutor: the program over every place, gradients
-    all-reduced (or reduced and broadcast) between them."""
+    all-reduced (or reduced and broadcast) between them. With
+    `num_trainers` > 1 this process is node `trainer_id` of the
+    `parex.Cluster` it joined: the executor runs that node's places of the
+    topology, its gradients summed across the nodes, each node feeding its
+    own batch (Fluid's multi-trainer way)."""
 
     def __init__(self, use_cuda, loss_name=None, main_program=None,
                  share_vars_from=None, exec_strategy=None,
                  build_strategy=None, num_trainers=1, trainer_id=0,
                  scope=None):
-        if num_trainers != 1 or trainer_id != 0:
-            raise Error("num_trainers=%d, trainer_id=%d: training across "
-                        "nodes from Python is not supported yet; run "
-                        "`parex node` / `parex launch` with a topology"
-                        % (num_trainers, trainer_id))
+        cluster = _cluster_for(num_trainers, trainer_id)
         if share_vars_from is not None and \
                 not isinstance(share_vars_from, ParallelExecutor):
             raise TypeError("share_vars_from must be a parex."
@@ -279,7 +280,8 @@ class ParallelExecutor:
             _default_places(bool(use_cuda)), program, loss_name or "",
             core_scope, build_strategy or BuildStrategy(),
             exec_strategy or ExecutionStrategy(),
-            share_vars_from._core if share_vars_from is not None else None)
+            share_vars_from._core if share_vars_from is not None else None,
+            cluster._core if cluster is not None else None)
         self._dirty = False
         _executors.add(self)
 
@@ -310,6 +312,62 @@ class ParallelExecutor:
 
     def drop_local_exe_scopes(self):
         pass
+
+
+# --- clusters ---------------------------------------------------------------
+
+_cluster = None  # the Cluster this process joined, if any
+
+
+class Cluster:
+    """This process as node `node` of the topology file `topology` (see
+    docs/cluster.md): joins the other nodes now (blocking until they came)
+    and stays joined until leave(). ParallelExecutors made with
+    num_trainers=cluster.size, trainer_id=cluster.rank train across the
+    nodes, starting from rank 0's persistables."""
+
+    def __init__(self, topology, node):
+        global _cluster
+        if _cluster is not None and _cluster._core is not None:
+            raise Error("this process already joined a cluster as node '%s'"
+                        % _cluster.node)
+        self._core = _core.Cluster(os.fspath(topology), node)
+        _cluster = self
+
+    rank = property(lambda self: self._core.rank)
+    size = property(lambda self: self._core.size)
+    node = property(lambda self: self._core.node)
+    places = property(lambda self: self._core.places)
+
+    def leave(self):
+        """Leaves together with the other nodes."""
+        global _cluster
+        if self._core is not None:
+            self._core.leave()
+        if _cluster is self:
+            _cluster = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.leave()
+
+
+def _cluster_for(num_trainers, trainer_id):
+    """The joined cluster num_trainers / trainer_id name, or None."""
+    if num_trainers == 1 and trainer_id == 0:
+        return None
+    if _cluster is None:
+        raise Error("num_trainers=%d, trainer_id=%d: join the cluster first "
+                    "(parex.Cluster(topology, node))"
+                    % (num_trainers, trainer_id))
+    if (num_trainers, trainer_id) != (_cluster.size, _cluster.rank):
+        raise Error("num_trainers=%d, trainer_id=%d, but this process is node "
+                    "'%s', rank %d of %d nodes"
+                    % (num_trainers, trainer_id, _cluster.node, _cluster.rank,
+                       _cluster.size))
+    return _cluster
 
 
 def _merge(arrays):

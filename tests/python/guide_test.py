@@ -56,8 +56,13 @@ def run_guide(mode):
         dev_count = 2
         exec_strategy = fluid.ExecutionStrategy()
         exec_strategy.num_threads = dev_count * 4
+        exec_strategy.num_iteration_per_drop_scope = 100
+        exec_strategy.use_experimental_executor = True  # Fluid's; accepted
         build_strategy = fluid.BuildStrategy()
         build_strategy.memory_optimize = False
+        build_strategy.fuse_all_reduce_ops = True
+        build_strategy.gradient_scale_strategy = \
+            fluid.BuildStrategy.GradientScaleStrategy.CoeffNumDevice
         build_strategy.reduce_strategy = mode
 
         train_exe = fluid.ParallelExecutor(use_cuda=False,

@@ -9,17 +9,14 @@
 #include <string>
 #include <utility>
 
+#include "kernels/cpu/activation_kernel_impl.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
 namespace {
 
-// An activation F: Forward(x, a) is Out; kSource names the forward value
-// its gradient op reads ("Out", or "X") and Backward(that value, dOut, a) is
-// dX. `a` holds the op's attributes, read once per run by F::Attrs::Read.
-struct NoAttrs {
-  static StatusOr<NoAttrs> Read(const KernelContext&) { return NoAttrs{}; }
-};
+using activation::NoAttrs;
+using activation::RegisterActivation;
 
 struct Relu {
   using Attrs = NoAttrs;
@@ -247,56 +244,6 @@ struct Clip {
     return x > static_cast<T>(a.min) && x < static_cast<T>(a.max) ? dout : T(0);
   }
 };
-
-template <typename T, typename F>
-Status UnaryKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
-  PAREX_ASSIGN_OR_RETURN(const typename F::Attrs attrs, F::Attrs::Read(ctx));
-  const Tensor* x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  const T* xd = x->data<T>();
-  T* od = out->data<T>();
-#pragma GCC ivdep  // in place or disjoint: element i touches index i only
-  for (int64_t i = 0, i_end = x->numel(); i < i_end; ++i)
-    od[i] = F::Forward(xd[i], attrs);
-  return Status::Ok();
-}
-
-// F::kSource is the forward value the gradient reads: "Out" or "X".
-template <typename T, typename F>
-Status UnaryGradKernel(KernelContext& ctx) {
-  const char* source = F::kSource;
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({source, "Out@GRAD"}));
-  PAREX_ASSIGN_OR_RETURN(const typename F::Attrs attrs, F::Attrs::Read(ctx));
-  const Tensor* a = ctx.Input(source);
-  const Tensor* dout = ctx.Input("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  if (a->numel() != dout->numel()) {
-    return ctx.Error(std::string("Out@GRAD has ") +
-                     std::to_string(dout->numel()) + " elements, " + source +
-                     " has " + std::to_string(a->numel()));
-  }
-  const T* ad = a->data<T>();
-  const T* gd = dout->data<T>();
-  T* dxd = dx->data<T>();
-#pragma GCC ivdep  // in place or disjoint: element i touches index i only
-  for (int64_t i = 0, i_end = a->numel(); i < i_end; ++i) {
-    dxd[i] = F::Backward(ad[i], gd[i], attrs);
-  }
-  return Status::Ok();
-}
-
-// Registers UnaryKernel<T, F> as `type` and UnaryGradKernel<T, F> as
-// `type`_grad, for float and double.
-template <typename F>
-void RegisterActivation(KernelRegistry* r, const std::string& type) {
-  RegisterCpuKernel<float, double>(r, type, [](auto tag) {
-    return &UnaryKernel<typename decltype(tag)::type, F>;
-  });
-  RegisterCpuKernel<float, double>(r, type + "_grad", [](auto tag) {
-    return &UnaryGradKernel<typename decltype(tag)::type, F>;
-  });
-}
 
 }  // namespace
 

@@ -7,6 +7,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterFillKernels(r);
   RegisterElementwiseKernels(r);
   RegisterActivationKernels(r);
+  RegisterUnaryMathKernels(r);
   RegisterSoftmaxKernels(r);
   RegisterReduceKernels(r);
   RegisterMetricKernels(r);

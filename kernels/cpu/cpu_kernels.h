@@ -10,6 +10,7 @@ void RegisterIoKernels(KernelRegistry* r);
 void RegisterFillKernels(KernelRegistry* r);
 void RegisterElementwiseKernels(KernelRegistry* r);
 void RegisterActivationKernels(KernelRegistry* r);
+void RegisterUnaryMathKernels(KernelRegistry* r);
 void RegisterSoftmaxKernels(KernelRegistry* r);
 void RegisterReduceKernels(KernelRegistry* r);
 void RegisterMetricKernels(KernelRegistry* r);

@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... elementwise.json):
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... unary_math.json):
                     as tensor_ops.json, one op group each (see each group's
                     function).
 Run: python3 -m venv v && v/bin/pip install paddlepaddle==2.6.2 &&
@@ -611,6 +611,51 @@ def elementwise_cases(rng):
     return cases
 
 
+# unary_math.json: (op, attrs, input range) for Paddle 2.x's further
+# element-wise ops; ranges keep away from each op's kinks and poles.
+UNARY_MATH = [
+    ("sqrt", {}, (0.2, 3.0)), ("rsqrt", {}, (0.2, 3.0)),
+    ("reciprocal", {}, (0.2, 3.0)), ("sin", {}, (-3, 3)), ("cos", {}, (-3, 3)),
+    ("tan", {}, (-1.2, 1.2)), ("asin", {}, (-0.9, 0.9)), ("acos", {}, (-0.9, 0.9)),
+    ("atan", {}, (-3, 3)), ("sinh", {}, (-3, 3)), ("cosh", {}, (-3, 3)),
+    ("erf", {}, (-2, 2)), ("log2", {}, (0.2, 3.0)), ("log10", {}, (0.2, 3.0)),
+    ("log1p", {}, (-0.5, 3.0)), ("expm1", {}, (-3, 3)),
+    ("floor", {}, (-3, 3)), ("ceil", {}, (-3, 3)), ("round", {}, (-3, 3)),
+    ("silu", {}, (-4, 4)), ("softsign", {}, (-4, 4)), ("tanh_shrink", {}, (-3, 3)),
+    ("logsigmoid", {}, (-6, 6)),
+    ("relu6", {}, (-2, 8)),
+    ("hard_sigmoid", {"slope": 0.2, "offset": 0.5}, (-4, 4)),
+    ("softplus", {"beta": 2.0, "threshold": 4.0}, (-4, 4)),
+    ("mish", {"threshold": 20.0}, (-4, 4)),
+    ("elu", {"alpha": 0.7}, (-3, 3)), ("celu", {"alpha": 1.5}, (-3, 3)),
+    ("selu", {"scale": 1.0507009873554805, "alpha": 1.6732632423543772}, (-3, 3)),
+    ("hard_shrink", {"threshold": 0.5}, (-2, 2)),
+    ("softshrink", {"lambda": 0.5}, (-2, 2)),
+    ("thresholded_relu", {"threshold": 1.0}, (-3, 3)),
+    ("brelu", {"t_min": -1.0, "t_max": 1.5}, (-3, 3)),
+]
+
+
+def unary_math_cases(rng):
+    """unary_math.json (tests/kernels/unary_math_kernels_test.cc): each op
+    of UNARY_MATH on 12 fp64 values of its range, kept 0.05 away from the
+    kinks (0, +-0.5, 1, +-1, 1.5, 6, +-2.5, the integers and halves of
+    floor/ceil/round), with Paddle's gradient op (sign has none)."""
+    kinks = np.array([0.0, 0.5, -0.5, 1.0, -1.0, 1.5, 6.0, 2.5, -2.5])
+    cases = []
+    for op, attrs, (lo, hi) in UNARY_MATH:
+        x = rng.uniform(lo, hi, size=(3, 4))
+        near = np.min(np.abs(x[..., None] - kinks), axis=-1) < 0.05
+        if op in ("floor", "ceil", "round"):
+            near |= np.abs(x * 2 - np.round(x * 2)) < 0.1
+        x = np.where(near, x + 0.13, x)
+        cases.append(run_static(op, {"X": [x]}, attrs, {"Out": 1}, ["X_0"], rng))
+    x = rng.uniform(-3, 3, size=(3, 4))
+    x[0, 0] = 0.0
+    cases.append(run_static("sign", {"X": [x]}, {}, {"Out": 1}, [], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -620,8 +665,18 @@ OP_GROUP_FILES = [
     ("pad3d.json", pad3d_cases, 2606),
     ("interp.json", interp_cases, 2607),
     ("elementwise.json", elementwise_cases, 2608),
+    ("unary_math.json", unary_math_cases, 2609),
 ]
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] == ["--only", "unary_math.json"]:  # one group, by hand
+        paddle.enable_static()
+        cases = unary_math_cases(np.random.RandomState(2609))
+        with open(os.path.join(HERE, "unary_math.json"), "w") as f:
+            json.dump({"paddle": paddle.__version__, "cases": cases}, f, indent=1,
+                      allow_nan=False)
+        print(len(cases), "cases in unary_math.json")
+    else:
+        main()

@@ -1,10 +1,11 @@
-// mean, reduce_sum, reduce_mean, their gradients, sum, and cumsum with its
-// gradient on CPU.
+// mean, reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, their
+// gradients, sum, and cumsum with its gradient on CPU.
 // Reductions pair X (full) with Out viewed with X's rank and 1s on the
 // reduced dims (kernels/cpu/broadcast.h); removing those 1s (keep_dim false)
 // does not move any element, so the same map serves both layouts.
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -129,6 +130,79 @@ Status ReduceGradKernel(KernelContext& ctx) {
   T* dx = ctx.Output("X@GRAD")->data<T>();
   map.ForEach([&](int64_t i, int64_t j) { dx[i] = g[j] * scale; });
   return Status::Ok();
+}
+
+enum class Extreme { kMax, kMin, kProd };
+
+// Out = max, min or product of X over the reduced dims, in X's dtype.
+template <typename T, Extreme K>
+Status ExtremeKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  if (map.small_numel() != out->numel() || out->dtype() != x->dtype()) {
+    return ctx.Error("Out " + out->DebugString() +
+                     " does not hold the reduction of X " + x->DebugString());
+  }
+  const T init = K == Extreme::kMax   ? std::numeric_limits<T>::lowest()
+                 : K == Extreme::kMin ? std::numeric_limits<T>::max()
+                                      : T(1);
+  T* od = out->data<T>();
+  const T* xd = x->data<T>();
+  std::fill(od, od + map.small_numel(), init);
+  map.ForEach([&](int64_t i, int64_t j) {
+    if constexpr (K == Extreme::kMax) {
+      od[j] = std::max(od[j], xd[i]);
+    } else if constexpr (K == Extreme::kMin) {
+      od[j] = std::min(od[j], xd[i]);
+    } else {
+      od[j] *= xd[i];
+    }
+  });
+  return Status::Ok();
+}
+
+// Paddle's gradients: for max and min, Out@GRAD to every element equal to
+// the extreme (ties each get all of it); for prod, Out@GRAD * Out / X.
+template <typename T, Extreme K>
+Status ExtremeGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* out = ctx.Input("Out");
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  if (map.small_numel() != dout->numel() ||
+      map.small_numel() != out->numel()) {
+    return ctx.Error("Out " + DimsToString(out->dims()) + " and Out@GRAD " +
+                     DimsToString(dout->dims()) +
+                     " do not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T* xd = x->data<T>();
+  const T* od = out->data<T>();
+  const T* g = dout->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  map.ForEach([&](int64_t i, int64_t j) {
+    if constexpr (K == Extreme::kProd) {
+      dx[i] = g[j] * od[j] / xd[i];
+    } else {
+      dx[i] = xd[i] == od[j] ? g[j] : T(0);
+    }
+  });
+  return Status::Ok();
+}
+
+template <Extreme K>
+void RegisterExtreme(KernelRegistry* r, const std::string& type) {
+  RegisterCpuKernel<float, double, int32_t, int64_t>(r, type, [](auto tag) {
+    return &ExtremeKernel<typename decltype(tag)::type, K>;
+  });
+  RegisterCpuKernel<float, double>(r, type + "_grad", [](auto tag) {
+    return &ExtremeGradKernel<typename decltype(tag)::type, K>;
+  });
 }
 
 // Out = sum of the non-empty X. Out may be one of the X (gradient
@@ -304,6 +378,9 @@ void RegisterReduceKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "mean_grad", MeanGradKernel, float, double);
   RegisterReduce<false, float, double, int32_t, int64_t>(r, "reduce_sum");
   RegisterReduce<true, float, double>(r, "reduce_mean");
+  RegisterExtreme<Extreme::kMax>(r, "reduce_max");
+  RegisterExtreme<Extreme::kMin>(r, "reduce_min");
+  RegisterExtreme<Extreme::kProd>(r, "reduce_prod");
   PAREX_CPU_KERNEL(r, "sum", SumKernel, float, double, int32_t, int64_t);
   PAREX_CPU_KERNEL(r, "cumsum", CumsumKernel, float, double, int32_t, int64_t);
   PAREX_CPU_KERNEL(r, "cumsum_grad", CumsumGradKernel, float, double);

@@ -355,5 +355,53 @@ TEST(CumsumSchemaTest, UnknownBatchAtCompileTime) {
   EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1}));
 }
 
+// reduce_max, reduce_min and reduce_prod against PaddlePaddle 2.6.2
+// (tests/kernels/paddle_goldens/reduce.json: outputs, the gradient op's
+// slots and its values), and their gradients against finite differences
+// on distinct values (max and min have no ties there; prod none near 0).
+TEST(ReduceExtremeKernelsTest, MatchPaddleAndFiniteDifferences) {
+  uint32_t seed = 70;
+  for (const char* type : {"reduce_max", "reduce_min", "reduce_prod"}) {
+    SCOPED_TRACE(type);
+    EXPECT_EQ(CheckPaddleGoldens(type, {}, "reduce.json"), 3);
+    for (const ReduceCase& c : ReduceCases()) {
+      SCOPED_TRACE(CaseName(c));
+      OpTester t(type);
+      t.Input("X", DistinctRandomTensor({2, 3, 4}, 0.5, 1.5, seed++))
+          .Output("Out")
+          .Attr("dim", c.dim)
+          .Attr("keep_dim", c.keep_dim)
+          .Attr("reduce_all", c.reduce_all);
+      ASSERT_TRUE(t.Run().ok());
+      ASSERT_EQ(t.Out("Out").dims(), c.out);
+      EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
+    }
+  }
+}
+
+// Ties: every element equal to the maximum gets the whole gradient, as in
+// Paddle; integers reduce in their own dtype.
+TEST(ReduceExtremeKernelsTest, TiesAndIntegers) {
+  OpTester t("reduce_max_grad");
+  t.Input("X", MakeTensor<double>({4}, {1, 3, 3, 2}))
+      .Input("Out", MakeTensor<double>({1}, {3}))
+      .Input("Out@GRAD", MakeTensor<double>({1}, {0.5}))
+      .Output("X@GRAD")
+      .Attr("dim", std::vector<int>{0})
+      .Attr("reduce_all", true);
+  ASSERT_TRUE(t.Run().ok());
+  EXPECT_EQ(CompareTensors(t.Out("X@GRAD"),
+                           MakeTensor<double>({4}, {0, 0.5, 0.5, 0}), 0, 0),
+            "");
+  OpTester m("reduce_min");
+  m.Input("X", MakeTensor<int64_t>({2, 2}, {4, -7, 9, 2}))
+      .Output("Out")
+      .Attr("dim", std::vector<int>{1});
+  ASSERT_TRUE(m.Run().ok());
+  EXPECT_EQ(CompareTensors(m.Out("Out"), MakeTensor<int64_t>({2}, {-7, 2}),
+                           0, 0),
+            "");
+}
+
 }  // namespace
 }  // namespace parex::testing

@@ -190,7 +190,11 @@ Status InferCumsumGrad(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-void AddReduce(OpSchemaRegistry* r, const std::string& type) {
+// `reads_out`: the gradient op reads Out too (max, min, prod).
+void AddReduce(OpSchemaRegistry* r, const std::string& type,
+               bool reads_out = false) {
+  std::vector<std::string> grad_reads = {"X", "Out@GRAD"};
+  if (reads_out) grad_reads.insert(grad_reads.begin() + 1, "Out");
   r->Add(OpSchema(type)
              .Input("X")
              .Output("Out")
@@ -200,17 +204,17 @@ void AddReduce(OpSchemaRegistry* r, const std::string& type) {
              .Attr("in_dtype", -1)
              .Attr("out_dtype", -1)
              .InferShape(InferReduce)
-             .Grad(type + "_grad", {"X", "Out@GRAD"}, {"X@GRAD"}));
-  r->Add(OpSchema(type + "_grad")
-             .Input("X")
-             .Input("Out@GRAD")
-             .Output("X@GRAD")
-             .Attr("dim", std::vector<int>{0})
-             .Attr("keep_dim", false)
-             .Attr("reduce_all", false)
-             .Attr("in_dtype", -1)
-             .Attr("out_dtype", -1)
-             .InferShape(InferReduceGrad));
+             .Grad(type + "_grad", grad_reads, {"X@GRAD"}));
+  OpSchema grad(type + "_grad");
+  for (const std::string& slot : grad_reads) grad.Input(slot);
+  grad.Output("X@GRAD")
+      .Attr("dim", std::vector<int>{0})
+      .Attr("keep_dim", false)
+      .Attr("reduce_all", false)
+      .Attr("in_dtype", -1)
+      .Attr("out_dtype", -1)
+      .InferShape(InferReduceGrad);
+  r->Add(std::move(grad));
 }
 
 }  // namespace
@@ -225,6 +229,9 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
              .InferShape(InferMeanGrad));
   AddReduce(r, "reduce_sum");
   AddReduce(r, "reduce_mean");
+  AddReduce(r, "reduce_max", /*reads_out=*/true);
+  AddReduce(r, "reduce_min", /*reads_out=*/true);
+  AddReduce(r, "reduce_prod", /*reads_out=*/true);
   r->Add(OpSchema("sum")
              .Input("X", kDuplicable)
              .Output("Out")

@@ -29,7 +29,8 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... unary_math.json):
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... reduce.json;
+                    `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
 Run: python3 -m venv v && v/bin/pip install paddlepaddle==2.6.2 &&
@@ -656,6 +657,21 @@ def unary_math_cases(rng):
     return cases
 
 
+def reduce_cases(rng):
+    """reduce.json (tests/kernels/reduce_kernels_test.cc): reduce_max,
+    reduce_min and reduce_prod over one dim, two dims (keep_dim) and all,
+    fp64, with Paddle's gradient op (which reads X, Out and Out@GRAD); prod
+    on values away from 0."""
+    cases = []
+    for op in ("reduce_max", "reduce_min", "reduce_prod"):
+        for attrs in ({"dim": [1], "keep_dim": False, "reduce_all": False},
+                      {"dim": [0, 2], "keep_dim": True, "reduce_all": False},
+                      {"dim": [0], "keep_dim": False, "reduce_all": True}):
+            x = rng.uniform(0.5, 1.5, size=(2, 3, 4)) * rng.choice([-1, 1], size=(2, 3, 4))
+            cases.append(run_static(op, {"X": [x]}, attrs, {"Out": 1}, ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -666,17 +682,20 @@ OP_GROUP_FILES = [
     ("interp.json", interp_cases, 2607),
     ("elementwise.json", elementwise_cases, 2608),
     ("unary_math.json", unary_math_cases, 2609),
+    ("reduce.json", reduce_cases, 2610),
 ]
 
 
 if __name__ == "__main__":
     import sys
-    if sys.argv[1:] == ["--only", "unary_math.json"]:  # one group, by hand
+    if sys.argv[1:2] == ["--only"]:  # one group of OP_GROUP_FILES, by hand
         paddle.enable_static()
-        cases = unary_math_cases(np.random.RandomState(2609))
-        with open(os.path.join(HERE, "unary_math.json"), "w") as f:
-            json.dump({"paddle": paddle.__version__, "cases": cases}, f, indent=1,
-                      allow_nan=False)
-        print(len(cases), "cases in unary_math.json")
+        for name, make, seed in OP_GROUP_FILES:
+            if name == sys.argv[2]:
+                cases = make(np.random.RandomState(seed))
+                with open(os.path.join(HERE, name), "w") as f:
+                    json.dump({"paddle": paddle.__version__, "cases": cases}, f,
+                              indent=1, allow_nan=False)
+                print(len(cases), "cases in", name)
     else:
         main()

@@ -24,7 +24,7 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
 }
 
 bool PreparedOp::ShapesCached() const {
-  if (!cached_) return false;
+  if (!cached_ || schema_->shape_from_values()) return false;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Tensor* t = inputs_[i].var->GetTensor();
     const Shape& s = input_shapes_[i];

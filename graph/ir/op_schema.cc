@@ -123,6 +123,11 @@ OpSchema& OpSchema::Grad(std::string grad_type, std::vector<std::string> inputs,
   return *this;
 }
 
+OpSchema& OpSchema::ShapeFromValues() {
+  shape_from_values_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::Inplace(std::string in, std::string out) {
   inplace_.emplace_back(std::move(in), std::move(out));
   return *this;

@@ -40,6 +40,21 @@ class ShapeContext {
   virtual bool InputIsSparse(std::string_view slot, int i = 0) const {
     return false;
   }
+  // The values of input `slot` argument i, for an op whose output shape
+  // depends on them (range's Start/End/Step, a shape given as a tensor):
+  // at run time a host tensor of a numeric dtype with at most
+  // kMaxShapeValues elements, as doubles (exact for integers up to 2^53);
+  // FailedPrecondition at compile time (the shape is then unknown, -1s),
+  // or naming the slot when the tensor is absent, on a device, too large or
+  // not numeric. The op's schema says ShapeFromValues.
+  static constexpr int64_t kMaxShapeValues = 1024;
+  virtual StatusOr<std::vector<double>> InputValues(std::string_view slot,
+                                                    int i = 0) const {
+    (void)i;
+    return FailedPrecondition(op().Label() + ": the values of '" +
+                              std::string(slot) +
+                              "' are known at run time only");
+  }
   // No-op when the output slot has no argument i.
   virtual void SetOutputDims(std::string_view slot, int i,
                              const Dims& dims) = 0;
@@ -142,6 +157,9 @@ class OpSchema {
   // batch_norm's MeanOut/Mean). Validation rejects any other output that
   // names a persistable input of the op.
   OpSchema& Inplace(std::string in, std::string out);
+  // The output shapes depend on input values (ShapeContext::InputValues),
+  // so a prepared op infers them on every run, never from its shape cache.
+  OpSchema& ShapeFromValues();
 
   const std::string& type() const { return type_; }
   const std::vector<SlotSpec>& inputs() const { return inputs_; }
@@ -154,6 +172,7 @@ class OpSchema {
   KernelDTypeRule kernel_dtype_rule() const { return kernel_dtype_rule_; }
   // The slot or attribute named by the rule ("" before any input is declared).
   const std::string& kernel_dtype_source() const;
+  bool shape_from_values() const { return shape_from_values_; }
   bool has_grad() const { return !grad_type_.empty(); }
   const std::string& grad_type() const { return grad_type_; }
   const std::vector<std::string>& grad_inputs() const { return grad_inputs_; }
@@ -174,6 +193,7 @@ class OpSchema {
   std::vector<std::string> grad_inputs_;
   std::vector<std::string> grad_outputs_;
   std::vector<std::pair<std::string, std::string>> inplace_;
+  bool shape_from_values_ = false;
 };
 
 class OpSchemaRegistry {

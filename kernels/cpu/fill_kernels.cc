@@ -231,9 +231,27 @@ Status CastKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// range: Start, Start + Step, ... as Paddle computes them (each value the
+// previous plus Step, so floats round as Paddle's do); Out was sized by
+// shape inference.
+template <typename T>
+Status RangeKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Start", "End", "Step"}));
+  Tensor* out = ctx.Output("Out");
+  T value = ctx.Input("Start")->data<T>()[0];
+  const T step = ctx.Input("Step")->data<T>()[0];
+  T* od = out->data<T>();
+  for (int64_t i = 0, n = out->numel(); i < n; ++i) {
+    od[i] = value;
+    value += step;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterFillKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "range", RangeKernel, float, double, int32_t, int64_t);
   PAREX_CPU_KERNEL(r, "fill_constant", FillConstantKernel, float, double,
                    int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "fill_constant_batch_size_like", FillConstantKernel,

@@ -174,8 +174,7 @@ Status ExtremeGradKernel(KernelContext& ctx) {
   const Tensor* dout = ctx.Input("Out@GRAD");
   BroadcastMap map;
   PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
-  if (map.small_numel() != dout->numel() ||
-      map.small_numel() != out->numel()) {
+  if (map.small_numel() != dout->numel() || map.small_numel() != out->numel()) {
     return ctx.Error("Out " + DimsToString(out->dims()) + " and Out@GRAD " +
                      DimsToString(dout->dims()) +
                      " do not hold the reduction of X " +

@@ -12,6 +12,7 @@
 #include "graph/ir/op_schema.h"
 #include "graph/ir/validate.h"
 #include "kernels/kernel_registry.h"
+#include "kernels/prepared_op.h"
 #include "tests/kernels/op_tester.h"
 #include "tests/kernels/paddle_golden.h"
 
@@ -419,6 +420,84 @@ TEST(FillConstantBatchSizeLikeSchemaTest, UnknownBatchAtCompileTime) {
   bare->SetOutput("Out", {"out"});
   Status s = ValidateProgram(program);
   EXPECT_THAT(s.message(), HasSubstr("required attribute 'shape'"));
+}
+
+// range against PaddlePaddle 2.6.2 (shape_values.json: up, down, by a
+// float fraction whose values accumulate as Paddle's do, empty).
+TEST(RangeKernelTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("range", {}, "shape_values.json"), 6);
+}
+
+TEST(RangeKernelTest, BadValuesAreErrorsNamingTheOp) {
+  auto one = [](int64_t v) { return MakeTensor<int64_t>({1}, {v}); };
+  struct Bad {
+    Tensor start, end, step;
+    const char* needle;
+  };
+  const std::vector<Bad> bad = {
+      {one(0), one(5), one(0), "Step is 0"},
+      {one(0), one(5), one(-1), "leads away from End"},
+      {one(0), one(int64_t{1} << 50), one(1), "more than parex makes"},
+      {one(0), MakeTensor<int64_t>({2}, {1, 2}), one(1), "one finite value"},
+      {one(0), MakeTensor<int32_t>({1}, {5}), one(1), "End is int32"},
+      {MakeTensor<double>({1}, {0}),
+       MakeTensor<double>({1}, {std::numeric_limits<double>::infinity()}),
+       MakeTensor<double>({1}, {1}), "one finite value"},
+  };
+  for (const Bad& b : bad) {
+    OpTester t("range");
+    t.Input("Start", b.start)
+        .Input("End", b.end)
+        .Input("Step", b.step)
+        .Output("Out");
+    Status s = t.Run();
+    EXPECT_FALSE(s.ok()) << b.needle;
+    EXPECT_THAT(s.message(), HasSubstr(b.needle));
+    EXPECT_THAT(s.message(), HasSubstr("range"));
+  }
+}
+
+// The length comes from the values: a prepared op run again with other
+// values of the same dims infers it again (no shape cache).
+TEST(RangeKernelTest, PreparedOpFollowsTheValues) {
+  Program program;
+  OpDesc* op = program.global_block().AppendOp("range");
+  op->SetInput("Start", {"s"});
+  op->SetInput("End", {"e"});
+  op->SetInput("Step", {"d"});
+  op->SetOutput("Out", {"out"});
+  Scope scope;
+  for (const char* v : {"s", "e", "d", "out"}) scope.Var(v);
+  CpuDeviceContext ctx(Place::CPU(0));
+  auto prepared = PreparedOp::Prepare(*op, &scope, &ctx);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  *scope.FindVar("s")->GetMutableTensor() = MakeTensor<int64_t>({1}, {0});
+  *scope.FindVar("d")->GetMutableTensor() = MakeTensor<int64_t>({1}, {1});
+  for (int64_t end : {3, 7, 0, 7}) {
+    *scope.FindVar("e")->GetMutableTensor() = MakeTensor<int64_t>({1}, {end});
+    ASSERT_TRUE((*prepared)->Run().ok());
+    const Tensor* out = scope.FindVar("out")->GetTensor();
+    ASSERT_EQ(out->dims(), (Dims{end}));
+    for (int64_t i = 0; i < end; ++i) EXPECT_EQ(out->data<int64_t>()[i], i);
+  }
+}
+
+TEST(RangeSchemaTest, LengthIsUnknownAtCompileTime) {
+  Program program;
+  Block& block = program.global_block();
+  for (const char* v : {"s", "e", "d"}) {
+    block.Var(v)->SetDType(DType::kInt64);
+    block.FindVar(v)->SetDims({1});
+  }
+  block.Var("out");
+  OpDesc* op = block.AppendOp("range");
+  op->SetInput("Start", {"s"});
+  op->SetInput("End", {"e"});
+  op->SetInput("Step", {"d"});
+  op->SetOutput("Out", {"out"});
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, /*write_back=*/true).ok());
+  EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1}));
+  EXPECT_EQ(block.FindVar("out")->dtype(), DType::kInt64);
 }
 
 }  // namespace

@@ -398,9 +398,9 @@ TEST(ReduceExtremeKernelsTest, TiesAndIntegers) {
       .Output("Out")
       .Attr("dim", std::vector<int>{1});
   ASSERT_TRUE(m.Run().ok());
-  EXPECT_EQ(CompareTensors(m.Out("Out"), MakeTensor<int64_t>({2}, {-7, 2}),
-                           0, 0),
-            "");
+  EXPECT_EQ(
+      CompareTensors(m.Out("Out"), MakeTensor<int64_t>({2}, {-7, 2}), 0, 0),
+      "");
 }
 
 }  // namespace

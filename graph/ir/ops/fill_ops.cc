@@ -9,6 +9,7 @@
 // renamed slots (scale's reads Out@GRAD through slot X), which a Grad(...)
 // spec cannot express, so these schemas declare no gradient op; programs
 // from Paddle carry those ops explicitly.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -97,9 +98,71 @@ Status InferCast(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// range: Out = [Start, Start + Step, ...) up to End (each one value, of
+// one dtype). The length depends on the values: unknown (-1) at compile
+// time; at run time Paddle's rule (an integer length rounds up the steps,
+// a float one is ceil(|End - Start| / |Step|)), with Step 0 or pointing
+// away from End an error, and the length bounded before any allocation.
+Status InferRange(ShapeContext& ctx) {
+  const DType dtype = ctx.InputDType("Start");
+  for (const char* slot : {"End", "Step"}) {
+    if (ctx.InputDType(slot) != dtype) {
+      return ctx.Error(std::string(slot) + " is " +
+                       DTypeName(ctx.InputDType(slot)) + ", Start is " +
+                       DTypeName(dtype));
+    }
+  }
+  if (!ctx.IsRuntime()) {
+    ctx.SetOutput("Out", {-1}, dtype);
+    return Status::Ok();
+  }
+  double v[3];
+  const char* slots[3] = {"Start", "End", "Step"};
+  for (int k = 0; k < 3; ++k) {
+    PAREX_ASSIGN_OR_RETURN(std::vector<double> values,
+                           ctx.InputValues(slots[k]));
+    if (values.size() != 1 || !std::isfinite(values[0])) {
+      return ctx.Error(std::string(slots[k]) + " must hold one finite value");
+    }
+    v[k] = values[0];
+  }
+  const double start = v[0], end = v[1], step = v[2];
+  if (step == 0) return ctx.Error("Step is 0");
+  if ((start < end && step < 0) || (start > end && step > 0)) {
+    return ctx.Error("Step " + std::to_string(step) + " leads away from End " +
+                     std::to_string(end) + " (Start " + std::to_string(start) +
+                     ")");
+  }
+  const bool integral = dtype == DType::kInt32 || dtype == DType::kInt64;
+  // In the dtype's own arithmetic, as Paddle's GetSize<T>.
+  const float f_start = static_cast<float>(start),
+              f_end = static_cast<float>(end),
+              f_step = static_cast<float>(step);
+  const double length =
+      integral ? std::floor((std::abs(end - start) + std::abs(step) - 1) /
+                            std::abs(step))
+      : dtype == DType::kFP32
+          ? static_cast<double>(std::ceil(std::abs((f_end - f_start) / f_step)))
+          : std::ceil(std::abs((end - start) / step));
+  constexpr double kMaxLength = static_cast<double>(int64_t{1} << 40);
+  if (!(length <= kMaxLength)) {
+    return ctx.Error("a range of " + std::to_string(length) +
+                     " values is more than parex makes (2^40)");
+  }
+  ctx.SetOutput("Out", {static_cast<int64_t>(length)}, dtype);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterFillOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("range")
+             .Input("Start")
+             .Input("End")
+             .Input("Step")
+             .Output("Out")
+             .InferShape(InferRange)
+             .ShapeFromValues());
   const int kFP32 = static_cast<int>(DType::kFP32);
   r->Add(OpSchema("fill_constant")
              .Output("Out")

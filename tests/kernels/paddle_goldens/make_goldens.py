@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... reduce.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... shape_values.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -672,6 +672,20 @@ def reduce_cases(rng):
     return cases
 
 
+def shape_value_cases(rng):
+    """shape_values.json (tests/kernels/fill_kernels_test.cc): ops whose
+    output shape comes from input values: range in each dtype, counting up,
+    down, by a fraction (Paddle adds Step value after value) and empty."""
+    cases = []
+    for dtype, start, end, step in (("int64", 0, 5, 1), ("int64", 10, 2, -3),
+                                    ("int32", -4, 7, 2), ("float32", 0.5, 2.0, 0.3),
+                                    ("float64", -1.0, 1.0, 0.1), ("int64", 3, 3, 1)):
+        inputs = {slot: [np.array([v], dtype=dtype)]
+                  for slot, v in (("Start", start), ("End", end), ("Step", step))}
+        cases.append(run_static("range", inputs, {}, {"Out": 1}, [], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -683,6 +697,7 @@ OP_GROUP_FILES = [
     ("elementwise.json", elementwise_cases, 2608),
     ("unary_math.json", unary_math_cases, 2609),
     ("reduce.json", reduce_cases, 2610),
+    ("shape_values.json", shape_value_cases, 2611),
 ]
 
 

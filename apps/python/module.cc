@@ -179,14 +179,17 @@ void BindScopes(py::module_& m) {
            [](const PyTensor& t) {
              return ValueOrThrow(ArrayFromTensor(*t.tensor, t.name));
            })
+      // numpy's protocol (numpy 2 passes copy=; the array is always a
+      // copy).
       .def(
           "__array__",
-          [](const PyTensor& t, py::object dtype) {
+          [](const PyTensor& t, py::object dtype, py::object copy) {
+            (void)copy;
             py::array a = ValueOrThrow(ArrayFromTensor(*t.tensor, t.name));
             if (dtype.is_none()) return a;
             return py::array(a.attr("astype")(dtype));
           },
-          py::arg("dtype") = py::none())
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none())
       .def(
           "set",
           [](PyTensor& t, const py::array& value, const py::object& place) {

@@ -1,4 +1,5 @@
 // numpy arrays to and from host tensors (py_common.h).
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -105,7 +106,15 @@ StatusOr<py::array> ArrayFromTensor(const Tensor& t, const std::string& what) {
     return FailedPrecondition("'" + what + "' has no data yet");
   }
   std::vector<py::ssize_t> shape(t.dims().begin(), t.dims().end());
-  py::array out(py::reinterpret_borrow<py::dtype>(dtype), shape);
+  // Strides given, not derived: pybind11 2.10 derives them from the dtype
+  // struct numpy 2 changed, and gets 0 (every element the first).
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t stride = static_cast<py::ssize_t>(SizeOf(t.dtype()));
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<py::ssize_t>(shape[d], 1);
+  }
+  py::array out(py::reinterpret_borrow<py::dtype>(dtype), shape, strides);
   if (t.bytes() > 0) std::memcpy(out.mutable_data(), t.raw_data(), t.bytes());
   return out;
 }

@@ -78,7 +78,9 @@ __global__ void Pool2dKernel(PoolArgs a, const T* x, T* out, int64_t total) {
     const T* in = x + p * a.h.in * a.w.in;
     T value;
     if (ys.begin == ys.end || xs.begin == xs.end) {
-      value = T(0);  // a window wholly in the padding
+      // A window wholly in the padding: Paddle's max gives -FLT_MAX (also
+      // for double), avg 0.
+      value = a.max ? static_cast<T>(-FLT_MAX) : T(0);
     } else if (a.max) {
       value = Lowest<T>();
       for (int64_t y = ys.begin; y < ys.end; ++y) {

@@ -37,8 +37,9 @@ struct PoolArgs {
 };
 
 // out = the max (folded from the lowest finite value, NaNs skipped as
-// std::max skips them) or the average of each window; 0 for a window wholly
-// in the padding. x: [planes, h.in, w.in]; out: [planes, h.out, w.out].
+// std::max skips them) or the average of each window; for a window wholly
+// in the padding -FLT_MAX (max) or 0 (avg), as Paddle. x: [planes, h.in, w.in];
+// out: [planes, h.out, w.out].
 template <typename T>
 cudaError_t LaunchPool2d(const PoolArgs& args, const T* x, T* out,
                          cudaStream_t stream);

@@ -9,6 +9,7 @@
 
 #include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -269,6 +270,14 @@ TEST(Pool2dSchemaTest, UnknownBatchAtCompileTime) {
   op->SetAttr("strides", std::vector<int>{2, 2});
   ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
   EXPECT_EQ(block.FindVar("out")->dims(), (Dims{-1, 20, 12, 12}));
+}
+
+// Against PaddlePaddle 2.6.2 (pool2d.json): a max window wholly in the
+// padding (ceil_mode) is -FLT_MAX, as Paddle's; avg with ceil_mode; plain
+// max; gradients through Paddle's pool2d_grad (Paddle scales avg's by a
+// float32 1 / window also for double, parex divides in T: 1e-8 apart).
+TEST(Pool2dKernelTest, MatchesPaddleIncludingWindowsInThePadding) {
+  EXPECT_EQ(CheckPaddleGoldens("pool2d", {1e-8, 1e-6}, "pool2d.json"), 3);
 }
 
 }  // namespace

@@ -153,7 +153,10 @@ Status Pool2dKernel(KernelContext& ctx) {
         const Span xs = spans.xs[ox];
         T value;
         if (ys.begin == ys.end || xs.begin == xs.end) {
-          value = T(0);  // a window wholly in the padding
+          // A window wholly in the padding (ceil_mode): Paddle's max starts
+          // from -FLT_MAX (also for double) and keeps it; avg gives 0.
+          value =
+              s.max ? static_cast<T>(-std::numeric_limits<float>::max()) : T(0);
         } else if (s.max) {
           value = std::numeric_limits<T>::lowest();
           for (int64_t y = ys.begin; y < ys.end; ++y) {

@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... shape_values.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... pool2d.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -686,6 +686,28 @@ def shape_value_cases(rng):
     return cases
 
 
+def pool2d_cases(rng):
+    """pool2d.json (tests/kernels/pool2d_kernel_test.cc): max with
+    ceil_mode and a bottom padding, so the last row of windows lies wholly
+    in the padding (Paddle's max gives -FLT_MAX there), avg with ceil_mode
+    inside the image, and a plain max; values without ties. (Paddle's avg
+    over a window wholly in the padding is 0 / 0 = NaN; parex gives 0, as
+    its pool3d, and the case is left out.)"""
+    def u(*dims):
+        return rng.permutation(int(np.prod(dims))).reshape(dims).astype("float64") / 8.0 - 4
+    cases = []
+    for kw in ({"pooling_type": "max", "ceil_mode": True, "paddings": [0, 1, 1, 1]},
+               {"pooling_type": "avg", "ceil_mode": True, "paddings": [0, 0, 1, 1]},
+               {"pooling_type": "max", "ceil_mode": False, "paddings": [0, 0, 0, 0]}):
+        attrs = {"ksize": [2, 3], "strides": [2, 2], "global_pooling": False,
+                 "exclusive": True, "adaptive": False, "padding_algorithm": "EXPLICIT",
+                 "data_format": "NCHW"}
+        attrs.update(kw)
+        cases.append(run_static("pool2d", {"X": [u(1, 2, 4, 5)]}, attrs, {"Out": 1},
+                                ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -698,6 +720,7 @@ OP_GROUP_FILES = [
     ("unary_math.json", unary_math_cases, 2609),
     ("reduce.json", reduce_cases, 2610),
     ("shape_values.json", shape_value_cases, 2611),
+    ("pool2d.json", pool2d_cases, 2612),
 ]
 
 

@@ -14,6 +14,7 @@
 #include "apps/cli/cli.h"
 #include "apps/cli/npy.h"
 #include "base/file_io.h"
+#include "base/logging.h"
 
 namespace parex::cli {
 namespace {
@@ -171,6 +172,17 @@ Status WriteTrace(const std::string& path, const ParallelExecutor& pe,
   return Status::Ok();
 }
 
+// The rows of a batch: the smallest dim 0 of the feeds of rank >= 1 (0
+// when there is none).
+int64_t FeedRows(const FeedMap& feed) {
+  int64_t rows = 0;
+  for (const auto& [name, t] : feed) {
+    if (t.rank() == 0) continue;
+    rows = rows == 0 ? t.dim(0) : std::min(rows, t.dim(0));
+  }
+  return rows;
+}
+
 }  // namespace
 
 int RunInfer(const InferOptions& o) {
@@ -202,6 +214,15 @@ int RunInfer(const InferOptions& o) {
   StatusOr<FeedMap> feed = ReadInputs(*named, *model, &usage);
   if (!feed.ok())
     return Fail(cmd, feed.status(), usage ? kExitUsage : kExitRuntime);
+  // A batch of fewer rows than places runs on as many places as it has rows
+  // (the feeds split along dim 0; a place with no row has nothing to do).
+  const int64_t rows = FeedRows(*feed);
+  if (rows > 0 && rows < static_cast<int64_t>(places->size())) {
+    LogInfo(Subsystem::kApp, std::to_string(rows) + " rows: running on " +
+                                 std::to_string(rows) + " of " +
+                                 std::to_string(places->size()) + " places");
+    places->resize(static_cast<size_t>(rows));
+  }
   StatusOr<std::vector<std::string>> out_paths =
       OutputPaths(o.output, model->fetch_names);
   if (!out_paths.ok()) return Fail(cmd, out_paths.status());

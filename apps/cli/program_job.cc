@@ -275,19 +275,37 @@ Status FindTrainedParams(const Block& block, const std::string& main_path,
 // --lr-schedule sets the optimizers' LearningRate variables, which must be
 // plain persistables: a program that computes its rate (an in-graph
 // schedule) runs as it is.
+// The optimizers' LearningRate variables, and every variable an op writes.
+void FindLrVars(const Block& block, std::set<std::string>* lr_vars,
+                std::set<std::string>* written) {
+  for (const auto& op : block.ops()) {
+    for (const std::string& out : op->OutputArgumentNames())
+      written->insert(out);
+    if ((OpRole(*op) & kOpRoleOptimize) != 0 &&
+        !op->FirstInput("LearningRate").empty()) {
+      lr_vars->insert(op->FirstInput("LearningRate"));
+    }
+  }
+}
+
+// Without --lr-schedule: the persistable learning rates nothing writes.
+void FindFixedLrVars(const Block& block, TrainJob* job) {
+  std::set<std::string> lr_vars, written;
+  FindLrVars(block, &lr_vars, &written);
+  for (const std::string& v : lr_vars) {
+    const VarDesc* var = block.FindVar(v);
+    if (var != nullptr && var->persistable() && written.count(v) == 0) {
+      job->fixed_lr_vars.push_back(v);
+    }
+  }
+}
+
 Status SetLrSchedule(const std::string& spec, const Block& block,
                      const std::string& main_path, TrainJob* job, bool* usage) {
   StatusOr<train::LrSchedule> schedule = train::ParseLrSchedule(spec);
   if (!schedule.ok()) return Usage(usage, schedule.status());
   std::set<std::string> lr_vars, written;
-  for (const auto& op : block.ops()) {
-    for (const std::string& out : op->OutputArgumentNames())
-      written.insert(out);
-    if ((OpRole(*op) & kOpRoleOptimize) != 0 &&
-        !op->FirstInput("LearningRate").empty()) {
-      lr_vars.insert(op->FirstInput("LearningRate"));
-    }
-  }
+  FindLrVars(block, &lr_vars, &written);
   if (lr_vars.empty()) {
     return Usage(usage,
                  InvalidArgument("--lr-schedule: the program '" + main_path +
@@ -415,6 +433,8 @@ StatusOr<TrainJob> ProgramJob(const TrainOptions& o, bool* usage) {
   if (!o.lr_schedule.empty()) {
     PAREX_RETURN_IF_ERROR(
         SetLrSchedule(o.lr_schedule, block, paths.main, &job, usage));
+  } else {
+    FindFixedLrVars(block, &job);
   }
   PAREX_RETURN_IF_ERROR(ReadData(o, block, paths.main, &job, usage));
   job.default_epochs = 1;

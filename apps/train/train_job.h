@@ -47,6 +47,11 @@ struct TrainJob {
   // without one.
   std::vector<std::string> lr_vars;
   std::function<double(int64_t step)> lr_at;
+  // Without --lr-schedule: the optimizers' learning-rate variables that no
+  // op of the program writes (a Paddle 2.x LRScheduler runs outside the
+  // program, so its saved program keeps the first rate); the header names
+  // each with its value at start and points to --lr-schedule.
+  std::vector<std::string> fixed_lr_vars;
   // Sets the persistables of `scope` before training (startup program,
   // parameter files).
   std::function<Status(Scope* scope)> init;

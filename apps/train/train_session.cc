@@ -157,7 +157,32 @@ void TrainSession::PrintHeader() const {
       plan_.epochs == 1 ? "" : "s",
       static_cast<long long>(reader_.num_batches()),
       static_cast<long long>(plan_.batch), o_.seed);
+  PrintFixedLearningRates();
   std::fflush(stdout);
+}
+
+void TrainSession::PrintFixedLearningRates() const {
+  for (const std::string& name : job_.fixed_lr_vars) {
+    const Variable* var = scope_.FindVar(name);
+    const Tensor* t = var != nullptr ? var->GetTensor() : nullptr;
+    if (t == nullptr || !t->initialized() || t->numel() != 1 ||
+        !t->place().is_cpu()) {
+      continue;
+    }
+    double value = 0;
+    if (t->dtype() == DType::kFP32) {
+      value = t->data<float>()[0];
+    } else if (t->dtype() == DType::kFP64) {
+      value = t->data<double>()[0];
+    } else {
+      continue;
+    }
+    std::printf(
+        "learning rate   '%s' stays %g: no op of the program changes it (if "
+        "Paddle trained it with an LRScheduler, which runs outside the "
+        "program, give that schedule with --lr-schedule)\n",
+        name.c_str(), value);
+  }
 }
 
 Status TrainSession::TrainEpochs() {

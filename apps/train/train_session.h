@@ -76,6 +76,8 @@ class TrainSession {
   int Failed(const Status& status);
   Status Prepare();
   void PrintHeader() const;
+  // Each of job_.fixed_lr_vars with its value (after Prepare).
+  void PrintFixedLearningRates() const;
   Status TrainEpochs();
   Status TrainEpoch(int epoch);
   Status RunStep(const FeedMap& feed, int64_t rows, int epoch, int64_t b);

@@ -122,6 +122,11 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
        "c.jsonl", "--save", "c", "--no-progress"},
       dir);
   ASSERT_EQ(constant.exit_code, 0) << constant.err;
+  // ... and the run says so, naming the rate, with the flag that would help.
+  EXPECT_THAT(constant.out, HasSubstr("learning rate   '"));
+  EXPECT_THAT(constant.out, HasSubstr("' stays 0.01: no op of the program"));
+  EXPECT_THAT(constant.out, HasSubstr("--lr-schedule"));
+  EXPECT_THAT(run.out, Not(HasSubstr("stays")));
   const std::vector<double> flat = Lines(dir + "/c.jsonl", true);
   ASSERT_EQ(flat.size(), 10u);
   EXPECT_NEAR(flat[2], want[2], 1e-4 * std::abs(want[2]));

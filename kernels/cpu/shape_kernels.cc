@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "graph/ir/spec/slice_spec.h"
@@ -255,13 +257,31 @@ Status SplitKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-}  // namespace
-
 #define PAREX_SHAPE_KERNEL(r, op, kernel)                                   \
   PAREX_CPU_KERNEL(r, op, kernel, float, double, int32_t, int64_t, uint8_t, \
                    bool)
 
+// shape: Input's dims as int32 (any dtype of Input; Paddle's dims fit).
+Status ShapeKernel(KernelContext& ctx) {
+  const Tensor* in = ctx.Input("Input");
+  Tensor* out = ctx.Output("Out");
+  if (in == nullptr || out->numel() != in->rank()) {
+    return ctx.Error("Out does not hold the rank of Input");
+  }
+  for (int d = 0; d < in->rank(); ++d) {
+    if (in->dim(d) > std::numeric_limits<int32_t>::max()) {
+      return ctx.Error("extent " + std::to_string(in->dim(d)) +
+                       " does not fit an int32");
+    }
+    out->data<int32_t>()[d] = static_cast<int32_t>(in->dim(d));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 void RegisterShapeKernels(KernelRegistry* r) {
+  r->Register({"shape", Place::Kind::kCPU, DType::kUndefined}, &ShapeKernel);
   PAREX_SHAPE_KERNEL(r, "reshape2", Reshape2Kernel);
   PAREX_SHAPE_KERNEL(r, "reshape2_grad", Reshape2GradKernel);
   // Views with other dims rules, the same copies (graph/ir/ops/shape_ops.cc).

@@ -459,5 +459,23 @@ TEST(SliceKernelTest, BadAttributesNameTheOp) {
   EXPECT_EQ(ToVector<double>(one.Out("Out")), std::vector<double>{5});
 }
 
+// shape: the dims of Input, of any dtype, as int32.
+TEST(ShapeOpTest, DimsOfAnyDTypeAsInt32) {
+  for (DType dtype : {DType::kFP32, DType::kInt64, DType::kBool}) {
+    OpTester t("shape");
+    t.Input("Input", Tensor(dtype, {2, 3, 4})).Output("Out");
+    ASSERT_TRUE(t.Run().ok());
+    EXPECT_EQ(
+        CompareTensors(t.Out("Out"), MakeTensor<int32_t>({3}, {2, 3, 4}), 0, 0),
+        "");
+  }
+  OpTester empty("shape");
+  empty.Input("Input", Tensor(DType::kFP32, {0, 5})).Output("Out");
+  ASSERT_TRUE(empty.Run().ok());
+  EXPECT_EQ(
+      CompareTensors(empty.Out("Out"), MakeTensor<int32_t>({2}, {0, 5}), 0, 0),
+      "");
+}
+
 }  // namespace
 }  // namespace parex::testing

@@ -419,9 +419,26 @@ Status InferSplit(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// shape: Out (int32, [rank of Input]) holds Input's dims; the rank must be
+// declared at compile time (a var declared without dims has none).
+Status InferShapeOp(ShapeContext& ctx) {
+  const Dims in = ctx.InputDims("Input");
+  if (ctx.IsUnknown(in)) {
+    ctx.SetOutput("Out", {-1}, DType::kInt32);
+    return Status::Ok();
+  }
+  ctx.SetOutput("Out", {static_cast<int64_t>(in.size())}, DType::kInt32);
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterShapeOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("shape")
+             .Input("Input")
+             .Output("Out")
+             .InferShape(InferShapeOp)
+             .KernelDTypeAny());
   r->Add(OpSchema("reshape2")
              .Input("X")
              .Input("Shape", kOptional)

@@ -327,14 +327,66 @@ bool PaddleEqual(T a, T b) {
   }
 }
 
-// Out[i] = PaddleEqual(X[.], Y[.]), each operand broadcast over Out's dims.
-template <typename T>
-Status EqualKernel(KernelContext& ctx) {
+// Comparisons and logic of two operands (Paddle 2.6's functors).
+struct EqualCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return PaddleEqual(a, b);
+  }
+};
+struct NotEqualCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return !PaddleEqual(a, b);
+  }
+};
+struct GreaterThanCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return a > b;
+  }
+};
+struct GreaterEqualCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return a >= b;
+  }
+};
+struct LessEqualCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return a <= b;
+  }
+};
+struct AndCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return a != T(0) && b != T(0);
+  }
+};
+struct OrCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return a != T(0) || b != T(0);
+  }
+};
+struct XorCmp {
+  template <typename T>
+  static bool Apply(T a, T b) {
+    return (a != T(0)) != (b != T(0));
+  }
+};
+
+// Out[i] = Cmp::Apply(X[.], Y[.]) (bool), each operand broadcast over Out's
+// dims (numpy's rule from the last dim, or Fluid's at `axis`).
+template <typename T, typename Cmp>
+Status CompareKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
   StatusOr<BroadcastSpec> spec =
-      BroadcastBoth(x->dims(), y->dims(), ctx.Attr<int>("axis"));
+      BroadcastBoth(x->dims(), y->dims(),
+                    ctx.op().HasAttr("axis") ? ctx.Attr<int>("axis") : -1);
   if (!spec.ok()) return ctx.Error(spec.status().message());
   const int rank = static_cast<int>(spec->out.size());
   if (rank > static_cast<int>(kMaxRank)) {
@@ -356,7 +408,7 @@ Status EqualKernel(KernelContext& ctx) {
   bool* od = out->data<bool>();
   int64_t xo = 0, yo = 0;
   for (int64_t i = 0, n = out->numel(); i < n; ++i) {
-    od[i] = PaddleEqual(xd[xo], yd[yo]);
+    od[i] = Cmp::Apply(xd[xo], yd[yo]);
     for (int d = rank - 1; d >= 0; --d) {  // next index of Out, row-major
       xo += x_stride[d];
       yo += y_stride[d];
@@ -367,6 +419,24 @@ Status EqualKernel(KernelContext& ctx) {
     }
   }
   return Status::Ok();
+}
+
+// logical_not: Out = !X (X's nonzero elements are true).
+template <typename T>
+Status LogicalNotKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  const T* xd = x->data<T>();
+  bool* od = ctx.Output("Out")->data<bool>();
+  for (int64_t i = 0, n = x->numel(); i < n; ++i) od[i] = xd[i] == T(0);
+  return Status::Ok();
+}
+
+template <typename Cmp, typename... Ts>
+void RegisterCompare(KernelRegistry* r, const std::string& type) {
+  RegisterCpuKernel<Ts...>(r, type, [](auto tag) {
+    return &CompareKernel<typename decltype(tag)::type, Cmp>;
+  });
 }
 
 // Registers ElementwiseKernel<T, Op> for each T as `type` and
@@ -400,8 +470,23 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
       r, "elementwise_pow");
   PAREX_CPU_KERNEL(r, "less_than", LessThanKernel, float, double, int32_t,
                    int64_t);
-  PAREX_CPU_KERNEL(r, "equal", EqualKernel, float, double, int32_t, int64_t,
-                   bool);
+  RegisterCompare<EqualCmp, float, double, int32_t, int64_t, bool>(r, "equal");
+  RegisterCompare<NotEqualCmp, float, double, int32_t, int64_t, bool>(
+      r, "not_equal");
+  RegisterCompare<GreaterThanCmp, float, double, int32_t, int64_t>(
+      r, "greater_than");
+  RegisterCompare<GreaterEqualCmp, float, double, int32_t, int64_t>(
+      r, "greater_equal");
+  RegisterCompare<LessEqualCmp, float, double, int32_t, int64_t>(r,
+                                                                 "less_equal");
+  RegisterCompare<AndCmp, bool, float, double, int32_t, int64_t>(r,
+                                                                 "logical_and");
+  RegisterCompare<OrCmp, bool, float, double, int32_t, int64_t>(r,
+                                                                "logical_or");
+  RegisterCompare<XorCmp, bool, float, double, int32_t, int64_t>(r,
+                                                                 "logical_xor");
+  PAREX_CPU_KERNEL(r, "logical_not", LogicalNotKernel, bool, float, double,
+                   int32_t, int64_t);
 }
 
 }  // namespace parex

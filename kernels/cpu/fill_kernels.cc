@@ -6,6 +6,7 @@
 // DeviceContext::NextSeed(seed attribute) and map its 64-bit outputs to
 // values with the transforms below (not std:: distributions), so a seed
 // gives the same numbers with every standard library.
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -231,6 +232,36 @@ Status CastKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// fill_any_like: Out (X's dims, the dtype shape inference chose) holds
+// `value` everywhere; X's values are not read.
+template <typename T>
+Status FillAnyLikeKernel(KernelContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  const double value = ctx.Attr<float>("value");
+  switch (out->dtype()) {
+    case DType::kFP32:
+      std::fill_n(out->data<float>(), out->numel(), static_cast<float>(value));
+      return Status::Ok();
+    case DType::kFP64:
+      std::fill_n(out->data<double>(), out->numel(), value);
+      return Status::Ok();
+    case DType::kInt32:
+      std::fill_n(out->data<int32_t>(), out->numel(),
+                  static_cast<int32_t>(value));
+      return Status::Ok();
+    case DType::kInt64:
+      std::fill_n(out->data<int64_t>(), out->numel(),
+                  static_cast<int64_t>(value));
+      return Status::Ok();
+    case DType::kBool:
+      std::fill_n(out->data<bool>(), out->numel(), value != 0);
+      return Status::Ok();
+    default:
+      return ctx.Error(std::string("Out of ") + DTypeName(out->dtype()) +
+                       " is not supported");
+  }
+}
+
 // range: Start, Start + Step, ... as Paddle computes them (each value the
 // previous plus Step, so floats round as Paddle's do); Out was sized by
 // shape inference.
@@ -252,6 +283,8 @@ Status RangeKernel(KernelContext& ctx) {
 
 void RegisterFillKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "range", RangeKernel, float, double, int32_t, int64_t);
+  PAREX_CPU_KERNEL(r, "fill_any_like", FillAnyLikeKernel, float, double,
+                   int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "fill_constant", FillConstantKernel, float, double,
                    int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "fill_constant_batch_size_like", FillConstantKernel,

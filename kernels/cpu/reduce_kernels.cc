@@ -1,9 +1,10 @@
-// mean, reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod, their
-// gradients, sum, and cumsum with its gradient on CPU.
+// mean, reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod,
+// logsumexp, their gradients, sum, and cumsum with its gradient on CPU.
 // Reductions pair X (full) with Out viewed with X's rank and 1s on the
 // reduced dims (kernels/cpu/broadcast.h); removing those 1s (keep_dim false)
 // does not move any element, so the same map serves both layouts.
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <string>
@@ -18,15 +19,16 @@ namespace {
 
 using cpu::BroadcastMap;
 
-// The map from X to Out of reduce_* (attributes dim, reduce_all).
+// The map from X to Out of reduce_* (attributes dim, reduce_all;
+// logsumexp's dims attribute is "axis").
 Status BuildReduceMap(const KernelContext& ctx, const Dims& x,
-                      BroadcastMap* map) {
+                      BroadcastMap* map, const char* dims_attr = "dim") {
   const int rank = static_cast<int>(x.size());
   if (rank > BroadcastMap::kMaxRank) {
     return ctx.Error("rank " + std::to_string(rank) + " is above the " +
                      "supported " + std::to_string(BroadcastMap::kMaxRank));
   }
-  const std::vector<int> dims = ctx.Attr<std::vector<int>>("dim");
+  const std::vector<int> dims = ctx.Attr<std::vector<int>>(dims_attr);
   const bool all = ctx.Attr<bool>("reduce_all") || dims.empty();
   int64_t out_extents[BroadcastMap::kMaxRank];
   for (int d = 0; d < rank; ++d) out_extents[d] = all ? 1 : x[d];
@@ -191,6 +193,53 @@ Status ExtremeGradKernel(KernelContext& ctx) {
       dx[i] = xd[i] == od[j] ? g[j] : T(0);
     }
   });
+  return Status::Ok();
+}
+
+// logsumexp: max + log(sum(exp(x - max))) over the reduced dims, as Paddle.
+template <typename T>
+Status LogsumexpKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map, "axis"));
+  if (map.small_numel() != out->numel()) {
+    return ctx.Error("Out " + DimsToString(out->dims()) +
+                     " does not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  std::vector<T> max(map.small_numel(), -std::numeric_limits<T>::infinity());
+  map.ForEach([&](int64_t i, int64_t j) { max[j] = std::max(max[j], xd[i]); });
+  std::fill(od, od + map.small_numel(), T(0));
+  map.ForEach([&](int64_t i, int64_t j) { od[j] += std::exp(xd[i] - max[j]); });
+  for (int64_t j = 0; j < map.small_numel(); ++j) {
+    od[j] = std::log(od[j]) + max[j];
+  }
+  return Status::Ok();
+}
+
+// dX = dOut * exp(X - Out).
+template <typename T>
+Status LogsumexpGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* out = ctx.Input("Out");
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map, "axis"));
+  if (map.small_numel() != out->numel() || map.small_numel() != dout->numel()) {
+    return ctx.Error("Out and Out@GRAD do not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T* xd = x->data<T>();
+  const T* od = out->data<T>();
+  const T* g = dout->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  map.ForEach(
+      [&](int64_t i, int64_t j) { dx[i] = g[j] * std::exp(xd[i] - od[j]); });
   return Status::Ok();
 }
 
@@ -380,6 +429,8 @@ void RegisterReduceKernels(KernelRegistry* r) {
   RegisterExtreme<Extreme::kMax>(r, "reduce_max");
   RegisterExtreme<Extreme::kMin>(r, "reduce_min");
   RegisterExtreme<Extreme::kProd>(r, "reduce_prod");
+  PAREX_CPU_KERNEL(r, "logsumexp", LogsumexpKernel, float, double);
+  PAREX_CPU_KERNEL(r, "logsumexp_grad", LogsumexpGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "sum", SumKernel, float, double, int32_t, int64_t);
   PAREX_CPU_KERNEL(r, "cumsum", CumsumKernel, float, double, int32_t, int64_t);
   PAREX_CPU_KERNEL(r, "cumsum_grad", CumsumGradKernel, float, double);

@@ -278,10 +278,19 @@ Status ShapeKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// size: Input's element count.
+Status SizeKernel(KernelContext& ctx) {
+  const Tensor* in = ctx.Input("Input");
+  if (in == nullptr) return ctx.Error("no Input");
+  ctx.Output("Out")->data<int64_t>()[0] = in->numel();
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry* r) {
   r->Register({"shape", Place::Kind::kCPU, DType::kUndefined}, &ShapeKernel);
+  r->Register({"size", Place::Kind::kCPU, DType::kUndefined}, &SizeKernel);
   PAREX_SHAPE_KERNEL(r, "reshape2", Reshape2Kernel);
   PAREX_SHAPE_KERNEL(r, "reshape2_grad", Reshape2GradKernel);
   // Views with other dims rules, the same copies (graph/ir/ops/shape_ops.cc).

@@ -163,6 +163,46 @@ Status SoftmaxGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// log_softmax: Out = x - max - log(sum(exp(x - max))) along the axis.
+template <typename T>
+Status LogSoftmaxKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  const AxisView v = SplitAt(x->dims(), ctx.Attr<int>("axis"));
+  const T* xd = x->data<T>();
+  T* y = ctx.Output("Out")->data<T>();
+  ForEachRow(v, [&](int64_t, int64_t base) {
+    T max;
+    T log_sum;
+    RowLogSumExp(v, xd, base, &max, &log_sum);
+    for (int64_t k = 0; k < v.n; ++k) {
+      const int64_t e = base + k * v.inner;
+      y[e] = xd[e] - max - log_sum;
+    }
+  });
+  return Status::Ok();
+}
+
+// dX = dOut - exp(Out) * sum_k(dOut) along the axis.
+template <typename T>
+Status LogSoftmaxGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out", "Out@GRAD"}));
+  const Tensor* out = ctx.Input("Out");
+  const AxisView v = SplitAt(out->dims(), ctx.Attr<int>("axis"));
+  const T* y = out->data<T>();
+  const T* dy = ctx.Input("Out@GRAD")->data<T>();
+  T* g = ctx.Output("X@GRAD")->data<T>();
+  ForEachRow(v, [&](int64_t, int64_t base) {
+    T sum = 0;
+    for (int64_t k = 0; k < v.n; ++k) sum += dy[base + k * v.inner];
+    for (int64_t k = 0; k < v.n; ++k) {
+      const int64_t e = base + k * v.inner;
+      g[e] = dy[e] - std::exp(y[e]) * sum;
+    }
+  });
+  return Status::Ok();
+}
+
 // Y = -log(X[label]) (hard; 0 where label == ignore_index) or
 // -sum(label * log(X)) (soft), along the last dim.
 template <typename T>
@@ -372,6 +412,8 @@ Status SigmoidCrossEntropyGradKernel(KernelContext& ctx) {
 }  // namespace
 
 void RegisterSoftmaxKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "log_softmax", LogSoftmaxKernel, float, double);
+  PAREX_CPU_KERNEL(r, "log_softmax_grad", LogSoftmaxGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "softmax", SoftmaxKernel, float, double);
   PAREX_CPU_KERNEL(r, "softmax_grad", SoftmaxGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "cross_entropy", CrossEntropyKernel, float, double);

@@ -243,6 +243,33 @@ struct Selu {
   }
 };
 
+// pow(x, factor); FactorTensor (one float), when given, is the factor.
+struct Pow {
+  struct Attrs {
+    double factor;
+    static StatusOr<Attrs> Read(const KernelContext& ctx) {
+      Attrs a{ctx.Attr<float>("factor")};
+      if (const Tensor* t = ctx.Input("FactorTensor")) {
+        if (t->numel() != 1 || t->dtype() != DType::kFP32) {
+          return ctx.Error("FactorTensor must be one float32");
+        }
+        a.factor = t->data<float>()[0];
+      }
+      return a;
+    }
+  };
+  static constexpr const char* kSource = "X";
+  template <typename T>
+  static T Forward(T x, const Attrs& a) {
+    return std::pow(x, static_cast<T>(a.factor));
+  }
+  template <typename T>
+  static T Backward(T x, T g, const Attrs& a) {
+    const T f = static_cast<T>(a.factor);
+    return g * f * std::pow(x, f - T(1));
+  }
+};
+
 // x where |x| > threshold, else 0.
 struct HardShrink {
   using Attrs = OneAttr<kThreshold>;
@@ -334,6 +361,7 @@ void RegisterUnaryMathKernels(KernelRegistry* r) {
   RegisterActivation<Round>(r, "round");
   RegisterActivation<Sign>(r, "sign");
   RegisterActivation<Silu>(r, "silu");
+  RegisterActivation<Pow>(r, "pow");
   RegisterActivation<Softsign>(r, "softsign");
   RegisterActivation<TanhShrink>(r, "tanh_shrink");
   RegisterActivation<LogSigmoid>(r, "logsigmoid");

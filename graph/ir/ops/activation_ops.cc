@@ -87,6 +87,8 @@ void RegisterUnaryMathOps(OpSchemaRegistry* r) {
     AddActivation(r, type, "Out@GRAD");
   }
   AddActivation(r, "silu", "X", {}, {}, {"Out"});
+  AddActivation(r, "pow", "X", [](OpSchema& s) { s.Attr("factor", 1.0f); },
+                {"FactorTensor"});
   AddActivation(r, "relu6", "Out",
                 [](OpSchema& s) { s.Attr("threshold", 6.0f); });
   AddActivation(r, "hard_sigmoid", "Out", [](OpSchema& s) {

@@ -103,6 +103,21 @@ Status InferEqual(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// logical_and/or/xor: InferEqual's broadcast (no axis attribute).
+Status InferLogical(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(CheckSameDType(ctx, "X", "Y"));
+  const Dims x = ctx.InputDims("X");
+  const Dims y = ctx.InputDims("Y");
+  if (ctx.IsUnknown(x) || ctx.IsUnknown(y)) {
+    ctx.SetOutput("Out", {}, DType::kBool);
+    return Status::Ok();
+  }
+  StatusOr<BroadcastSpec> spec = BroadcastBoth(x, y, -1);
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  ctx.SetOutput("Out", spec->out, DType::kBool);
+  return Status::Ok();
+}
+
 void AddElementwise(OpSchemaRegistry* r, const std::string& type,
                     std::vector<std::string> grad_inputs) {
   r->Add(OpSchema(type)
@@ -147,13 +162,28 @@ void RegisterElementwiseOps(OpSchemaRegistry* r) {
              .Attr("axis", -1)
              .Attr("force_cpu", false)
              .InferShape(InferCompare));
-  r->Add(OpSchema("equal")
+  // Both operands broadcast (numpy's rule), as Paddle 2.x's comparisons.
+  for (const char* type :
+       {"equal", "not_equal", "greater_than", "greater_equal", "less_equal"}) {
+    r->Add(OpSchema(type)
+               .Input("X")
+               .Input("Y")
+               .Output("Out")
+               .Attr("axis", -1)
+               .Attr("force_cpu", false)
+               .InferShape(InferEqual));
+  }
+  for (const char* type : {"logical_and", "logical_or", "logical_xor"}) {
+    r->Add(OpSchema(type).Input("X").Input("Y").Output("Out").InferShape(
+        InferLogical));
+  }
+  r->Add(OpSchema("logical_not")
              .Input("X")
-             .Input("Y")
              .Output("Out")
-             .Attr("axis", -1)
-             .Attr("force_cpu", false)
-             .InferShape(InferEqual));
+             .InferShape([](ShapeContext& ctx) {
+               ctx.SetOutput("Out", ctx.InputDims("X"), DType::kBool);
+               return Status::Ok();
+             }));
 }
 
 }  // namespace parex

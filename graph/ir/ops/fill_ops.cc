@@ -153,9 +153,27 @@ Status InferRange(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// fill_any_like: X's dims; dtype -1 keeps X's.
+Status InferFillAnyLike(ShapeContext& ctx) {
+  const int dtype = ctx.Attr<int>("dtype");
+  if (dtype != -1 && !IsElementType(dtype)) {
+    return ctx.Error("dtype " + std::to_string(dtype) +
+                     " is not an element type");
+  }
+  ctx.SetOutput("Out", ctx.InputDims("X"),
+                dtype == -1 ? ctx.InputDType("X") : static_cast<DType>(dtype));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterFillOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("fill_any_like")
+             .Input("X")
+             .Output("Out")
+             .Attr("value", 0.0f)
+             .Attr("dtype", -1)
+             .InferShape(InferFillAnyLike));
   r->Add(OpSchema("range")
              .Input("Start")
              .Input("End")

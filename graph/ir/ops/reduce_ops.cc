@@ -23,9 +23,11 @@ Status InferMean(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// The dims of X that reduce_* reduces, as a mask over X's rank.
-StatusOr<std::vector<bool>> ReducedDims(const ShapeContext& ctx, int rank) {
-  const std::vector<int> dims = ctx.Attr<std::vector<int>>("dim");
+// The dims of X that reduce_* reduces (logsumexp's attribute is "axis"), as
+// a mask over X's rank.
+StatusOr<std::vector<bool>> ReducedDims(const ShapeContext& ctx, int rank,
+                                        const char* dims_attr = "dim") {
+  const std::vector<int> dims = ctx.Attr<std::vector<int>>(dims_attr);
   const bool all = ctx.Attr<bool>("reduce_all") || dims.empty();
   std::vector<bool> mask(rank, all);
   for (int d : dims) {
@@ -69,6 +71,28 @@ Status InferReduce(ShapeContext& ctx) {
   }
   if (out.empty()) out.push_back(1);
   ctx.SetOutput("Out", out, out_dtype);
+  return Status::Ok();
+}
+
+// logsumexp: reduce's shape rule with Paddle 2.x's attribute names.
+Status InferLogsumexp(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<bool> mask,
+                         ReducedDims(ctx, static_cast<int>(x.size()), "axis"));
+  Dims out;
+  for (size_t d = 0; d < x.size(); ++d) {
+    if (!mask[d]) {
+      out.push_back(x[d]);
+    } else if (ctx.Attr<bool>("keepdim")) {
+      out.push_back(1);
+    }
+  }
+  if (out.empty()) out.push_back(1);
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
   return Status::Ok();
 }
 
@@ -232,6 +256,26 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
   AddReduce(r, "reduce_max", /*reads_out=*/true);
   AddReduce(r, "reduce_min", /*reads_out=*/true);
   AddReduce(r, "reduce_prod", /*reads_out=*/true);
+  r->Add(OpSchema("logsumexp")
+             .Input("X")
+             .Output("Out")
+             .Attr("axis", std::vector<int>{0})
+             .Attr("keepdim", false)
+             .Attr("reduce_all", false)
+             .InferShape(InferLogsumexp)
+             .Grad("logsumexp_grad", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("logsumexp_grad")
+             .Input("X")
+             .Input("Out")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("axis", std::vector<int>{0})
+             .Attr("keepdim", false)
+             .Attr("reduce_all", false)
+             .InferShape([](ShapeContext& ctx) {
+               ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
+               return Status::Ok();
+             }));
   r->Add(OpSchema("sum")
              .Input("X", kDuplicable)
              .Output("Out")

@@ -434,6 +434,15 @@ Status InferShapeOp(ShapeContext& ctx) {
 }  // namespace
 
 void RegisterShapeOps(OpSchemaRegistry* r) {
+  // size: the element count of Input (Paddle's 0-D int64; parex's [1]).
+  r->Add(OpSchema("size")
+             .Input("Input")
+             .Output("Out")
+             .InferShape([](ShapeContext& ctx) {
+               ctx.SetOutput("Out", {1}, DType::kInt64);
+               return Status::Ok();
+             })
+             .KernelDTypeAny());
   r->Add(OpSchema("shape")
              .Input("Input")
              .Output("Out")

@@ -217,6 +217,18 @@ Status InferSigmoidCrossEntropyGrad(ShapeContext& ctx) {
 }  // namespace
 
 void RegisterSoftmaxOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("log_softmax")
+             .Input("X")
+             .Output("Out")
+             .Attr("axis", -1)
+             .InferShape(InferSoftmax)
+             .Grad("log_softmax_grad", {"Out", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("log_softmax_grad")
+             .Input("Out")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("axis", -1)
+             .InferShape(InferSoftmaxGrad));
   r->Add(OpSchema("softmax")
              .Input("X")
              .Output("Out")

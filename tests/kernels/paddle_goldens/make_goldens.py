@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... pool2d.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... more_ops.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -708,6 +708,40 @@ def pool2d_cases(rng):
     return cases
 
 
+def more_ops_cases(rng):
+    """more_ops.json (tests/kernels/more_ops_test.cc): comparisons and
+    logic with both-way broadcasting, pow, fill_any_like, size, log_softmax
+    and logsumexp (with their gradient ops), fp64 unless a case says
+    otherwise."""
+    cases = []
+    x = rng.uniform(-2, 2, size=(3, 4))
+    y = rng.uniform(-2, 2, size=(1, 4))
+    y[0, 1] = x[1, 1]  # one equal pair
+    for op in ("greater_than", "greater_equal", "less_equal", "not_equal"):
+        cases.append(run_static(op, {"X": [x], "Y": [y]}, {"axis": -1}, {"Out": 1}, [], rng))
+    a = rng.uniform(size=(3, 4)) > 0.5
+    b = rng.uniform(size=(1, 4)) > 0.5
+    for op in ("logical_and", "logical_or", "logical_xor"):
+        cases.append(run_static(op, {"X": [a], "Y": [b]}, {}, {"Out": 1}, [], rng))
+    cases.append(run_static("logical_not", {"X": [a]}, {}, {"Out": 1}, [], rng))
+    pos = rng.uniform(0.5, 2.0, size=(3, 4))
+    for factor in (2.0, 0.5, -1.5):
+        cases.append(run_static("pow", {"X": [pos]}, {"factor": factor}, {"Out": 1}, ["X_0"], rng))
+    for value, dtype in ((1.0, -1), (2.5, 5), (7.0, 3)):
+        cases.append(run_static("fill_any_like", {"X": [x]}, {"value": value, "dtype": dtype},
+                                {"Out": 1}, [], rng))
+    cases.append(run_static("size", {"Input": [x]}, {}, {"Out": 1}, [], rng))
+    z = rng.uniform(-3, 3, size=(2, 3, 4))
+    for axis in (-1, 1):
+        cases.append(run_static("log_softmax", {"X": [z]}, {"axis": axis}, {"Out": 1},
+                                ["X_0"], rng))
+    for attrs in ({"axis": [1], "keepdim": False, "reduce_all": False},
+                  {"axis": [0, 2], "keepdim": True, "reduce_all": False},
+                  {"axis": [0], "keepdim": False, "reduce_all": True}):
+        cases.append(run_static("logsumexp", {"X": [z]}, attrs, {"Out": 1}, ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -721,6 +755,7 @@ OP_GROUP_FILES = [
     ("reduce.json", reduce_cases, 2610),
     ("shape_values.json", shape_value_cases, 2611),
     ("pool2d.json", pool2d_cases, 2612),
+    ("more_ops.json", more_ops_cases, 2613),
 ]
 
 

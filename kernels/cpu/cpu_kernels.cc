@@ -8,6 +8,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterElementwiseKernels(r);
   RegisterActivationKernels(r);
   RegisterUnaryMathKernels(r);
+  RegisterLayoutKernels(r);
   RegisterSoftmaxKernels(r);
   RegisterReduceKernels(r);
   RegisterMetricKernels(r);

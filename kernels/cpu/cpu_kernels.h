@@ -11,6 +11,7 @@ void RegisterFillKernels(KernelRegistry* r);
 void RegisterElementwiseKernels(KernelRegistry* r);
 void RegisterActivationKernels(KernelRegistry* r);
 void RegisterUnaryMathKernels(KernelRegistry* r);
+void RegisterLayoutKernels(KernelRegistry* r);
 void RegisterSoftmaxKernels(KernelRegistry* r);
 void RegisterReduceKernels(KernelRegistry* r);
 void RegisterMetricKernels(KernelRegistry* r);

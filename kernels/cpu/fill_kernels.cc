@@ -262,6 +262,74 @@ Status FillAnyLikeKernel(KernelContext& ctx) {
   }
 }
 
+// assign_value: the values attribute of Out's dtype, one per element.
+template <typename T>
+Status AssignValueKernel(KernelContext& ctx) {
+  Tensor* out = ctx.Output("Out");
+  auto copy = [&](const auto& values, const char* attr) -> Status {
+    if (static_cast<int64_t>(values.size()) != out->numel()) {
+      return ctx.Error(std::string(attr) + " has " +
+                       std::to_string(values.size()) + " values for " +
+                       std::to_string(out->numel()) + " elements");
+    }
+    for (int64_t i = 0; i < out->numel(); ++i) {
+      out->data<T>()[i] = static_cast<T>(values[i]);
+    }
+    return Status::Ok();
+  };
+  if constexpr (std::is_same_v<T, float>) {
+    return copy(ctx.Attr<std::vector<float>>("fp32_values"), "fp32_values");
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return copy(ctx.Attr<std::vector<int>>("int32_values"), "int32_values");
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return copy(ctx.Attr<std::vector<int64_t>>("int64_values"), "int64_values");
+  } else {
+    return copy(ctx.Attr<std::vector<int>>("bool_values"), "bool_values");
+  }
+}
+
+// linspace as Paddle: a double step; the first half counted from Start,
+// the rest back from Stop, each cast to T.
+template <typename T>
+Status LinspaceKernel(KernelContext& ctx) {
+  auto scalar = [&](const char* slot) -> StatusOr<double> {
+    const Tensor* t = ctx.Input(slot);
+    if (t == nullptr || t->numel() != 1) {
+      return ctx.Error(std::string(slot) + " must hold one value");
+    }
+    switch (t->dtype()) {
+      case DType::kFP32:
+        return static_cast<double>(t->data<float>()[0]);
+      case DType::kFP64:
+        return t->data<double>()[0];
+      case DType::kInt32:
+        return static_cast<double>(t->data<int32_t>()[0]);
+      case DType::kInt64:
+        return static_cast<double>(t->data<int64_t>()[0]);
+      default:
+        return ctx.Error(std::string(slot) + " is not a number");
+    }
+  };
+  PAREX_ASSIGN_OR_RETURN(const double start_d, scalar("Start"));
+  PAREX_ASSIGN_OR_RETURN(const double stop_d, scalar("Stop"));
+  const T start = static_cast<T>(start_d), stop = static_cast<T>(stop_d);
+  Tensor* out = ctx.Output("Out");
+  const int64_t num = out->numel();
+  T* od = out->data<T>();
+  if (num == 1) {
+    od[0] = start;
+    return Status::Ok();
+  }
+  const double step =
+      static_cast<double>(stop - start) / static_cast<double>(num - 1);
+  const int64_t half = num / 2;
+  for (int64_t i = 0; i < num; ++i) {
+    od[i] = i < half ? static_cast<T>(start + step * i)
+                     : static_cast<T>(stop - step * (num - i - 1));
+  }
+  return Status::Ok();
+}
+
 // range: Start, Start + Step, ... as Paddle computes them (each value the
 // previous plus Step, so floats round as Paddle's do); Out was sized by
 // shape inference.
@@ -283,6 +351,10 @@ Status RangeKernel(KernelContext& ctx) {
 
 void RegisterFillKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "range", RangeKernel, float, double, int32_t, int64_t);
+  PAREX_CPU_KERNEL(r, "assign_value", AssignValueKernel, float, int32_t,
+                   int64_t, bool);
+  PAREX_CPU_KERNEL(r, "linspace", LinspaceKernel, float, double, int32_t,
+                   int64_t);
   PAREX_CPU_KERNEL(r, "fill_any_like", FillAnyLikeKernel, float, double,
                    int32_t, int64_t, bool);
   PAREX_CPU_KERNEL(r, "fill_constant", FillConstantKernel, float, double,

@@ -165,9 +165,65 @@ Status InferFillAnyLike(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// assign_value: Out of `shape` and `dtype`, from the values attribute of
+// that dtype (checked against the element count by the kernel).
+Status InferAssignValue(ShapeContext& ctx) {
+  const int dtype = ctx.Attr<int>("dtype");
+  if (!IsElementType(dtype)) {
+    return ctx.Error("dtype " + std::to_string(dtype) +
+                     " is not an element type");
+  }
+  const std::vector<int> shape = ctx.Attr<std::vector<int>>("shape");
+  for (int e : shape) {
+    if (e < 0) return ctx.Error("shape has a negative extent");
+  }
+  ctx.SetOutput("Out", Dims(shape.begin(), shape.end()),
+                static_cast<DType>(dtype));
+  return Status::Ok();
+}
+
+// linspace: Num values (a tensor: known at run time) from Start to Stop.
+Status InferLinspace(ShapeContext& ctx) {
+  const int dtype = ctx.Attr<int>("dtype");
+  if (!IsElementType(dtype)) {
+    return ctx.Error("dtype " + std::to_string(dtype) +
+                     " is not an element type");
+  }
+  if (!ctx.IsRuntime()) {
+    ctx.SetOutput("Out", {-1}, static_cast<DType>(dtype));
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<double> num, ctx.InputValues("Num"));
+  if (num.size() != 1 || !(num[0] > 0) || num[0] > (int64_t{1} << 40)) {
+    return ctx.Error("Num must be one count in [1, 2^40]");
+  }
+  ctx.SetOutput("Out", {static_cast<int64_t>(num[0])},
+                static_cast<DType>(dtype));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterFillOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("assign_value")
+             .Output("Out")
+             .RequiredAttr("shape", proto::INTS)
+             .RequiredAttr("dtype", proto::INT)
+             .Attr("bool_values", std::vector<int>{})
+             .Attr("fp32_values", std::vector<float>{})
+             .Attr("int32_values", std::vector<int>{})
+             .Attr("int64_values", std::vector<int64_t>{})
+             .InferShape(InferAssignValue)
+             .KernelDTypeFromAttr("dtype"));
+  r->Add(OpSchema("linspace")
+             .Input("Start")
+             .Input("Stop")
+             .Input("Num")
+             .Output("Out")
+             .RequiredAttr("dtype", proto::INT)
+             .InferShape(InferLinspace)
+             .ShapeFromValues()
+             .KernelDTypeFromAttr("dtype"));
   r->Add(OpSchema("fill_any_like")
              .Input("X")
              .Output("Out")

@@ -45,5 +45,7 @@ void RegisterConvTransposeOps(OpSchemaRegistry* r);
 void RegisterPadOps(OpSchemaRegistry* r);
 // nearest_interp_v2, bilinear_interp_v2
 void RegisterInterpOps(OpSchemaRegistry* r);
+// tile, flip, roll, index_select (layout_ops.cc).
+void RegisterLayoutOps(OpSchemaRegistry* r);
 
 }  // namespace parex

@@ -21,6 +21,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterConvTransposeOps(r);
   RegisterPadOps(r);
   RegisterInterpOps(r);
+  RegisterLayoutOps(r);
 }
 
 }  // namespace parex

@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... more_ops.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... layout_ops.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -742,6 +742,41 @@ def more_ops_cases(rng):
     return cases
 
 
+def layout_cases(rng):
+    """layout_ops.json (tests/kernels/layout_ops_test.cc): tile, flip, roll
+    and index_select with their gradient ops, assign_value and linspace;
+    fp64 unless a case says otherwise."""
+    cases = []
+    x = rng.uniform(-2, 2, size=(2, 3, 4))
+    for times in ([2, 1, 1], [1, 2, 3], [2, 1, 1, 2]):
+        cases.append(run_static("tile", {"X": [x]}, {"repeat_times": times}, {"Out": 1},
+                                ["X_0"], rng))
+    for axis in ([0], [1, 2], [-1]):
+        # Paddle's gradient of flip is a flip op (no flip_grad): forward only.
+        cases.append(run_static("flip", {"X": [x]}, {"axis": axis}, {"Out": 1}, [], rng))
+    for shifts, axis in (([1], [0]), ([2, -1], [1, 2]), ([5], [])):
+        cases.append(run_static("roll", {"X": [x]}, {"shifts": shifts, "axis": axis},
+                                {"Out": 1}, ["X_0"], rng))
+    for dim, index in ((1, [2, 0, 2]), (0, [1]), (-1, [3, 1])):
+        cases.append(run_static("index_select",
+                                {"X": [x], "Index": [np.array(index, dtype="int64")]},
+                                {"dim": dim}, {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("assign_value", {}, {"shape": [2, 3], "dtype": 5,
+                                                  "fp32_values": [1.5, -2, 3, 0.25, 5, 6]},
+                            {"Out": 1}, [], rng))
+    cases.append(run_static("assign_value", {}, {"shape": [3], "dtype": 3,
+                                                  "int64_values": [7, -1, 9]},
+                            {"Out": 1}, [], rng))
+    for dtype, start, stop, num in (("float32", 0.0, 1.0, 5), ("float64", -2.0, 3.0, 7),
+                                    ("int64", 0, 9, 4)):
+        inputs = {"Start": [np.array([start], dtype="float32" if dtype == "int64" else dtype)],
+                  "Stop": [np.array([stop], dtype="float32" if dtype == "int64" else dtype)],
+                  "Num": [np.array([num], dtype="int32")]}
+        dtype_code = {"float32": 5, "float64": 6, "int64": 3}[dtype]
+        cases.append(run_static("linspace", inputs, {"dtype": dtype_code}, {"Out": 1}, [], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -756,6 +791,7 @@ OP_GROUP_FILES = [
     ("shape_values.json", shape_value_cases, 2611),
     ("pool2d.json", pool2d_cases, 2612),
     ("more_ops.json", more_ops_cases, 2613),
+    ("layout_ops.json", layout_cases, 2614),
 ]
 
 

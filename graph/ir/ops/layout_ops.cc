@@ -1,0 +1,204 @@
+// Ops that move elements without arithmetic, with Paddle 2.6's slots and
+// attributes: tile (repeat_times as an attribute or tensors: the shape then
+// comes from values), flip (its gradient in Paddle's programs is a flip op),
+// roll (shifts along axes, or over the flattened tensor when axis is
+// empty) and index_select, with the gradient ops Paddle records.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "graph/ir/ops/op_groups.h"
+
+namespace parex {
+namespace {
+
+// `axis` of a tensor of rank `rank`, from -rank to rank - 1.
+StatusOr<int> AxisOf(const ShapeContext& ctx, int64_t axis, int rank,
+                     const std::string& what) {
+  if (axis < -rank || axis >= rank) {
+    return ctx.Error(what + " " + std::to_string(axis) +
+                     " is out of range for X of rank " + std::to_string(rank));
+  }
+  return static_cast<int>(axis < 0 ? axis + rank : axis);
+}
+
+// tile's repeat counts: RepeatTimes (a tensor), else repeat_times_tensor (one
+// value per tensor), else the attribute; values are read at run time.
+StatusOr<std::vector<int64_t>> RepeatTimes(const ShapeContext& ctx) {
+  std::vector<int64_t> times;
+  if (ctx.HasInput("RepeatTimes")) {
+    PAREX_ASSIGN_OR_RETURN(std::vector<double> v,
+                           ctx.InputValues("RepeatTimes"));
+    times.assign(v.begin(), v.end());
+  } else if (ctx.HasInput("repeat_times_tensor")) {
+    for (int i = 0; i < ctx.InputCount("repeat_times_tensor"); ++i) {
+      PAREX_ASSIGN_OR_RETURN(std::vector<double> v,
+                             ctx.InputValues("repeat_times_tensor", i));
+      if (v.size() != 1) {
+        return ctx.Error("repeat_times_tensor " + std::to_string(i) +
+                         " must hold one value");
+      }
+      times.push_back(static_cast<int64_t>(v[0]));
+    }
+  } else {
+    const std::vector<int> attr = ctx.Attr<std::vector<int>>("repeat_times");
+    times.assign(attr.begin(), attr.end());
+  }
+  for (int64_t t : times) {
+    if (t <= 0 || t > (int64_t{1} << 31)) {
+      return ctx.Error("repeat count " + std::to_string(t) +
+                       " is not in [1, 2^31]");
+    }
+  }
+  if (times.size() > 9) return ctx.Error("more than 9 repeat counts");
+  return times;
+}
+
+Status InferTile(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const bool from_values =
+      ctx.HasInput("RepeatTimes") || ctx.HasInput("repeat_times_tensor");
+  if (!Known(ctx, x) || (from_values && !ctx.IsRuntime())) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<int64_t> times, RepeatTimes(ctx));
+  const size_t rank = std::max(x.size(), times.size());
+  Dims out(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t xe = d + x.size() < rank ? 1 : x[d + x.size() - rank];
+    const int64_t t =
+        d + times.size() < rank ? 1 : times[d + times.size() - rank];
+    out[d] = xe < 0 ? -1 : xe * t;
+  }
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+Status InferFlip(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (Known(ctx, x)) {
+    for (int a : ctx.Attr<std::vector<int>>("axis")) {
+      PAREX_RETURN_IF_ERROR(
+          AxisOf(ctx, a, static_cast<int>(x.size()), "axis").status());
+    }
+  }
+  ctx.ShareDimsAndDType("X", "Out");
+  return Status::Ok();
+}
+
+Status InferRoll(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const std::vector<int64_t> shifts = ctx.Attr<std::vector<int64_t>>("shifts");
+  const std::vector<int64_t> axis = ctx.Attr<std::vector<int64_t>>("axis");
+  if (!axis.empty() && axis.size() != shifts.size()) {
+    return ctx.Error(std::to_string(shifts.size()) + " shifts for " +
+                     std::to_string(axis.size()) + " axes");
+  }
+  if (axis.empty() && shifts.size() != 1 && !ctx.HasInput("ShiftsTensor")) {
+    return ctx.Error("a flattened roll takes one shift");
+  }
+  if (Known(ctx, x)) {
+    for (int64_t a : axis) {
+      PAREX_RETURN_IF_ERROR(
+          AxisOf(ctx, a, static_cast<int>(x.size()), "axis").status());
+    }
+  }
+  ctx.ShareDimsAndDType("X", "Out");
+  return Status::Ok();
+}
+
+Status InferIndexSelect(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const Dims index = ctx.InputDims("Index");
+  const DType idtype = ctx.InputDType("Index");
+  if (idtype != DType::kInt32 && idtype != DType::kInt64 &&
+      idtype != DType::kUndefined) {
+    return ctx.Error(std::string("Index is ") + DTypeName(idtype) +
+                     ", not int32 or int64");
+  }
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(int dim, AxisOf(ctx, ctx.Attr<int>("dim"),
+                                         static_cast<int>(x.size()), "dim"));
+  if (Known(ctx, index) && index.size() != 1) {
+    return ctx.Error("Index " + DimsToString(index) + " is not 1-D");
+  }
+  Dims out = x;
+  out[dim] = Known(ctx, index) ? index[0] : -1;
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+// X@GRAD takes X's dims and dtype.
+Status InferGradLikeX(ShapeContext& ctx) {
+  ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterLayoutOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("tile")
+             .Input("X")
+             .Input("RepeatTimes", kOptional)
+             .Input("repeat_times_tensor", kOptional | kDuplicable)
+             .Output("Out")
+             .Attr("repeat_times", std::vector<int>{})
+             .InferShape(InferTile)
+             .ShapeFromValues()
+             .Grad("tile_grad",
+                   {"X", "RepeatTimes", "repeat_times_tensor", "Out@GRAD"},
+                   {"X@GRAD"}));
+  r->Add(OpSchema("tile_grad")
+             .Input("X")
+             .Input("RepeatTimes", kOptional)
+             .Input("repeat_times_tensor", kOptional | kDuplicable)
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("repeat_times", std::vector<int>{})
+             .InferShape(InferGradLikeX)
+             .KernelDTypeFromInput("Out@GRAD"));
+  r->Add(OpSchema("flip")
+             .Input("X")
+             .Output("Out")
+             .Attr("axis", std::vector<int>{})
+             .InferShape(InferFlip));
+  r->Add(OpSchema("roll")
+             .Input("X")
+             .Input("ShiftsTensor", kOptional)
+             .Output("Out")
+             .Attr("shifts", std::vector<int64_t>{})
+             .Attr("axis", std::vector<int64_t>{})
+             .InferShape(InferRoll)
+             .Grad("roll_grad", {"X", "ShiftsTensor", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("roll_grad")
+             .Input("X")
+             .Input("ShiftsTensor", kOptional)
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("shifts", std::vector<int64_t>{})
+             .Attr("axis", std::vector<int64_t>{})
+             .InferShape(InferGradLikeX)
+             .KernelDTypeFromInput("Out@GRAD"));
+  r->Add(
+      OpSchema("index_select")
+          .Input("X")
+          .Input("Index")
+          .Output("Out")
+          .Attr("dim", 0)
+          .InferShape(InferIndexSelect)
+          .Grad("index_select_grad", {"X", "Index", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("index_select_grad")
+             .Input("X")
+             .Input("Index")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("dim", 0)
+             .InferShape(InferGradLikeX)
+             .KernelDTypeFromInput("Out@GRAD"));
+}
+
+}  // namespace parex

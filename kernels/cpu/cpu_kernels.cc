@@ -9,6 +9,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterActivationKernels(r);
   RegisterUnaryMathKernels(r);
   RegisterLayoutKernels(r);
+  RegisterNormKernels(r);
   RegisterSoftmaxKernels(r);
   RegisterReduceKernels(r);
   RegisterMetricKernels(r);

@@ -12,6 +12,7 @@ void RegisterElementwiseKernels(KernelRegistry* r);
 void RegisterActivationKernels(KernelRegistry* r);
 void RegisterUnaryMathKernels(KernelRegistry* r);
 void RegisterLayoutKernels(KernelRegistry* r);
+void RegisterNormKernels(KernelRegistry* r);
 void RegisterSoftmaxKernels(KernelRegistry* r);
 void RegisterReduceKernels(KernelRegistry* r);
 void RegisterMetricKernels(KernelRegistry* r);

@@ -4,6 +4,7 @@
 // Out@GRAD back along the same map (summing where several Out elements
 // copy one X element: tile, index_select with repeated indices).
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -233,9 +234,128 @@ Status IndexSelectGradKernel(KernelContext& ctx) {
                          [&](int64_t o, int64_t src) { dxd[src] += g[o]; });
 }
 
+// pixel_shuffle (NCHW): Out[n, c, h r + i, w r + j] = X[n, c r^2 + i r + j,
+// h, w]; its gradient sends each element back (`back`).
+template <typename T>
+Status PixelShuffle(KernelContext& ctx, const Tensor& from, Tensor* to,
+                    bool back) {
+  const int64_t r = ctx.Attr<int>("upscale_factor");
+  const Tensor& x = back ? *to : from;  // the [N, C r^2, H, W] side
+  const Tensor& y = back ? from : *to;  // the [N, C, H r, W r] side
+  if (x.rank() != 4 || y.rank() != 4 || r <= 0 ||
+      x.dim(1) != y.dim(1) * r * r || y.dim(2) != x.dim(2) * r ||
+      y.dim(3) != x.dim(3) * r) {
+    return ctx.Error("X " + DimsToString(x.dims()) + " and Out " +
+                     DimsToString(y.dims()) + " do not shuffle by " +
+                     std::to_string(r));
+  }
+  const int64_t n = y.dim(0), c = y.dim(1), h = x.dim(2), w = x.dim(3);
+  const T* src = from.data<T>();
+  T* dst = to->data<T>();
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < c; ++k)
+      for (int64_t i = 0; i < r; ++i)
+        for (int64_t j = 0; j < r; ++j)
+          for (int64_t hh = 0; hh < h; ++hh)
+            for (int64_t ww = 0; ww < w; ++ww) {
+              const int64_t xi =
+                  ((b * c * r * r + k * r * r + i * r + j) * h + hh) * w + ww;
+              const int64_t yi =
+                  ((b * c + k) * h * r + hh * r + i) * w * r + ww * r + j;
+              if (back) {
+                dst[xi] = src[yi];
+              } else {
+                dst[yi] = src[xi];
+              }
+            }
+  return Status::Ok();
+}
+
+template <typename T>
+Status PixelShuffleKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  return PixelShuffle<T>(ctx, *ctx.Input("X"), ctx.Output("Out"), false);
+}
+
+template <typename T>
+Status PixelShuffleGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
+  return PixelShuffle<T>(ctx, *ctx.Input("Out@GRAD"), ctx.Output("X@GRAD"),
+                         true);
+}
+
+// The Alpha index of element i of prelu's X (NCHW).
+StatusOr<std::function<int64_t(int64_t)>> PreluAlphaIndex(
+    const KernelContext& ctx, const Tensor& x, const Tensor& alpha) {
+  const std::string mode = ctx.Attr<std::string>("mode");
+  const int64_t per_sample =
+      x.rank() > 0 && x.dim(0) > 0 ? x.numel() / x.dim(0) : x.numel();
+  int64_t inner = 1;
+  for (int d = 2; d < x.rank(); ++d) inner *= x.dim(d);
+  const int64_t channels = x.rank() > 1 ? x.dim(1) : 1;
+  const int64_t want = mode == "all"       ? 1
+                       : mode == "channel" ? channels
+                                           : per_sample;
+  if (alpha.numel() != want) {
+    return ctx.Error("Alpha has " + std::to_string(alpha.numel()) +
+                     " values, mode " + mode + " takes " +
+                     std::to_string(want));
+  }
+  if (mode == "all")
+    return std::function<int64_t(int64_t)>([](int64_t) { return int64_t{0}; });
+  if (mode == "channel") {
+    return std::function<int64_t(int64_t)>(
+        [inner, channels](int64_t i) { return (i / inner) % channels; });
+  }
+  return std::function<int64_t(int64_t)>(
+      [per_sample](int64_t i) { return i % per_sample; });
+}
+
+template <typename T>
+Status PreluKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Alpha"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* alpha = ctx.Input("Alpha");
+  PAREX_ASSIGN_OR_RETURN(auto at, PreluAlphaIndex(ctx, *x, *alpha));
+  const T* xd = x->data<T>();
+  const T* ad = alpha->data<T>();
+  T* od = ctx.Output("Out")->data<T>();
+  for (int64_t i = 0; i < x->numel(); ++i) {
+    od[i] = xd[i] > T(0) ? xd[i] : ad[at(i)] * xd[i];
+  }
+  return Status::Ok();
+}
+
+// X@GRAD = dOut where x > 0, else alpha dOut; Alpha@GRAD sums x dOut where
+// x <= 0.
+template <typename T>
+Status PreluGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Alpha", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* alpha = ctx.Input("Alpha");
+  PAREX_ASSIGN_OR_RETURN(auto at, PreluAlphaIndex(ctx, *x, *alpha));
+  const T* xd = x->data<T>();
+  const T* ad = alpha->data<T>();
+  const T* g = ctx.Input("Out@GRAD")->data<T>();
+  Tensor* dx = ctx.Output("X@GRAD");
+  Tensor* dalpha = ctx.Output("Alpha@GRAD");
+  if (dalpha != nullptr) std::fill_n(dalpha->data<T>(), dalpha->numel(), T(0));
+  for (int64_t i = 0; i < x->numel(); ++i) {
+    const bool pos = xd[i] > T(0);
+    if (dx != nullptr) dx->data<T>()[i] = pos ? g[i] : ad[at(i)] * g[i];
+    if (dalpha != nullptr && !pos) dalpha->data<T>()[at(i)] += xd[i] * g[i];
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterLayoutKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "pixel_shuffle", PixelShuffleKernel, float, double);
+  PAREX_CPU_KERNEL(r, "pixel_shuffle_grad", PixelShuffleGradKernel, float,
+                   double);
+  PAREX_CPU_KERNEL(r, "prelu", PreluKernel, float, double);
+  PAREX_CPU_KERNEL(r, "prelu_grad", PreluGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "tile", TileKernel, float, double, int32_t, int64_t,
                    bool);
   PAREX_CPU_KERNEL(r, "tile_grad", TileGradKernel, float, double);

@@ -132,6 +132,45 @@ Status InferIndexSelect(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// pixel_shuffle (NCHW): [N, C r^2, H, W] -> [N, C, H r, W r].
+Status InferPixelShuffle(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  const int r = ctx.Attr<int>("upscale_factor");
+  if (ctx.Attr<std::string>("data_format") != "NCHW") {
+    return ctx.Error("data_format " + ctx.Attr<std::string>("data_format") +
+                     " is not supported (NCHW only)");
+  }
+  if (r <= 0) return ctx.Error("upscale_factor must be positive");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  if (x.size() != 4 || (x[1] >= 0 && x[1] % (int64_t{r} * r) != 0)) {
+    return ctx.Error("X " + DimsToString(x) + " is not [N, C*" +
+                     std::to_string(r * r) + ", H, W]");
+  }
+  auto times = [r](int64_t e) { return e < 0 ? e : e * r; };
+  ctx.SetOutput(
+      "Out", {x[0], x[1] < 0 ? -1 : x[1] / (r * r), times(x[2]), times(x[3])},
+      ctx.InputDType("X"));
+  return Status::Ok();
+}
+
+// prelu: Alpha of 1 value (all), C values (channel, NCHW) or one per
+// element of a sample (element).
+Status InferPrelu(ShapeContext& ctx) {
+  const std::string mode = ctx.Attr<std::string>("mode");
+  if (mode != "all" && mode != "channel" && mode != "element") {
+    return ctx.Error("mode " + mode + " is not all, channel or element");
+  }
+  if (ctx.Attr<std::string>("data_format") != "NCHW") {
+    return ctx.Error("data_format " + ctx.Attr<std::string>("data_format") +
+                     " is not supported (NCHW only)");
+  }
+  ctx.ShareDimsAndDType("X", "Out");
+  return Status::Ok();
+}
+
 // X@GRAD takes X's dims and dtype.
 Status InferGradLikeX(ShapeContext& ctx) {
   ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
@@ -141,6 +180,51 @@ Status InferGradLikeX(ShapeContext& ctx) {
 }  // namespace
 
 void RegisterLayoutOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("pixel_shuffle")
+             .Input("X")
+             .Output("Out")
+             .Attr("upscale_factor", 1)
+             .Attr("data_format", std::string("NCHW"))
+             .InferShape(InferPixelShuffle)
+             .Grad("pixel_shuffle_grad", {"Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("pixel_shuffle_grad")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("upscale_factor", 1)
+             .Attr("data_format", std::string("NCHW"))
+             .InferShape([](ShapeContext& ctx) {
+               const Dims g = ctx.InputDims("Out@GRAD");
+               const int r = ctx.Attr<int>("upscale_factor");
+               if (g.size() != 4 || r <= 0) {
+                 return ctx.Error("Out@GRAD is not [N, C, H r, W r]");
+               }
+               ctx.SetOutput("X@GRAD", {g[0], g[1] * r * r, g[2] / r, g[3] / r},
+                             ctx.InputDType("Out@GRAD"));
+               return Status::Ok();
+             }));
+  r->Add(OpSchema("prelu")
+             .Input("X")
+             .Input("Alpha")
+             .Output("Out")
+             .Attr("mode", std::string("all"))
+             .Attr("data_format", std::string("NCHW"))
+             .InferShape(InferPrelu)
+             .Grad("prelu_grad", {"X", "Alpha", "Out@GRAD"},
+                   {"X@GRAD", "Alpha@GRAD"}));
+  r->Add(OpSchema("prelu_grad")
+             .Input("X")
+             .Input("Alpha")
+             .Input("Out@GRAD")
+             .Output("X@GRAD", kOptional)
+             .Output("Alpha@GRAD", kOptional)
+             .Attr("mode", std::string("all"))
+             .Attr("data_format", std::string("NCHW"))
+             .InferShape([](ShapeContext& ctx) {
+               ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
+               ctx.SetOutput("Alpha@GRAD", ctx.InputDims("Alpha"),
+                             ctx.InputDType("Alpha"));
+               return Status::Ok();
+             }));
   r->Add(OpSchema("tile")
              .Input("X")
              .Input("RepeatTimes", kOptional)

@@ -10,6 +10,7 @@
 // Out dims of reduce_* follow Paddle 2.x before 0-D tensors: the reduced dims
 // become 1 with keep_dim, else they are removed, and a result with no dims
 // left is [1]. An empty `dim` list reduces every dim.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,39 @@ Status InferReduce(ShapeContext& ctx) {
   }
   if (out.empty()) out.push_back(1);
   ctx.SetOutput("Out", out, out_dtype);
+  return Status::Ok();
+}
+
+// p_norm: X without `axis` (1 there with keepdim), or one value (asvector).
+Status InferPNorm(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  const int rank = static_cast<int>(x.size());
+  const bool keep = ctx.Attr<bool>("keepdim");
+  if (ctx.Attr<bool>("asvector")) {
+    ctx.SetOutput("Out", keep ? Dims(x.size(), 1) : Dims{1},
+                  ctx.InputDType("X"));
+    return Status::Ok();
+  }
+  int axis = ctx.Attr<int>("axis");
+  if (axis < -rank || axis >= rank) {
+    return ctx.Error("axis " + std::to_string(axis) +
+                     " is out of range for X of rank " + std::to_string(rank));
+  }
+  if (axis < 0) axis += rank;
+  Dims out;
+  for (int d = 0; d < rank; ++d) {
+    if (d != axis) {
+      out.push_back(x[d]);
+    } else if (keep) {
+      out.push_back(1);
+    }
+  }
+  if (out.empty()) out.push_back(1);
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
   return Status::Ok();
 }
 
@@ -214,13 +248,19 @@ Status InferCumsumGrad(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// `reads_out`: the gradient op reads Out too (max, min, prod).
+// `reads_out`: the gradient op reads Out too (max, min, prod). `optional`:
+// optional inputs of both ops (reduce_amax's AxisTensor, AxisTensorList,
+// which parex does not read: the dim attribute holds the axes).
 void AddReduce(OpSchemaRegistry* r, const std::string& type,
-               bool reads_out = false) {
+               bool reads_out = false,
+               const std::vector<std::string>& optional = {}) {
   std::vector<std::string> grad_reads = {"X", "Out@GRAD"};
   if (reads_out) grad_reads.insert(grad_reads.begin() + 1, "Out");
-  r->Add(OpSchema(type)
-             .Input("X")
+  grad_reads.insert(grad_reads.end(), optional.begin(), optional.end());
+  OpSchema forward(type);
+  forward.Input("X");
+  for (const std::string& in : optional) forward.Input(in, kOptional);
+  r->Add(std::move(forward)
              .Output("Out")
              .Attr("dim", std::vector<int>{0})
              .Attr("keep_dim", false)
@@ -230,7 +270,11 @@ void AddReduce(OpSchemaRegistry* r, const std::string& type,
              .InferShape(InferReduce)
              .Grad(type + "_grad", grad_reads, {"X@GRAD"}));
   OpSchema grad(type + "_grad");
-  for (const std::string& slot : grad_reads) grad.Input(slot);
+  for (const std::string& slot : grad_reads) {
+    const bool opt =
+        std::find(optional.begin(), optional.end(), slot) != optional.end();
+    grad.Input(slot, opt ? kOptional : kRequired);
+  }
   grad.Output("X@GRAD")
       .Attr("dim", std::vector<int>{0})
       .Attr("keep_dim", false)
@@ -256,6 +300,33 @@ void RegisterReduceOps(OpSchemaRegistry* r) {
   AddReduce(r, "reduce_max", /*reads_out=*/true);
   AddReduce(r, "reduce_min", /*reads_out=*/true);
   AddReduce(r, "reduce_prod", /*reads_out=*/true);
+  AddReduce(r, "frobenius_norm", /*reads_out=*/true);
+  AddReduce(r, "reduce_amax", /*reads_out=*/true,
+            {"AxisTensor", "AxisTensorList"});
+  r->Add(OpSchema("p_norm")
+             .Input("X")
+             .Output("Out")
+             .Attr("porder", 2.0f)
+             .Attr("axis", -1)
+             .Attr("epsilon", 1e-12f)
+             .Attr("keepdim", false)
+             .Attr("asvector", false)
+             .InferShape(InferPNorm)
+             .Grad("p_norm_grad", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("p_norm_grad")
+             .Input("X")
+             .Input("Out")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("porder", 2.0f)
+             .Attr("axis", -1)
+             .Attr("epsilon", 1e-12f)
+             .Attr("keepdim", false)
+             .Attr("asvector", false)
+             .InferShape([](ShapeContext& ctx) {
+               ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
+               return Status::Ok();
+             }));
   r->Add(OpSchema("logsumexp")
              .Input("X")
              .Output("Out")

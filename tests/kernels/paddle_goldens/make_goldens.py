@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... layout_ops.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... nn_ops.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -777,6 +777,39 @@ def layout_cases(rng):
     return cases
 
 
+def nn_ops_cases(rng):
+    """nn_ops.json (tests/kernels/nn_ops_test.cc): prelu (all, channel,
+    element modes), pixel_shuffle, p_norm, frobenius_norm and reduce_amax,
+    with Paddle's gradient ops; fp64, inputs away from kinks."""
+    cases = []
+    x = rng.uniform(0.2, 2, size=(2, 3, 2, 2)) * rng.choice([-1, 1], size=(2, 3, 2, 2))
+    for mode, alpha_shape in (("all", [1]), ("channel", [3]), ("element", [1, 3, 2, 2])):
+        alpha = rng.uniform(0.05, 0.5, size=alpha_shape)
+        cases.append(run_static("prelu", {"X": [x], "Alpha": [alpha]},
+                                {"mode": mode, "data_format": "NCHW"}, {"Out": 1},
+                                ["X_0", "Alpha_0"], rng))
+    ps = rng.uniform(-1, 1, size=(2, 8, 2, 3))
+    cases.append(run_static("pixel_shuffle", {"X": [ps]}, {"upscale_factor": 2,
+                                                            "data_format": "NCHW"},
+                            {"Out": 1}, ["X_0"], rng))
+    z = rng.uniform(0.2, 2, size=(2, 3, 4)) * rng.choice([-1, 1], size=(2, 3, 4))
+    for attrs in ({"porder": 2.0, "axis": -1, "keepdim": False, "asvector": False,
+                   "epsilon": 1e-12},
+                  {"porder": 1.0, "axis": 1, "keepdim": True, "asvector": False,
+                   "epsilon": 1e-12},
+                  {"porder": 3.0, "axis": 0, "keepdim": False, "asvector": True,
+                   "epsilon": 1e-12}):
+        cases.append(run_static("p_norm", {"X": [z]}, attrs, {"Out": 1}, ["X_0"], rng))
+    for attrs in ({"dim": [1, 2], "keep_dim": False, "reduce_all": False},
+                  {"dim": [0, 1], "keep_dim": True, "reduce_all": False}):
+        cases.append(run_static("frobenius_norm", {"X": [z]}, attrs, {"Out": 1}, ["X_0"], rng))
+    t = np.round(rng.uniform(-2, 2, size=(2, 3, 4)), 0)  # ties
+    for attrs in ({"dim": [1], "keep_dim": False, "reduce_all": False},
+                  {"dim": [0, 2], "keep_dim": True, "reduce_all": False}):
+        cases.append(run_static("reduce_amax", {"X": [t]}, attrs, {"Out": 1}, ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -792,6 +825,7 @@ OP_GROUP_FILES = [
     ("pool2d.json", pool2d_cases, 2612),
     ("more_ops.json", more_ops_cases, 2613),
     ("layout_ops.json", layout_cases, 2614),
+    ("nn_ops.json", nn_ops_cases, 2615),
 ]
 
 

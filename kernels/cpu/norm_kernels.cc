@@ -1,0 +1,167 @@
+// Norms and amax on CPU: p_norm (Paddle's vector p-norm along one axis, or
+// over all elements with asvector), frobenius_norm (over reduce dims) and
+// reduce_amax (max whose gradient splits evenly among tied maxima), with
+// their gradients as Paddle 2.6 computes them.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/reduce_map.h"
+
+namespace parex {
+namespace {
+
+using cpu::BroadcastMap;
+using cpu::BuildReduceMap;
+
+// p_norm's map: along `axis`, or every element when asvector.
+Status PNormMap(const KernelContext& ctx, const Dims& x, BroadcastMap* map) {
+  const int rank = static_cast<int>(x.size());
+  if (rank > BroadcastMap::kMaxRank) return ctx.Error("rank too high");
+  int axis = ctx.Attr<int>("axis");
+  const bool all = ctx.Attr<bool>("asvector");
+  if (!all && (axis < -rank || axis >= rank)) {
+    return ctx.Error("axis " + std::to_string(axis) +
+                     " is out of range for X of rank " + std::to_string(rank));
+  }
+  if (axis < 0) axis += rank;
+  int64_t small[BroadcastMap::kMaxRank];
+  for (int d = 0; d < rank; ++d) small[d] = all || d == axis ? 1 : x[d];
+  if (!map->Init(x, small)) return ctx.Error("bad dims");
+  return Status::Ok();
+}
+
+StatusOr<double> Porder(const KernelContext& ctx) {
+  const double p = ctx.Attr<float>("porder");
+  if (!std::isfinite(p) || p == 0) {
+    return ctx.Error("porder " + std::to_string(p) +
+                     " is not supported (finite and nonzero only)");
+  }
+  return p;
+}
+
+template <typename T>
+Status PNormKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  PAREX_ASSIGN_OR_RETURN(const double p, Porder(ctx));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(PNormMap(ctx, x->dims(), &map));
+  Tensor* out = ctx.Output("Out");
+  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  std::fill_n(od, out->numel(), T(0));
+  const T tp = static_cast<T>(p);
+  map.ForEach(
+      [&](int64_t i, int64_t j) { od[j] += std::pow(std::abs(xd[i]), tp); });
+  // As phi: the root's exponent is a float 1 / porder, also for double.
+  const T root = static_cast<T>(1.0f / static_cast<float>(p));
+  for (int64_t j = 0; j < out->numel(); ++j) od[j] = std::pow(od[j], root);
+  return Status::Ok();
+}
+
+// dX = sign(x) |x|^(p-1) dOut / max(Out, epsilon)^(p-1).
+template <typename T>
+Status PNormGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  PAREX_ASSIGN_OR_RETURN(const double p, Porder(ctx));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(PNormMap(ctx, x->dims(), &map));
+  const T* xd = x->data<T>();
+  const T* od = ctx.Input("Out")->data<T>();
+  const T* g = ctx.Input("Out@GRAD")->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  const T tp = static_cast<T>(p);
+  const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
+  map.ForEach([&](int64_t i, int64_t j) {
+    const T sign = xd[i] > T(0) ? T(1) : (xd[i] < T(0) ? T(-1) : T(0));
+    dx[i] = sign * std::pow(std::abs(xd[i]), tp - T(1)) * g[j] /
+            std::pow(std::max(od[j], eps), tp - T(1));
+  });
+  return Status::Ok();
+}
+
+template <typename T>
+Status FrobeniusNormKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  Tensor* out = ctx.Output("Out");
+  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  std::fill_n(od, out->numel(), T(0));
+  map.ForEach([&](int64_t i, int64_t j) { od[j] += xd[i] * xd[i]; });
+  for (int64_t j = 0; j < out->numel(); ++j) od[j] = std::sqrt(od[j]);
+  return Status::Ok();
+}
+
+// dX = dOut * X / Out.
+template <typename T>
+Status FrobeniusNormGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  const T* xd = x->data<T>();
+  const T* od = ctx.Input("Out")->data<T>();
+  const T* g = ctx.Input("Out@GRAD")->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  map.ForEach([&](int64_t i, int64_t j) { dx[i] = g[j] * xd[i] / od[j]; });
+  return Status::Ok();
+}
+
+template <typename T>
+Status AmaxKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  Tensor* out = ctx.Output("Out");
+  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  std::fill_n(od, out->numel(), std::numeric_limits<T>::lowest());
+  map.ForEach([&](int64_t i, int64_t j) { od[j] = std::max(od[j], xd[i]); });
+  return Status::Ok();
+}
+
+// amax's gradient: dOut split evenly among the elements equal to the max.
+template <typename T>
+Status AmaxGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
+  const T* xd = x->data<T>();
+  const T* od = ctx.Input("Out")->data<T>();
+  const T* g = ctx.Input("Out@GRAD")->data<T>();
+  T* dx = ctx.Output("X@GRAD")->data<T>();
+  std::vector<T> count(map.small_numel(), T(0));
+  map.ForEach([&](int64_t i, int64_t j) {
+    if (xd[i] == od[j]) count[j] += T(1);
+  });
+  map.ForEach([&](int64_t i, int64_t j) {
+    dx[i] = xd[i] == od[j] ? g[j] / count[j] : T(0);
+  });
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "p_norm", PNormKernel, float, double);
+  PAREX_CPU_KERNEL(r, "p_norm_grad", PNormGradKernel, float, double);
+  PAREX_CPU_KERNEL(r, "frobenius_norm", FrobeniusNormKernel, float, double);
+  PAREX_CPU_KERNEL(r, "frobenius_norm_grad", FrobeniusNormGradKernel, float,
+                   double);
+  PAREX_CPU_KERNEL(r, "reduce_amax", AmaxKernel, float, double, int32_t,
+                   int64_t);
+  PAREX_CPU_KERNEL(r, "reduce_amax_grad", AmaxGradKernel, float, double);
+}
+
+}  // namespace parex

@@ -1,0 +1,52 @@
+// p_norm, frobenius_norm and reduce_amax (kernels/cpu/norm_kernels.cc),
+// prelu and pixel_shuffle (kernels/cpu/layout_kernels.cc)
+// against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/nn_ops.json:
+// outputs, gradient ops and values; amax with tied maxima), and the norms'
+// gradients against finite differences.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(NormOpsTest, MatchPaddleGoldens) {
+  EXPECT_EQ(CheckPaddleGoldens("p_norm", {}, "nn_ops.json"), 3);
+  EXPECT_EQ(CheckPaddleGoldens("frobenius_norm", {}, "nn_ops.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("reduce_amax", {}, "nn_ops.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("prelu", {}, "nn_ops.json"), 3);
+  EXPECT_EQ(CheckPaddleGoldens("pixel_shuffle", {}, "nn_ops.json"), 1);
+}
+
+TEST(NormOpsTest, GradientsMatchFiniteDifferences) {
+  uint32_t seed = 80;
+  for (float p : {2.0f, 1.5f, 3.0f}) {
+    OpTester t("p_norm");
+    t.Input("X", DistinctRandomTensor({3, 4}, 0.3, 2, seed++))
+        .Output("Out")
+        .Attr<float>("porder", p)
+        .Attr("axis", 1);
+    EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty()) << p;
+  }
+  OpTester f("frobenius_norm");
+  f.Input("X", DistinctRandomTensor({2, 3, 4}, -2, 2, seed++))
+      .Output("Out")
+      .Attr("dim", std::vector<int>{0, 2});
+  EXPECT_THAT(f.CheckGrad({"X"}, {"Out"}), IsEmpty());
+  OpTester zero("p_norm");
+  zero.Input("X", DistinctRandomTensor({3}, 0.3, 2, seed++))
+      .Output("Out")
+      .Attr<float>("porder", 0.0f);
+  EXPECT_THAT(zero.Run().message(), HasSubstr("porder 0"));
+}
+
+}  // namespace
+}  // namespace parex::testing

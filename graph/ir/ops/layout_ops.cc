@@ -171,6 +171,58 @@ Status InferPrelu(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// argsort: Out (sorted values) and Indices (int64) of X's dims.
+Status InferArgsort(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (Known(ctx, x)) {
+    PAREX_RETURN_IF_ERROR(
+        AxisOf(ctx, ctx.Attr<int>("axis"), static_cast<int>(x.size()), "axis")
+            .status());
+  }
+  ctx.SetOutput("Out", x, ctx.InputDType("X"));
+  ctx.SetOutput("Indices", x, DType::kInt64);
+  return Status::Ok();
+}
+
+// max_pool2d_with_index (NCHW): Out and Mask (int32, the argmax's index in
+// its H x W plane) of [N, C, oh, ow]; adaptive: ksize is (oh, ow).
+Status InferMaxPoolWithIndex(ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("X");
+  if (!Known(ctx, x)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("X"));
+    ctx.SetOutput("Mask", {}, DType::kInt32);
+    return Status::Ok();
+  }
+  if (x.size() != 4) return ctx.Error("X " + DimsToString(x) + " is not NCHW");
+  std::vector<int> k = ctx.Attr<std::vector<int>>("ksize");
+  const std::vector<int> s = ctx.Attr<std::vector<int>>("strides");
+  const std::vector<int> p = ctx.Attr<std::vector<int>>("paddings");
+  if (k.size() != 2 || s.size() != 2 || p.size() != 2) {
+    return ctx.Error("ksize, strides and paddings need 2 values each");
+  }
+  Dims out = {x[0], x[1], 0, 0};
+  for (int d = 0; d < 2; ++d) {
+    const int64_t in = x[2 + d];
+    if (ctx.Attr<bool>("global_pooling")) {
+      out[2 + d] = 1;
+    } else if (ctx.Attr<bool>("adaptive")) {
+      if (k[d] <= 0) return ctx.Error("adaptive output size must be positive");
+      out[2 + d] = k[d];
+    } else {
+      if (k[d] <= 0 || s[d] <= 0 || p[d] < 0) {
+        return ctx.Error("ksize and strides must be positive, paddings >= 0");
+      }
+      out[2 + d] = in < 0 ? -1 : (in + 2 * p[d] - k[d]) / s[d] + 1;
+      if (in >= 0 && out[2 + d] <= 0) {
+        return ctx.Error("the window does not fit X " + DimsToString(x));
+      }
+    }
+  }
+  ctx.SetOutput("Out", out, ctx.InputDType("X"));
+  ctx.SetOutput("Mask", out, DType::kInt32);
+  return Status::Ok();
+}
+
 // X@GRAD takes X's dims and dtype.
 Status InferGradLikeX(ShapeContext& ctx) {
   ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
@@ -180,6 +232,41 @@ Status InferGradLikeX(ShapeContext& ctx) {
 }  // namespace
 
 void RegisterLayoutOps(OpSchemaRegistry* r) {
+  r->Add(OpSchema("argsort")
+             .Input("X")
+             .Output("Out")
+             .Output("Indices")
+             .Attr("axis", -1)
+             .Attr("descending", false)
+             .InferShape(InferArgsort)
+             .Grad("argsort_grad", {"X", "Indices", "Out@GRAD"}, {"X@GRAD"}));
+  r->Add(OpSchema("argsort_grad")
+             .Input("X")
+             .Input("Indices")
+             .Input("Out@GRAD")
+             .Output("X@GRAD")
+             .Attr("axis", -1)
+             .Attr("descending", false)
+             .InferShape(InferGradLikeX)
+             .KernelDTypeFromInput("Out@GRAD"));
+  auto pool_attrs = [](OpSchema& s) -> OpSchema& {
+    return s.Attr("ksize", std::vector<int>{})
+        .Attr("strides", std::vector<int>{1, 1})
+        .Attr("paddings", std::vector<int>{0, 0})
+        .Attr("global_pooling", false)
+        .Attr("adaptive", false);
+  };
+  OpSchema pool("max_pool2d_with_index");
+  pool.Input("X").Output("Out").Output("Mask");
+  r->Add(std::move(pool_attrs(pool)
+                       .InferShape(InferMaxPoolWithIndex)
+                       .Grad("max_pool2d_with_index_grad",
+                             {"X", "Mask", "Out@GRAD"}, {"X@GRAD"})));
+  OpSchema pool_grad("max_pool2d_with_index_grad");
+  pool_grad.Input("X").Input("Mask").Input("Out@GRAD").Output("X@GRAD");
+  r->Add(std::move(pool_attrs(pool_grad)
+                       .InferShape(InferGradLikeX)
+                       .KernelDTypeFromInput("Out@GRAD")));
   r->Add(OpSchema("pixel_shuffle")
              .Input("X")
              .Output("Out")

@@ -29,7 +29,7 @@ unless a case says otherwise:
                     the inputs listed in "grads", with the gradient op's
                     type and slots ("grad_op"). NaN is written as null,
                     infinities as "inf" and "-inf";
-  the files of OP_GROUP_FILES (depthwise_conv2d.json ... nn_ops.json;
+  the files of OP_GROUP_FILES (depthwise_conv2d.json ... more_nn.json;
                     `make_goldens.py --only FILE` writes one of them):
                     as tensor_ops.json, one op group each (see each group's
                     function).
@@ -810,6 +810,33 @@ def nn_ops_cases(rng):
     return cases
 
 
+def more_nn_cases(rng):
+    """more_nn.json (tests/kernels/nn_ops_test.cc): argsort (both
+    directions, with Paddle's gradient op) and max_pool2d_with_index
+    (adaptive and windowed, Mask), fp64; and strided_slice (steps, negative
+    steps), saved for when parex has it (its clamping of negative ends is
+    not numpy's: x[-1:-4:-1] of 3 rows gives 2)."""
+    cases = []
+    x = rng.permutation(60).reshape(3, 4, 5).astype("float64") / 7.0 - 4
+    for attrs in ({"axes": [1, 2], "starts": [0, 4], "ends": [4, 0], "strides": [2, -2],
+                   "infer_flags": [1, 1], "decrease_axis": []},
+                  {"axes": [0], "starts": [-1], "ends": [-4], "strides": [-1],
+                   "infer_flags": [1], "decrease_axis": []}):
+        cases.append(run_static("strided_slice", {"Input": [x]}, attrs, {"Out": 1},
+                                ["Input_0"], rng))
+    for descending in (False, True):
+        cases.append(run_static("argsort", {"X": [x]}, {"axis": -1, "descending": descending},
+                                {"Out": 1, "Indices": 1}, ["X_0"], rng))
+    img = rng.permutation(2 * 3 * 6 * 6).reshape(2, 3, 6, 6).astype("float64") / 9.0
+    for attrs in ({"ksize": [2, 2], "strides": [2, 2], "paddings": [0, 0],
+                   "global_pooling": False, "adaptive": False},
+                  {"ksize": [4, 3], "strides": [1, 1], "paddings": [0, 0],
+                   "global_pooling": False, "adaptive": True}):
+        cases.append(run_static("max_pool2d_with_index", {"X": [img]}, attrs,
+                                {"Out": 1, "Mask": 1}, ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -826,6 +853,7 @@ OP_GROUP_FILES = [
     ("more_ops.json", more_ops_cases, 2613),
     ("layout_ops.json", layout_cases, 2614),
     ("nn_ops.json", nn_ops_cases, 2615),
+    ("more_nn.json", more_nn_cases, 2616),
 ]
 
 

@@ -172,7 +172,13 @@ Status RollKernel(KernelContext& ctx) {
 template <typename T>
 Status RollGradKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
-  return Roll<T>(ctx, *ctx.Input("Out@GRAD"), ctx.Output("X@GRAD"), -1);
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  Tensor* dx = ctx.Output("X@GRAD");
+  if (dout->dims() != dx->dims()) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
+                     " does not match X " + DimsToString(dx->dims()));
+  }
+  return Roll<T>(ctx, *dout, dx, -1);
 }
 
 // index_select's indices (int32 or int64), each in [0, extent).
@@ -193,8 +199,11 @@ StatusOr<std::vector<int64_t>> SelectIndices(const KernelContext& ctx,
 }
 
 // X viewed as [outer, n, inner] around `dim`; f(out element, X element).
+// `out_numel`: the elements of Out (or Out@GRAD), checked against the
+// selection.
 template <typename F>
-Status ForEachSelected(const KernelContext& ctx, const Dims& x, F&& f) {
+Status ForEachSelected(const KernelContext& ctx, const Dims& x,
+                       int64_t out_numel, F&& f) {
   const int rank = static_cast<int>(x.size());
   int dim = ctx.Attr<int>("dim");
   if (dim < -rank || dim >= rank) return ctx.Error("dim out of range");
@@ -204,6 +213,11 @@ Status ForEachSelected(const KernelContext& ctx, const Dims& x, F&& f) {
   for (int d = dim + 1; d < rank; ++d) inner *= x[d];
   PAREX_ASSIGN_OR_RETURN(std::vector<int64_t> ids, SelectIndices(ctx, x[dim]));
   const int64_t k_n = static_cast<int64_t>(ids.size());
+  if (out_numel != outer * k_n * inner) {
+    return ctx.Error("Out has " + std::to_string(out_numel) +
+                     " elements, the selection " +
+                     std::to_string(outer * k_n * inner));
+  }
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t k = 0; k < k_n; ++k) {
       for (int64_t i = 0; i < inner; ++i) {
@@ -219,8 +233,9 @@ Status IndexSelectKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   const T* xd = x->data<T>();
-  T* od = ctx.Output("Out")->data<T>();
-  return ForEachSelected(ctx, x->dims(),
+  Tensor* out = ctx.Output("Out");
+  T* od = out->data<T>();
+  return ForEachSelected(ctx, x->dims(), out->numel(),
                          [&](int64_t o, int64_t src) { od[o] = xd[src]; });
 }
 
@@ -230,8 +245,9 @@ Status IndexSelectGradKernel(KernelContext& ctx) {
   Tensor* dx = ctx.Output("X@GRAD");
   T* dxd = dx->data<T>();
   std::fill_n(dxd, dx->numel(), T(0));
-  const T* g = ctx.Input("Out@GRAD")->data<T>();
-  return ForEachSelected(ctx, dx->dims(),
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  const T* g = dout->data<T>();
+  return ForEachSelected(ctx, dx->dims(), dout->numel(),
                          [&](int64_t o, int64_t src) { dxd[src] += g[o]; });
 }
 
@@ -337,7 +353,12 @@ Status PreluGradKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(auto at, PreluAlphaIndex(ctx, *x, *alpha));
   const T* xd = x->data<T>();
   const T* ad = alpha->data<T>();
-  const T* g = ctx.Input("Out@GRAD")->data<T>();
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  if (dout->numel() != x->numel()) {
+    return ctx.Error("Out@GRAD " + DimsToString(dout->dims()) +
+                     " does not match X " + DimsToString(x->dims()));
+  }
+  const T* g = dout->data<T>();
   Tensor* dx = ctx.Output("X@GRAD");
   Tensor* dalpha = ctx.Output("Alpha@GRAD");
   if (dalpha != nullptr) std::fill_n(dalpha->data<T>(), dalpha->numel(), T(0));
@@ -483,7 +504,8 @@ Status MaxPoolWithIndexGradKernel(KernelContext& ctx) {
   const Tensor* dout = ctx.Input("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   if (dx->rank() != 4 || dout->rank() != 4 || mask->dtype() != DType::kInt32 ||
-      mask->numel() != dout->numel()) {
+      mask->numel() != dout->numel() || dx->dim(0) != dout->dim(0) ||
+      dx->dim(1) != dout->dim(1)) {
     return ctx.Error("Mask, Out@GRAD and X do not match");
   }
   const int64_t plane_in = dx->dim(2) * dx->dim(3);

@@ -32,6 +32,52 @@ Status PNormMap(const KernelContext& ctx, const Dims& x, BroadcastMap* map) {
   return Status::Ok();
 }
 
+// What a reduction's gradient reads and writes, checked: Out and Out@GRAD
+// hold the reduction of X under `build`'s map.
+template <typename T>
+struct ReduceGrad {
+  BroadcastMap map;
+  const T* x = nullptr;
+  const T* out = nullptr;
+  const T* g = nullptr;
+  T* dx = nullptr;
+};
+
+template <typename T, typename BuildMap>
+StatusOr<ReduceGrad<T>> ReduceGradOf(KernelContext& ctx, BuildMap build) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
+  const Tensor* x = ctx.Input("X");
+  const Tensor* out = ctx.Input("Out");
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  ReduceGrad<T> r;
+  PAREX_RETURN_IF_ERROR(build(ctx, x->dims(), &r.map));
+  if (out->numel() != r.map.small_numel() ||
+      dout->numel() != r.map.small_numel()) {
+    return ctx.Error("Out " + DimsToString(out->dims()) + " and Out@GRAD " +
+                     DimsToString(dout->dims()) +
+                     " do not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  r.x = x->data<T>();
+  r.out = out->data<T>();
+  r.g = dout->data<T>();
+  r.dx = ctx.Output("X@GRAD")->data<T>();
+  return r;
+}
+
+// Out holds the reduction of X under `map`.
+Status CheckReducedOut(const KernelContext& ctx, const Tensor& x,
+                       const Tensor& out, const BroadcastMap& map) {
+  if (out.numel() == map.small_numel()) return Status::Ok();
+  return ctx.Error("Out " + DimsToString(out.dims()) +
+                   " does not hold the reduction of X " +
+                   DimsToString(x.dims()));
+}
+
+Status ReduceMapOf(const KernelContext& ctx, const Dims& x, BroadcastMap* map) {
+  return BuildReduceMap(ctx, x, map);
+}
+
 StatusOr<double> Porder(const KernelContext& ctx) {
   const double p = ctx.Attr<float>("porder");
   if (!std::isfinite(p) || p == 0) {
@@ -49,7 +95,7 @@ Status PNormKernel(KernelContext& ctx) {
   BroadcastMap map;
   PAREX_RETURN_IF_ERROR(PNormMap(ctx, x->dims(), &map));
   Tensor* out = ctx.Output("Out");
-  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
   const T* xd = x->data<T>();
   T* od = out->data<T>();
   std::fill_n(od, out->numel(), T(0));
@@ -65,21 +111,15 @@ Status PNormKernel(KernelContext& ctx) {
 // dX = sign(x) |x|^(p-1) dOut / max(Out, epsilon)^(p-1).
 template <typename T>
 Status PNormGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
   PAREX_ASSIGN_OR_RETURN(const double p, Porder(ctx));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(PNormMap(ctx, x->dims(), &map));
-  const T* xd = x->data<T>();
-  const T* od = ctx.Input("Out")->data<T>();
-  const T* g = ctx.Input("Out@GRAD")->data<T>();
-  T* dx = ctx.Output("X@GRAD")->data<T>();
+  PAREX_ASSIGN_OR_RETURN(ReduceGrad<T> r, ReduceGradOf<T>(ctx, PNormMap));
   const T tp = static_cast<T>(p);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
-  map.ForEach([&](int64_t i, int64_t j) {
-    const T sign = xd[i] > T(0) ? T(1) : (xd[i] < T(0) ? T(-1) : T(0));
-    dx[i] = sign * std::pow(std::abs(xd[i]), tp - T(1)) * g[j] /
-            std::pow(std::max(od[j], eps), tp - T(1));
+  r.map.ForEach([&](int64_t i, int64_t j) {
+    const T x = r.x[i];
+    const T sign = x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+    r.dx[i] = sign * std::pow(std::abs(x), tp - T(1)) * r.g[j] /
+              std::pow(std::max(r.out[j], eps), tp - T(1));
   });
   return Status::Ok();
 }
@@ -91,7 +131,7 @@ Status FrobeniusNormKernel(KernelContext& ctx) {
   BroadcastMap map;
   PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
   Tensor* out = ctx.Output("Out");
-  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
   const T* xd = x->data<T>();
   T* od = out->data<T>();
   std::fill_n(od, out->numel(), T(0));
@@ -103,15 +143,9 @@ Status FrobeniusNormKernel(KernelContext& ctx) {
 // dX = dOut * X / Out.
 template <typename T>
 Status FrobeniusNormGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
-  const T* xd = x->data<T>();
-  const T* od = ctx.Input("Out")->data<T>();
-  const T* g = ctx.Input("Out@GRAD")->data<T>();
-  T* dx = ctx.Output("X@GRAD")->data<T>();
-  map.ForEach([&](int64_t i, int64_t j) { dx[i] = g[j] * xd[i] / od[j]; });
+  PAREX_ASSIGN_OR_RETURN(ReduceGrad<T> r, ReduceGradOf<T>(ctx, ReduceMapOf));
+  r.map.ForEach(
+      [&](int64_t i, int64_t j) { r.dx[i] = r.g[j] * r.x[i] / r.out[j]; });
   return Status::Ok();
 }
 
@@ -122,7 +156,7 @@ Status AmaxKernel(KernelContext& ctx) {
   BroadcastMap map;
   PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
   Tensor* out = ctx.Output("Out");
-  if (out->numel() != map.small_numel()) return ctx.Error("Out mismatch");
+  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
   const T* xd = x->data<T>();
   T* od = out->data<T>();
   std::fill_n(od, out->numel(), std::numeric_limits<T>::lowest());
@@ -133,20 +167,13 @@ Status AmaxKernel(KernelContext& ctx) {
 // amax's gradient: dOut split evenly among the elements equal to the max.
 template <typename T>
 Status AmaxGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Out", "Out@GRAD"}));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
-  const T* xd = x->data<T>();
-  const T* od = ctx.Input("Out")->data<T>();
-  const T* g = ctx.Input("Out@GRAD")->data<T>();
-  T* dx = ctx.Output("X@GRAD")->data<T>();
-  std::vector<T> count(map.small_numel(), T(0));
-  map.ForEach([&](int64_t i, int64_t j) {
-    if (xd[i] == od[j]) count[j] += T(1);
+  PAREX_ASSIGN_OR_RETURN(ReduceGrad<T> r, ReduceGradOf<T>(ctx, ReduceMapOf));
+  std::vector<T> count(r.map.small_numel(), T(0));
+  r.map.ForEach([&](int64_t i, int64_t j) {
+    if (r.x[i] == r.out[j]) count[j] += T(1);
   });
-  map.ForEach([&](int64_t i, int64_t j) {
-    dx[i] = xd[i] == od[j] ? g[j] / count[j] : T(0);
+  r.map.ForEach([&](int64_t i, int64_t j) {
+    r.dx[i] = r.x[i] == r.out[j] ? r.g[j] / count[j] : T(0);
   });
   return Status::Ok();
 }

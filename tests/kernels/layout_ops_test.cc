@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,53 @@ TEST(LayoutOpsTest, BadIndicesAndAttributesAreNamed) {
       .Attr("fp32_values", std::vector<float>{1, 2, 3});
   EXPECT_THAT(assign.Run().message(),
               HasSubstr("fp32_values has 3 values for 4 elements"));
+}
+
+// Gradient ops fed an Out@GRAD that does not match X (a hostile program):
+// an error naming the op, never a read or write outside a buffer.
+TEST(LayoutOpsTest, MismatchedGradientsAreErrors) {
+  struct Bad {
+    const char* type;
+    std::function<void(OpTester&)> setup;
+  };
+  const Tensor x = DistinctRandomTensor({3, 4}, -1, 1, 9);
+  const Tensor small = DistinctRandomTensor({2}, -1, 1, 10);
+  const std::vector<Bad> bad = {
+      {"index_select_grad",
+       [&](OpTester& t) {
+         t.Input("X", x)
+             .Input("Index", MakeTensor<int64_t>({2}, {0, 1}))
+             .Input("Out@GRAD", small)
+             .Attr("dim", 1);
+       }},
+      {"roll_grad",
+       [&](OpTester& t) {
+         t.Input("X", x)
+             .Input("Out@GRAD", small)
+             .Attr("shifts", std::vector<int64_t>{1});
+       }},
+      {"frobenius_norm_grad",
+       [&](OpTester& t) {
+         t.Input("X", x)
+             .Input("Out", small)
+             .Input("Out@GRAD", small)
+             .Attr("dim", std::vector<int>{0, 1});
+       }},
+      {"prelu_grad",
+       [&](OpTester& t) {
+         t.Input("X", x)
+             .Input("Alpha", MakeTensor<double>({1}, {0.1}))
+             .Input("Out@GRAD", small);
+       }},
+  };
+  for (const Bad& b : bad) {
+    OpTester t(b.type);
+    b.setup(t);
+    t.Output("X@GRAD");
+    Status s = t.Run();
+    EXPECT_FALSE(s.ok()) << b.type;
+    EXPECT_THAT(s.message(), HasSubstr(b.type)) << s.ToString();
+  }
 }
 
 }  // namespace

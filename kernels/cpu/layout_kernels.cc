@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/ir/spec/strided_slice_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace parex {
@@ -522,9 +523,64 @@ Status MaxPoolWithIndexGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// strided_slice's map: f(Out element, Input element) for every element the
+// slice takes; `out_numel`, Out's (or Out@GRAD's) elements, checked first.
+template <typename F>
+Status ForEachStrided(const KernelContext& ctx, const Dims& in,
+                      int64_t out_numel, F&& f) {
+  StatusOr<StridedSliceSpec> spec = ComputeStridedSlice(
+      in, ctx.Attr<std::vector<int>>("axes"),
+      ctx.Attr<std::vector<int>>("starts"), ctx.Attr<std::vector<int>>("ends"),
+      ctx.Attr<std::vector<int>>("strides"),
+      ctx.Attr<std::vector<int>>("decrease_axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  int64_t n = 1;
+  for (int64_t e : spec->out) n *= e;
+  if (n != out_numel) {
+    return ctx.Error("Out has " + std::to_string(out_numel) +
+                     " elements, the slice " + std::to_string(n));
+  }
+  const std::vector<int64_t> strides = StridesOf(in);
+  ForEachIndex(spec->out, [&](int64_t i, const std::vector<int64_t>& index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < in.size(); ++d) {
+      src += (spec->first[d] + index[d] * spec->step[d]) * strides[d];
+    }
+    f(i, src);
+  });
+  return Status::Ok();
+}
+
+template <typename T>
+Status StridedSliceKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Input"}));
+  const Tensor* x = ctx.Input("Input");
+  Tensor* out = ctx.Output("Out");
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  return ForEachStrided(ctx, x->dims(), out->numel(),
+                        [&](int64_t i, int64_t src) { od[i] = xd[src]; });
+}
+
+template <typename T>
+Status StridedSliceGradKernel(KernelContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
+  const Tensor* dout = ctx.Input("Out@GRAD");
+  Tensor* dx = ctx.Output("Input@GRAD");
+  T* dxd = dx->data<T>();
+  std::fill_n(dxd, dx->numel(), T(0));
+  const T* g = dout->data<T>();
+  return ForEachStrided(ctx, dx->dims(), dout->numel(),
+                        [&](int64_t i, int64_t src) { dxd[src] += g[i]; });
+}
+
 }  // namespace
 
 void RegisterLayoutKernels(KernelRegistry* r) {
+  PAREX_CPU_KERNEL(r, "strided_slice", StridedSliceKernel, float, double,
+                   int32_t, int64_t, bool);
+  PAREX_CPU_KERNEL(r, "strided_slice_grad", StridedSliceGradKernel, float,
+                   double);
   PAREX_CPU_KERNEL(r, "argsort", ArgsortKernel, float, double, int32_t,
                    int64_t);
   PAREX_CPU_KERNEL(r, "argsort_grad", ArgsortGradKernel, float, double);

@@ -75,6 +75,14 @@ TEST(LayoutOpsTest, BadIndicesAndAttributesAreNamed) {
       .Output("Out")
       .Attr("repeat_times", std::vector<int>{0});
   EXPECT_THAT(tile.Run().message(), HasSubstr("repeat count 0"));
+  OpTester strided("strided_slice");
+  strided.Input("Input", DistinctRandomTensor({3, 4}, -1, 1, 4))
+      .Output("Out")
+      .Attr("axes", std::vector<int>{1})
+      .Attr("starts", std::vector<int>{0})
+      .Attr("ends", std::vector<int>{4})
+      .Attr("strides", std::vector<int>{0});
+  EXPECT_THAT(strided.Run().message(), HasSubstr("a stride of 0"));
   OpTester assign("assign_value");
   assign.Output("Out")
       .Attr("shape", std::vector<int>{2, 2})

@@ -1,5 +1,5 @@
 // p_norm, frobenius_norm and reduce_amax (kernels/cpu/norm_kernels.cc),
-// prelu, pixel_shuffle, argsort and max_pool2d_with_index
+// prelu, pixel_shuffle, argsort, max_pool2d_with_index and strided_slice
 // (kernels/cpu/layout_kernels.cc; more_nn.json)
 // against PaddlePaddle 2.6.2 (tests/kernels/paddle_goldens/nn_ops.json:
 // outputs, gradient ops and values; amax with tied maxima), and the norms'
@@ -27,6 +27,7 @@ TEST(NormOpsTest, MatchPaddleGoldens) {
   EXPECT_EQ(CheckPaddleGoldens("pixel_shuffle", {}, "nn_ops.json"), 1);
   EXPECT_EQ(CheckPaddleGoldens("argsort", {}, "more_nn.json"), 2);
   EXPECT_EQ(CheckPaddleGoldens("max_pool2d_with_index", {}, "more_nn.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("strided_slice", {}, "more_nn.json"), 3);
 }
 
 TEST(NormOpsTest, GradientsMatchFiniteDifferences) {

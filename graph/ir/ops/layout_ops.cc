@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/strided_slice_spec.h"
 
 namespace parex {
 namespace {
@@ -223,6 +224,37 @@ Status InferMaxPoolWithIndex(ShapeContext& ctx) {
   return Status::Ok();
 }
 
+// strided_slice's tensor-valued bounds, which parex does not read yet.
+const std::vector<std::string>& StridedSliceTensorSlots() {
+  static const std::vector<std::string> slots = {
+      "StartsTensor",     "EndsTensor",     "StridesTensor",
+      "StartsTensorList", "EndsTensorList", "StridesTensorList"};
+  return slots;
+}
+
+Status InferStridedSlice(ShapeContext& ctx) {
+  for (const std::string& slot : StridedSliceTensorSlots()) {
+    if (ctx.HasInput(slot)) {
+      return Unimplemented(ctx.op().Label() + ": " + slot +
+                           " (bounds given as tensors) is not supported; "
+                           "bounds as attributes are");
+    }
+  }
+  const Dims in = ctx.InputDims("Input");
+  if (!Known(ctx, in)) {
+    ctx.SetOutput("Out", {}, ctx.InputDType("Input"));
+    return Status::Ok();
+  }
+  StatusOr<StridedSliceSpec> spec = ComputeStridedSlice(
+      in, ctx.Attr<std::vector<int>>("axes"),
+      ctx.Attr<std::vector<int>>("starts"), ctx.Attr<std::vector<int>>("ends"),
+      ctx.Attr<std::vector<int>>("strides"),
+      ctx.Attr<std::vector<int>>("decrease_axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  ctx.SetOutput("Out", spec->decreased, ctx.InputDType("Input"));
+  return Status::Ok();
+}
+
 // X@GRAD takes X's dims and dtype.
 Status InferGradLikeX(ShapeContext& ctx) {
   ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
@@ -232,6 +264,38 @@ Status InferGradLikeX(ShapeContext& ctx) {
 }  // namespace
 
 void RegisterLayoutOps(OpSchemaRegistry* r) {
+  auto strided_attrs = [](OpSchema& s) -> OpSchema& {
+    for (const std::string& slot : StridedSliceTensorSlots()) {
+      s.Input(slot, slot.find("List") != std::string::npos
+                        ? kOptional | kDuplicable
+                        : kOptional);
+    }
+    return s.Attr("axes", std::vector<int>{})
+        .Attr("starts", std::vector<int>{})
+        .Attr("ends", std::vector<int>{})
+        .Attr("strides", std::vector<int>{})
+        .Attr("infer_flags", std::vector<int>{})
+        .Attr("decrease_axis", std::vector<int>{});
+  };
+  std::vector<std::string> strided_grad_reads = {"Input", "Out@GRAD"};
+  for (const std::string& slot : StridedSliceTensorSlots()) {
+    strided_grad_reads.push_back(slot);
+  }
+  OpSchema strided("strided_slice");
+  strided.Input("Input").Output("Out");
+  r->Add(std::move(
+      strided_attrs(strided)
+          .InferShape(InferStridedSlice)
+          .Grad("strided_slice_grad", strided_grad_reads, {"Input@GRAD"})));
+  OpSchema strided_grad("strided_slice_grad");
+  strided_grad.Input("Input").Input("Out@GRAD").Output("Input@GRAD");
+  r->Add(std::move(strided_attrs(strided_grad)
+                       .InferShape([](ShapeContext& ctx) {
+                         ctx.SetOutput("Input@GRAD", ctx.InputDims("Input"),
+                                       ctx.InputDType("Input"));
+                         return Status::Ok();
+                       })
+                       .KernelDTypeFromInput("Out@GRAD")));
   r->Add(OpSchema("argsort")
              .Input("X")
              .Output("Out")

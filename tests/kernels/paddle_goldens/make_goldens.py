@@ -813,15 +813,17 @@ def nn_ops_cases(rng):
 def more_nn_cases(rng):
     """more_nn.json (tests/kernels/nn_ops_test.cc): argsort (both
     directions, with Paddle's gradient op) and max_pool2d_with_index
-    (adaptive and windowed, Mask), fp64; and strided_slice (steps, negative
-    steps), saved for when parex has it (its clamping of negative ends is
-    not numpy's: x[-1:-4:-1] of 3 rows gives 2)."""
+    (adaptive and windowed, Mask), fp64; strided_slice (steps, negative
+    steps, out-of-range starts and ends; Paddle clamps a negative end to 0
+    where numpy would run past it: x[-1:-4:-1] of 3 rows gives 2)."""
     cases = []
     x = rng.permutation(60).reshape(3, 4, 5).astype("float64") / 7.0 - 4
     for attrs in ({"axes": [1, 2], "starts": [0, 4], "ends": [4, 0], "strides": [2, -2],
                    "infer_flags": [1, 1], "decrease_axis": []},
                   {"axes": [0], "starts": [-1], "ends": [-4], "strides": [-1],
-                   "infer_flags": [1], "decrease_axis": []}):
+                   "infer_flags": [1], "decrease_axis": []},
+                  {"axes": [0, 2], "starts": [10, -9], "ends": [-10, 99], "strides": [-1, 3],
+                   "infer_flags": [1, 1], "decrease_axis": []}):
         cases.append(run_static("strided_slice", {"Input": [x]}, attrs, {"Out": 1},
                                 ["Input_0"], rng))
     for descending in (False, True):

@@ -10,6 +10,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterUnaryMathKernels(r);
   RegisterLayoutKernels(r);
   RegisterNormKernels(r);
+  RegisterSelectionKernels(r);
   RegisterSoftmaxKernels(r);
   RegisterReduceKernels(r);
   RegisterMetricKernels(r);

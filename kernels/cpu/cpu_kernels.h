@@ -13,6 +13,7 @@ void RegisterActivationKernels(KernelRegistry* r);
 void RegisterUnaryMathKernels(KernelRegistry* r);
 void RegisterLayoutKernels(KernelRegistry* r);
 void RegisterNormKernels(KernelRegistry* r);
+void RegisterSelectionKernels(KernelRegistry* r);
 void RegisterSoftmaxKernels(KernelRegistry* r);
 void RegisterReduceKernels(KernelRegistry* r);
 void RegisterMetricKernels(KernelRegistry* r);

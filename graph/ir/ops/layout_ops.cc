@@ -261,9 +261,8 @@ Status InferGradLikeX(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-}  // namespace
-
-void RegisterLayoutOps(OpSchemaRegistry* r) {
+// strided_slice and its gradient (tensor-valued bounds declared, refused).
+void AddStridedSlice(OpSchemaRegistry* r) {
   auto strided_attrs = [](OpSchema& s) -> OpSchema& {
     for (const std::string& slot : StridedSliceTensorSlots()) {
       s.Input(slot, slot.find("List") != std::string::npos
@@ -296,6 +295,10 @@ void RegisterLayoutOps(OpSchemaRegistry* r) {
                          return Status::Ok();
                        })
                        .KernelDTypeFromInput("Out@GRAD")));
+}
+
+// argsort and max_pool2d_with_index with their gradients.
+void AddArgsortAndPoolWithIndex(OpSchemaRegistry* r) {
   r->Add(OpSchema("argsort")
              .Input("X")
              .Output("Out")
@@ -331,6 +334,10 @@ void RegisterLayoutOps(OpSchemaRegistry* r) {
   r->Add(std::move(pool_attrs(pool_grad)
                        .InferShape(InferGradLikeX)
                        .KernelDTypeFromInput("Out@GRAD")));
+}
+
+// pixel_shuffle and prelu with their gradients.
+void AddPixelShuffleAndPrelu(OpSchemaRegistry* r) {
   r->Add(OpSchema("pixel_shuffle")
              .Input("X")
              .Output("Out")
@@ -376,6 +383,14 @@ void RegisterLayoutOps(OpSchemaRegistry* r) {
                              ctx.InputDType("Alpha"));
                return Status::Ok();
              }));
+}
+
+}  // namespace
+
+void RegisterLayoutOps(OpSchemaRegistry* r) {
+  AddStridedSlice(r);
+  AddArgsortAndPoolWithIndex(r);
+  AddPixelShuffleAndPrelu(r);
   r->Add(OpSchema("tile")
              .Input("X")
              .Input("RepeatTimes", kOptional)

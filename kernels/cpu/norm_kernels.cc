@@ -65,13 +65,26 @@ StatusOr<ReduceGrad<T>> ReduceGradOf(KernelContext& ctx, BuildMap build) {
   return r;
 }
 
-// Out holds the reduction of X under `map`.
-Status CheckReducedOut(const KernelContext& ctx, const Tensor& x,
-                       const Tensor& out, const BroadcastMap& map) {
-  if (out.numel() == map.small_numel()) return Status::Ok();
-  return ctx.Error("Out " + DimsToString(out.dims()) +
-                   " does not hold the reduction of X " +
-                   DimsToString(x.dims()));
+// Out[j] = `combine` folded over the X elements `build`'s map sends to j,
+// from `init`; Out is checked to hold the reduction first.
+template <typename T, typename BuildMap, typename Combine>
+StatusOr<Tensor*> Fold(KernelContext& ctx, BuildMap build, T init,
+                       Combine combine) {
+  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
+  const Tensor* x = ctx.Input("X");
+  BroadcastMap map;
+  PAREX_RETURN_IF_ERROR(build(ctx, x->dims(), &map));
+  Tensor* out = ctx.Output("Out");
+  if (out->numel() != map.small_numel()) {
+    return ctx.Error("Out " + DimsToString(out->dims()) +
+                     " does not hold the reduction of X " +
+                     DimsToString(x->dims()));
+  }
+  const T* xd = x->data<T>();
+  T* od = out->data<T>();
+  std::fill_n(od, out->numel(), init);
+  map.ForEach([&](int64_t i, int64_t j) { od[j] = combine(od[j], xd[i]); });
+  return out;
 }
 
 Status ReduceMapOf(const KernelContext& ctx, const Dims& x, BroadcastMap* map) {
@@ -89,21 +102,15 @@ StatusOr<double> Porder(const KernelContext& ctx) {
 
 template <typename T>
 Status PNormKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   PAREX_ASSIGN_OR_RETURN(const double p, Porder(ctx));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(PNormMap(ctx, x->dims(), &map));
-  Tensor* out = ctx.Output("Out");
-  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
-  const T* xd = x->data<T>();
-  T* od = out->data<T>();
-  std::fill_n(od, out->numel(), T(0));
   const T tp = static_cast<T>(p);
-  map.ForEach(
-      [&](int64_t i, int64_t j) { od[j] += std::pow(std::abs(xd[i]), tp); });
+  PAREX_ASSIGN_OR_RETURN(Tensor * out,
+                         Fold<T>(ctx, PNormMap, T(0), [tp](T acc, T x) {
+                           return acc + std::pow(std::abs(x), tp);
+                         }));
   // As phi: the root's exponent is a float 1 / porder, also for double.
   const T root = static_cast<T>(1.0f / static_cast<float>(p));
+  T* od = out->data<T>();
   for (int64_t j = 0; j < out->numel(); ++j) od[j] = std::pow(od[j], root);
   return Status::Ok();
 }
@@ -126,16 +133,10 @@ Status PNormGradKernel(KernelContext& ctx) {
 
 template <typename T>
 Status FrobeniusNormKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
-  Tensor* out = ctx.Output("Out");
-  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
-  const T* xd = x->data<T>();
+  PAREX_ASSIGN_OR_RETURN(
+      Tensor * out,
+      Fold<T>(ctx, ReduceMapOf, T(0), [](T acc, T x) { return acc + x * x; }));
   T* od = out->data<T>();
-  std::fill_n(od, out->numel(), T(0));
-  map.ForEach([&](int64_t i, int64_t j) { od[j] += xd[i] * xd[i]; });
   for (int64_t j = 0; j < out->numel(); ++j) od[j] = std::sqrt(od[j]);
   return Status::Ok();
 }
@@ -151,17 +152,9 @@ Status FrobeniusNormGradKernel(KernelContext& ctx) {
 
 template <typename T>
 Status AmaxKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
-  const Tensor* x = ctx.Input("X");
-  BroadcastMap map;
-  PAREX_RETURN_IF_ERROR(BuildReduceMap(ctx, x->dims(), &map));
-  Tensor* out = ctx.Output("Out");
-  PAREX_RETURN_IF_ERROR(CheckReducedOut(ctx, *x, *out, map));
-  const T* xd = x->data<T>();
-  T* od = out->data<T>();
-  std::fill_n(od, out->numel(), std::numeric_limits<T>::lowest());
-  map.ForEach([&](int64_t i, int64_t j) { od[j] = std::max(od[j], xd[i]); });
-  return Status::Ok();
+  return Fold<T>(ctx, ReduceMapOf, std::numeric_limits<T>::lowest(),
+                 [](T acc, T x) { return std::max(acc, x); })
+      .status();
 }
 
 // amax's gradient: dOut split evenly among the elements equal to the max.

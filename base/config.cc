@@ -21,6 +21,9 @@ const std::vector<ConfigVar>& ConfigVars() {
        "machine's physical memory); larger requests fail the step"},
       {"PAREX_LOG_LEVEL", "warn",
        "spdlog level: trace, debug, info, warn, error, off"},
+      {"PAREX_MAX_LOOP_ITERATIONS", "100000",
+       "most iterations one run of a `while` op may take before it fails "
+       "naming the op (a condition that never turns false)"},
       {"PAREX_DNNL_CONV", "",
        "fp32 conv2d through oneDNN: 1 always, 0 never, unset where it is "
        "faster"},

@@ -3,6 +3,8 @@
 #include <map>
 #include <tuple>
 
+#include "kernels/control_flow.h"
+
 namespace parex {
 namespace {
 
@@ -270,6 +272,9 @@ Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
 Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context) {
   StatusOr<const OpSchema*> schema = OpSchemaRegistry::Global().Get(op.type());
   if (!schema.ok()) return schema.status().WithContext(op.Label());
+  if ((*schema)->control_flow()) {
+    return RunControlFlowOp(op, scope, device_context);
+  }
   KernelContext ctx(op, device_context);
   PAREX_RETURN_IF_ERROR(BindVariables(op, scope, &ctx));
   PAREX_ASSIGN_OR_RETURN(DType dtype, KernelDType(**schema, ctx));

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "kernels/control_flow.h"
+
 namespace parex {
 
 StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
@@ -10,6 +12,13 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
   if (!schema.ok()) return schema.status().WithContext(op.Label());
   std::unique_ptr<PreparedOp> prepared(
       new PreparedOp(op, *schema, device_context));
+  if ((*schema)->control_flow()) {
+    // Control flow binds nothing: it looks its variables up at every run
+    // (kernels/control_flow.h); its outputs exist from now on.
+    prepared->control_flow_scope_ = scope;
+    DeclareControlFlowOutputs(op, scope);
+    return prepared;
+  }
   PAREX_RETURN_IF_ERROR(
       BindVariablesDeferred(op, scope, &prepared->ctx_, &prepared->inputs_));
   for (const auto& slot : op.proto().outputs()) {
@@ -64,6 +73,9 @@ void PreparedOp::RememberShapes() {
 }
 
 Status PreparedOp::Run() {
+  if (control_flow_scope_ != nullptr) {
+    return RunControlFlowOp(op_, control_flow_scope_, ctx_.device_context());
+  }
   for (const BoundInput& in : inputs_) {
     if (in.var->IsEmpty()) {
       return NotFound(op_.Label() + ": input '" + *in.slot +

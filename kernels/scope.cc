@@ -19,6 +19,11 @@ SelectedRows* Variable::GetMutableSelectedRows() {
   return std::get_if<SelectedRows>(&value_);
 }
 
+StepScopes* Variable::GetMutableStepScopes() {
+  if (!std::holds_alternative<StepScopes>(value_)) value_ = StepScopes();
+  return std::get_if<StepScopes>(&value_);
+}
+
 Variable* Scope::Var(const std::string& name) {
   auto& slot = vars_[name];
   if (!slot) slot = std::make_unique<Variable>();
@@ -38,17 +43,26 @@ Variable* Scope::FindVar(const std::string& name) const {
 }
 
 Scope* Scope::NewScope() {
+  std::lock_guard<std::mutex> lock(kids_mutex_);
   kids_.push_back(std::make_unique<Scope>());
   kids_.back()->parent_ = this;
   return kids_.back().get();
 }
 
-void Scope::DropKids() { kids_.clear(); }
+void Scope::DropKids() {
+  std::lock_guard<std::mutex> lock(kids_mutex_);
+  kids_.clear();
+}
 
 void Scope::DeleteScope(Scope* kid) {
+  std::unique_ptr<Scope> doomed;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(kids_mutex_);
+  for (auto& s : kids_) {
+    if (s.get() == kid) doomed = std::move(s);
+  }
   kids_.erase(std::remove_if(kids_.begin(), kids_.end(),
-                             [kid](const std::unique_ptr<Scope>& s) {
-                               return s.get() == kid;
+                             [](const std::unique_ptr<Scope>& s) {
+                               return s == nullptr;
                              }),
               kids_.end());
 }

@@ -4,9 +4,12 @@
 // that misses goes to the parent, so an execution scope of temporaries can sit
 // under a scope of persistables. Thread-safety: creating variables needs
 // exclusive access; once created, distinct variables may be used concurrently.
+// Kids may be made and deleted concurrently (control-flow ops of one place
+// run at once, each in scopes of its own).
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -16,6 +19,15 @@
 #include "kernels/tensor.h"
 
 namespace parex {
+
+class Scope;
+
+// The scopes a control-flow op ran its sub-block in (conditional_block's
+// `Scope`, while's `StepScopes`), kept for its gradient op: kids of the
+// scope the op ran in, which the op deletes before its next run.
+struct StepScopes {
+  std::vector<Scope*> scopes;
+};
 
 class Variable {
  public:
@@ -42,9 +54,15 @@ class Variable {
   const SelectedRows* GetSelectedRows() const {
     return std::get_if<SelectedRows>(&value_);
   }
+  // Makes the variable hold step scopes (kept if it already does).
+  StepScopes* GetMutableStepScopes();
+  const StepScopes* GetStepScopes() const {
+    return std::get_if<StepScopes>(&value_);
+  }
 
  private:
-  std::variant<std::monostate, Tensor, std::vector<Tensor>, SelectedRows>
+  std::variant<std::monostate, Tensor, std::vector<Tensor>, SelectedRows,
+               StepScopes>
       value_;
 };
 
@@ -71,6 +89,7 @@ class Scope {
  private:
   const Scope* parent_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+  std::mutex kids_mutex_;  // guards kids_
   std::vector<std::unique_ptr<Scope>> kids_;
 };
 

@@ -128,6 +128,11 @@ OpSchema& OpSchema::ShapeFromValues() {
   return *this;
 }
 
+OpSchema& OpSchema::ControlFlow() {
+  control_flow_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::Inplace(std::string in, std::string out) {
   inplace_.emplace_back(std::move(in), std::move(out));
   return *this;

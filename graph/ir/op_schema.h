@@ -160,6 +160,10 @@ class OpSchema {
   // The output shapes depend on input values (ShapeContext::InputValues),
   // so a prepared op infers them on every run, never from its shape cache.
   OpSchema& ShapeFromValues();
+  // A control-flow op (conditional_block, while, select_input, ...): it runs
+  // sub-blocks or picks among inputs some of which hold no value, so no
+  // kernel runs it: kernels/control_flow.h does, with the op's scope.
+  OpSchema& ControlFlow();
 
   const std::string& type() const { return type_; }
   const std::vector<SlotSpec>& inputs() const { return inputs_; }
@@ -173,6 +177,7 @@ class OpSchema {
   // The slot or attribute named by the rule ("" before any input is declared).
   const std::string& kernel_dtype_source() const;
   bool shape_from_values() const { return shape_from_values_; }
+  bool control_flow() const { return control_flow_; }
   bool has_grad() const { return !grad_type_.empty(); }
   const std::string& grad_type() const { return grad_type_; }
   const std::vector<std::string>& grad_inputs() const { return grad_inputs_; }
@@ -194,6 +199,7 @@ class OpSchema {
   std::vector<std::string> grad_outputs_;
   std::vector<std::pair<std::string, std::string>> inplace_;
   bool shape_from_values_ = false;
+  bool control_flow_ = false;
 };
 
 class OpSchemaRegistry {

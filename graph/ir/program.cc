@@ -116,6 +116,37 @@ std::string OpDesc::Label() const {
          std::to_string(block_idx_) + ")";
 }
 
+StatusOr<const Block*> OpDesc::SubBlock(std::string_view name) const {
+  const proto::OpDesc::Attr* attr = FindAttr(name);
+  const std::string what = Label() + ": attribute '" + std::string(name) + "'";
+  if (attr == nullptr) return InvalidArgument(what + " is missing");
+  if (attr->type() != proto::BLOCK) {
+    return InvalidArgument(what + " has type " + AttrTypeName(attr->type()) +
+                           ", expected BLOCK");
+  }
+  if (block_ == nullptr) {
+    return FailedPrecondition(what + ": the op belongs to no program");
+  }
+  const Program& program = *block_->program();
+  const int idx = attr->block_idx();
+  if (idx <= 0 || idx >= program.num_blocks()) {
+    return InvalidArgument(what + " names block " + std::to_string(idx) +
+                           ", but the program has blocks 0.." +
+                           std::to_string(program.num_blocks() - 1) +
+                           " and block 0 is nobody's sub-block");
+  }
+  const Block& sub = program.block(idx);
+  // A sub-block is a child of the op's block, so it comes after it: control
+  // flow never runs its own block or an ancestor (no unbounded recursion).
+  if (sub.parent_idx() != block_idx_) {
+    return InvalidArgument(what + " names block " + std::to_string(idx) +
+                           ", whose parent is block " +
+                           std::to_string(sub.parent_idx()) + ", not the op's "
+                           "block " + std::to_string(block_idx_));
+  }
+  return &sub;
+}
+
 std::vector<std::string> OpDesc::Input(std::string_view slot) const {
   return Args(desc_->inputs(), slot);
 }
@@ -144,14 +175,18 @@ std::vector<std::string> OpDesc::OutputSlots() const {
 std::vector<std::string> OpDesc::InputArgumentNames() const {
   std::vector<std::string> names;
   for (const auto& v : desc_->inputs()) {
-    names.insert(names.end(), v.arguments().begin(), v.arguments().end());
+    for (const std::string& a : v.arguments()) {
+      if (a != kEmptyVarName) names.push_back(a);
+    }
   }
   return names;
 }
 std::vector<std::string> OpDesc::OutputArgumentNames() const {
   std::vector<std::string> names;
   for (const auto& v : desc_->outputs()) {
-    names.insert(names.end(), v.arguments().begin(), v.arguments().end());
+    for (const std::string& a : v.arguments()) {
+      if (a != kEmptyVarName) names.push_back(a);
+    }
   }
   return names;
 }
@@ -243,7 +278,8 @@ template StatusOr<std::vector<std::string>>
 Block::Block(Program* program, proto::BlockDesc* desc)
     : program_(program), desc_(desc) {
   for (int i = 0; i < desc_->ops_size(); ++i) {
-    ops_.push_back(std::make_unique<OpDesc>(desc_->mutable_ops(i), idx(), i));
+    ops_.push_back(
+        std::make_unique<OpDesc>(desc_->mutable_ops(i), idx(), i, this));
   }
   for (int i = 0; i < desc_->vars_size(); ++i) {
     vars_.push_back(std::make_unique<VarDesc>(desc_->mutable_vars(i)));
@@ -254,7 +290,7 @@ Block::Block(Program* program, proto::BlockDesc* desc)
 OpDesc* Block::AppendOp(const std::string& type) {
   auto* op = desc_->add_ops();
   op->set_type(type);
-  ops_.push_back(std::make_unique<OpDesc>(op, idx(), num_ops()));
+  ops_.push_back(std::make_unique<OpDesc>(op, idx(), num_ops(), this));
   return ops_.back().get();
 }
 
@@ -264,15 +300,23 @@ VarDesc* Block::FindLocalVar(const std::string& name) const {
 }
 
 VarDesc* Block::FindVar(const std::string& name) const {
-  // At most one visit per block: a crafted program whose parent links form a
-  // cycle (ValidateProgram rejects it) must not make a lookup loop forever.
-  int hops = program_->num_blocks();
-  for (const Block* b = this; b != nullptr && hops-- > 0;) {
+  // This block, then its forward block (a gradient block reads the
+  // variables of the block it differentiates) and their parents, each block
+  // visited once: a crafted program whose links form a cycle (ValidateProgram
+  // rejects parent cycles) must not make a lookup loop forever.
+  const int n = program_->num_blocks();
+  std::vector<char> seen(n, 0);
+  std::vector<const Block*> todo = {this};
+  while (!todo.empty()) {
+    const Block* b = todo.back();
+    todo.pop_back();
+    if (b->idx() < 0 || b->idx() >= n || seen[b->idx()]) continue;
+    seen[b->idx()] = 1;
     if (VarDesc* v = b->FindLocalVar(name)) return v;
-    int parent = b->parent_idx();
-    b = parent >= 0 && parent < program_->num_blocks() && parent != b->idx()
-            ? &program_->block(parent)
-            : nullptr;
+    // Parents last (searched after the forward block's chain).
+    for (int next : {b->parent_idx(), b->forward_block_idx()}) {
+      if (next >= 0 && next < n) todo.push_back(&program_->block(next));
+    }
   }
   return nullptr;
 }

@@ -59,14 +59,24 @@ class VarDesc {
   proto::VarDesc* desc_;
 };
 
+class Block;
+
+// Paddle's argument for "no variable" (a gradient nobody needs, as
+// while_grad's X@GRAD of a loop counter writes it).
+inline constexpr std::string_view kEmptyVarName = "@EMPTY@";
+
 class OpDesc {
  public:
-  OpDesc(proto::OpDesc* desc, int block_idx, int index)
-      : desc_(desc), block_idx_(block_idx), index_(index) {}
+  // `block`: the block that holds the op (null for an op outside a program,
+  // such as a gradient maker's scratch op).
+  OpDesc(proto::OpDesc* desc, int block_idx, int index,
+         const Block* block = nullptr)
+      : desc_(desc), block_idx_(block_idx), index_(index), block_(block) {}
 
   const std::string& type() const { return desc_->type(); }
   int block_idx() const { return block_idx_; }
   int index() const { return index_; }  // position in its block
+  const Block* block() const { return block_; }
   // "op #3 'mul' (block 0)": how errors name this op.
   std::string Label() const;
 
@@ -84,7 +94,7 @@ class OpDesc {
   }
   std::vector<std::string> InputSlots() const;
   std::vector<std::string> OutputSlots() const;
-  // Every var name read / written, in slot order.
+  // Every var name read / written, in slot order (kEmptyVarName left out).
   std::vector<std::string> InputArgumentNames() const;
   std::vector<std::string> OutputArgumentNames() const;
 
@@ -108,6 +118,10 @@ class OpDesc {
     WriteAttr<T>(MutableAttr(name), value);
   }
   void RemoveAttr(std::string_view name);
+  // A BLOCK attribute (control flow's `sub_block`): the block it names,
+  // checked to exist and to be a child of this op's block. Errors name the
+  // op, the attribute and the index.
+  StatusOr<const Block*> SubBlock(std::string_view name) const;
 
   const proto::OpDesc& proto() const { return *desc_; }
   proto::OpDesc* mutable_proto() { return desc_; }
@@ -121,6 +135,7 @@ class OpDesc {
   proto::OpDesc* desc_;
   int block_idx_;
   int index_;
+  const Block* block_;
 };
 
 class Program;
@@ -131,6 +146,8 @@ class Block {
 
   int idx() const { return desc_->idx(); }
   int parent_idx() const { return desc_->parent_idx(); }
+  // The block a gradient block differentiates (-1 for other blocks).
+  int forward_block_idx() const { return desc_->forward_block_idx(); }
   Program* program() const { return program_; }
 
   int num_ops() const { return static_cast<int>(ops_.size()); }
@@ -143,7 +160,8 @@ class Block {
   const std::vector<std::unique_ptr<VarDesc>>& vars() const { return vars_; }
   // This block's var, or nullptr.
   VarDesc* FindLocalVar(const std::string& name) const;
-  // This block's var or an ancestor block's, or nullptr.
+  // This block's var, its forward block's or an ancestor block's, or
+  // nullptr.
   VarDesc* FindVar(const std::string& name) const;
   // This block's var, declared (as a LOD_TENSOR) if missing.
   VarDesc* Var(const std::string& name);

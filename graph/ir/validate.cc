@@ -35,7 +35,8 @@ Status CheckSlots(const OpDesc& op, const Block& block,
                              slot + "'");
     }
     for (const std::string& arg : args) {
-      if (arg.empty()) continue;
+      // Paddle's "@EMPTY@": no variable (a gradient nobody needs).
+      if (arg.empty() || arg == kEmptyVarName) continue;
       if (block.FindVar(arg) == nullptr) {
         return NotFound(op.Label() + ": " + kind + " '" + slot +
                         "' names undeclared variable '" + arg + "'");

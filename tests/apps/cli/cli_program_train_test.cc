@@ -41,33 +41,6 @@ std::vector<double> Lines(const std::string& path, bool json) {
   return v;
 }
 
-// The persistables parex saved in `saved_dir` are Paddle's at the end of the
-// fixture's training (`fixture`/final): parameters, Adam's moments, batch
-// norm's statistics.
-void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
-                                    const std::string& fixture = kFixture) {
-  StatusOr<Program> main = Program::Load(fixture + "/main.pdmodel");
-  ASSERT_TRUE(main.ok());
-  Scope saved, paddle;
-  ASSERT_TRUE(LoadPersistables(*main, saved_dir, &saved).ok());
-  ASSERT_TRUE(LoadPersistables(*main, fixture + "/final", &paddle).ok());
-  int compared = 0;
-  for (const std::string& name : PersistableTensorNames(*main)) {
-    const Tensor& w = *paddle.FindVar(name)->GetTensor();
-    const Tensor& g = *saved.FindVar(name)->GetTensor();
-    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0)
-      continue;
-    ASSERT_EQ(g.dims(), w.dims()) << name;
-    for (int64_t i = 0; i < w.numel(); ++i) {
-      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
-                  1e-5 + 1e-3 * std::abs(w.data<float>()[i]))
-          << name << "[" << i << "]";
-    }
-    ++compared;
-  }
-  EXPECT_GE(compared, 20);
-}
-
 // On one place, from Paddle's initial parameters, with the batches in order
 // and the piecewise schedule Paddle's LRScheduler followed: Paddle's ten
 // losses within 1e-4, and its parameters, moments and batch-norm statistics
@@ -111,7 +84,7 @@ TEST(CliProgramTrainTest, PaddleCnnReproducesPaddlesLossesAndParameters) {
   for (int s = 0; s < 10; ++s) {
     EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
   }
-  ExpectPaddlesFinalPersistables(dir + "/trained");
+  ExpectPaddlesFinalPersistables(dir + "/trained", kFixture);
 
   // Without the schedule the rate stays at 0.01: from step 4 on the losses
   // leave Paddle's (the schedule is what made them agree).
@@ -175,7 +148,7 @@ TEST(CliProgramTrainTest, TwoPlacesWithSyncBatchNormReproducePaddle) {
     }
     if (sync) {
       EXPECT_LT(worst, 1e-4);
-      ExpectPaddlesFinalPersistables(dir + "/s");
+      ExpectPaddlesFinalPersistables(dir + "/s", kFixture);
     } else {
       EXPECT_GT(worst, 1e-3);
     }
@@ -218,7 +191,7 @@ TEST(CliProgramTrainTest, TwoNodesWithSyncBatchNormReproducePaddle) {
   for (int s = 0; s < 10; ++s) {
     EXPECT_NEAR(got[s], want[s], 1e-4 * std::abs(want[s])) << "step " << s + 1;
   }
-  ExpectPaddlesFinalPersistables(dir + "/n");
+  ExpectPaddlesFinalPersistables(dir + "/n", kFixture);
 }
 
 // A Transformer encoder classifier PaddlePaddle 2.6 built and trained

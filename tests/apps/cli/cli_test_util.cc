@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -19,7 +20,10 @@
 #include <thread>
 
 #include "apps/cli/npy.h"
+#include "graph/ir/program.h"
+#include "kernels/io/model_io.h"
 #include "kernels/io/tensor_io.h"
+#include "kernels/scope.h"
 #include "tests/free_port.h"
 
 extern char** environ;
@@ -252,5 +256,31 @@ void WritePaddleCnnFixtureData(const std::string& dir) {
     ASSERT_TRUE(WriteNpy(dir + "/" + name + ".npy", all).ok());
   }
 }
+
+void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
+                                    const std::string& fixture,
+                                    int min_compared) {
+  StatusOr<Program> main = Program::Load(fixture + "/main.pdmodel");
+  ASSERT_TRUE(main.ok());
+  Scope saved, paddle;
+  ASSERT_TRUE(LoadPersistables(*main, saved_dir, &saved).ok());
+  ASSERT_TRUE(LoadPersistables(*main, fixture + "/final", &paddle).ok());
+  int compared = 0;
+  for (const std::string& name : PersistableTensorNames(*main)) {
+    const Tensor& w = *paddle.FindVar(name)->GetTensor();
+    const Tensor& g = *saved.FindVar(name)->GetTensor();
+    if (w.dtype() != DType::kFP32 || name.rfind("learning_rate", 0) == 0)
+      continue;
+    ASSERT_EQ(g.dims(), w.dims()) << name;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_NEAR(g.data<float>()[i], w.data<float>()[i],
+                  1e-5 + 1e-3 * std::abs(w.data<float>()[i]))
+          << name << "[" << i << "]";
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, min_compared);
+}
+
 
 }  // namespace parex::testing

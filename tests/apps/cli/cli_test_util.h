@@ -38,6 +38,14 @@ std::string ReadFile(const std::string& path);
 // The "loss" of each line of a metrics file (JSON lines), in order.
 std::vector<double> Losses(const std::string& metrics_path);
 
+// The persistables parex saved in `saved_dir` are Paddle's at the end of a
+// training fixture (`fixture`/final, for `fixture`/main.pdmodel): its
+// parameters, optimizer moments, batch norm's statistics, at least
+// `min_compared` fp32 tensors (learning rates left out).
+void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
+                                    const std::string& fixture,
+                                    int min_compared = 20);
+
 // Writes `dir`/cluster.pbtxt (and its secret file): nodes a, b, c, ... on
 // free ports of 127.0.0.1 (or of `hosts[i]`, when given) with `places[i]`
 // CPU places each. Returns its path. `extra` is appended (more topology

@@ -39,9 +39,10 @@ std::string HumanBytes(double bytes) {
 // Why parex cannot run ops of `type` on CPU places, or "" when it can.
 std::string CannotRun(const std::string& type,
                       const std::set<std::string>& with_kernels) {
-  if (OpSchemaRegistry::Global().Find(type) == nullptr)
-    return "unknown op type";
+  const OpSchema* schema = OpSchemaRegistry::Global().Find(type);
+  if (schema == nullptr) return "unknown op type";
   if (type == "feed" || type == "fetch") return "";  // the executors' own
+  if (schema->control_flow()) return "";  // kernels/control_flow.h runs it
   if (with_kernels.count(type) == 0) return "no CPU kernel";
   return "";
 }

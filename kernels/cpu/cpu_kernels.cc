@@ -24,6 +24,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterInterpKernels(r);
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
+  RegisterGroupNormKernels(r);
   RegisterDropoutKernels(r);
   RegisterShapeKernels(r);
   RegisterLookupTableKernels(r);

@@ -27,6 +27,7 @@ void RegisterPad3dKernels(KernelRegistry* r);
 void RegisterInterpKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);
+void RegisterGroupNormKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterLookupTableKernels(KernelRegistry* r);

@@ -47,6 +47,8 @@ void RegisterPadOps(OpSchemaRegistry* r);
 void RegisterInterpOps(OpSchemaRegistry* r);
 // tile, flip, roll, index_select (layout_ops.cc).
 void RegisterLayoutOps(OpSchemaRegistry* r);
+// group_norm, instance_norm
+void RegisterGroupNormOps(OpSchemaRegistry* r);
 // conditional_block, while, select_input / select_output
 void RegisterControlFlowOps(OpSchemaRegistry* r);
 

@@ -22,6 +22,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterPadOps(r);
   RegisterInterpOps(r);
   RegisterLayoutOps(r);
+  RegisterGroupNormOps(r);
   RegisterControlFlowOps(r);
 }
 

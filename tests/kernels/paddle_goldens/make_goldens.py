@@ -839,6 +839,31 @@ def more_nn_cases(rng):
     return cases
 
 
+def group_norm_cases(rng):
+    """group_norm.json (tests/kernels/nn_ops_test.cc): group_norm in NCHW and
+    NHWC (several groups, one group) and instance_norm, with their gradient
+    ops (Mean and Variance of group_norm; instance_norm's SavedVariance is
+    1 / sqrt(var + epsilon)); fp64."""
+    cases = []
+    x = rng.uniform(-2, 2, size=(2, 6, 3, 4))
+    scale, bias = rng.uniform(0.5, 1.5, size=6), rng.uniform(-0.5, 0.5, size=6)
+    for groups, layout in ((3, "NCHW"), (1, "NCHW"), (2, "NHWC")):
+        xi = x.transpose(0, 2, 3, 1).copy() if layout == "NHWC" else x
+        cases.append(run_static("group_norm", {"X": [xi], "Scale": [scale], "Bias": [bias]},
+                                {"groups": groups, "epsilon": 1e-5, "data_layout": layout},
+                                {"Y": 1, "Mean": 1, "Variance": 1},
+                                ["X_0", "Scale_0", "Bias_0"], rng))
+    for xi in (x, rng.uniform(-1, 1, size=(3, 2, 5))):
+        c = xi.shape[1]
+        cases.append(run_static("instance_norm",
+                                {"X": [xi], "Scale": [rng.uniform(0.5, 1.5, size=c)],
+                                 "Bias": [rng.uniform(-0.5, 0.5, size=c)]},
+                                {"epsilon": 1e-5},
+                                {"Y": 1, "SavedMean": 1, "SavedVariance": 1},
+                                ["X_0", "Scale_0", "Bias_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -856,6 +881,7 @@ OP_GROUP_FILES = [
     ("layout_ops.json", layout_cases, 2614),
     ("nn_ops.json", nn_ops_cases, 2615),
     ("more_nn.json", more_nn_cases, 2616),
+    ("group_norm.json", group_norm_cases, 2617),
 ]
 
 

@@ -19,6 +19,7 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
     DeclareControlFlowOutputs(op, scope);
     return prepared;
   }
+  prepared->shape_from_values_ = (*schema)->ShapeFromValuesOf(op);
   PAREX_RETURN_IF_ERROR(
       BindVariablesDeferred(op, scope, &prepared->ctx_, &prepared->inputs_));
   for (const auto& slot : op.proto().outputs()) {
@@ -33,7 +34,7 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
 }
 
 bool PreparedOp::ShapesCached() const {
-  if (!cached_ || schema_->shape_from_values()) return false;
+  if (!cached_ || shape_from_values_) return false;
   for (size_t i = 0; i < inputs_.size(); ++i) {
     const Tensor* t = inputs_[i].var->GetTensor();
     const Shape& s = input_shapes_[i];

@@ -123,9 +123,19 @@ OpSchema& OpSchema::Grad(std::string grad_type, std::vector<std::string> inputs,
   return *this;
 }
 
-OpSchema& OpSchema::ShapeFromValues() {
+OpSchema& OpSchema::ShapeFromValues(std::vector<std::string> slots) {
   shape_from_values_ = true;
+  value_slots_ = std::move(slots);
   return *this;
+}
+
+bool OpSchema::ShapeFromValuesOf(const OpDesc& op) const {
+  if (!shape_from_values_) return false;
+  if (value_slots_.empty()) return true;
+  for (const std::string& slot : value_slots_) {
+    if (op.HasInput(slot)) return true;
+  }
+  return false;
 }
 
 OpSchema& OpSchema::ControlFlow() {

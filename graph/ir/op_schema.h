@@ -158,8 +158,10 @@ class OpSchema {
   // names a persistable input of the op.
   OpSchema& Inplace(std::string in, std::string out);
   // The output shapes depend on input values (ShapeContext::InputValues),
-  // so a prepared op infers them on every run, never from its shape cache.
-  OpSchema& ShapeFromValues();
+  // so a prepared op infers them on every run, never from its shape cache:
+  // always, or (given `slots`) when the op binds one of them (a shape given
+  // as a tensor instead of an attribute).
+  OpSchema& ShapeFromValues(std::vector<std::string> slots = {});
   // A control-flow op (conditional_block, while, select_input, ...): it runs
   // sub-blocks or picks among inputs some of which hold no value, so no
   // kernel runs it: kernels/control_flow.h does, with the op's scope.
@@ -177,6 +179,8 @@ class OpSchema {
   // The slot or attribute named by the rule ("" before any input is declared).
   const std::string& kernel_dtype_source() const;
   bool shape_from_values() const { return shape_from_values_; }
+  // Whether `op` (of this type) has a shape that depends on input values.
+  bool ShapeFromValuesOf(const OpDesc& op) const;
   bool control_flow() const { return control_flow_; }
   bool has_grad() const { return !grad_type_.empty(); }
   const std::string& grad_type() const { return grad_type_; }
@@ -199,6 +203,7 @@ class OpSchema {
   std::vector<std::string> grad_outputs_;
   std::vector<std::pair<std::string, std::string>> inplace_;
   bool shape_from_values_ = false;
+  std::vector<std::string> value_slots_;  // empty: every op of the type
   bool control_flow_ = false;
 };
 

@@ -151,6 +151,40 @@ struct DivOp {
   static constexpr bool kNeedsOut = true;
 };
 
+// elementwise_floordiv and elementwise_mod (no gradient ops): Python's
+// rounding, toward -inf, so a remainder takes the divisor's sign. Integer
+// divisors are checked for 0 first (ElementwiseKernel); x / -1 wraps for
+// the most negative x instead of trapping.
+struct FloorDivOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+      if (y == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(x));
+      T q = x / y;
+      if (x % y != 0 && ((x < 0) != (y < 0))) --q;
+      return q;
+    } else {
+      return std::floor(x / y);
+    }
+  }
+};
+
+struct ModOp {
+  template <typename T>
+  static T Apply(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+      if (y == -1) return T(0);
+      T r = x % y;
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    } else {
+      T r = std::fmod(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return r;
+    }
+  }
+};
+
 // Fluid's gradients: X@GRAD where x > y, Y@GRAD where x <= y (ties go to Y).
 struct MaxOp {
   template <typename T>
@@ -224,7 +258,9 @@ Status ElementwiseKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(Broadcast(ctx, x->dims(), y->dims(), "X", &e));
   PAREX_RETURN_IF_ERROR(CheckOutDims(ctx, "Out", out->dims(), e));
   const T* yd = y->data<T>();
-  if constexpr (std::is_integral_v<T> && std::is_same_v<Op, DivOp>) {
+  if constexpr (std::is_integral_v<T> &&
+                (std::is_same_v<Op, DivOp> || std::is_same_v<Op, FloorDivOp> ||
+                 std::is_same_v<Op, ModOp>)) {
     for (int64_t j = 0, j_end = y->numel(); j < j_end; ++j) {
       if (yd[j] == 0) return ctx.Error("integer division by zero in Y");
     }
@@ -468,6 +504,14 @@ void RegisterElementwiseKernels(KernelRegistry* r) {
       r, "elementwise_min");
   RegisterElementwise<PowOp, float, double, int32_t, int64_t>(
       r, "elementwise_pow");
+  RegisterCpuKernel<float, double, int32_t, int64_t>(
+      r, "elementwise_floordiv", [](auto tag) {
+        return &ElementwiseKernel<typename decltype(tag)::type, FloorDivOp>;
+      });
+  RegisterCpuKernel<float, double, int32_t, int64_t>(
+      r, "elementwise_mod", [](auto tag) {
+        return &ElementwiseKernel<typename decltype(tag)::type, ModOp>;
+      });
   PAREX_CPU_KERNEL(r, "less_than", LessThanKernel, float, double, int32_t,
                    int64_t);
   RegisterCompare<EqualCmp, float, double, int32_t, int64_t, bool>(r, "equal");

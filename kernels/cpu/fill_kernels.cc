@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/runtime_shape_context.h"
 
 namespace parex {
 namespace {
@@ -30,6 +31,25 @@ double UnitInterval(std::mt19937_64& gen) {
 // float attribute would round: large int64s, "inf", "nan"), else `value`.
 template <typename T>
 Status FillValue(const KernelContext& ctx, T* value) {
+  // fill_constant's ValueTensor (one value) wins over the attributes.
+  if (ctx.InputCount("ValueTensor") > 0 && ctx.Input("ValueTensor") != nullptr) {
+    PAREX_ASSIGN_OR_RETURN(
+        std::vector<double> v,
+        RuntimeShapeContext(ctx).InputValues("ValueTensor", 0));
+    if (v.size() != 1) {
+      return ctx.Error("ValueTensor holds " + std::to_string(v.size()) +
+                       " values, not one");
+    }
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!(v[0] >= static_cast<double>(std::numeric_limits<T>::min()) &&
+            v[0] <= static_cast<double>(std::numeric_limits<T>::max()))) {
+        return ctx.Error("ValueTensor holds " + std::to_string(v[0]) +
+                         ", outside " + DTypeName(DTypeOf<T>()));
+      }
+    }
+    *value = static_cast<T>(v[0]);
+    return Status::Ok();
+  }
   const std::string str = ctx.Attr<std::string>("str_value");
   if (str.empty()) {
     *value = static_cast<T>(ctx.Attr<float>("value"));

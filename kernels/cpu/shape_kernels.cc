@@ -17,6 +17,7 @@
 
 #include "graph/ir/spec/slice_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/runtime_shape_context.h"
 
 namespace parex {
 namespace {
@@ -65,14 +66,9 @@ void ForEachSliced(const Dims& in, const SliceSpec& spec, F&& f) {
   }
 }
 
+// The bounds as the shape rule read them (attributes or tensors).
 StatusOr<SliceSpec> KernelSliceSpec(const KernelContext& ctx, const Dims& in) {
-  StatusOr<SliceSpec> spec =
-      ComputeSlice(in, ctx.Attr<std::vector<int>>("axes"),
-                   ctx.Attr<std::vector<int64_t>>("starts"),
-                   ctx.Attr<std::vector<int64_t>>("ends"),
-                   ctx.Attr<std::vector<int>>("decrease_axis"));
-  if (!spec.ok()) return ctx.Error(spec.status().message());
-  return spec;
+  return SliceSpecOf(RuntimeShapeContext(ctx), in);
 }
 
 template <typename T>

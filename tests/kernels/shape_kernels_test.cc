@@ -1,7 +1,9 @@
 // Tests of reshape2, transpose2, concat and split
 // (kernels/cpu/shape_kernels.cc, schemas in graph/ir/ops/shape_ops.cc): values
 // against index arithmetic written here, integer dtypes, gradients against
-// finite differences, shape errors and compile-time shapes.
+// finite differences, shape errors and compile-time shapes; shapes and slice
+// bounds given as tensors (graph/ir/spec/value_inputs.h) against Paddle's
+// goldens (shape_tensors.json), by hand, and from hostile programs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 
 #include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
+#include "tests/kernels/paddle_golden.h"
 
 namespace parex::testing {
 namespace {
@@ -98,6 +101,100 @@ TEST(Reshape2KernelTest, WrongElementCountIsAnError) {
       .Output("Out")
       .Attr("shape", std::vector<int>{4, -1});
   ExpectError(u, "reshape2");
+}
+
+// ---- shapes and bounds as tensors ------------------------------------------
+
+TEST(ShapeTensorsTest, MatchPaddleGoldens) {
+  EXPECT_EQ(CheckPaddleGoldens("reshape2", {}, "shape_tensors.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("expand_v2", {}, "shape_tensors.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("slice", {}, "shape_tensors.json"), 2);
+}
+
+Tensor OneInt(int64_t v) { return MakeTensor<int64_t>({1}, {v}); }
+
+Tensor OneBool() {
+  Tensor t(DType::kBool, {1});
+  t.data<bool>()[0] = true;
+  return t;
+}
+
+// The tensors win over the attribute, in Paddle's priority order.
+TEST(ShapeTensorsTest, TensorsOverrideTheAttribute) {
+  OpTester r("reshape2");
+  r.Input("X", Iota<double>({2, 3, 4}))
+      .Inputs("ShapeTensor", {OneInt(0), OneInt(-1), OneInt(2)})
+      .Input("Shape", MakeTensor<int32_t>({2}, {4, 6}))
+      .Output("Out")
+      .Output("XShape")
+      .Attr("shape", std::vector<int>{24});
+  ASSERT_TRUE(r.Run().ok());
+  EXPECT_EQ(r.Out("Out").dims(), (Dims{2, 6, 2}));  // ShapeTensor first
+  OpTester e("expand_v2");
+  e.Input("X", Iota<double>({3, 1}))
+      .Input("Shape", MakeTensor<int64_t>({3}, {2, 3, 4}))
+      .Inputs("expand_shapes_tensor", {OneInt(3), OneInt(5)})
+      .Output("Out")
+      .Attr("shape", std::vector<int>{3, 1});
+  ASSERT_TRUE(e.Run().ok());
+  EXPECT_EQ(e.Out("Out").dims(), (Dims{2, 3, 4}));  // Shape first
+  OpTester sl("slice");
+  sl.Input("Input", Iota<double>({4, 5}))
+      .Inputs("StartsTensorList", {OneInt(1)})
+      .Input("EndsTensor", OneInt(-1))
+      .Output("Out")
+      .Attr("axes", std::vector<int>{1})
+      .Attr("starts", std::vector<int>{0})
+      .Attr("ends", std::vector<int>{1});
+  ASSERT_TRUE(sl.Run().ok());
+  EXPECT_EQ(sl.Out("Out").dims(), (Dims{4, 3}));
+  EXPECT_EQ(ToVector<double>(sl.Out("Out"))[0], 1.0);  // starts at 1
+  OpTester g("slice");
+  g.Input("Input", DistinctRandomTensor({3, 4}, -1, 1, 3))
+      .Inputs("StartsTensorList", {OneInt(1), OneInt(-3)})
+      .Inputs("EndsTensorList", {OneInt(3), OneInt(3)})
+      .Output("Out")
+      .Attr("axes", std::vector<int>{0, 1});
+  EXPECT_THAT(g.CheckGrad({"Input"}, {"Out"}), IsEmpty());
+}
+
+// A shape tensor from a hostile program: negative, huge, fractional or
+// misshapen values end with an error naming the op, before anything is
+// allocated.
+TEST(ShapeTensorsTest, HostileValuesAreNamed) {
+  struct Case {
+    std::vector<Tensor> shape;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{OneInt(-7), OneInt(4)}, "has a negative extent"},
+      {{OneInt(int64_t{1} << 40), OneInt(int64_t{1} << 20)},
+       "holds more than 2^48 elements"},
+      {{MakeTensor<int64_t>({2}, {2, 3})}, "tensor 0 holds 2 values, not one"},
+      {{MakeTensor<float>({1}, {2.5f}), OneInt(4)},
+       "not an integer a shape takes"},
+      {{MakeTensor<float>({1}, {1e30f}), OneInt(4)},
+       "not an integer a shape takes"},
+      {{OneBool()}, "not a number type"},
+  };
+  for (const Case& c : cases) {
+    OpTester t("reshape2");
+    t.Input("X", Iota<double>({2, 3, 4}))
+        .Inputs("ShapeTensor", c.shape)
+        .Output("Out")
+        .Output("XShape");
+    EXPECT_THAT(ExpectError(t, "reshape2"), HasSubstr(c.message));
+  }
+  OpTester e("expand_v2");
+  e.Input("X", Iota<double>({3, 1}))
+      .Input("Shape", MakeTensor<int64_t>({2}, {3, -4}))
+      .Output("Out");
+  EXPECT_THAT(ExpectError(e, "expand_v2"), HasSubstr("is -4"));
+  OpTester big("expand_v2");
+  big.Input("X", Iota<double>({3, 1}))
+      .Input("Shape", MakeTensor<int64_t>({2}, {3, int64_t{1} << 50}))
+      .Output("Out");
+  EXPECT_THAT(ExpectError(big, "expand_v2"), HasSubstr("expand_v2"));
 }
 
 TEST(Reshape2SchemaTest, UnknownBatchAtCompileTime) {

@@ -154,6 +154,15 @@ void RegisterElementwiseOps(OpSchemaRegistry* r) {
   AddElementwise(r, "elementwise_max", {"X", "Y", "Out@GRAD"});
   AddElementwise(r, "elementwise_min", {"X", "Y", "Out@GRAD"});
   AddElementwise(r, "elementwise_pow", {"X", "Y", "Out@GRAD"});
+  // Integer arithmetic on shapes (paddle.shape(x)[1] // 2): no gradients.
+  for (const char* type : {"elementwise_floordiv", "elementwise_mod"}) {
+    r->Add(OpSchema(type)
+               .Input("X")
+               .Input("Y")
+               .Output("Out")
+               .Attr("axis", -1)
+               .InferShape(InferElementwise));
+  }
   // No gradient op: the output is boolean.
   r->Add(OpSchema("less_than")
              .Input("X")

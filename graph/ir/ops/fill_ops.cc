@@ -14,14 +14,31 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 namespace {
 
 // Out of attribute `shape` and `dtype`. -1 extents are accepted at compile
 // time (a batch size known only when the op runs is an error then).
+// fill_constant's shape as tensors, Paddle's priority order: ShapeTensor (one
+// tensor), ShapeTensorList (one single-value tensor per extent), the
+// attribute.
+constexpr std::initializer_list<ValueInput> kFillShape = {
+    {"ShapeTensor", false}, {"ShapeTensorList", true}};
+
 Status InferFromShapeAttr(ShapeContext& ctx) {
-  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  const int dtype_attr = ctx.Attr<int>("dtype");
+  if (!ctx.IsRuntime() && BindsAny(ctx, kFillShape)) {
+    if (IsElementType(dtype_attr)) {
+      ctx.SetOutput("Out", {}, static_cast<DType>(dtype_attr));
+    }
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(
+      const std::vector<int64_t> shape,
+      IntsFromInputsOrAttr(ctx, kFillShape,
+                           ctx.Attr<std::vector<int64_t>>("shape")));
   for (int64_t d : shape) {
     if (d < -1 || (d == -1 && ctx.IsRuntime())) {
       return ctx.Error("attribute shape " + DimsToString(shape) +
@@ -239,7 +256,11 @@ void RegisterFillOps(OpSchemaRegistry* r) {
              .ShapeFromValues());
   const int kFP32 = static_cast<int>(DType::kFP32);
   r->Add(OpSchema("fill_constant")
+             .Input("ShapeTensor", kOptional)
+             .Input("ShapeTensorList", kOptional | kDuplicable)
+             .Input("ValueTensor", kOptional)
              .Output("Out")
+             .ShapeFromValues({"ShapeTensor", "ShapeTensorList"})
              .Attr("shape", std::vector<int64_t>{})
              .Attr("value", 0.0f)
              .Attr("str_value", std::string())

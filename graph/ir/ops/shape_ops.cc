@@ -18,6 +18,7 @@
 
 #include "graph/ir/ops/op_groups.h"
 #include "graph/ir/spec/slice_spec.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 namespace {
@@ -63,8 +64,13 @@ StatusOr<Dims> DimsFromXShape(const ShapeContext& ctx) {
 
 // ---- reshape2 ---------------------------------------------------------------
 
-StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
-  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+// reshape2's shape as a tensor, Paddle's priority order: ShapeTensor (one
+// single-value tensor per extent), Shape (one tensor), the attribute.
+constexpr std::initializer_list<ValueInput> kReshapeShape = {
+    {"ShapeTensor", true}, {"Shape", false}};
+
+StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x,
+                              const std::vector<int64_t>& shape) {
   const std::string shape_text = DimsToString(Dims(shape.begin(), shape.end()));
   if (shape.size() > kMaxRank) {
     return ctx.Error("shape " + shape_text + " has more than " +
@@ -116,14 +122,19 @@ StatusOr<Dims> ReshapeOutDims(const ShapeContext& ctx, const Dims& x) {
 }
 
 Status InferReshape2(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(ctx, {"Shape", "ShapeTensor"}));
   const Dims x = ctx.InputDims("X");
   ctx.SetOutputDType("Out", 0, ctx.InputDType("X"));
   ctx.SetOutputDType("XShape", 0, ctx.InputDType("X"));
   if (ctx.IsUnknown(x)) return Status::Ok();
-  PAREX_ASSIGN_OR_RETURN(Dims out, ReshapeOutDims(ctx, x));
-  ctx.SetOutputDims("Out", 0, out);
   ctx.SetOutputDims("XShape", 0, XShapeOf(x));
+  // A shape from tensors is known at run time only.
+  if (!ctx.IsRuntime() && BindsAny(ctx, kReshapeShape)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> shape,
+      IntsFromInputsOrAttr(ctx, kReshapeShape,
+                           ctx.Attr<std::vector<int64_t>>("shape")));
+  PAREX_ASSIGN_OR_RETURN(Dims out, ReshapeOutDims(ctx, x, shape));
+  ctx.SetOutputDims("Out", 0, out);
   return Status::Ok();
 }
 
@@ -226,36 +237,25 @@ InferShapeFn InferView(StatusOr<Dims> (*dims)(const ShapeContext&, const Dims&),
 // bounds counted from the end and both clamped to [0, extent] (an end before
 // its start gives none); `decrease_axis` then drops axes left with extent 1.
 
-// The slice of `in` the op's attributes describe (slice_spec.h).
-StatusOr<SliceSpec> GetSliceSpec(const ShapeContext& ctx, const Dims& in) {
-  StatusOr<SliceSpec> spec =
-      ComputeSlice(in, ctx.Attr<std::vector<int>>("axes"),
-                   ctx.Attr<std::vector<int64_t>>("starts"),
-                   ctx.Attr<std::vector<int64_t>>("ends"),
-                   ctx.Attr<std::vector<int>>("decrease_axis"));
-  if (!spec.ok()) return ctx.Error(spec.status().message());
-  return spec;
+// Bounds given as tensors are known at run time only.
+bool SliceBoundsLater(const ShapeContext& ctx) {
+  return !ctx.IsRuntime() &&
+         (BindsAny(ctx, kSliceStarts) || BindsAny(ctx, kSliceEnds));
 }
 
 Status InferSlice(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
-      ctx,
-      {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
   const Dims in = ctx.InputDims("Input");
   ctx.SetOutputDType("Out", 0, ctx.InputDType("Input"));
-  if (ctx.IsUnknown(in)) return Status::Ok();
-  PAREX_ASSIGN_OR_RETURN(SliceSpec spec, GetSliceSpec(ctx, in));
+  if (ctx.IsUnknown(in) || SliceBoundsLater(ctx)) return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(SliceSpec spec, SliceSpecOf(ctx, in));
   ctx.SetOutputDims("Out", 0, spec.decreased);
   return Status::Ok();
 }
 
 Status InferSliceGrad(ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(RejectTensorAttrs(
-      ctx,
-      {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"}));
   const Dims in = ctx.InputDims("Input");
-  if (!ctx.IsUnknown(in)) {
-    PAREX_ASSIGN_OR_RETURN(SliceSpec spec, GetSliceSpec(ctx, in));
+  if (!ctx.IsUnknown(in) && !SliceBoundsLater(ctx)) {
+    PAREX_ASSIGN_OR_RETURN(SliceSpec spec, SliceSpecOf(ctx, in));
     const Dims dout = ctx.InputDims("Out@GRAD");
     if (ctx.IsRuntime() && Numel(dout) != Numel(spec.out)) {
       return ctx.Error("Out@GRAD " + DimsToString(dout) +
@@ -456,6 +456,7 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
              .Output("XShape", kOptional)
              .Inplace("X", "Out")
              .Attr("shape", std::vector<int>{})
+             .ShapeFromValues({"Shape", "ShapeTensor"})
              .InferShape(InferReshape2)
              .Grad("reshape2_grad", {"XShape", "Out@GRAD"}, {"X@GRAD"}));
   r->Add(OpSchema("reshape2_grad")
@@ -515,8 +516,13 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
     } else {
       s.Output("Out")
           .InferShape(InferSlice)
-          .Grad("slice_grad", {"Input", "Out@GRAD"}, {"Input@GRAD"});
+          .Grad("slice_grad",
+                {"Input", "StartsTensor", "EndsTensor", "StartsTensorList",
+                 "EndsTensorList", "Out@GRAD"},
+                {"Input@GRAD"});
     }
+    s.ShapeFromValues({"StartsTensor", "EndsTensor", "StartsTensorList",
+                       "EndsTensorList"});
     s.RequiredAttr("axes", proto::INTS)
         .Attr("starts",
               std::vector<int>{})  // INTS in Paddle's programs; read as int64

@@ -10,7 +10,7 @@
 // expand_v2: `shape` holds at least rank(X) entries; X's dims line up with
 //   its last ones. An entry is X's extent, -1 (keep it) or any positive
 //   extent where X's is 1; leading entries (new dims) are positive. The
-//   Shape / expand_shapes_tensor inputs are refused.
+//   Shape / expand_shapes_tensor inputs give it at run time instead.
 // where: Out = Condition ? X : Y, all three of equal dims (Paddle's Python
 //   layer expands them first), Condition bool.
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 namespace {
@@ -143,11 +144,20 @@ Status InferGatherGrad(ShapeContext& ctx) {
 // Paddle's limit on the rank of expand_v2's output.
 constexpr int kMaxExpandRank = 8;
 
+// expand_v2's shape as a tensor, Paddle's priority order: Shape (one
+// tensor), expand_shapes_tensor (one single-value tensor per entry), the
+// attribute.
+constexpr std::initializer_list<ValueInput> kExpandShape = {
+    {"Shape", false}, {"expand_shapes_tensor", true}};
+
+// Out's dims; {} (unknown) at compile time when tensors give the shape.
 StatusOr<Dims> ExpandDims(const ShapeContext& ctx) {
-  PAREX_RETURN_IF_ERROR(
-      RejectTensorInputs(ctx, {"Shape", "expand_shapes_tensor"}));
+  if (!ctx.IsRuntime() && BindsAny(ctx, kExpandShape)) return Dims{};
   const Dims x = ctx.InputDims("X");
-  const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
+  PAREX_ASSIGN_OR_RETURN(
+      const std::vector<int64_t> shape,
+      IntsFromInputsOrAttr(ctx, kExpandShape,
+                           ctx.Attr<std::vector<int64_t>>("shape")));
   const std::string text = DimsToString(shape);
   if (Rank(shape) > kMaxExpandRank) {
     return ctx.Error("shape " + text + " has more than " +
@@ -197,7 +207,7 @@ Status InferExpand(ShapeContext& ctx) {
 
 Status InferExpandGrad(ShapeContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(Dims out, ExpandDims(ctx));
-  if (!ctx.IsUnknown(ctx.InputDims("X"))) {
+  if (!ctx.IsUnknown(ctx.InputDims("X")) && !ctx.IsUnknown(out)) {
     PAREX_RETURN_IF_ERROR(ctx.CheckGradDims("Out@GRAD", out));
   }
   ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("Out@GRAD"));
@@ -298,7 +308,8 @@ void RegisterTensorOps(OpSchemaRegistry* r) {
           .Grad("expand_v2_grad",
                 {"X", "Shape", "expand_shapes_tensor", "Out@GRAD"}, {"X@GRAD"});
     }
-    s.Attr("shape", std::vector<int>{});
+    s.Attr("shape", std::vector<int>{})
+        .ShapeFromValues({"Shape", "expand_shapes_tensor"});
     r->Add(std::move(s));
   }
 

@@ -75,4 +75,20 @@ StatusOr<SliceSpec> ComputeSlice(const Dims& in, const std::vector<int>& axes,
   return spec;
 }
 
+StatusOr<SliceSpec> SliceSpecOf(const ShapeContext& ctx, const Dims& in) {
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> starts,
+      IntsFromInputsOrAttr(ctx, kSliceStarts,
+                           ctx.Attr<std::vector<int64_t>>("starts")));
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> ends,
+      IntsFromInputsOrAttr(ctx, kSliceEnds,
+                           ctx.Attr<std::vector<int64_t>>("ends")));
+  StatusOr<SliceSpec> spec =
+      ComputeSlice(in, ctx.Attr<std::vector<int>>("axes"), starts, ends,
+                   ctx.Attr<std::vector<int>>("decrease_axis"));
+  if (!spec.ok()) return ctx.Error(spec.status().message());
+  return spec;
+}
+
 }  // namespace parex

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "graph/ir/op_schema.h"
 #include "graph/ir/program.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 
@@ -28,5 +30,18 @@ StatusOr<SliceSpec> ComputeSlice(const Dims& in, const std::vector<int>& axes,
                                  const std::vector<int64_t>& starts,
                                  const std::vector<int64_t>& ends,
                                  const std::vector<int>& decrease_axis);
+
+// slice's (and slice_grad's) bounds as tensors, Paddle's priority order:
+// StartsTensor (one tensor), StartsTensorList (one per entry), then the
+// `starts` attribute; the same for ends.
+inline constexpr std::initializer_list<ValueInput> kSliceStarts = {
+    {"StartsTensor", false}, {"StartsTensorList", true}};
+inline constexpr std::initializer_list<ValueInput> kSliceEnds = {
+    {"EndsTensor", false}, {"EndsTensorList", true}};
+
+// The slice of `in` an op describes, its bounds read from its tensors or
+// attributes; errors carry the op's label. REQUIRES: run time when the op
+// binds a bound tensor.
+StatusOr<SliceSpec> SliceSpecOf(const ShapeContext& ctx, const Dims& in);
 
 }  // namespace parex

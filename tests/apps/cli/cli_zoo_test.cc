@@ -2,8 +2,10 @@
 // fixtures/paddle_zoo/make_zoo.py): MobileNet-v2 (relu6), MobileNet-v3
 // small (hard_sigmoid, hard_swish), a 1-D conv text classifier (reduce_max)
 // and a Transformer encoder whose position ids come from the input's length
-// (shape, slice, cast, range). `parex infer` runs each on one and on two
-// places and gives Paddle's outputs within 1e-4 (relative to the largest).
+// (shape, slice, cast, range), and shapes given as tensors (reshape2,
+// slice, fill_constant, expand_v2 reading them at run time). `parex infer`
+// runs each on one and on two places and gives Paddle's outputs within 1e-4
+// (relative to the largest).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -27,7 +29,8 @@ struct ZooModel {
 TEST(CliZooTest, PaddleModelsRunAsInPaddleOnOneAndTwoPlaces) {
   for (const ZooModel& m :
        {ZooModel{"mobilenet_v2", "x"}, ZooModel{"mobilenet_v3_small", "x"},
-        ZooModel{"text_cnn", "ids"}, ZooModel{"pos_encoder", "ids"}}) {
+        ZooModel{"text_cnn", "ids"}, ZooModel{"pos_encoder", "ids"},
+        ZooModel{"dynamic_shapes", "x"}}) {
     const std::string model = kZoo + "/" + m.name;
     StatusOr<Tensor> want = ReadNpy(model + "/y.npy");
     ASSERT_TRUE(want.ok()) << want.status().ToString();

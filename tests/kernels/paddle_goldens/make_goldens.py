@@ -204,6 +204,11 @@ def as_list(a):
     return [int(v) for v in flat]
 
 
+# Outputs an op writes that hold no values to fetch (reshape2's XShape
+# carries only dims for the gradient op).
+UNFETCHED = {"XShape"}
+
+
 def run_static(op, inputs, attrs, outs, wrt, rng):
     """Runs `op` in a static program (append_op, so the attributes are the
     op's own) on `inputs` ({slot: [array, ...]}); returns one golden case.
@@ -232,11 +237,13 @@ def run_static(op, inputs, attrs, outs, wrt, rng):
         out_vars = {slot: [block.create_var(name="%s_out_%d" % (slot, k)) for k in range(n)]
                     for slot, n in outs.items()}
         block.append_op(type=op, inputs=in_vars, outputs=out_vars, attrs=dict(attrs))
-        fetch = [v for vs in out_vars.values() for v in vs]
+        fetch = [v for slot, vs in out_vars.items() if slot not in UNFETCHED for v in vs]
         grads = []
         if wrt:
             terms = []
             for slot, vs in out_vars.items():
+                if slot in UNFETCHED:
+                    continue
                 case["w"][slot] = []
                 for k, v in enumerate(vs):
                     w = rng.uniform(-1, 1, size=out_dims[slot][k]).astype("float64")
@@ -255,6 +262,8 @@ def run_static(op, inputs, attrs, outs, wrt, rng):
     values = exe.run(main, feed=feed, fetch_list=fetch + grads)
     i = 0
     for slot, vs in out_vars.items():
+        if slot in UNFETCHED:
+            continue
         case["outputs"][slot] = []
         for _ in vs:
             case["outputs"][slot].append({"dtype": str(values[i].dtype),
@@ -864,6 +873,43 @@ def group_norm_cases(rng):
     return cases
 
 
+def shape_tensor_cases(rng):
+    """shape_tensors.json (tests/kernels/shape_kernels_test.cc): shapes and
+    bounds given as tensors, as dynamic-shape exports write them: reshape2's
+    ShapeTensor (one int32 per extent, 0 and -1 included) and Shape (one
+    int64 tensor), expand_v2's expand_shapes_tensor and Shape, slice's
+    StartsTensorList / EndsTensorList and StartsTensor / EndsTensor; fp64, with
+    Paddle's gradient ops. The attributes hold the same values: Paddle 2.6's
+    static backward reads them instead of the tensors (a reshape2 whose
+    attribute says [4, 3, 2] and whose ShapeTensor says [2, 6, 2] fails
+    there), so tests/kernels/shape_kernels_test.cc checks by hand that the
+    tensors win."""
+    cases = []
+    x = rng.uniform(-1, 1, size=(2, 3, 4))
+    one = lambda v, t="int32": np.array([v], dtype=t)  # noqa: E731
+    cases.append(run_static("reshape2", {"X": [x], "ShapeTensor": [one(0), one(-1), one(2)]},
+                            {"shape": [2, 6, 2]}, {"Out": 1, "XShape": 1}, ["X_0"], rng))
+    cases.append(run_static("reshape2", {"X": [x], "Shape": [np.array([4, 6], dtype="int64")]},
+                            {"shape": [4, 6]}, {"Out": 1, "XShape": 1}, ["X_0"], rng))
+    col = rng.uniform(-1, 1, size=(3, 1))
+    cases.append(run_static("expand_v2", {"X": [col], "expand_shapes_tensor":
+                                          [one(2), one(-1), one(5)]},
+                            {"shape": [2, -1, 5]}, {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("expand_v2", {"X": [col], "Shape": [np.array([3, 4], dtype="int64")]},
+                            {"shape": [3, 4]}, {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("slice", {"Input": [x], "StartsTensorList": [one(1), one(-3, "int64")],
+                                      "EndsTensorList": [one(3), one(99, "int64")]},
+                            {"axes": [1, 2], "starts": [1, -3], "ends": [3, 99],
+                             "decrease_axis": [], "infer_flags": [-1, -1]},
+                            {"Out": 1}, ["Input_0"], rng))
+    cases.append(run_static("slice", {"Input": [x], "StartsTensor": [np.array([1], dtype="int64")],
+                                      "EndsTensor": [np.array([2], dtype="int64")]},
+                            {"axes": [0], "starts": [1], "ends": [2], "decrease_axis": [0],
+                             "infer_flags": [-1]},
+                            {"Out": 1}, [], rng))  # Paddle fetches a bool tensor as its gradient
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -882,6 +928,7 @@ OP_GROUP_FILES = [
     ("nn_ops.json", nn_ops_cases, 2615),
     ("more_nn.json", more_nn_cases, 2616),
     ("group_norm.json", group_norm_cases, 2617),
+    ("shape_tensors.json", shape_tensor_cases, 2618),
 ]
 
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/config.h"
@@ -79,7 +79,8 @@ Status CopyInto(const Tensor& src, Tensor* dst, Place place) {
     return Status::Ok();
   }
   PAREX_RETURN_IF_ERROR(dst->TryAllocate(src.dtype(), src.dims(), place));
-  if (src.bytes() > 0) std::memcpy(dst->raw_data(), src.raw_data(), src.bytes());
+  if (src.bytes() > 0)
+    std::memcpy(dst->raw_data(), src.raw_data(), src.bytes());
   dst->set_lod(src.lod());
   return Status::Ok();
 }
@@ -134,8 +135,7 @@ StepScopes* KeptScopes(const OpDesc& op, Scope* scope, const char* slot) {
   return FindOrCreate(scope, op.FirstOutput(slot))->GetMutableStepScopes();
 }
 
-Status RunConditionalBlock(const OpDesc& op, Scope* scope,
-                           DeviceContext* dc) {
+Status RunConditionalBlock(const OpDesc& op, Scope* scope, DeviceContext* dc) {
   PAREX_ASSIGN_OR_RETURN(const Block* sub, op.SubBlock("sub_block"));
   PAREX_ASSIGN_OR_RETURN(bool taken, BranchTaken(op, *scope));
   StepScopes* kept = KeptScopes(op, scope, "Scope");
@@ -206,8 +206,8 @@ std::vector<std::string> SnapshotNames(const OpDesc& op, const Block& body) {
   while (root != nullptr && root->idx() != 0) {
     root = &root->program()->block(root->parent_idx());
   }
-  for (const auto& var : root != nullptr ? root->vars()
-                                         : body.program()->block(0).vars()) {
+  for (const auto& var :
+       root != nullptr ? root->vars() : body.program()->block(0).vars()) {
     if (var->is_parameter()) skip.insert(var->name());
   }
   for (const auto& inner : body.ops()) {
@@ -281,8 +281,8 @@ Status RunWhile(const OpDesc& op, Scope* scope, DeviceContext* dc) {
 // shaped as its declaration says.
 Status ZerosAsDeclared(const OpDesc& op, const std::string& name, Tensor* t,
                        Place place) {
-  const VarDesc* var = op.block() != nullptr ? op.block()->FindVar(name)
-                                             : nullptr;
+  const VarDesc* var =
+      op.block() != nullptr ? op.block()->FindVar(name) : nullptr;
   if (var == nullptr) {
     return NotFound(op.Label() + ": output gradient '" + name +
                     "' holds no value and is not declared");
@@ -303,14 +303,15 @@ Status ZerosAsDeclared(const OpDesc& op, const std::string& name, Tensor* t,
 Status LinkOutputGradients(const OpDesc& op, Scope* scope, Scope* step,
                            bool first, Place place) {
   const std::vector<std::string> outside = op.Input("Out@GRAD");
-  PAREX_ASSIGN_OR_RETURN(std::vector<std::string> inside,
-                         op.GetAttr<std::vector<std::string>>(
-                             "original_output_grad"));
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<std::string> inside,
+      op.GetAttr<std::vector<std::string>>("original_output_grad"));
   if (inside.size() != outside.size()) {
-    return InvalidArgument(op.Label() + ": attribute 'original_output_grad' "
-                           "names " + std::to_string(inside.size()) +
-                           " variables for " + std::to_string(outside.size()) +
-                           " in 'Out@GRAD'");
+    return InvalidArgument(op.Label() +
+                           ": attribute 'original_output_grad' "
+                           "names " +
+                           std::to_string(inside.size()) + " variables for " +
+                           std::to_string(outside.size()) + " in 'Out@GRAD'");
   }
   for (size_t k = 0; k < outside.size(); ++k) {
     Variable* ov = Absent(outside[k]) ? nullptr : scope->FindVar(outside[k]);
@@ -390,8 +391,8 @@ StatusOr<int> ReadMask(const OpDesc& op, const Scope& scope, size_t n) {
   const int32_t mask = *m->data<int32_t>();
   if (mask < 0 || static_cast<size_t>(mask) >= n) {
     return InvalidArgument(op.Label() + ": Mask ('" + op.FirstInput("Mask") +
-                           "') is " + std::to_string(mask) +
-                           ", outside [0, " + std::to_string(n) + ")");
+                           "') is " + std::to_string(mask) + ", outside [0, " +
+                           std::to_string(n) + ")");
   }
   return mask;
 }
@@ -402,8 +403,7 @@ Status RunSelectInput(const OpDesc& op, Scope* scope, DeviceContext* dc) {
   PAREX_ASSIGN_OR_RETURN(const Tensor* x,
                          HeldTensor(op, *scope, "X", xs[mask]));
   const std::string out = op.FirstOutput("Out");
-  return CopyInto(*x, FindOrCreate(scope, out)->GetMutableTensor(),
-                  dc->place())
+  return CopyInto(*x, FindOrCreate(scope, out)->GetMutableTensor(), dc->place())
       .WithContext(op.Label() + ": output 'Out' ('" + out + "')");
 }
 

@@ -50,10 +50,10 @@ class PreparedOp {
   DType kernel_dtype_ = DType::kUndefined;
   KernelFn kernel_ = nullptr;  // for kernel_dtype_, once looked up
   bool cached_ = false;
-  bool shape_from_values_ = false;  // infer at every run (input values)
+  bool shape_from_values_ = false;       // infer at every run (input values)
   Scope* control_flow_scope_ = nullptr;  // a control-flow op's scope
-  std::vector<Shape> input_shapes_;   // per inputs_ entry
-  std::vector<Shape> output_shapes_;  // per outputs_ entry
+  std::vector<Shape> input_shapes_;      // per inputs_ entry
+  std::vector<Shape> output_shapes_;     // per outputs_ entry
 };
 
 }  // namespace parex

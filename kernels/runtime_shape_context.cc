@@ -3,13 +3,12 @@
 namespace parex {
 
 StatusOr<std::vector<double>> RuntimeShapeContext::InputValues(
-  std::string_view slot, int i) const {
+    std::string_view slot, int i) const {
   const Tensor* t = ctx_.Input(slot, i);
   const std::string what =
       ctx_.op().Label() + ": input '" + std::string(slot) + "'";
   if (t == nullptr || !t->initialized()) {
-    return InvalidArgument(what +
-                           " holds no tensor; its values give a shape");
+    return InvalidArgument(what + " holds no tensor; its values give a shape");
   }
   if (!t->place().is_cpu() && !t->place().is_sim()) {
     return Unimplemented(what + " is on " + t->place().ToString() +

@@ -60,10 +60,9 @@ void Scope::DeleteScope(Scope* kid) {
   for (auto& s : kids_) {
     if (s.get() == kid) doomed = std::move(s);
   }
-  kids_.erase(std::remove_if(kids_.begin(), kids_.end(),
-                             [](const std::unique_ptr<Scope>& s) {
-                               return s == nullptr;
-                             }),
+  kids_.erase(std::remove_if(
+                  kids_.begin(), kids_.end(),
+                  [](const std::unique_ptr<Scope>& s) { return s == nullptr; }),
               kids_.end());
 }
 

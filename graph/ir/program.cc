@@ -141,8 +141,10 @@ StatusOr<const Block*> OpDesc::SubBlock(std::string_view name) const {
   if (sub.parent_idx() != block_idx_) {
     return InvalidArgument(what + " names block " + std::to_string(idx) +
                            ", whose parent is block " +
-                           std::to_string(sub.parent_idx()) + ", not the op's "
-                           "block " + std::to_string(block_idx_));
+                           std::to_string(sub.parent_idx()) +
+                           ", not the op's "
+                           "block " +
+                           std::to_string(block_idx_));
   }
   return &sub;
 }

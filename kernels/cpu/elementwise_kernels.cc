@@ -159,7 +159,8 @@ struct FloorDivOp {
   template <typename T>
   static T Apply(T x, T y) {
     if constexpr (std::is_integral_v<T>) {
-      if (y == -1) return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(x));
+      if (y == -1)
+        return static_cast<T>(0 - static_cast<std::make_unsigned_t<T>>(x));
       T q = x / y;
       if (x % y != 0 && ((x < 0) != (y < 0))) --q;
       return q;

@@ -32,7 +32,8 @@ double UnitInterval(std::mt19937_64& gen) {
 template <typename T>
 Status FillValue(const KernelContext& ctx, T* value) {
   // fill_constant's ValueTensor (one value) wins over the attributes.
-  if (ctx.InputCount("ValueTensor") > 0 && ctx.Input("ValueTensor") != nullptr) {
+  if (ctx.InputCount("ValueTensor") > 0 &&
+      ctx.Input("ValueTensor") != nullptr) {
     PAREX_ASSIGN_OR_RETURN(
         std::vector<double> v,
         RuntimeShapeContext(ctx).InputValues("ValueTensor", 0));

@@ -99,9 +99,9 @@ Status GroupNormKernel(KernelContext& ctx) {
 
 template <typename T>
 Status GroupNormGradKernel(KernelContext& ctx) {
-  PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>(
-      {"X", "Scale", "Mean", "Variance", "SavedMean", "SavedVariance",
-       "Y@GRAD"}));
+  PAREX_RETURN_IF_ERROR(
+      ctx.CheckInputs<T>({"X", "Scale", "Mean", "Variance", "SavedMean",
+                          "SavedVariance", "Y@GRAD"}));
   const Tensor& x = *ctx.Input("X");
   const Groups gr = GroupsOf(ctx, x.dims());
   const bool instance = ctx.op().type() == "instance_norm_grad";
@@ -112,8 +112,8 @@ Status GroupNormGradKernel(KernelContext& ctx) {
   const T* mean = ctx.Input(MeanSlot(ctx))->data<T>();
   const T* var = ctx.Input(VarianceSlot(ctx))->data<T>();
   Tensor* dx_t = ctx.Output("X@GRAD");
-  T* dscale = ctx.Output("Scale@GRAD") ? ctx.Output("Scale@GRAD")->data<T>()
-                                       : nullptr;
+  T* dscale =
+      ctx.Output("Scale@GRAD") ? ctx.Output("Scale@GRAD")->data<T>() : nullptr;
   T* dbias =
       ctx.Output("Bias@GRAD") ? ctx.Output("Bias@GRAD")->data<T>() : nullptr;
   for (int64_t c = 0; dscale && c < gr.c; ++c) dscale[c] = 0;
@@ -151,8 +151,7 @@ void RegisterGroupNormKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "group_norm", GroupNormKernel, float, double);
   PAREX_CPU_KERNEL(r, "group_norm_grad", GroupNormGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "instance_norm", GroupNormKernel, float, double);
-  PAREX_CPU_KERNEL(r, "instance_norm_grad", GroupNormGradKernel, float,
-                   double);
+  PAREX_CPU_KERNEL(r, "instance_norm_grad", GroupNormGradKernel, float, double);
 }
 
 }  // namespace parex

@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "graph/ir/spec/value_inputs.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/runtime_shape_context.h"
 #include "kernels/topk_order.h"
 
 namespace parex {
@@ -55,7 +57,11 @@ Status TopKKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor* x = ctx.Input("X");
   PAREX_ASSIGN_OR_RETURN(const TopKShape s, TopKAxis(ctx, x->dims()));
-  const int64_t k = ctx.Attr<int>("k");
+  int64_t k = ctx.Attr<int>("k");
+  if (ctx.op().type() == "top_k_v2") {  // its K tensor, as the shape rule
+    PAREX_ASSIGN_OR_RETURN(
+        k, IntFromInputOrAttr(RuntimeShapeContext(ctx), "K", k));
+  }
   if (k < 1 || k > s.n) {
     return ctx.Error("k = " + std::to_string(k) + " is outside [1, " +
                      std::to_string(s.n) + "]");

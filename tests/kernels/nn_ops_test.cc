@@ -37,8 +37,8 @@ TEST(NormOpsTest, GroupAndInstanceNormGradientsMatchFiniteDifferences) {
   uint32_t seed = 90;
   for (const char* layout : {"NCHW", "NHWC"}) {
     OpTester t("group_norm");
-    const Dims x = std::string(layout) == "NCHW" ? Dims{2, 4, 3, 2}
-                                                 : Dims{2, 3, 2, 4};
+    const Dims x =
+        std::string(layout) == "NCHW" ? Dims{2, 4, 3, 2} : Dims{2, 3, 2, 4};
     t.Input("X", DistinctRandomTensor(x, -2, 2, seed++))
         .Input("Scale", DistinctRandomTensor({4}, 0.5, 1.5, seed++))
         .Input("Bias", DistinctRandomTensor({4}, -1, 1, seed++))

@@ -109,6 +109,12 @@ TEST(ShapeTensorsTest, MatchPaddleGoldens) {
   EXPECT_EQ(CheckPaddleGoldens("reshape2", {}, "shape_tensors.json"), 2);
   EXPECT_EQ(CheckPaddleGoldens("expand_v2", {}, "shape_tensors.json"), 2);
   EXPECT_EQ(CheckPaddleGoldens("slice", {}, "shape_tensors.json"), 2);
+  EXPECT_EQ(CheckPaddleGoldens("bilinear_interp_v2", {}, "shape_tensors.json"),
+            2);
+  EXPECT_EQ(CheckPaddleGoldens("nearest_interp_v2", {}, "shape_tensors.json"),
+            1);
+  EXPECT_EQ(CheckPaddleGoldens("pad3d", {}, "shape_tensors.json"), 1);
+  EXPECT_EQ(CheckPaddleGoldens("top_k_v2", {}, "shape_tensors.json"), 1);
 }
 
 Tensor OneInt(int64_t v) { return MakeTensor<int64_t>({1}, {v}); }
@@ -190,6 +196,17 @@ TEST(ShapeTensorsTest, HostileValuesAreNamed) {
       .Input("Shape", MakeTensor<int64_t>({2}, {3, -4}))
       .Output("Out");
   EXPECT_THAT(ExpectError(e, "expand_v2"), HasSubstr("is -4"));
+  OpTester pad("pad3d");
+  pad.Input("X", Iota<double>({1, 1, 2, 2, 2}))
+      .Input("Paddings", MakeTensor<int32_t>({6}, {1, 1, -2, 0, 0, 0}))
+      .Output("Out");
+  EXPECT_THAT(ExpectError(pad, "pad3d"), HasSubstr("padding -2 is negative"));
+  OpTester k("top_k_v2");
+  k.Input("X", Iota<double>({2, 3}))
+      .Input("K", MakeTensor<int32_t>({1}, {4}))
+      .Output("Out")
+      .Output("Indices");
+  EXPECT_THAT(ExpectError(k, "top_k_v2"), HasSubstr("k = 4 exceeds"));
   OpTester big("expand_v2");
   big.Input("X", Iota<double>({3, 1}))
       .Input("Shape", MakeTensor<int64_t>({2}, {3, int64_t{1} << 50}))

@@ -19,7 +19,8 @@ namespace {
 Status GroupNormChannels(const ShapeContext& ctx, const Dims& x, int groups,
                          bool nhwc, int64_t* channels) {
   if (x.size() < 2) {
-    return ctx.Error("X " + DimsToString(x) + " must have a batch and a "
+    return ctx.Error("X " + DimsToString(x) +
+                     " must have a batch and a "
                      "channel axis");
   }
   *channels = nhwc ? x.back() : x[1];
@@ -84,9 +85,9 @@ Status InferGroupNormCommon(ShapeContext& ctx, bool grad) {
   }
   ctx.SetOutputDims("Y", 0, x);
   ctx.SetOutputDType("Y", 0, dtype);
-  const Dims stats =
-      instance ? Dims{x[0] < 0 || channels < 0 ? -1 : x[0] * channels}
-               : Dims{x[0], groups};
+  const Dims stats = instance
+                         ? Dims{x[0] < 0 || channels < 0 ? -1 : x[0] * channels}
+                         : Dims{x[0], groups};
   for (const char* out : {"Mean", "Variance", "SavedMean", "SavedVariance"}) {
     ctx.SetOutputDims(out, 0, stats);
     ctx.SetOutputDType(out, 0, dtype);

@@ -2,17 +2,18 @@
 // slots and attributes): X [N, C, H, W] -> Out [N, C, out_h, out_w]. With a
 // non-empty `scale` attribute {scale_h, scale_w} the output extents are
 // int(H * scale_h), int(W * scale_w) (float products, as Paddle computes
-// them); otherwise the out_h / out_w attributes. As in Paddle, the
-// `interp_method` attribute (not the op type) picks bilinear or nearest: its
-// default is "bilinear" for both ops. The optional OutSize, SizeTensor and
-// Scale tensor inputs (a data-dependent output shape) are refused, as are
-// channels-last layouts, rank 3 / 5 inputs and bicubic / linear / trilinear.
+// them); otherwise the out_h / out_w attributes; the OutSize, SizeTensor and
+// Scale inputs give them at run time instead (graph/ir/spec/interp_spec.h).
+// As in Paddle, the `interp_method` attribute (not the op type) picks
+// bilinear or nearest: its default is "bilinear" for both ops. Channels-last
+// layouts, rank 3 / 5 inputs and bicubic / linear / trilinear are refused.
 // Paddle 2.6 records the gradient op with X, OutSize, SizeTensor, Scale and
 // Out@GRAD.
 #include <string>
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/interp_spec.h"
 #include "graph/ir/spec/window_spec.h"
 
 namespace parex {
@@ -27,13 +28,6 @@ std::string FloatsToString(const std::vector<float>& v) {
 }
 
 Status CheckInterp(const ShapeContext& ctx) {
-  for (const char* slot : {"OutSize", "SizeTensor", "Scale"}) {
-    if (ctx.HasInput(slot)) {
-      return Unimplemented(ctx.op().Label() + ": input '" + slot +
-                           "' is not supported (a data-dependent output "
-                           "shape; use the out_h / out_w or scale attributes)");
-    }
-  }
   PAREX_RETURN_IF_ERROR(CheckChannelsFirst(ctx, "data_layout", "NCHW"));
   const std::string method = ctx.Attr<std::string>("interp_method");
   if (method == "bicubic" || method == "linear" || method == "trilinear") {
@@ -71,32 +65,27 @@ StatusOr<Dims> InterpOutDims(const ShapeContext& ctx) {
   if (x.size() != 4) {
     return ctx.Error("X " + DimsToString(x) + " must have rank 4 (NCHW)");
   }
-  const std::vector<float> scale = ctx.Attr<std::vector<float>>("scale");
   Dims out = x;
-  for (int d = 0; d < 2; ++d) {
-    const int64_t in = x[2 + d];
-    if (!scale.empty()) {
-      if (in < 0) {
-        out[2 + d] = -1;
-        continue;
+  // Sizes from tensors are known at run time only.
+  if (!ctx.IsRuntime() && BindsAny(ctx, kInterpSizeInputs)) {
+    out[2] = out[3] = -1;
+    return out;
+  }
+  if (x[2] < 0 || x[3] < 0) {
+    const std::vector<float> scale = ctx.Attr<std::vector<float>>("scale");
+    if (!scale.empty()) {  // an unknown extent stays unknown
+      for (int d = 0; d < 2; ++d) {
+        out[2 + d] =
+            x[2 + d] < 0
+                ? -1
+                : static_cast<int>(static_cast<float>(x[2 + d]) * scale[d]);
       }
-      out[2 + d] = static_cast<int>(static_cast<float>(in) * scale[d]);
-      if (out[2 + d] <= 0) {
-        return ctx.Error("scale " + FloatsToString(scale) +
-                         " gives an empty "
-                         "output from X " +
-                         DimsToString(x));
-      }
-    } else {
-      const int v = ctx.Attr<int>(d == 0 ? "out_h" : "out_w");
-      if (v <= 0) {
-        return ctx.Error(std::string(d == 0 ? "out_h" : "out_w") +
-                         " must be positive without a scale, got " +
-                         std::to_string(v));
-      }
-      out[2 + d] = v;
+      return out;
     }
   }
+  PAREX_ASSIGN_OR_RETURN(InterpSizes sizes, InterpSizesOf(ctx, x[2], x[3]));
+  out[2] = sizes.out_h;
+  out[3] = sizes.out_w;
   return out;
 }
 
@@ -134,9 +123,11 @@ void RegisterInterpOps(OpSchemaRegistry* r) {
         s.Input("Out@GRAD")
             .Output("X@GRAD", kOptional)
             .InferShape(InferInterpGrad);
+        s.ShapeFromValues({"OutSize", "SizeTensor", "Scale"});
         s.KernelDTypeFromInput("Out@GRAD");
       } else {
         s.Output("Out")
+            .ShapeFromValues({"OutSize", "SizeTensor", "Scale"})
             .InferShape(InferInterp)
             .Grad(grad_type,
                   {"X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"},

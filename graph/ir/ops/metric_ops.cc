@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 namespace {
@@ -26,15 +27,15 @@ namespace {
 // top_k_v2's `axis`. k may exceed an unknown (compile-time) extent; at run
 // time it must not exceed the real one.
 Status InferTopKAlong(ShapeContext& ctx, bool v2) {
-  if (v2 && ctx.HasInput("K")) {
-    return ctx.Error(
-        "a K input (k from a tensor) is not supported; set the "
-        "attribute k");
+  // top_k_v2's K tensor gives k at run time instead of the attribute.
+  const bool k_later = v2 && !ctx.IsRuntime() && ctx.HasInput("K");
+  int64_t k = ctx.Attr<int>("k");
+  if (v2 && !k_later) {
+    PAREX_ASSIGN_OR_RETURN(k, IntFromInputOrAttr(ctx, "K", k));
   }
-  const int k = ctx.Attr<int>("k");
   if (k < 1) return ctx.Error("k = " + std::to_string(k) + " must be >= 1");
   Dims dims = ctx.InputDims("X");
-  if (!Known(ctx, dims)) {
+  if (!Known(ctx, dims) || k_later) {
     ctx.SetOutput("Out", {}, ctx.InputDType("X"));
     ctx.SetOutput("Indices", {}, DType::kInt64);
     return Status::Ok();
@@ -206,6 +207,7 @@ void RegisterMetricOps(OpSchemaRegistry* r) {
   r->Add(OpSchema("top_k_v2")
              .Input("X")
              .Input("K", kOptional)
+             .ShapeFromValues({"K"})
              .Output("Out")
              .Output("Indices")
              .Attr("k", 1)
@@ -217,6 +219,7 @@ void RegisterMetricOps(OpSchemaRegistry* r) {
   r->Add(OpSchema("top_k_v2_grad")
              .Input("X")
              .Input("Indices")
+             .Input("K", kOptional)  // Paddle records it; Indices say it all
              .Input("Out@GRAD")
              .Output("X@GRAD")
              .Attr("k", 1)

@@ -4,7 +4,8 @@
 // last dim first, as Paddle orders them); mode constant (`value` outside),
 // reflect (mirrored without repeating the edge; each padding below the
 // extent), replicate (the edge repeated), circular (wrapped). The optional
-// Paddings tensor input is refused; NDHWC is unimplemented. Paddle 2.6
+// Paddings tensor gives them at run time instead (window_spec.h's
+// Pad3dPaddings); NDHWC is unimplemented. Paddle 2.6
 // records the gradient op with X, Paddings and Out@GRAD.
 #include <string>
 #include <vector>
@@ -16,11 +17,6 @@ namespace parex {
 namespace {
 
 Status CheckPad3d(const ShapeContext& ctx) {
-  if (ctx.HasInput("Paddings")) {
-    return Unimplemented(ctx.op().Label() +
-                         ": input 'Paddings' is not supported (use the "
-                         "paddings attribute)");
-  }
   return CheckChannelsFirst(ctx, "data_format", "NCDHW");
 }
 
@@ -29,16 +25,10 @@ StatusOr<Dims> Pad3dOutDims(const ShapeContext& ctx) {
   if (x.size() != 5) {
     return ctx.Error("X " + DimsToString(x) + " must have rank 5 (NCDHW)");
   }
-  const std::vector<int> p = ctx.Attr<std::vector<int>>("paddings");
-  if (p.size() != 6) {
-    return ctx.Error(
-        "paddings must have 6 entries {left, right, top, bottom, "
-        "front, back}, got " +
-        IntsToString(p));
+  if (!ctx.IsRuntime() && ctx.HasInput("Paddings")) {
+    return Dims{x[0], x[1], -1, -1, -1};  // known at run time only
   }
-  for (int v : p) {
-    if (v < 0) return ctx.Error("negative paddings " + IntsToString(p));
-  }
+  PAREX_ASSIGN_OR_RETURN(const std::vector<int> p, Pad3dPaddings(ctx));
   const std::string mode = ctx.Attr<std::string>("mode");
   if (mode != "constant" && mode != "reflect" && mode != "replicate" &&
       mode != "circular") {
@@ -91,7 +81,7 @@ Status InferPad3dGrad(ShapeContext& ctx) {
 void RegisterPadOps(OpSchemaRegistry* r) {
   for (bool grad : {false, true}) {
     OpSchema s(grad ? "pad3d_grad" : "pad3d");
-    s.Input("X").Input("Paddings", kOptional);
+    s.Input("X").Input("Paddings", kOptional).ShapeFromValues({"Paddings"});
     if (grad) {
       s.Input("Out@GRAD")
           .Output("X@GRAD", kOptional)

@@ -521,8 +521,8 @@ void RegisterShapeOps(OpSchemaRegistry* r) {
                  "EndsTensorList", "Out@GRAD"},
                 {"Input@GRAD"});
     }
-    s.ShapeFromValues({"StartsTensor", "EndsTensor", "StartsTensorList",
-                       "EndsTensorList"});
+    s.ShapeFromValues(
+        {"StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"});
     s.RequiredAttr("axes", proto::INTS)
         .Attr("starts",
               std::vector<int>{})  // INTS in Paddle's programs; read as int64

@@ -26,8 +26,7 @@ StatusOr<std::vector<int64_t>> IntsFromInputsOrAttr(
                        "shape takes");
     }
     for (int i = 0; i < tensors; ++i) {
-      PAREX_ASSIGN_OR_RETURN(std::vector<double> v,
-                             ctx.InputValues(s.slot, i));
+      PAREX_ASSIGN_OR_RETURN(std::vector<double> v, ctx.InputValues(s.slot, i));
       if (s.per_tensor && v.size() != 1) {
         return ctx.Error("input '" + std::string(s.slot) + "' tensor " +
                          std::to_string(i) + " holds " +
@@ -48,6 +47,17 @@ StatusOr<std::vector<int64_t>> IntsFromInputsOrAttr(
     return ints;
   }
   return attr;
+}
+
+StatusOr<int64_t> IntFromInputOrAttr(const ShapeContext& ctx, const char* slot,
+                                     int64_t attr) {
+  PAREX_ASSIGN_OR_RETURN(std::vector<int64_t> v,
+                         IntsFromInputsOrAttr(ctx, {{slot, false}}, {attr}));
+  if (v.size() != 1) {
+    return ctx.Error("input '" + std::string(slot) + "' holds " +
+                     std::to_string(v.size()) + " values, not one");
+  }
+  return v[0];
 }
 
 }  // namespace parex

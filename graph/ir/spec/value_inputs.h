@@ -22,7 +22,8 @@ struct ValueInput {
 };
 
 // Whether the op binds any of `sources` (its values then decide the shape).
-bool BindsAny(const ShapeContext& ctx, std::initializer_list<ValueInput> sources);
+bool BindsAny(const ShapeContext& ctx,
+              std::initializer_list<ValueInput> sources);
 
 // The values of the first of `sources` (Paddle's priority order) the op
 // binds, else `attr`. REQUIRES: run time when one is bound (compile-time
@@ -32,5 +33,10 @@ bool BindsAny(const ShapeContext& ctx, std::initializer_list<ValueInput> sources
 StatusOr<std::vector<int64_t>> IntsFromInputsOrAttr(
     const ShapeContext& ctx, std::initializer_list<ValueInput> sources,
     std::vector<int64_t> attr);
+
+// One integer: the single value of input `slot` when the op binds it (run
+// time only), else `attr` (top_k_v2's K).
+StatusOr<int64_t> IntFromInputOrAttr(const ShapeContext& ctx, const char* slot,
+                                     int64_t attr);
 
 }  // namespace parex

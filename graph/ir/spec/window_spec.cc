@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "base/checked_math.h"
+#include "graph/ir/spec/value_inputs.h"
 
 namespace parex {
 
@@ -93,6 +94,29 @@ StatusOr<int64_t> OutExtent(const ShapeContext& ctx, const WindowSpec& w, int i,
                      std::to_string(w.in[i]) + " with paddings " +
                      IntsToString(w.paddings) + " is smaller than the window " +
                      std::to_string(span));
+  }
+  return out;
+}
+
+StatusOr<std::vector<int>> Pad3dPaddings(const ShapeContext& ctx) {
+  const std::vector<int> attr = ctx.Attr<std::vector<int>>("paddings");
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<int64_t> p,
+      IntsFromInputsOrAttr(ctx, {{"Paddings", false}},
+                           std::vector<int64_t>(attr.begin(), attr.end())));
+  std::vector<int> out;
+  for (int64_t v : p) {
+    if (v < 0 || v > (int64_t{1} << 30)) {
+      return ctx.Error("padding " + std::to_string(v) +
+                       (v < 0 ? " is negative" : " exceeds 2^30"));
+    }
+    out.push_back(static_cast<int>(v));
+  }
+  if (out.size() != 6) {
+    return ctx.Error(
+        "paddings must have 6 entries {left, right, top, bottom, front, "
+        "back}, got " +
+        IntsToString(out));
   }
   return out;
 }

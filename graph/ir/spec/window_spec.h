@@ -52,4 +52,8 @@ Status ResolvePaddings(const ShapeContext& ctx, WindowSpec* w);
 StatusOr<int64_t> OutExtent(const ShapeContext& ctx, const WindowSpec& w, int i,
                             bool ceil_mode);
 
+// pad3d's paddings {left, right, top, bottom, front, back}: the Paddings
+// tensor (run time only) or the attribute; six entries in [0, 2^31).
+StatusOr<std::vector<int>> Pad3dPaddings(const ShapeContext& ctx);
+
 }  // namespace parex

@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/ir/spec/interp_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/runtime_shape_context.h"
 
 namespace parex {
 namespace {
@@ -80,25 +82,35 @@ struct InterpPlan : KernelState {
   int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
   Axis h, w;
 
-  void Compute(const KernelContext& ctx, const Dims& x, const Dims& out) {
-    if (planned == x && out_h == out[2] && out_w == out[3]) return;
+  float scale_h = -1.f, scale_w = -1.f;
+
+  // The scales come from the attribute or the op's Scale tensor, as the
+  // shape rule read them (interp_spec.h); a new plan when they or the dims
+  // change.
+  Status Compute(const KernelContext& ctx, const Dims& x, const Dims& out) {
+    PAREX_ASSIGN_OR_RETURN(InterpSizes sizes,
+                           InterpSizesOf(RuntimeShapeContext(ctx), x[2], x[3]));
+    if (planned == x && out_h == out[2] && out_w == out[3] &&
+        scale_h == sizes.scale_h && scale_w == sizes.scale_w) {
+      return Status::Ok();
+    }
     planned = x;
     planes = x[0] * x[1];
     in_h = x[2];
     in_w = x[3];
     out_h = out[2];
     out_w = out[3];
+    scale_h = sizes.scale_h;
+    scale_w = sizes.scale_w;
     copy = in_h == out_h && in_w == out_w;
     bilinear = ctx.Attr<std::string>("interp_method") == "bilinear";
-    const std::vector<float> scale = ctx.Attr<std::vector<float>>("scale");
     const bool corners = ctx.Attr<bool>("align_corners");
     const int mode = ctx.Attr<int>("align_mode");
-    const float scale_h = scale.empty() ? -1.f : scale[0];
-    const float scale_w = scale.empty() ? -1.f : scale[1];
     h.Plan(in_h, out_h, Ratio(in_h, out_h, scale_h, corners), bilinear, corners,
            mode);
     w.Plan(in_w, out_w, Ratio(in_w, out_w, scale_w, corners), bilinear, corners,
            mode);
+    return Status::Ok();
   }
 };
 
@@ -108,7 +120,7 @@ Status InterpKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.Input("X");
   Tensor& out_t = *ctx.Output("Out");
   InterpPlan& p = *ctx.State<InterpPlan>();
-  p.Compute(ctx, x.dims(), out_t.dims());
+  PAREX_RETURN_IF_ERROR(p.Compute(ctx, x.dims(), out_t.dims()));
   if (p.copy) {
     std::copy_n(x.data<T>(), x.numel(), out_t.data<T>());
     return Status::Ok();
@@ -146,7 +158,7 @@ Status InterpGradKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
   const Tensor& dout_t = *ctx.Input("Out@GRAD");
   InterpPlan& p = *ctx.State<InterpPlan>();
-  p.Compute(ctx, dx_t->dims(), dout_t.dims());
+  PAREX_RETURN_IF_ERROR(p.Compute(ctx, dx_t->dims(), dout_t.dims()));
   if (p.copy) {
     std::copy_n(dout_t.data<T>(), dout_t.numel(), dx_t->data<T>());
     return Status::Ok();

@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/ir/spec/window_spec.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/runtime_shape_context.h"
 
 namespace parex {
 namespace {
@@ -22,8 +24,11 @@ struct Pad3dPlan : KernelState {
   int64_t in[3] = {}, out[3] = {};
   std::vector<int64_t> source[3];  // per dim (d, h, w): input index or -1
 
-  void Compute(const KernelContext& ctx, const Dims& x) {
-    const std::vector<int> p = ctx.Attr<std::vector<int>>("paddings");
+  // The paddings come from the attribute or the Paddings tensor, as the
+  // shape rule read them (window_spec.h).
+  Status Compute(const KernelContext& ctx, const Dims& x) {
+    PAREX_ASSIGN_OR_RETURN(const std::vector<int> p,
+                           Pad3dPaddings(RuntimeShapeContext(ctx)));
     const std::string mode = ctx.Attr<std::string>("mode");
     volumes = x[0] * x[1];
     for (int d = 0; d < 3; ++d) {
@@ -49,6 +54,7 @@ struct Pad3dPlan : KernelState {
         source[d][o] = i;
       }
     }
+    return Status::Ok();
   }
 };
 
@@ -57,7 +63,8 @@ Status Pad3dKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X"}));
   const Tensor& x = *ctx.Input("X");
   Pad3dPlan& plan = *ctx.State<Pad3dPlan>();
-  plan.Compute(ctx, x.dims());
+  if (x.numel() == 0) return Status::Ok();  // nothing to plan or read
+  PAREX_RETURN_IF_ERROR(plan.Compute(ctx, x.dims()));
   const T value = static_cast<T>(ctx.Attr<float>("value"));
   const int64_t in_volume = plan.in[0] * plan.in[1] * plan.in[2];
   const int64_t out_volume = plan.out[0] * plan.out[1] * plan.out[2];
@@ -90,8 +97,9 @@ Status Pad3dGradKernel(KernelContext& ctx) {
   if (dx_t == nullptr) return Status::Ok();
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"Out@GRAD"}));
   Pad3dPlan& plan = *ctx.State<Pad3dPlan>();
-  plan.Compute(ctx, dx_t->dims());
   std::fill_n(dx_t->data<T>(), dx_t->numel(), T(0));
+  if (dx_t->numel() == 0) return Status::Ok();
+  PAREX_RETURN_IF_ERROR(plan.Compute(ctx, dx_t->dims()));
   const int64_t in_volume = plan.in[0] * plan.in[1] * plan.in[2];
   const int64_t out_volume = plan.out[0] * plan.out[1] * plan.out[2];
   for (int64_t v = 0; v < plan.volumes; ++v) {

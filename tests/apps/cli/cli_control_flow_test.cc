@@ -32,11 +32,11 @@ const std::string kFixtures =
 double InferError(const std::string& name, const std::string& places) {
   const std::string model = kFixtures + "/infer/" + name;
   const std::string dir = ScratchDir("control_flow_" + name);
-  CliRun run = RunParex({"infer", "--model", model + "/model.pdmodel",
-                         "--params", model + "/model.pdiparams", "--input",
-                         "x=" + model + "/x.npy", "--output", "out",
-                         "--places", places},
-                        dir);
+  CliRun run =
+      RunParex({"infer", "--model", model + "/model.pdmodel", "--params",
+                model + "/model.pdiparams", "--input", "x=" + model + "/x.npy",
+                "--output", "out", "--places", places},
+               dir);
   EXPECT_EQ(run.exit_code, 0) << run.err;
   const std::string line = run.out.substr(run.out.find("\n  ") + 3);
   std::string file = line.substr(0, line.find(':'));
@@ -88,12 +88,12 @@ TEST(CliControlFlowTest, CondAndWhileLoopTrainAsInPaddle) {
       SCOPED_TRACE(std::string(kind) + " on " + places);
       const std::string dir =
           ScratchDir(std::string("control_flow_train_") + kind);
-      CliRun run = RunParex(
-          {"train", "--program", fixture + "/main.pdmodel", "--params",
-           fixture + "/params", "--data", fixture + "/data", "--batch", "16",
-           "--no-shuffle", "--places", places, "--metrics", "m.jsonl",
-           "--save", "trained", "--no-progress"},
-          dir);
+      CliRun run =
+          RunParex({"train", "--program", fixture + "/main.pdmodel", "--params",
+                    fixture + "/params", "--data", fixture + "/data", "--batch",
+                    "16", "--no-shuffle", "--places", places, "--metrics",
+                    "m.jsonl", "--save", "trained", "--no-progress"},
+                   dir);
       ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
       const std::vector<double> got = Losses(dir + "/m.jsonl");
       ASSERT_EQ(got.size(), 10u);

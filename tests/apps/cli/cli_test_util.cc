@@ -282,5 +282,4 @@ void ExpectPaddlesFinalPersistables(const std::string& saved_dir,
   EXPECT_GE(compared, min_compared);
 }
 
-
 }  // namespace parex::testing

@@ -907,6 +907,29 @@ def shape_tensor_cases(rng):
                             {"axes": [0], "starts": [1], "ends": [2], "decrease_axis": [0],
                              "infer_flags": [-1]},
                             {"Out": 1}, [], rng))  # Paddle fetches a bool tensor as its gradient
+    img = rng.uniform(-1, 1, size=(1, 2, 3, 4))
+    base = {"data_layout": "NCHW", "out_d": 0, "align_corners": False, "align_mode": 1}
+    cases.append(run_static("bilinear_interp_v2",
+                            {"X": [img], "Scale": [np.array([1.5, 2.0], dtype="float32")]},
+                            dict(base, interp_method="bilinear", out_h=0, out_w=0,
+                                 scale=[1.5, 2.0]), {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("nearest_interp_v2",
+                            {"X": [img], "OutSize": [np.array([5, 3], dtype="int32")]},
+                            dict(base, interp_method="nearest", out_h=5, out_w=3),
+                            {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("bilinear_interp_v2",
+                            {"X": [img], "SizeTensor": [one(4), one(7)]},
+                            dict(base, interp_method="bilinear", out_h=4, out_w=7,
+                                 align_corners=True), {"Out": 1}, ["X_0"], rng))
+    vol = rng.uniform(-1, 1, size=(1, 2, 2, 3, 3))
+    pads = [1, 0, 2, 1, 0, 1]
+    cases.append(run_static("pad3d", {"X": [vol], "Paddings": [np.array(pads, dtype="int32")]},
+                            {"paddings": pads, "mode": "reflect", "value": 0.0,
+                             "data_format": "NCDHW"}, {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("top_k_v2", {"X": [rng.permutation(24).reshape(4, 6) / 5.0],
+                                         "K": [np.array([2], dtype="int32")]},
+                            {"k": 2, "axis": -1, "largest": True, "sorted": True},
+                            {"Out": 1, "Indices": 1}, [], rng))  # grad: top_k_v2.json
     return cases
 
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <tuple>
 
+#include "graph/ir/spec/channels_last.h"
+#include "kernels/channels_last.h"
 #include "kernels/control_flow.h"
 #include "kernels/runtime_shape_context.h"
 
@@ -182,7 +184,13 @@ Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context) {
       {op.type(), device_context->place().kind, dtype});
   if (!kernel.ok()) return kernel.status().WithContext(op.Label());
   PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(**schema, ctx, dtype));
-  Status status = (*kernel)(ctx);
+  Status status;
+  if (ChannelsLastOf(op) != nullptr) {
+    ChannelsLastStatePtr state;
+    status = RunChannelsLast(**schema, ctx, *kernel, dtype, &state);
+  } else {
+    status = (*kernel)(ctx);
+  }
   if (!status.ok() && status.message().rfind(op.Label(), 0) != 0) {
     return status.WithContext(op.Label());
   }

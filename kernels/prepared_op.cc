@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "graph/ir/spec/channels_last.h"
+#include "kernels/channels_last.h"
 #include "kernels/control_flow.h"
 
 namespace parex {
@@ -20,6 +22,7 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
     return prepared;
   }
   prepared->shape_from_values_ = (*schema)->ShapeFromValuesOf(op);
+  prepared->channels_last_ = ChannelsLastOf(op) != nullptr;
   PAREX_RETURN_IF_ERROR(
       BindVariablesDeferred(op, scope, &prepared->ctx_, &prepared->inputs_));
   for (const auto& slot : op.proto().outputs()) {
@@ -107,7 +110,9 @@ Status PreparedOp::Run() {
     cached_ = false;
     PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
   }
-  Status status = kernel_(ctx_);
+  Status status = channels_last_ ? RunChannelsLast(*schema_, ctx_, kernel_,
+                                                   dtype, &channels_last_state_)
+                                 : kernel_(ctx_);
   // After the kernel: what the next run compares against.
   if (status.ok() && !cached) RememberShapes();
   if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {

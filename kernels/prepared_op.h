@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/channels_last.h"
 #include "kernels/op_runner.h"
 
 namespace parex {
@@ -50,7 +51,9 @@ class PreparedOp {
   DType kernel_dtype_ = DType::kUndefined;
   KernelFn kernel_ = nullptr;  // for kernel_dtype_, once looked up
   bool cached_ = false;
-  bool shape_from_values_ = false;       // infer at every run (input values)
+  bool shape_from_values_ = false;  // infer at every run (input values)
+  bool channels_last_ = false;      // NHWC: kernels/channels_last.h
+  ChannelsLastStatePtr channels_last_state_;
   Scope* control_flow_scope_ = nullptr;  // a control-flow op's scope
   std::vector<Shape> input_shapes_;      // per inputs_ entry
   std::vector<Shape> output_shapes_;     // per outputs_ entry

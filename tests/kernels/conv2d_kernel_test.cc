@@ -289,15 +289,68 @@ TEST(Conv2dKernelTest, FilterLargerThanImageIsAnError) {
   EXPECT_THAT(s.message(), HasSubstr("'conv2d'"));
 }
 
-TEST(Conv2dKernelTest, NhwcIsUnimplemented) {
-  OpTester t("conv2d");
-  t.Input("Input", RandomTensor({1, 4, 4, 1}, -1, 1, 1))
-      .Input("Filter", RandomTensor({1, 1, 3, 3}, -1, 1, 2))
+// Channels-last (graph/ir/spec/channels_last.h, kernels/channels_last.h):
+// conv2d, depthwise_conv2d and pool2d with data_format NHWC against
+// Paddle's goldens (channels_last.json; fp64 within 1e-9: Paddle's NHWC
+// gradients sum in another order) and finite differences, and the shapes
+// they declare at compile time.
+TEST(ChannelsLastTest, MatchesPaddle) {
+  EXPECT_EQ(CheckPaddleGoldens("conv2d", {1e-9, 1e-5}, "channels_last.json"),
+            2);
+  EXPECT_EQ(CheckPaddleGoldens("depthwise_conv2d", {1e-9, 1e-5},
+                               "channels_last.json"),
+            1);
+  // Paddle's NHWC average-pool gradient divides with a float window size
+  // (3e-8 relative off the fp64 quotient).
+  EXPECT_EQ(CheckPaddleGoldens("pool2d", {1e-7, 1e-5}, "channels_last.json"),
+            2);
+}
+
+TEST(ChannelsLastTest, GradientsMatchFiniteDifferences) {
+  OpTester c("conv2d");
+  c.Input("Input", RandomTensor({2, 4, 5, 3}, -1, 1, 1))
+      .Input("Filter", RandomTensor({2, 3, 2, 3}, -1, 1, 2))
       .Output("Output")
+      .Attr("paddings", std::vector<int>{1, 0})
       .Attr("data_format", std::string("NHWC"));
-  Status s = t.Run();
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
-  EXPECT_THAT(s.message(), HasSubstr("'conv2d'"));
+  EXPECT_THAT(c.CheckGrad({"Input", "Filter"}, {"Output"}), IsEmpty());
+  EXPECT_EQ(c.Out("Output").dims(), (Dims{2, 5, 3, 2}));
+  for (const char* type : {"max", "avg"}) {
+    OpTester p("pool2d");
+    p.Input("X", DistinctRandomTensor({2, 4, 4, 3}, -1, 1, 3))
+        .Output("Out")
+        .Attr("pooling_type", std::string(type))
+        .Attr("ksize", std::vector<int>{2, 2})
+        .Attr("strides", std::vector<int>{2, 2})
+        .Attr("data_format", std::string("NHWC"));
+    EXPECT_THAT(p.CheckGrad({"X"}, {"Out"}), IsEmpty()) << type;
+    EXPECT_EQ(p.Out("Out").dims(), (Dims{2, 2, 2, 3}));
+  }
+}
+
+TEST(ChannelsLastTest, CompileTimeShapesStayChannelsLast) {
+  Program program;
+  Block& block = program.global_block();
+  block.Var("x")->SetDims({-1, 8, 8, 3});
+  block.Var("x")->SetDType(DType::kFP32);
+  block.Var("w")->SetDims({16, 3, 3, 3});
+  block.Var("w")->SetDType(DType::kFP32);
+  block.Var("y");
+  OpDesc* op = block.AppendOp("conv2d");
+  op->SetInput("Input", {"x"});
+  op->SetInput("Filter", {"w"});
+  op->SetOutput("Output", {"y"});
+  op->SetAttr("strides", std::vector<int>{2, 2});
+  op->SetAttr("paddings", std::vector<int>{1, 1});
+  op->SetAttr("data_format", std::string("NHWC"));
+  ASSERT_TRUE(InferShapeAtCompileTime(*op, block, true).ok());
+  EXPECT_EQ(block.FindVar("y")->dims(), (Dims{-1, 4, 4, 16}));
+  EXPECT_TRUE(ValidateProgram(program).ok());
+  // A filter whose channels do not match X's last axis is named.
+  block.Var("w")->SetDims({16, 5, 3, 3});
+  const Status bad = InferShapeAtCompileTime(*op, block, false);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_THAT(bad.message(), HasSubstr("'conv2d'"));
 }
 
 TEST(Conv2dSchemaTest, UnknownBatchAndEmptyOptionalSlots) {

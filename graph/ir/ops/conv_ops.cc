@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/channels_last.h"
 #include "graph/ir/spec/window_spec.h"
 
 namespace parex {
@@ -188,7 +189,7 @@ void AddConvWithoutBias(OpSchemaRegistry* r, const std::string& type,
   forward.Input("Input")
       .Input("Filter")
       .Output("Output")
-      .InferShape(std::move(infer))
+      .InferShape(WithChannelsLast(std::move(infer)))
       .Grad(type + "_grad", {"Input", "Filter", "Output@GRAD"},
             {"Input@GRAD", "Filter@GRAD"});
   r->Add(ConvAttrs(forward, rank));
@@ -198,7 +199,7 @@ void AddConvWithoutBias(OpSchemaRegistry* r, const std::string& type,
       .Input("Output@GRAD")
       .Output("Input@GRAD", kOptional)
       .Output("Filter@GRAD", kOptional)
-      .InferShape(std::move(infer_grad));
+      .InferShape(WithChannelsLast(std::move(infer_grad)));
   r->Add(ConvAttrs(grad, rank));
 }
 
@@ -224,7 +225,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Input("Bias", kOptional)
       .Input("ResidualData", kOptional)
       .Output("Output")
-      .InferShape(InferConv<2>)
+      .InferShape(WithChannelsLast(InferConv<2>))
       .Grad("conv2d_grad", {"Input", "Filter", "Output@GRAD"},
             {"Input@GRAD", "Filter@GRAD"});
   r->Add(ConvAttrs(conv));
@@ -237,7 +238,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Output("Input@GRAD", kOptional)
       .Output("Filter@GRAD", kOptional)
       .Output("Bias@GRAD", kOptional)
-      .InferShape(InferConvGrad<2>);
+      .InferShape(WithChannelsLast(InferConvGrad<2>));
   r->Add(ConvAttrs(conv_grad));
 
   // depthwise_conv2d (conv2d with groups, as Paddle's CPU kernel) and
@@ -248,7 +249,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
   OpSchema pool("pool2d");
   pool.Input("X")
       .Output("Out")
-      .InferShape(InferPool<2>)
+      .InferShape(WithChannelsLast(InferPool<2>))
       .Grad("pool2d_grad", {"X", "Out", "Out@GRAD"}, {"X@GRAD"});
   r->Add(PoolAttrs(pool));
 
@@ -257,7 +258,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Input("Out")
       .Input("Out@GRAD")
       .Output("X@GRAD", kOptional)
-      .InferShape(InferPoolGrad<2>);
+      .InferShape(WithChannelsLast(InferPoolGrad<2>));
   r->Add(PoolAttrs(pool_grad));
 
   OpSchema pool3d("pool3d");

@@ -3,7 +3,8 @@
 // small (hard_sigmoid, hard_swish), a 1-D conv text classifier (reduce_max)
 // and a Transformer encoder whose position ids come from the input's length
 // (shape, slice, cast, range), and shapes given as tensors (reshape2,
-// slice, fill_constant, expand_v2 reading them at run time). `parex infer`
+// slice, fill_constant, expand_v2 reading them at run time), and a
+// channels-last (NHWC) CNN. `parex infer`
 // runs each on one and on two places and gives Paddle's outputs within 1e-4
 // (relative to the largest).
 #include <gmock/gmock.h>
@@ -30,7 +31,7 @@ TEST(CliZooTest, PaddleModelsRunAsInPaddleOnOneAndTwoPlaces) {
   for (const ZooModel& m :
        {ZooModel{"mobilenet_v2", "x"}, ZooModel{"mobilenet_v3_small", "x"},
         ZooModel{"text_cnn", "ids"}, ZooModel{"pos_encoder", "ids"},
-        ZooModel{"dynamic_shapes", "x"}}) {
+        ZooModel{"dynamic_shapes", "x"}, ZooModel{"nhwc_cnn", "x"}}) {
     const std::string model = kZoo + "/" + m.name;
     StatusOr<Tensor> want = ReadNpy(model + "/y.npy");
     ASSERT_TRUE(want.ok()) << want.status().ToString();

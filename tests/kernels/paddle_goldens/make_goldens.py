@@ -933,6 +933,33 @@ def shape_tensor_cases(rng):
     return cases
 
 
+def channels_last_cases(rng):
+    """channels_last.json (tests/kernels/conv2d_kernel_test.cc): conv2d,
+    depthwise_conv2d and pool2d (max and avg) with data_format NHWC, with
+    Paddle's gradient ops; fp64."""
+    def u(*dims):
+        return rng.uniform(-2, 2, size=dims)
+    cases = []
+    for op, x, w, attrs in (
+            ("conv2d", u(2, 5, 6, 3), u(4, 3, 3, 2),
+             conv_attrs(strides=[2, 1], paddings=[1, 0, 1, 1], data_format="NHWC")),
+            ("conv2d", u(1, 4, 4, 4), u(2, 2, 3, 3),
+             conv_attrs(groups=2, padding_algorithm="SAME", data_format="NHWC")),
+            ("depthwise_conv2d", u(1, 5, 5, 3), u(3, 1, 3, 3),
+             conv_attrs(groups=3, paddings=[1, 1], data_format="NHWC"))):
+        cases.append(run_static(op, {"Input": [x], "Filter": [w]}, attrs, {"Output": 1},
+                                ["Input_0", "Filter_0"], rng))
+    img = rng.permutation(2 * 4 * 5 * 3).reshape(2, 4, 5, 3).astype("float64") / 8.0 - 4
+    for kw in ({"pooling_type": "max", "paddings": [0, 1, 1, 1], "ceil_mode": True},
+               {"pooling_type": "avg", "paddings": [0, 0, 0, 0], "ceil_mode": False}):
+        attrs = {"ksize": [2, 3], "strides": [2, 2], "global_pooling": False,
+                 "exclusive": True, "adaptive": False, "padding_algorithm": "EXPLICIT",
+                 "data_format": "NHWC"}
+        attrs.update(kw)
+        cases.append(run_static("pool2d", {"X": [img]}, attrs, {"Out": 1}, ["X_0"], rng))
+    return cases
+
+
 # (file, cases, seed of the file's own generator)
 OP_GROUP_FILES = [
     ("depthwise_conv2d.json", depthwise_conv2d_cases, 2602),
@@ -952,6 +979,7 @@ OP_GROUP_FILES = [
     ("more_nn.json", more_nn_cases, 2616),
     ("group_norm.json", group_norm_cases, 2617),
     ("shape_tensors.json", shape_tensor_cases, 2618),
+    ("channels_last.json", channels_last_cases, 2619),
 ]
 
 

@@ -1,0 +1,51 @@
+// Channels-last (NHWC) convolution and pooling, as Paddle 2.x programs write
+// them (`nn.Conv2D(..., data_format="NHWC")`): parex runs such an op as its
+// channels-first (NCHW) form between two moves of the channel axis. This
+// file holds the shape side: which ops and slots move, an NCHW view of the
+// op, and the shape rule wrapper; kernels/channels_last.h moves the data.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/dims.h"
+#include "graph/ir/op_schema.h"
+#include "graph/ir/program.h"
+
+namespace parex {
+
+// The layout attribute and the 4-D slots whose channel axis moves.
+struct ChannelsLastSlots {
+  const char* attr;
+  std::vector<const char*> inputs;
+  std::vector<const char*> outputs;
+  bool Moves(std::string_view slot, bool input) const;
+};
+
+// The op's slots when it runs channels-last (its layout attribute is
+// "NHWC"; conv2d, depthwise_conv2d, pool2d and their gradient ops), else
+// nullptr.
+const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op);
+
+// [N, H, W, C] -> [N, C, H, W] and back; other ranks unchanged.
+Dims ToChannelsFirst(const Dims& d);
+Dims ToChannelsLast(const Dims& d);
+
+// A copy of a channels-last op whose layout attribute says NCHW (same type,
+// slots, label).
+class ChannelsFirstOp {
+ public:
+  ChannelsFirstOp(const OpDesc& op, const ChannelsLastSlots& slots);
+  const OpDesc& op() const { return *desc_; }
+
+ private:
+  std::unique_ptr<proto::OpDesc> proto_;
+  std::unique_ptr<OpDesc> desc_;
+};
+
+// `nchw` for channels-first ops; for a channels-last one, `nchw` over an
+// NCHW view of it (moved input dims, the NCHW attribute) whose output dims
+// move back.
+InferShapeFn WithChannelsLast(InferShapeFn nchw);
+
+}  // namespace parex

@@ -1,0 +1,34 @@
+// The data side of channels-last ops (graph/ir/spec/channels_last.h): the
+// op's NCHW kernel runs on channels-first copies of its layout inputs, and
+// its layout outputs move back into the op's NHWC variables. RunOp and
+// PreparedOp call it for an op ChannelsLastOf names, after they allocated
+// its (NHWC) outputs.
+#pragma once
+
+#include <memory>
+
+#include "base/status.h"
+#include "graph/ir/op_schema.h"
+#include "kernels/kernel_context.h"
+#include "kernels/kernel_registry.h"
+
+namespace parex {
+
+// What one op keeps between runs: its NCHW view, the copies, the inner
+// context (and so the kernel's own state).
+struct ChannelsLastState;
+
+struct ChannelsLastStateDeleter {
+  void operator()(ChannelsLastState* s) const;
+};
+using ChannelsLastStatePtr =
+    std::unique_ptr<ChannelsLastState, ChannelsLastStateDeleter>;
+
+// Runs `kernel` (for `dtype`) on the NCHW view of `ctx`'s op. Host places
+// only (an error naming the op and the place elsewhere). `state` is made on
+// the first run.
+Status RunChannelsLast(const OpSchema& schema, KernelContext& ctx,
+                       KernelFn kernel, DType dtype,
+                       ChannelsLastStatePtr* state);
+
+}  // namespace parex

@@ -301,24 +301,29 @@ VarDesc* Block::FindLocalVar(const std::string& name) const {
   return it == var_index_.end() ? nullptr : it->second;
 }
 
-VarDesc* Block::FindVar(const std::string& name) const {
-  // This block, then its forward block (a gradient block reads the
-  // variables of the block it differentiates) and their parents, each block
-  // visited once: a crafted program whose links form a cycle (ValidateProgram
-  // rejects parent cycles) must not make a lookup loop forever.
-  const int n = program_->num_blocks();
-  std::vector<char> seen(n, 0);
-  std::vector<const Block*> todo = {this};
-  while (!todo.empty()) {
-    const Block* b = todo.back();
-    todo.pop_back();
-    if (b->idx() < 0 || b->idx() >= n || seen[b->idx()]) continue;
-    seen[b->idx()] = 1;
+// This block and its parents, at most one visit per block: a crafted
+// program whose parent links form a cycle (ValidateProgram rejects it)
+// must not make a lookup loop forever. Allocates nothing (steady steps
+// look feeds up).
+static VarDesc* FindInChain(const Block* b, const Program& program,
+                            const std::string& name) {
+  int hops = program.num_blocks();
+  while (b != nullptr && hops-- > 0) {
     if (VarDesc* v = b->FindLocalVar(name)) return v;
-    // Parents last (searched after the forward block's chain).
-    for (int next : {b->parent_idx(), b->forward_block_idx()}) {
-      if (next >= 0 && next < n) todo.push_back(&program_->block(next));
-    }
+    const int parent = b->parent_idx();
+    b = parent >= 0 && parent < program.num_blocks() && parent != b->idx()
+            ? &program.block(parent)
+            : nullptr;
+  }
+  return nullptr;
+}
+
+VarDesc* Block::FindVar(const std::string& name) const {
+  if (VarDesc* v = FindInChain(this, *program_, name)) return v;
+  // A gradient block reads the variables of the block it differentiates.
+  const int forward = forward_block_idx();
+  if (forward >= 0 && forward < program_->num_blocks() && forward != idx()) {
+    return FindInChain(&program_->block(forward), *program_, name);
   }
   return nullptr;
 }

@@ -290,7 +290,8 @@ TEST(Conv2dKernelTest, FilterLargerThanImageIsAnError) {
 }
 
 // Channels-last (graph/ir/spec/channels_last.h, kernels/channels_last.h):
-// conv2d, depthwise_conv2d and pool2d with data_format NHWC against
+// conv2d, depthwise_conv2d, pool2d, conv2d_transpose and the interps with
+// data_format NHWC against
 // Paddle's goldens (channels_last.json; fp64 within 1e-9: Paddle's NHWC
 // gradients sum in another order) and finite differences, and the shapes
 // they declare at compile time.
@@ -304,6 +305,15 @@ TEST(ChannelsLastTest, MatchesPaddle) {
   // (3e-8 relative off the fp64 quotient).
   EXPECT_EQ(CheckPaddleGoldens("pool2d", {1e-7, 1e-5}, "channels_last.json"),
             2);
+  EXPECT_EQ(CheckPaddleGoldens("conv2d_transpose", {1e-9, 1e-5},
+                               "channels_last.json"),
+            1);
+  EXPECT_EQ(CheckPaddleGoldens("bilinear_interp_v2", {1e-9, 1e-5},
+                               "channels_last.json"),
+            1);
+  EXPECT_EQ(CheckPaddleGoldens("nearest_interp_v2", {1e-9, 1e-5},
+                               "channels_last.json"),
+            1);
 }
 
 TEST(ChannelsLastTest, GradientsMatchFiniteDifferences) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/channels_last.h"
 #include "graph/ir/spec/window_spec.h"
 
 namespace parex {
@@ -158,10 +159,10 @@ void AddConvTranspose(OpSchemaRegistry* r, const std::string& type) {
       s.Input("Output@GRAD")
           .Output("Input@GRAD", kOptional)
           .Output("Filter@GRAD", kOptional)
-          .InferShape(InferConvTransposeGrad<kRank>);
+          .InferShape(WithChannelsLast(InferConvTransposeGrad<kRank>));
     } else {
       s.Output("Output")
-          .InferShape(InferConvTranspose<kRank>)
+          .InferShape(WithChannelsLast(InferConvTranspose<kRank>))
           .Grad(type + "_grad", {"Input", "Filter", "Bias", "Output@GRAD"},
                 {"Input@GRAD", "Filter@GRAD"});
     }

@@ -5,14 +5,16 @@
 // them); otherwise the out_h / out_w attributes; the OutSize, SizeTensor and
 // Scale inputs give them at run time instead (graph/ir/spec/interp_spec.h).
 // As in Paddle, the `interp_method` attribute (not the op type) picks
-// bilinear or nearest: its default is "bilinear" for both ops. Channels-last
-// layouts, rank 3 / 5 inputs and bicubic / linear / trilinear are refused.
+// bilinear or nearest: its default is "bilinear" for both ops. NHWC runs
+// through graph/ir/spec/channels_last.h; rank 3 / 5 inputs and bicubic /
+// linear / trilinear are refused.
 // Paddle 2.6 records the gradient op with X, OutSize, SizeTensor, Scale and
 // Out@GRAD.
 #include <string>
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/channels_last.h"
 #include "graph/ir/spec/interp_spec.h"
 #include "graph/ir/spec/window_spec.h"
 
@@ -122,13 +124,13 @@ void RegisterInterpOps(OpSchemaRegistry* r) {
       if (grad) {
         s.Input("Out@GRAD")
             .Output("X@GRAD", kOptional)
-            .InferShape(InferInterpGrad);
+            .InferShape(WithChannelsLast(InferInterpGrad));
         s.ShapeFromValues({"OutSize", "SizeTensor", "Scale"});
         s.KernelDTypeFromInput("Out@GRAD");
       } else {
         s.Output("Out")
             .ShapeFromValues({"OutSize", "SizeTensor", "Scale"})
-            .InferShape(InferInterp)
+            .InferShape(WithChannelsLast(InferInterp))
             .Grad(grad_type,
                   {"X", "OutSize", "SizeTensor", "Scale", "Out@GRAD"},
                   {"X@GRAD"});

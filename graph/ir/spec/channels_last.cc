@@ -11,6 +11,9 @@ const ChannelsLastSlots kConv = {
 const ChannelsLastSlots kConvGrad = {
     "data_format", {"Input", "Output@GRAD"}, {"Input@GRAD"}};
 const ChannelsLastSlots kPool = {"data_format", {"X"}, {"Out"}};
+const ChannelsLastSlots kInterp = {"data_layout", {"X"}, {"Out"}};
+const ChannelsLastSlots kInterpGrad = {
+    "data_layout", {"X", "Out@GRAD"}, {"X@GRAD"}};
 const ChannelsLastSlots kPoolGrad = {
     "data_format", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}};
 
@@ -68,9 +71,19 @@ bool ChannelsLastSlots::Moves(std::string_view slot, bool input) const {
 const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op) {
   const std::string& type = op.type();
   const ChannelsLastSlots* slots = nullptr;
-  if (type == "conv2d" || type == "depthwise_conv2d") slots = &kConv;
-  if (type == "conv2d_grad" || type == "depthwise_conv2d_grad") {
+  if (type == "conv2d" || type == "depthwise_conv2d" ||
+      type == "conv2d_transpose") {
+    slots = &kConv;
+  }
+  if (type == "conv2d_grad" || type == "depthwise_conv2d_grad" ||
+      type == "conv2d_transpose_grad") {
     slots = &kConvGrad;
+  }
+  if (type == "nearest_interp_v2" || type == "bilinear_interp_v2") {
+    slots = &kInterp;
+  }
+  if (type == "nearest_interp_v2_grad" || type == "bilinear_interp_v2_grad") {
+    slots = &kInterpGrad;
   }
   if (type == "pool2d") slots = &kPool;
   if (type == "pool2d_grad") slots = &kPoolGrad;

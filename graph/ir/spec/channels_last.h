@@ -23,8 +23,8 @@ struct ChannelsLastSlots {
 };
 
 // The op's slots when it runs channels-last (its layout attribute is
-// "NHWC"; conv2d, depthwise_conv2d, pool2d and their gradient ops), else
-// nullptr.
+// "NHWC"; conv2d, depthwise_conv2d, conv2d_transpose, pool2d, nearest and
+// bilinear interp_v2 and their gradient ops), else nullptr.
 const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op);
 
 // [N, H, W, C] -> [N, C, H, W] and back; other ranks unchanged.

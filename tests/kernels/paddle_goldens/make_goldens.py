@@ -935,7 +935,8 @@ def shape_tensor_cases(rng):
 
 def channels_last_cases(rng):
     """channels_last.json (tests/kernels/conv2d_kernel_test.cc): conv2d,
-    depthwise_conv2d and pool2d (max and avg) with data_format NHWC, with
+    depthwise_conv2d, pool2d (max and avg), conv2d_transpose and the
+    bilinear / nearest interps with data_format (data_layout) NHWC, with
     Paddle's gradient ops; fp64."""
     def u(*dims):
         return rng.uniform(-2, 2, size=dims)
@@ -957,6 +958,15 @@ def channels_last_cases(rng):
                  "data_format": "NHWC"}
         attrs.update(kw)
         cases.append(run_static("pool2d", {"X": [img]}, attrs, {"Out": 1}, ["X_0"], rng))
+    cases.append(run_static("conv2d_transpose", {"Input": [u(1, 3, 4, 2)], "Filter": [u(2, 3, 3, 3)]},
+                            conv_attrs(strides=[2, 1], paddings=[1, 0], data_format="NHWC",
+                                       output_padding=[], output_size=[]),
+                            {"Output": 1}, ["Input_0", "Filter_0"], rng))
+    for method in ("bilinear", "nearest"):
+        cases.append(run_static(method + "_interp_v2", {"X": [u(1, 3, 4, 2)]},
+                                {"data_layout": "NHWC", "out_d": 0, "out_h": 5, "out_w": 7,
+                                 "interp_method": method, "align_corners": False,
+                                 "align_mode": 1}, {"Out": 1}, ["X_0"], rng))
     return cases
 
 

@@ -38,9 +38,14 @@ struct Groups {
   }
 };
 
+// instance_norm or its gradient (else group_norm's).
+bool IsInstanceNorm(const KernelContext& ctx) {
+  return ctx.op().type().rfind("instance_norm", 0) == 0;
+}
+
 Groups GroupsOf(const KernelContext& ctx, const Dims& x) {
   Groups gr;
-  const bool instance = ctx.op().type().rfind("instance_norm", 0) == 0;
+  const bool instance = IsInstanceNorm(ctx);
   gr.nhwc = !instance && ctx.Attr<std::string>("data_layout") == "NHWC";
   gr.n = x[0];
   gr.c = gr.nhwc ? x.back() : x[1];
@@ -52,11 +57,10 @@ Groups GroupsOf(const KernelContext& ctx, const Dims& x) {
 }
 
 const char* MeanSlot(const KernelContext& ctx) {
-  return ctx.op().type().rfind("instance_norm", 0) == 0 ? "SavedMean" : "Mean";
+  return IsInstanceNorm(ctx) ? "SavedMean" : "Mean";
 }
 const char* VarianceSlot(const KernelContext& ctx) {
-  return ctx.op().type().rfind("instance_norm", 0) == 0 ? "SavedVariance"
-                                                        : "Variance";
+  return IsInstanceNorm(ctx) ? "SavedVariance" : "Variance";
 }
 
 template <typename T>
@@ -64,7 +68,7 @@ Status GroupNormKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Scale", "Bias"}));
   const Tensor& x = *ctx.Input("X");
   const Groups gr = GroupsOf(ctx, x.dims());
-  const bool instance = ctx.op().type() == "instance_norm";
+  const bool instance = IsInstanceNorm(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* scale = ctx.Input("Scale") ? ctx.Input("Scale")->data<T>() : nullptr;
   const T* bias = ctx.Input("Bias") ? ctx.Input("Bias")->data<T>() : nullptr;
@@ -104,7 +108,7 @@ Status GroupNormGradKernel(KernelContext& ctx) {
                           "SavedVariance", "Y@GRAD"}));
   const Tensor& x = *ctx.Input("X");
   const Groups gr = GroupsOf(ctx, x.dims());
-  const bool instance = ctx.op().type() == "instance_norm_grad";
+  const bool instance = IsInstanceNorm(ctx);
   const T eps = static_cast<T>(ctx.Attr<float>("epsilon"));
   const T* scale = ctx.Input("Scale") ? ctx.Input("Scale")->data<T>() : nullptr;
   const T* xd = x.data<T>();

@@ -58,7 +58,7 @@ Status TopKKernel(KernelContext& ctx) {
   const Tensor* x = ctx.Input("X");
   PAREX_ASSIGN_OR_RETURN(const TopKShape s, TopKAxis(ctx, x->dims()));
   int64_t k = ctx.Attr<int>("k");
-  if (ctx.op().type() == "top_k_v2") {  // its K tensor, as the shape rule
+  if (ctx.InputCount("K") > 0) {  // top_k_v2's K tensor, as the shape rule
     PAREX_ASSIGN_OR_RETURN(
         k, IntFromInputOrAttr(RuntimeShapeContext(ctx), "K", k));
   }

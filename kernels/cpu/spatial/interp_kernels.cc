@@ -83,17 +83,22 @@ struct InterpPlan : KernelState {
   Axis h, w;
 
   float scale_h = -1.f, scale_w = -1.f;
+  bool tensor_sizes = false;  // the op binds OutSize, SizeTensor or Scale
 
   // The scales come from the attribute or the op's Scale tensor, as the
   // shape rule read them (interp_spec.h); a new plan when they or the dims
-  // change.
+  // change. Without size or scale tensors the scales never change, so a
+  // planned step reads nothing.
   Status Compute(const KernelContext& ctx, const Dims& x, const Dims& out) {
+    const bool same_dims = planned == x && out_h == out[2] && out_w == out[3];
+    if (same_dims && !tensor_sizes) return Status::Ok();
+    const RuntimeShapeContext shapes(ctx);
     PAREX_ASSIGN_OR_RETURN(InterpSizes sizes,
-                           InterpSizesOf(RuntimeShapeContext(ctx), x[2], x[3]));
-    if (planned == x && out_h == out[2] && out_w == out[3] &&
-        scale_h == sizes.scale_h && scale_w == sizes.scale_w) {
+                           InterpSizesOf(shapes, x[2], x[3]));
+    if (same_dims && scale_h == sizes.scale_h && scale_w == sizes.scale_w) {
       return Status::Ok();
     }
+    tensor_sizes = BindsAny(shapes, kInterpSizeInputs);
     planned = x;
     planes = x[0] * x[1];
     in_h = x[2];

@@ -29,22 +29,22 @@ void ChannelsLastStateDeleter::operator()(ChannelsLastState* s) const {
 namespace {
 
 // Copies `src` into `dst` with the channel axis moved: to the front
-// ([N, H, W, C] -> [N, C, H, W]) or back.
+// ([N, S..., C] -> [N, C, S...]) or back.
 Status MoveChannels(const Tensor& src, Tensor* dst, bool to_first,
                     Place place) {
   const Dims& d = src.dims();
-  if (d.size() != 4) {
-    // Not 4-D: nothing to move (the kernel's shape checks name the rank).
-    PAREX_RETURN_IF_ERROR(dst->TryAllocate(src.dtype(), d, place));
+  const Dims out = to_first ? ToChannelsFirst(d) : ToChannelsLast(d);
+  PAREX_RETURN_IF_ERROR(dst->TryAllocate(src.dtype(), out, place));
+  if (d.size() < 3) {
+    // No channel axis to move (prelu's [C] Alpha; the kernel's shape
+    // checks name a wrong rank).
     if (src.bytes() > 0)
       std::memcpy(dst->raw_data(), src.raw_data(), src.bytes());
     return Status::Ok();
   }
-  const Dims out = to_first ? ToChannelsFirst(d) : ToChannelsLast(d);
-  PAREX_RETURN_IF_ERROR(dst->TryAllocate(src.dtype(), out, place));
   const int64_t n = d[0];
-  const int64_t c = to_first ? d[3] : d[1];
-  const int64_t s = to_first ? d[1] * d[2] : d[2] * d[3];
+  const int64_t c = to_first ? d.back() : d[1];
+  const int64_t s = n == 0 || c == 0 ? 0 : src.numel() / (n * c);
   const size_t es = SizeOf(src.dtype());
   const char* from = static_cast<const char*>(src.raw_data());
   char* to = static_cast<char*>(dst->raw_data());

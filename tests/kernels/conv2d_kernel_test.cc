@@ -290,8 +290,8 @@ TEST(Conv2dKernelTest, FilterLargerThanImageIsAnError) {
 }
 
 // Channels-last (graph/ir/spec/channels_last.h, kernels/channels_last.h):
-// conv2d, depthwise_conv2d, pool2d, conv2d_transpose and the interps with
-// data_format NHWC against
+// conv2d, depthwise_conv2d, pool2d, conv2d_transpose, the interps,
+// pixel_shuffle and prelu with data_format NHWC and pad3d with NDHWC against
 // Paddle's goldens (channels_last.json; fp64 within 1e-9: Paddle's NHWC
 // gradients sum in another order) and finite differences, and the shapes
 // they declare at compile time.
@@ -314,6 +314,14 @@ TEST(ChannelsLastTest, MatchesPaddle) {
   EXPECT_EQ(CheckPaddleGoldens("nearest_interp_v2", {1e-9, 1e-5},
                                "channels_last.json"),
             1);
+  EXPECT_EQ(
+      CheckPaddleGoldens("pixel_shuffle", {1e-12, 1e-5}, "channels_last.json"),
+      1);
+  // channel mode with Alpha [1, 1, 1, C] and [C], element and all.
+  EXPECT_EQ(CheckPaddleGoldens("prelu", {1e-9, 1e-5}, "channels_last.json"),
+            4);
+  EXPECT_EQ(CheckPaddleGoldens("pad3d", {1e-12, 1e-5}, "channels_last.json"),
+            2);
 }
 
 TEST(ChannelsLastTest, GradientsMatchFiniteDifferences) {
@@ -336,6 +344,49 @@ TEST(ChannelsLastTest, GradientsMatchFiniteDifferences) {
     EXPECT_THAT(p.CheckGrad({"X"}, {"Out"}), IsEmpty()) << type;
     EXPECT_EQ(p.Out("Out").dims(), (Dims{2, 2, 2, 3}));
   }
+  OpTester shuffle("pixel_shuffle");
+  shuffle.Input("X", RandomTensor({1, 2, 3, 8}, -1, 1, 4))
+      .Output("Out")
+      .Attr("upscale_factor", 2)
+      .Attr("data_format", std::string("NHWC"));
+  EXPECT_THAT(shuffle.CheckGrad({"X"}, {"Out"}), IsEmpty());
+  EXPECT_EQ(shuffle.Out("Out").dims(), (Dims{1, 4, 6, 2}));
+  OpTester prelu("prelu");
+  prelu.Input("X", DistinctRandomTensor({2, 3, 2, 4}, -1, 1, 5))
+      .Input("Alpha", RandomTensor({1, 3, 2, 4}, 0, 1, 6))
+      .Output("Out")
+      .Attr("mode", std::string("element"))
+      .Attr("data_format", std::string("NHWC"));
+  EXPECT_THAT(prelu.CheckGrad({"X", "Alpha"}, {"Out"}), IsEmpty());
+  OpTester pad("pad3d");
+  pad.Input("X", RandomTensor({1, 3, 2, 4, 2}, -1, 1, 7))
+      .Output("Out")
+      .Attr("paddings", std::vector<int>{1, 2, 0, 1, 2, 0})
+      .Attr("mode", std::string("replicate"))
+      .Attr("data_format", std::string("NDHWC"));
+  EXPECT_THAT(pad.CheckGrad({"X"}, {"Out"}), IsEmpty());
+  EXPECT_EQ(pad.Out("Out").dims(), (Dims{1, 5, 3, 7, 2}));
+}
+
+// A layout attribute that is neither channels-first nor channels-last is
+// named, for every op with the channels-last path.
+TEST(ChannelsLastTest, UnknownLayoutsAreNamed) {
+  OpTester shuffle("pixel_shuffle");
+  shuffle.Input("X", RandomTensor({1, 8, 2, 2}, -1, 1, 1))
+      .Output("Out")
+      .Attr("upscale_factor", 2)
+      .Attr("data_format", std::string("HWCN"));
+  Status s = shuffle.Run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("'HWCN'"));
+  OpTester pad("pad3d");
+  pad.Input("X", RandomTensor({1, 1, 2, 2, 2}, -1, 1, 2))
+      .Output("Out")
+      .Attr("paddings", std::vector<int>(6, 1))
+      .Attr("data_format", std::string("NHWC"));
+  s = pad.Run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("neither NCDHW nor NDHWC"));
 }
 
 TEST(ChannelsLastTest, CompileTimeShapesStayChannelsLast) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/channels_last.h"
 #include "graph/ir/spec/strided_slice_spec.h"
 
 namespace parex {
@@ -133,14 +134,20 @@ Status InferIndexSelect(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// pixel_shuffle (NCHW): [N, C r^2, H, W] -> [N, C, H r, W r].
+// The layout of pixel_shuffle and prelu: NHWC ops reach their shape rules
+// as NCHW views (WithChannelsLast), so anything else is neither.
+Status CheckNchwView(const ShapeContext& ctx) {
+  const std::string format = ctx.Attr<std::string>("data_format");
+  if (format == "NCHW") return Status::Ok();
+  return ctx.Error("data_format '" + format + "' is neither NCHW nor NHWC");
+}
+
+// pixel_shuffle (NCHW; NHWC through channels_last.h): [N, C r^2, H, W] ->
+// [N, C, H r, W r].
 Status InferPixelShuffle(ShapeContext& ctx) {
   const Dims x = ctx.InputDims("X");
   const int r = ctx.Attr<int>("upscale_factor");
-  if (ctx.Attr<std::string>("data_format") != "NCHW") {
-    return ctx.Error("data_format " + ctx.Attr<std::string>("data_format") +
-                     " is not supported (NCHW only)");
-  }
+  PAREX_RETURN_IF_ERROR(CheckNchwView(ctx));
   if (r <= 0) return ctx.Error("upscale_factor must be positive");
   if (!Known(ctx, x)) {
     ctx.SetOutput("Out", {}, ctx.InputDType("X"));
@@ -157,17 +164,14 @@ Status InferPixelShuffle(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// prelu: Alpha of 1 value (all), C values (channel, NCHW) or one per
-// element of a sample (element).
+// prelu: Alpha of 1 value (all), C values (channel) or one per element of
+// a sample (element); NHWC through channels_last.h.
 Status InferPrelu(ShapeContext& ctx) {
   const std::string mode = ctx.Attr<std::string>("mode");
   if (mode != "all" && mode != "channel" && mode != "element") {
     return ctx.Error("mode " + mode + " is not all, channel or element");
   }
-  if (ctx.Attr<std::string>("data_format") != "NCHW") {
-    return ctx.Error("data_format " + ctx.Attr<std::string>("data_format") +
-                     " is not supported (NCHW only)");
-  }
+  PAREX_RETURN_IF_ERROR(CheckNchwView(ctx));
   ctx.ShareDimsAndDType("X", "Out");
   return Status::Ok();
 }
@@ -343,14 +347,15 @@ void AddPixelShuffleAndPrelu(OpSchemaRegistry* r) {
              .Output("Out")
              .Attr("upscale_factor", 1)
              .Attr("data_format", std::string("NCHW"))
-             .InferShape(InferPixelShuffle)
+             .InferShape(WithChannelsLast(InferPixelShuffle))
              .Grad("pixel_shuffle_grad", {"Out@GRAD"}, {"X@GRAD"}));
   r->Add(OpSchema("pixel_shuffle_grad")
              .Input("Out@GRAD")
              .Output("X@GRAD")
              .Attr("upscale_factor", 1)
              .Attr("data_format", std::string("NCHW"))
-             .InferShape([](ShapeContext& ctx) {
+             .InferShape(WithChannelsLast([](ShapeContext& ctx) {
+               PAREX_RETURN_IF_ERROR(CheckNchwView(ctx));
                const Dims g = ctx.InputDims("Out@GRAD");
                const int r = ctx.Attr<int>("upscale_factor");
                if (g.size() != 4 || r <= 0) {
@@ -359,14 +364,14 @@ void AddPixelShuffleAndPrelu(OpSchemaRegistry* r) {
                ctx.SetOutput("X@GRAD", {g[0], g[1] * r * r, g[2] / r, g[3] / r},
                              ctx.InputDType("Out@GRAD"));
                return Status::Ok();
-             }));
+             })));
   r->Add(OpSchema("prelu")
              .Input("X")
              .Input("Alpha")
              .Output("Out")
              .Attr("mode", std::string("all"))
              .Attr("data_format", std::string("NCHW"))
-             .InferShape(InferPrelu)
+             .InferShape(WithChannelsLast(InferPrelu))
              .Grad("prelu_grad", {"X", "Alpha", "Out@GRAD"},
                    {"X@GRAD", "Alpha@GRAD"}));
   r->Add(OpSchema("prelu_grad")
@@ -377,12 +382,13 @@ void AddPixelShuffleAndPrelu(OpSchemaRegistry* r) {
              .Output("Alpha@GRAD", kOptional)
              .Attr("mode", std::string("all"))
              .Attr("data_format", std::string("NCHW"))
-             .InferShape([](ShapeContext& ctx) {
+             .InferShape(WithChannelsLast([](ShapeContext& ctx) {
+               PAREX_RETURN_IF_ERROR(CheckNchwView(ctx));
                ctx.SetOutput("X@GRAD", ctx.InputDims("X"), ctx.InputDType("X"));
                ctx.SetOutput("Alpha@GRAD", ctx.InputDims("Alpha"),
                              ctx.InputDType("Alpha"));
                return Status::Ok();
-             }));
+             })));
 }
 
 }  // namespace

@@ -5,19 +5,24 @@
 // reflect (mirrored without repeating the edge; each padding below the
 // extent), replicate (the edge repeated), circular (wrapped). The optional
 // Paddings tensor gives them at run time instead (window_spec.h's
-// Pad3dPaddings); NDHWC is unimplemented. Paddle 2.6
+// Pad3dPaddings); NDHWC runs as NCDHW between moves of the channel axis
+// (graph/ir/spec/channels_last.h), the paddings unchanged. Paddle 2.6
 // records the gradient op with X, Paddings and Out@GRAD.
 #include <string>
 #include <vector>
 
 #include "graph/ir/ops/op_groups.h"
+#include "graph/ir/spec/channels_last.h"
 #include "graph/ir/spec/window_spec.h"
 
 namespace parex {
 namespace {
 
+// NDHWC reaches the shape rules as an NCDHW view (WithChannelsLast).
 Status CheckPad3d(const ShapeContext& ctx) {
-  return CheckChannelsFirst(ctx, "data_format", "NCDHW");
+  const std::string format = ctx.Attr<std::string>("data_format");
+  if (format == "NCDHW") return Status::Ok();
+  return ctx.Error("data_format '" + format + "' is neither NCDHW nor NDHWC");
 }
 
 StatusOr<Dims> Pad3dOutDims(const ShapeContext& ctx) {
@@ -85,11 +90,11 @@ void RegisterPadOps(OpSchemaRegistry* r) {
     if (grad) {
       s.Input("Out@GRAD")
           .Output("X@GRAD", kOptional)
-          .InferShape(InferPad3dGrad);
+          .InferShape(WithChannelsLast(InferPad3dGrad));
       s.KernelDTypeFromInput("Out@GRAD");
     } else {
       s.Output("Out")
-          .InferShape(InferPad3d)
+          .InferShape(WithChannelsLast(InferPad3d))
           .Grad("pad3d_grad", {"X", "Paddings", "Out@GRAD"}, {"X@GRAD"});
     }
     s.Attr("paddings", std::vector<int>(6, 0))

@@ -1,21 +1,39 @@
 #include "graph/ir/spec/channels_last.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 namespace parex {
 namespace {
 
 const ChannelsLastSlots kConv = {
-    "data_format", {"Input", "ResidualData"}, {"Output"}};
+    "data_format", "NHWC", "NCHW", {"Input", "ResidualData"}, {"Output"}};
 const ChannelsLastSlots kConvGrad = {
-    "data_format", {"Input", "Output@GRAD"}, {"Input@GRAD"}};
-const ChannelsLastSlots kPool = {"data_format", {"X"}, {"Out"}};
-const ChannelsLastSlots kInterp = {"data_layout", {"X"}, {"Out"}};
+    "data_format", "NHWC", "NCHW", {"Input", "Output@GRAD"}, {"Input@GRAD"}};
+const ChannelsLastSlots kPool = {"data_format", "NHWC", "NCHW", {"X"}, {"Out"}};
+const ChannelsLastSlots kInterp = {"data_layout", "NHWC", "NCHW", {"X"}, {"Out"}};
 const ChannelsLastSlots kInterpGrad = {
-    "data_layout", {"X", "Out@GRAD"}, {"X@GRAD"}};
+    "data_layout", "NHWC", "NCHW", {"X", "Out@GRAD"}, {"X@GRAD"}};
 const ChannelsLastSlots kPoolGrad = {
-    "data_format", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}};
+    "data_format", "NHWC", "NCHW", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}};
+const ChannelsLastSlots kPixelShuffle = {
+    "data_format", "NHWC", "NCHW", {"X"}, {"Out"}};
+const ChannelsLastSlots kPixelShuffleGrad = {
+    "data_format", "NHWC", "NCHW", {"Out@GRAD"}, {"X@GRAD"}};
+// Alpha moves too: [1, 1, 1, C] (channel) and [1, H, W, C] (element) are
+// channels-last; [C] and [1] have no channel axis to move.
+const ChannelsLastSlots kPrelu = {
+    "data_format", "NHWC", "NCHW", {"X", "Alpha"}, {"Out"}};
+const ChannelsLastSlots kPreluGrad = {"data_format",
+                                      "NHWC",
+                                      "NCHW",
+                                      {"X", "Alpha", "Out@GRAD"},
+                                      {"X@GRAD", "Alpha@GRAD"}};
+const ChannelsLastSlots kPad3d = {
+    "data_format", "NDHWC", "NCDHW", {"X"}, {"Out"}};
+const ChannelsLastSlots kPad3dGrad = {
+    "data_format", "NDHWC", "NCDHW", {"X", "Out@GRAD"}, {"X@GRAD"}};
 
 // A ShapeContext that shows a channels-last op as channels-first.
 class ChannelsFirstView : public ShapeContext {
@@ -69,37 +87,48 @@ bool ChannelsLastSlots::Moves(std::string_view slot, bool input) const {
 }
 
 const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op) {
-  const std::string& type = op.type();
-  const ChannelsLastSlots* slots = nullptr;
-  if (type == "conv2d" || type == "depthwise_conv2d" ||
-      type == "conv2d_transpose") {
-    slots = &kConv;
-  }
-  if (type == "conv2d_grad" || type == "depthwise_conv2d_grad" ||
-      type == "conv2d_transpose_grad") {
-    slots = &kConvGrad;
-  }
-  if (type == "nearest_interp_v2" || type == "bilinear_interp_v2") {
-    slots = &kInterp;
-  }
-  if (type == "nearest_interp_v2_grad" || type == "bilinear_interp_v2_grad") {
-    slots = &kInterpGrad;
-  }
-  if (type == "pool2d") slots = &kPool;
-  if (type == "pool2d_grad") slots = &kPoolGrad;
-  if (slots == nullptr) return nullptr;
+  static const std::unordered_map<std::string, const ChannelsLastSlots*>
+      kTable = {
+          {"conv2d", &kConv},
+          {"depthwise_conv2d", &kConv},
+          {"conv2d_transpose", &kConv},
+          {"conv2d_grad", &kConvGrad},
+          {"depthwise_conv2d_grad", &kConvGrad},
+          {"conv2d_transpose_grad", &kConvGrad},
+          {"nearest_interp_v2", &kInterp},
+          {"bilinear_interp_v2", &kInterp},
+          {"nearest_interp_v2_grad", &kInterpGrad},
+          {"bilinear_interp_v2_grad", &kInterpGrad},
+          {"pool2d", &kPool},
+          {"pool2d_grad", &kPoolGrad},
+          {"pixel_shuffle", &kPixelShuffle},
+          {"pixel_shuffle_grad", &kPixelShuffleGrad},
+          {"prelu", &kPrelu},
+          {"prelu_grad", &kPreluGrad},
+          {"pad3d", &kPad3d},
+          {"pad3d_grad", &kPad3dGrad},
+      };
+  const auto it = kTable.find(op.type());
+  if (it == kTable.end()) return nullptr;
+  const ChannelsLastSlots* slots = it->second;
   StatusOr<std::string> layout = op.GetAttr<std::string>(slots->attr);
-  return layout.ok() && *layout == "NHWC" ? slots : nullptr;
+  return layout.ok() && *layout == slots->channels_last ? slots : nullptr;
 }
 
 Dims ToChannelsFirst(const Dims& d) {
-  if (d.size() != 4) return d;
-  return {d[0], d[3], d[1], d[2]};
+  if (d.size() < 3) return d;
+  Dims out = d;
+  out[1] = d.back();
+  for (size_t i = 2; i < d.size(); ++i) out[i] = d[i - 1];
+  return out;
 }
 
 Dims ToChannelsLast(const Dims& d) {
-  if (d.size() != 4) return d;
-  return {d[0], d[2], d[3], d[1]};
+  if (d.size() < 3) return d;
+  Dims out = d;
+  for (size_t i = 1; i + 1 < d.size(); ++i) out[i] = d[i + 1];
+  out.back() = d[1];
+  return out;
 }
 
 ChannelsFirstOp::ChannelsFirstOp(const OpDesc& op,
@@ -107,7 +136,7 @@ ChannelsFirstOp::ChannelsFirstOp(const OpDesc& op,
     : proto_(std::make_unique<proto::OpDesc>(op.proto())),
       desc_(std::make_unique<OpDesc>(proto_.get(), op.block_idx(), op.index(),
                                      op.block())) {
-  desc_->SetAttr<std::string>(slots.attr, "NCHW");
+  desc_->SetAttr<std::string>(slots.attr, slots.channels_first);
 }
 
 InferShapeFn WithChannelsLast(InferShapeFn nchw) {

@@ -14,20 +14,26 @@
 
 namespace parex {
 
-// The layout attribute and the 4-D slots whose channel axis moves.
+// The layout attribute, its channels-last and channels-first values, and
+// the slots whose channel axis moves (rank 3 and up: the last axis to
+// position 1 and back).
 struct ChannelsLastSlots {
   const char* attr;
+  const char* channels_last;   // "NHWC", "NDHWC"
+  const char* channels_first;  // "NCHW", "NCDHW"
   std::vector<const char*> inputs;
   std::vector<const char*> outputs;
   bool Moves(std::string_view slot, bool input) const;
 };
 
-// The op's slots when it runs channels-last (its layout attribute is
-// "NHWC"; conv2d, depthwise_conv2d, conv2d_transpose, pool2d, nearest and
-// bilinear interp_v2 and their gradient ops), else nullptr.
+// The op's slots when it runs channels-last (its layout attribute says so;
+// conv2d, depthwise_conv2d, conv2d_transpose, pool2d, nearest and bilinear
+// interp_v2, pixel_shuffle, prelu, pad3d and their gradient ops), else
+// nullptr.
 const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op);
 
-// [N, H, W, C] -> [N, C, H, W] and back; other ranks unchanged.
+// [N, H, W, C] -> [N, C, H, W] (any rank from 3: [N, ..., C] -> [N, C,
+// ...]) and back; ranks below 3 unchanged.
 Dims ToChannelsFirst(const Dims& d);
 Dims ToChannelsLast(const Dims& d);
 

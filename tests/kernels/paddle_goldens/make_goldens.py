@@ -935,9 +935,10 @@ def shape_tensor_cases(rng):
 
 def channels_last_cases(rng):
     """channels_last.json (tests/kernels/conv2d_kernel_test.cc): conv2d,
-    depthwise_conv2d, pool2d (max and avg), conv2d_transpose and the
-    bilinear / nearest interps with data_format (data_layout) NHWC, with
-    Paddle's gradient ops; fp64."""
+    depthwise_conv2d, pool2d (max and avg), conv2d_transpose, the bilinear /
+    nearest interps, pixel_shuffle and prelu (every mode) with data_format
+    (data_layout) NHWC and pad3d with NDHWC, with Paddle's gradient ops;
+    fp64."""
     def u(*dims):
         return rng.uniform(-2, 2, size=dims)
     cases = []
@@ -967,6 +968,19 @@ def channels_last_cases(rng):
                                 {"data_layout": "NHWC", "out_d": 0, "out_h": 5, "out_w": 7,
                                  "interp_method": method, "align_corners": False,
                                  "align_mode": 1}, {"Out": 1}, ["X_0"], rng))
+    # Appended after the cases above, so their draws stay as they were.
+    cases.append(run_static("pixel_shuffle", {"X": [u(2, 3, 2, 8)]},
+                            {"upscale_factor": 2, "data_format": "NHWC"}, {"Out": 1},
+                            ["X_0"], rng))
+    for mode, alpha in (("channel", u(1, 1, 1, 3)), ("channel", u(3)),
+                        ("element", u(1, 2, 4, 3)), ("all", u(1))):
+        cases.append(run_static("prelu", {"X": [u(2, 2, 4, 3)], "Alpha": [alpha]},
+                                {"mode": mode, "data_format": "NHWC"}, {"Out": 1},
+                                ["X_0", "Alpha_0"], rng))
+    for mode in ("reflect", "constant"):
+        cases.append(run_static("pad3d", {"X": [u(1, 2, 3, 3, 2)]},
+                                {"paddings": [1, 0, 2, 1, 0, 1], "mode": mode, "value": 0.5,
+                                 "data_format": "NDHWC"}, {"Out": 1}, ["X_0"], rng))
     return cases
 
 

@@ -202,9 +202,10 @@ struct Commands {
   std::string secret_path;
   bool secret_force = false;
   PlotOptions plot;
+  PlaceOptions place;
   CLI::App *train_app = nullptr, *node_app = nullptr, *launch_app = nullptr,
            *infer_app = nullptr, *inspect_app = nullptr, *trace_app = nullptr,
-           *secret_app = nullptr, *plot_app = nullptr;
+           *secret_app = nullptr, *plot_app = nullptr, *place_app = nullptr;
 };
 
 // parex train: the training options, and the places.
@@ -308,6 +309,25 @@ void AddGraph(CLI::App* app, Commands* c) {
                 "as the loss)");
   g->add_option("--format", c->graph.format, "dot or json (default: from -o)");
   g->add_option("-o,--output", c->graph.output, "output file")->required();
+  g->add_option("--node", c->graph.node,
+                "draw this node's part of the program placed for "
+                "parameter-server training (with --topology)");
+  g->add_option("--topology", c->graph.topology,
+                "the cluster of --node (trainer and pserver nodes)");
+}
+
+// parex place: a training program placed for parameter-server training.
+void AddPlace(CLI::App* app, Commands* c) {
+  CLI::App* pl = c->place_app = app->add_subcommand(
+      "place",
+      "place a training program's ops and variables on a topology's trainers "
+      "and pservers (one program for every role)");
+  pl->add_option("file", c->place.file, "training program file")->required();
+  pl->add_option("--topology", c->place.topology,
+                 "the cluster: trainer and pserver (role: PSERVER) nodes")
+      ->required();
+  pl->add_option("-o,--output", c->place.output, "the placed program")
+      ->required();
 }
 
 // parex trace merge: the nodes' traces on one timeline.
@@ -367,6 +387,7 @@ int Dispatch(Commands* c, const char* argv0) {
   if (*c->trace_app) return RunTraceMerge(c->merge);
   if (*c->plot_app) return RunPlot(c->plot);
   if (*c->secret_app) return RunSecret(c->secret_path, c->secret_force);
+  if (*c->place_app) return RunPlace(c->place);
   return RunGraph(c->graph);
 }
 
@@ -415,6 +436,7 @@ int main(int argc, char** argv) {
   AddTraceMerge(&app, &c);
   AddSecret(&app, &c);
   AddPlot(&app, &c);
+  AddPlace(&app, &c);
   if (argc < 2) {
     std::fprintf(stderr, "%s", app.help().c_str());
     return kExitUsage;

@@ -87,8 +87,11 @@ class TopologyReader {
  public:
   TopologyReader(const topology::Topology& proto,
                  const pb::TextFormat::ParseInfoTree& tree,
-                 const std::string& path)
-      : proto_(proto), tree_(tree), path_(path) {
+                 const std::string& path, bool allow_pservers)
+      : proto_(proto),
+        tree_(tree),
+        path_(path),
+        allow_pservers_(allow_pservers) {
     topo_.path = path;
   }
 
@@ -199,10 +202,12 @@ class TopologyReader {
           std::to_string(topo_.nodes[topo_.Rank(n.name())].line) + ")");
     }
     PAREX_RETURN_IF_ERROR(ReadAddress(n, lines, label, &node));
-    if (n.role() != topology::Node::TRAINER) {
-      return InvalidArgument(FieldAt(lines, "role") + ": " + label + ": role " +
-                             topology::Node::Role_Name(n.role()) +
-                             " is not supported yet (TRAINER is)");
+    node.pserver = n.role() == topology::Node::PSERVER;
+    if (node.pserver && !allow_pservers_) {
+      return InvalidArgument(
+          FieldAt(lines, "role") + ": " + label +
+          ": role PSERVER: parameter-server training does not run yet "
+          "(`parex place` and `parex graph --node` read such a topology)");
     }
     PAREX_RETURN_IF_ERROR(ReadPlaces(n, lines, label, &node));
     topo_.nodes.push_back(std::move(node));
@@ -363,6 +368,7 @@ class TopologyReader {
   const topology::Topology& proto_;
   const pb::TextFormat::ParseInfoTree& tree_;
   const std::string& path_;
+  const bool allow_pservers_;
   Topology topo_;
   std::set<std::pair<std::string, int>> addresses_;  // host, port: nodes so far
 };
@@ -370,7 +376,7 @@ class TopologyReader {
 }  // namespace
 
 StatusOr<Topology> ParseTopology(const std::string& text,
-                                 const std::string& path) {
+                                 const std::string& path, bool allow_pservers) {
   topology::Topology proto;
   pb::TextFormat::Parser parser;
   Collector errors;
@@ -380,13 +386,13 @@ StatusOr<Topology> ParseTopology(const std::string& text,
   if (!parser.ParseFromString(text, &proto)) {
     return InvalidArgument(path + ":" + errors.first());
   }
-  return TopologyReader(proto, tree, path).Read();
+  return TopologyReader(proto, tree, path, allow_pservers).Read();
 }
 
-StatusOr<Topology> LoadTopology(const std::string& path) {
+StatusOr<Topology> LoadTopology(const std::string& path, bool allow_pservers) {
   StatusOr<std::string> text = ReadFileBytes(path);
   if (!text.ok()) return text.status();
-  return ParseTopology(*text, path);
+  return ParseTopology(*text, path, allow_pservers);
 }
 
 }  // namespace parex

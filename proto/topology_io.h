@@ -18,6 +18,7 @@ struct TopologyNode {
   int port = 0;
   std::vector<Place> places;
   std::string places_text;  // as written
+  bool pserver = false;     // role PSERVER (else TRAINER)
   int line = 0;             // 1-based line of the node's block
 };
 
@@ -50,10 +51,14 @@ struct Topology {
 };
 
 // Parses and validates `text` as if read from `path` (relative secret files
-// are resolved against path's folder, and read).
+// are resolved against path's folder, and read). Nodes of role PSERVER are
+// refused unless `allow_pservers` (the placement commands read them; no
+// command trains with them yet).
 StatusOr<Topology> ParseTopology(const std::string& text,
-                                 const std::string& path);
+                                 const std::string& path,
+                                 bool allow_pservers = false);
 // Reads `path` (a regular file) and parses it.
-StatusOr<Topology> LoadTopology(const std::string& path);
+StatusOr<Topology> LoadTopology(const std::string& path,
+                                bool allow_pservers = false);
 
 }  // namespace parex

@@ -102,8 +102,23 @@ struct GraphOptions {
   std::string loss;    // a training program's loss ("": the one Fluid marked)
   std::string format;  // dot or json; "": from the output's extension
   std::string output;
+  // --node NAME --topology FILE: that node's part of the program placed for
+  // parameter-server training (apps/cli/place_command.cc), not the SSA graph.
+  std::string node;
+  std::string topology;
 };
 int RunGraph(const GraphOptions& options);
+int RunNodeGraph(const GraphOptions& options, const std::string& format);
+
+// parex place FILE --topology T -o PLACED: the training program with every
+// op and variable placed for the trainers and pservers of T
+// (graph/builder/placement.h), what each pserver holds printed.
+struct PlaceOptions {
+  std::string file;
+  std::string topology;
+  std::string output;
+};
+int RunPlace(const PlaceOptions& options);
 
 // parex trace merge A.json B.json ... -o ALL.json
 struct TraceMergeOptions {

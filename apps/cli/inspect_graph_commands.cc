@@ -272,6 +272,7 @@ int RunGraph(const GraphOptions& o) {
   if (!resolved.ok()) return Fail(cmd, resolved.status(), kExitUsage);
   const std::string& format = *resolved;
   if (Status s = CheckOutputFile(o.output, "-o"); !s.ok()) return Fail(cmd, s);
+  if (!o.node.empty() || !o.topology.empty()) return RunNodeGraph(o, format);
   // The graph of places this machine cannot run is still drawn.
   StatusOr<Parallelism> parallel =
       ParseParallelism(o.places, o.mode, /*to_run=*/false);

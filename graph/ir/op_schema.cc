@@ -194,6 +194,7 @@ OpSchemaRegistry::OpSchemaRegistry() {
   common("op_namescope", std::string());
   common("op_callstack", std::vector<std::string>{});
   common("op_device", std::string());
+  common("place_group", std::string());  // graph/ir/place_group.h
 }
 
 const OpSchemaRegistry& OpSchemaRegistry::Global() {

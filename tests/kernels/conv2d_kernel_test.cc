@@ -318,8 +318,7 @@ TEST(ChannelsLastTest, MatchesPaddle) {
       CheckPaddleGoldens("pixel_shuffle", {1e-12, 1e-5}, "channels_last.json"),
       1);
   // channel mode with Alpha [1, 1, 1, C] and [C], element and all.
-  EXPECT_EQ(CheckPaddleGoldens("prelu", {1e-9, 1e-5}, "channels_last.json"),
-            4);
+  EXPECT_EQ(CheckPaddleGoldens("prelu", {1e-9, 1e-5}, "channels_last.json"), 4);
   EXPECT_EQ(CheckPaddleGoldens("pad3d", {1e-12, 1e-5}, "channels_last.json"),
             2);
 }

@@ -54,6 +54,26 @@ TEST(TopologyIoTest, ParsesNodesPlacesAndRanks) {
   EXPECT_EQ(t->fingerprint.size(), 64u);
 }
 
+// Pserver nodes parse for the placement commands; the training commands
+// (the default) refuse them.
+TEST(TopologyIoTest, PserverNodesParseOnlyWhenAllowed) {
+  const std::string dir = Scratch();
+  const std::string text =
+      std::string(kGood) +
+      "node { name: \"ps0\" host: \"127.0.0.1\" port: 47102 places: "
+      "\"cpu:1\" role: PSERVER }\n";
+  StatusOr<Topology> t = ParseTopology(text, dir + "/ps.pbtxt", true);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->nodes.size(), 3u);
+  EXPECT_FALSE(t->nodes[0].pserver);
+  EXPECT_TRUE(t->nodes[2].pserver);
+  StatusOr<Topology> refused = ParseTopology(text, dir + "/ps.pbtxt");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("node 'ps0': role PSERVER"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // A cluster of cuda places parses here; whether a machine can run them is
 // the running process's check (parex node, parex launch).
 TEST(TopologyIoTest, CudaPlacesParse) {
@@ -138,7 +158,7 @@ TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
       {head + a +
            "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cpu\" "
            "role: PSERVER }\n",
-       "node 'b': role PSERVER is not supported yet"},
+       "node 'b': role PSERVER: parameter-server training does not run yet"},
       {head + a +
            "node { name: \"b c\" host: \"h\" port: 2 places: \"cpu\" }\n",
        path + ":4: node #1: name 'b c'"},

@@ -12,7 +12,8 @@ const ChannelsLastSlots kConv = {
 const ChannelsLastSlots kConvGrad = {
     "data_format", "NHWC", "NCHW", {"Input", "Output@GRAD"}, {"Input@GRAD"}};
 const ChannelsLastSlots kPool = {"data_format", "NHWC", "NCHW", {"X"}, {"Out"}};
-const ChannelsLastSlots kInterp = {"data_layout", "NHWC", "NCHW", {"X"}, {"Out"}};
+const ChannelsLastSlots kInterp = {
+    "data_layout", "NHWC", "NCHW", {"X"}, {"Out"}};
 const ChannelsLastSlots kInterpGrad = {
     "data_layout", "NHWC", "NCHW", {"X", "Out@GRAD"}, {"X@GRAD"}};
 const ChannelsLastSlots kPoolGrad = {

@@ -22,6 +22,17 @@ Status SparseInputError(const OpDesc& op, const std::string& slot,
                        "adam and sum only");
 }
 
+namespace {
+
+// Whether `name` is declared as a tensor array where `op` runs.
+bool IsArrayVar(const OpDesc& op, const std::string& name) {
+  const VarDesc* var =
+      op.block() == nullptr ? nullptr : op.block()->FindVar(name);
+  return var != nullptr && var->type() == proto::VarType::LOD_TENSOR_ARRAY;
+}
+
+}  // namespace
+
 Status BindVariablesDeferred(const OpDesc& op, Scope* scope, KernelContext* ctx,
                              std::vector<BoundInput>* inputs) {
   for (const auto& slot : op.proto().inputs()) {
@@ -32,6 +43,11 @@ Status BindVariablesDeferred(const OpDesc& op, Scope* scope, KernelContext* ctx,
         continue;
       }
       Variable* v = scope->FindVar(name);
+      if ((v == nullptr || v->IsEmpty()) && IsArrayVar(op, name)) {
+        // A tensor array nothing wrote yet is an empty one (as in Paddle).
+        if (v == nullptr) v = scope->Var(name);
+        v->GetMutableTensorList();
+      }
       if (inputs != nullptr && v != nullptr) {
         inputs->push_back({&slot.parameter(), &name, v});
       } else if (v == nullptr || v->IsEmpty()) {

@@ -1,6 +1,7 @@
 #include "kernels/reference_executor.h"
 
 #include <set>
+#include <unordered_set>
 
 #include "graph/ir/validate.h"
 #include "kernels/op_runner.h"
@@ -25,12 +26,16 @@ StatusOr<std::vector<Tensor>> ReferenceExecutor::Run(
     if (var->persistable() && var->type() != proto::VarType::FEED_MINIBATCH &&
         var->type() != proto::VarType::FETCH_LIST) {
       scope->Var(var->name());
+    } else if (var->type() == proto::VarType::LOD_TENSOR_ARRAY) {
+      local->Var(var->name())->GetMutableTensorList();  // starts empty
     } else {
       local->Var(var->name());
     }
   }
 
-  // Feed ops read columns of their holder variable.
+  // Feed ops read columns of their holder variable; a fed variable the
+  // program writes gets a copy (the caller's tensor stays as it was).
+  const std::unordered_set<std::string> written = VarsWrittenByOps(program);
   std::set<std::string> consumed;
   std::map<std::string, int> fetch_columns;  // var name -> fetch col
   std::string fetch_holder;
@@ -48,7 +53,8 @@ StatusOr<std::vector<Tensor>> ReferenceExecutor::Run(
       PAREX_ASSIGN_OR_RETURN(int col, op->GetAttr<int>("col"));
       auto* list = local->Var(op->FirstInput("X"))->GetMutableTensorList();
       if (static_cast<int>(list->size()) <= col) list->resize(col + 1);
-      (*list)[col] = it->second;
+      (*list)[col] =
+          written.count(target) > 0 ? it->second.Clone() : it->second;
       consumed.insert(target);
     } else if (op->type() == "fetch") {
       PAREX_ASSIGN_OR_RETURN(int col, op->GetAttr<int>("col"));
@@ -64,7 +70,8 @@ StatusOr<std::vector<Tensor>> ReferenceExecutor::Run(
                              "' names no variable of the program");
     }
     PAREX_RETURN_IF_ERROR(CheckFeed(*var, value));
-    *local->FindVar(name)->GetMutableTensor() = value;
+    *local->FindVar(name)->GetMutableTensor() =
+        written.count(name) > 0 ? value.Clone() : value;
   }
 
   for (const auto& op : block.ops()) {

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "actors/comm/communicator.h"
@@ -93,6 +95,14 @@ struct ParallelExecutor::Impl {
       const std::vector<std::vector<Tensor>>& fetched) const;
   Status ResetExecutionScopes(const SsaGraph& graph);
   Status FeedPlace(int p, const FeedMap& feed);
+  // Empties each place's non-persistable tensor arrays (LOD_TENSOR_ARRAY
+  // variables of the global block) before a step: in Paddle such a variable
+  // starts every run empty, and a to_static loop appends at its length.
+  void ClearArrays();
+  std::optional<std::vector<std::string>> array_vars;  // found on first use
+  // Variables the program's ops write: a feed of one is copied, not shared
+  // (VarsWrittenByOps); found on first use.
+  std::optional<std::unordered_set<std::string>> written_vars;
   StatusOr<std::vector<std::vector<Tensor>>> Step(
       const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch);
 };

@@ -179,6 +179,25 @@ Status ParallelExecutor::Impl::ResetExecutionScopes(const SsaGraph& graph) {
   return Status::Ok();
 }
 
+void ParallelExecutor::Impl::ClearArrays() {
+  if (!array_vars.has_value()) {
+    array_vars.emplace();
+    for (const auto& var : program.global_block().vars()) {
+      if (var->type() == proto::VarType::LOD_TENSOR_ARRAY &&
+          !var->persistable()) {
+        array_vars->push_back(var->name());
+      }
+    }
+  }
+  for (const std::string& name : *array_vars) {
+    for (int p = 0; p < n(); ++p) {
+      Variable* v = exec_scopes[p]->FindVar(name);
+      if (v == nullptr) v = exec_scopes[p]->Var(name);
+      v->GetMutableTensorList()->clear();
+    }
+  }
+}
+
 Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
   const Block& block = program.global_block();
   for (const auto& [name, value] : feed) {
@@ -195,7 +214,9 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
           devices->Feed(p, name, value, v->GetMutableTensor())
               .WithContext("feed '" + name + "' to " + places[p].ToString()));
     } else {
-      *v->GetMutableTensor() = value;
+      if (!written_vars.has_value()) written_vars = VarsWrittenByOps(program);
+      *v->GetMutableTensor() =
+          written_vars->count(name) > 0 ? value.Clone() : value;
     }
   }
   return Status::Ok();
@@ -237,6 +258,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
       }
     }
     last = step;
+    ClearArrays();
     for (int p = 0; p < n(); ++p) {
       PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
     }

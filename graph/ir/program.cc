@@ -404,4 +404,17 @@ Status Program::Save(const std::string& path, ProgramFormat format) const {
   return WriteProgramFile(path, *desc_, format);
 }
 
+std::unordered_set<std::string> VarsWrittenByOps(const Program& program) {
+  std::unordered_set<std::string> written;
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    for (const auto& op : program.block(b).ops()) {
+      if (op->type() == "feed") continue;  // the feed itself
+      for (const std::string& name : op->OutputArgumentNames()) {
+        written.insert(name);
+      }
+    }
+  }
+  return written;
+}
+
 }  // namespace parex

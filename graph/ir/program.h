@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/dims.h"
@@ -208,5 +209,11 @@ class Program {
   std::unique_ptr<proto::ProgramDesc> desc_;
   std::vector<std::unique_ptr<Block>> blocks_;
 };
+
+// Every variable some op of `program` (any block) writes. Executors feed by
+// sharing the caller's buffer; a fed variable in this set is copied instead,
+// or the program would write into the caller's tensor (a to_static loop
+// that carries its input, `h = x ... x = tanh(h)`).
+std::unordered_set<std::string> VarsWrittenByOps(const Program& program);
 
 }  // namespace parex

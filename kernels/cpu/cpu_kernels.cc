@@ -25,6 +25,7 @@ void RegisterCpuKernels(KernelRegistry* r) {
   RegisterBatchNormKernels(r);
   RegisterLayerNormKernels(r);
   RegisterGroupNormKernels(r);
+  RegisterArrayKernels(r);
   RegisterDropoutKernels(r);
   RegisterShapeKernels(r);
   RegisterLookupTableKernels(r);

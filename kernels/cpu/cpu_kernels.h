@@ -28,6 +28,7 @@ void RegisterInterpKernels(KernelRegistry* r);
 void RegisterBatchNormKernels(KernelRegistry* r);
 void RegisterLayerNormKernels(KernelRegistry* r);
 void RegisterGroupNormKernels(KernelRegistry* r);
+void RegisterArrayKernels(KernelRegistry* r);
 void RegisterDropoutKernels(KernelRegistry* r);
 void RegisterShapeKernels(KernelRegistry* r);
 void RegisterLookupTableKernels(KernelRegistry* r);

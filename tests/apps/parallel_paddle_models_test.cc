@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "actors/executor/parallel_executor.h"
+#include "apps/cli/npy.h"
 #include "apps/datasets.h"
 #include "kernels/io/model_io.h"
 #include "kernels/reference_executor.h"
@@ -117,6 +118,41 @@ TEST(ParallelPaddleModelsTest, SimpleModelTwoImagesOnePerPlace) {
     }
     EXPECT_NEAR(sum, 179387.45, 179387.45 * 1e-3) << "image " << img;
   }
+}
+
+// A to_static list appended in a tensor `while` (a tensor array: Paddle
+// makes it empty at the start of every run, and the loop appends at its
+// length) whose loop writes the fed variable (`h = x` carried as x): three
+// runs in a row give Paddle's output each time, on two places and on the
+// reference executor, and the caller's input stays as it was.
+TEST(ParallelPaddleModelsTest, TensorArraysStartEmptyEveryStep) {
+  const std::string dir = std::string(PAREX_TEST_FIXTURES_DIR) +
+                          "/paddle_control_flow/infer/list_net";
+  Scope scope;
+  auto model = LoadInferenceModel(dir + "/model.pdmodel",
+                                  dir + "/model.pdiparams", &scope);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  StatusOr<Tensor> x = ReadNpy(dir + "/x.npy");
+  StatusOr<Tensor> want = ReadNpy(dir + "/y.npy");
+  ASSERT_TRUE(x.ok() && want.ok());
+  Scope ref_scope;
+  ASSERT_TRUE(LoadInferenceModel(dir + "/model.pdmodel",
+                                 dir + "/model.pdiparams", &ref_scope)
+                  .ok());
+  ReferenceExecutor ref;
+  auto pe = ParallelExecutor::Create(kTwoPlaces, model->program, "", &scope);
+  ASSERT_TRUE(pe.ok()) << pe.status().ToString();
+  for (int run = 0; run < 3; ++run) {
+    auto one = ref.Run(model->program, &ref_scope, {{model->feed_names[0], *x}},
+                       model->fetch_names);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_LE(MaxAbsDiff((*one)[0], *want), 1e-6) << "run " << run;
+    auto got = (*pe)->Run({{model->feed_names[0], *x}}, model->fetch_names);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ((*got)[0].dims(), want->dims()) << "run " << run;
+    EXPECT_LE(MaxAbsDiff((*got)[0], *want), 1e-6) << "run " << run;
+  }
+  EXPECT_EQ(MaxAbsDiff(*x, *ReadNpy(dir + "/x.npy")), 0);
 }
 
 }  // namespace

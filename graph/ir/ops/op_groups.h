@@ -49,6 +49,7 @@ void RegisterInterpOps(OpSchemaRegistry* r);
 void RegisterLayoutOps(OpSchemaRegistry* r);
 // group_norm, instance_norm
 void RegisterGroupNormOps(OpSchemaRegistry* r);
+void RegisterArrayOps(OpSchemaRegistry* r);
 // conditional_block, while, select_input / select_output
 void RegisterControlFlowOps(OpSchemaRegistry* r);
 

@@ -23,6 +23,7 @@ void RegisterAllOpSchemas(OpSchemaRegistry* r) {
   RegisterInterpOps(r);
   RegisterLayoutOps(r);
   RegisterGroupNormOps(r);
+  RegisterArrayOps(r);
   RegisterControlFlowOps(r);
 }
 

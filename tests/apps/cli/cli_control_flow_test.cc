@@ -60,14 +60,15 @@ double InferError(const std::string& name, const std::string& places) {
 TEST(CliControlFlowTest, ToStaticIfAndWhileInferAsInPaddle) {
   for (const char* program :
        {"infer/if_net/model.pdmodel", "infer/while_net/model.pdmodel",
-        "train_if/main.pdmodel", "train_while/main.pdmodel"}) {
+        "infer/list_net/model.pdmodel", "train_if/main.pdmodel",
+        "train_while/main.pdmodel"}) {
     CliRun run = RunParex({"inspect", kFixtures + "/" + program},
                           ScratchDir("control_flow_inspect"));
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.out, HasSubstr("parex runs every op of this program"))
         << program;
   }
-  for (const char* name : {"if_net", "while_net"}) {
+  for (const char* name : {"if_net", "while_net", "list_net"}) {
     for (const char* places : {"cpu:1", "cpu:2"}) {
       SCOPED_TRACE(std::string(name) + " on " + places);
       EXPECT_LT(InferError(name, places), 1e-5);

@@ -420,14 +420,44 @@ Status RunSelectOutput(const OpDesc& op, Scope* scope, DeviceContext* dc) {
 
 }  // namespace
 
+namespace {
+
+// Gradients through a tensor array (and selecting one) are not built yet:
+// the runners below treat every variable they link or sum as a tensor.
+Status RefuseTensorArrays(const OpDesc& op, const Scope& scope) {
+  for (const std::vector<std::string>& names :
+       {op.InputArgumentNames(), op.OutputArgumentNames()}) {
+    for (const std::string& name : names) {
+      const Variable* v = scope.FindVar(name);
+      const VarDesc* desc =
+          op.block() == nullptr ? nullptr : op.block()->FindVar(name);
+      if ((v != nullptr && v->IsTensorList()) ||
+          (desc != nullptr &&
+           desc->type() == proto::VarType::LOD_TENSOR_ARRAY)) {
+        return Unimplemented(op.Label() + ": '" + name +
+                             "' is a tensor array; parex runs arrays in "
+                             "inference only (no gradient through an array "
+                             "yet)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RunControlFlowOp(const OpDesc& op, Scope* scope,
                         DeviceContext* device_context) {
   if (!device_context->place().is_cpu()) {
     return Unimplemented(op.Label() + ": control flow runs on CPU places; " +
                          "this op is on " + device_context->place().ToString());
   }
-  Status s;
   const std::string& type = op.type();
+  if (type == "conditional_block_grad" || type == "while_grad" ||
+      type == "select_input" || type == "select_output") {
+    PAREX_RETURN_IF_ERROR(RefuseTensorArrays(op, *scope));
+  }
+  Status s;
   if (type == "conditional_block") {
     s = RunConditionalBlock(op, scope, device_context);
   } else if (type == "conditional_block_grad") {

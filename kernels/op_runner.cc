@@ -14,6 +14,20 @@ bool ReadsSparseRows(const std::string& type) {
   return type == "sgd" || type == "momentum" || type == "adam" || type == "sum";
 }
 
+bool ReadsTensorLists(const std::string& type) {
+  return type == "feed" || type == "read_from_array" ||
+         type == "lod_array_length" || type == "tensor_array_to_tensor";
+}
+
+Status TensorListInputError(const OpDesc& op, const std::string& slot,
+                            const std::string& name) {
+  return Unimplemented(
+      op.Label() + ": input '" + slot + "' reads '" + name +
+      "', a tensor array (a list of tensors); parex reads arrays in "
+      "read_from_array, lod_array_length and tensor_array_to_tensor only "
+      "(no op takes an array's gradient yet)");
+}
+
 Status SparseInputError(const OpDesc& op, const std::string& slot,
                         const std::string& name) {
   return Unimplemented(op.Label() + ": input '" + slot + "' reads '" + name +
@@ -57,6 +71,8 @@ Status BindVariablesDeferred(const OpDesc& op, Scope* scope, KernelContext* ctx,
                         "computed before)");
       } else if (v->IsSelectedRows() && !ReadsSparseRows(op.type())) {
         return SparseInputError(op, slot.parameter(), name);
+      } else if (v->IsTensorList() && !ReadsTensorLists(op.type())) {
+        return TensorListInputError(op, slot.parameter(), name);
       }
       vars.push_back(v);
     }

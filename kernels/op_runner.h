@@ -49,6 +49,11 @@ Status BindVariablesDeferred(const OpDesc& op, Scope* scope, KernelContext* ctx,
 // Ops whose kernels take a sparse gradient (SelectedRows) as an input, and
 // the error for any other op given one.
 bool ReadsSparseRows(const std::string& type);
+// Ops whose kernels read a tensor array (a variable's tensor list), and the
+// error for any other op given one.
+bool ReadsTensorLists(const std::string& type);
+Status TensorListInputError(const OpDesc& op, const std::string& slot,
+                            const std::string& name);
 Status SparseInputError(const OpDesc& op, const std::string& slot,
                         const std::string& name);
 

@@ -90,6 +90,9 @@ Status PreparedOp::Run() {
     if (in.var->IsSelectedRows() && !ReadsSparseRows(op_.type())) {
       return SparseInputError(op_, *in.slot, *in.name);
     }
+    if (in.var->IsTensorList() && !ReadsTensorLists(op_.type())) {
+      return TensorListInputError(op_, *in.slot, *in.name);
+    }
   }
   // An attribute's dtype never changes: read it once.
   DType dtype = kernel_dtype_;

@@ -70,8 +70,12 @@ StatusOr<std::vector<Tensor>> ReferenceExecutor::Run(
                              "' names no variable of the program");
     }
     PAREX_RETURN_IF_ERROR(CheckFeed(*var, value));
-    *local->FindVar(name)->GetMutableTensor() =
-        written.count(name) > 0 ? value.Clone() : value;
+    Tensor* fed = local->FindVar(name)->GetMutableTensor();
+    if (written.count(name) > 0) {
+      *fed = value.Clone();
+    } else {
+      *fed = value;
+    }
   }
 
   for (const auto& op : block.ops()) {

@@ -215,8 +215,13 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
               .WithContext("feed '" + name + "' to " + places[p].ToString()));
     } else {
       if (!written_vars.has_value()) written_vars = VarsWrittenByOps(program);
-      *v->GetMutableTensor() =
-          written_vars->count(name) > 0 ? value.Clone() : value;
+      // Assigned, not through a conditional: a Tensor temporary would copy
+      // its dims (an allocation a steady step must not make).
+      if (written_vars->count(name) > 0) {
+        *v->GetMutableTensor() = value.Clone();
+      } else {
+        *v->GetMutableTensor() = value;
+      }
     }
   }
   return Status::Ok();

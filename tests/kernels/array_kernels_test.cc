@@ -151,5 +151,18 @@ TEST(ArrayKernelsTest, BadIndicesAndElementsAreNamed) {
   EXPECT_THAT(s.message(), HasSubstr("not int64 or int32"));
 }
 
+// An op that reads tensors is refused an array (never handed a null
+// tensor), and an array op a tensor where it wants an array.
+TEST(ArrayKernelsTest, ArraysAndTensorsAreNotMixedUp) {
+  ArrayProgram a;
+  ASSERT_TRUE(a.Write(0, 0).ok());
+  Status s = a.Run("relu", {"X", "arr"}, {"Out", "out"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("'arr', a tensor array"));
+  s = a.Run("tensor_array_to_tensor", {"X", "x"}, {"Out", "out"});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("array 'x' is empty"));
+}
+
 }  // namespace
 }  // namespace parex

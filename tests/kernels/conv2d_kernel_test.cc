@@ -291,7 +291,8 @@ TEST(Conv2dKernelTest, FilterLargerThanImageIsAnError) {
 
 // Channels-last (graph/ir/spec/channels_last.h, kernels/channels_last.h):
 // conv2d, depthwise_conv2d, pool2d, conv2d_transpose, the interps,
-// pixel_shuffle and prelu with data_format NHWC and pad3d with NDHWC against
+// pixel_shuffle and prelu with data_format NHWC, and conv3d, pool3d and
+// pad3d with NDHWC, against
 // Paddle's goldens (channels_last.json; fp64 within 1e-9: Paddle's NHWC
 // gradients sum in another order) and finite differences, and the shapes
 // they declare at compile time.
@@ -320,6 +321,11 @@ TEST(ChannelsLastTest, MatchesPaddle) {
   // channel mode with Alpha [1, 1, 1, C] and [C], element and all.
   EXPECT_EQ(CheckPaddleGoldens("prelu", {1e-9, 1e-5}, "channels_last.json"), 4);
   EXPECT_EQ(CheckPaddleGoldens("pad3d", {1e-12, 1e-5}, "channels_last.json"),
+            2);
+  // NDHWC: conv3d, pool3d (max and avg).
+  EXPECT_EQ(CheckPaddleGoldens("conv3d", {1e-9, 1e-5}, "channels_last.json"),
+            1);
+  EXPECT_EQ(CheckPaddleGoldens("pool3d", {1e-7, 1e-5}, "channels_last.json"),
             2);
 }
 

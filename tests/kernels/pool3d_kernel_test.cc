@@ -133,14 +133,16 @@ TEST(Pool3dKernelTest, BadAttributesAndShapesNameTheOp) {
     EXPECT_THAT(s.message(), HasSubstr("'pool3d'"));
     EXPECT_THAT(s.message(), HasSubstr(c.what));
   }
+  // NDHWC runs (channels_last.h); a 2-D layout names the op.
   OpTester t("pool3d");
   t.Input("X", RandomTensor({1, 4, 4, 4, 1}, -1, 1, 1))
       .Output("Out")
       .Attr("ksize", std::vector<int>{2, 2, 2})
-      .Attr("data_format", std::string("NDHWC"));
+      .Attr("data_format", std::string("NHWC"));
   const Status s = t.Run();
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_THAT(s.message(), HasSubstr("'pool3d'"));
+  EXPECT_THAT(s.message(), HasSubstr("data_format 'NHWC'"));
 }
 
 TEST(Pool3dSchemaTest, UnknownBatchAtCompileTime) {

@@ -264,7 +264,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
   OpSchema pool3d("pool3d");
   pool3d.Input("X")
       .Output("Out")
-      .InferShape(InferPool<3>)
+      .InferShape(WithChannelsLast(InferPool<3>))
       .Grad("pool3d_grad", {"X", "Out", "Out@GRAD"}, {"X@GRAD"});
   r->Add(PoolAttrs(pool3d, 3));
 
@@ -273,7 +273,7 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Input("Out")
       .Input("Out@GRAD")
       .Output("X@GRAD", kOptional)
-      .InferShape(InferPoolGrad<3>);
+      .InferShape(WithChannelsLast(InferPoolGrad<3>));
   r->Add(PoolAttrs(pool3d_grad, 3));
 }
 

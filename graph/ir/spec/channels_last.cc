@@ -31,6 +31,14 @@ const ChannelsLastSlots kPreluGrad = {"data_format",
                                       "NCHW",
                                       {"X", "Alpha", "Out@GRAD"},
                                       {"X@GRAD", "Alpha@GRAD"}};
+const ChannelsLastSlots kConv3d = {
+    "data_format", "NDHWC", "NCDHW", {"Input"}, {"Output"}};
+const ChannelsLastSlots kConv3dGrad = {
+    "data_format", "NDHWC", "NCDHW", {"Input", "Output@GRAD"}, {"Input@GRAD"}};
+const ChannelsLastSlots kPool3d = {
+    "data_format", "NDHWC", "NCDHW", {"X"}, {"Out"}};
+const ChannelsLastSlots kPool3dGrad = {
+    "data_format", "NDHWC", "NCDHW", {"X", "Out", "Out@GRAD"}, {"X@GRAD"}};
 const ChannelsLastSlots kPad3d = {
     "data_format", "NDHWC", "NCDHW", {"X"}, {"Out"}};
 const ChannelsLastSlots kPad3dGrad = {
@@ -106,6 +114,10 @@ const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op) {
           {"pixel_shuffle_grad", &kPixelShuffleGrad},
           {"prelu", &kPrelu},
           {"prelu_grad", &kPreluGrad},
+          {"conv3d", &kConv3d},
+          {"conv3d_grad", &kConv3dGrad},
+          {"pool3d", &kPool3d},
+          {"pool3d_grad", &kPool3dGrad},
           {"pad3d", &kPad3d},
           {"pad3d_grad", &kPad3dGrad},
       };

@@ -28,8 +28,8 @@ struct ChannelsLastSlots {
 
 // The op's slots when it runs channels-last (its layout attribute says so;
 // conv2d, depthwise_conv2d, conv2d_transpose, pool2d, nearest and bilinear
-// interp_v2, pixel_shuffle, prelu, pad3d and their gradient ops), else
-// nullptr.
+// interp_v2, pixel_shuffle, prelu in NHWC; conv3d, pool3d, pad3d in NDHWC;
+// and their gradient ops), else nullptr.
 const ChannelsLastSlots* ChannelsLastOf(const OpDesc& op);
 
 // [N, H, W, C] -> [N, C, H, W] (any rank from 3: [N, ..., C] -> [N, C,

@@ -29,8 +29,11 @@ Status CheckChannelsFirst(const ShapeContext& ctx, const std::string& attr,
                           const std::string& channels_first) {
   const std::string format = ctx.Attr<std::string>(attr);
   if (format == channels_first || format == "AnyLayout") return Status::Ok();
+  // Channels-last ops reach here as channels-first views (channels_last.h):
+  // any other layout is one parex does not run for this op.
   return Unimplemented(ctx.op().Label() + ": " + attr + " '" + format +
-                       "' (only " + channels_first + " is supported)");
+                       "' (parex runs " + channels_first +
+                       " and, where Paddle has it, the channels-last form)");
 }
 
 Status ResolvePaddings(const ShapeContext& ctx, WindowSpec* w) {

@@ -937,8 +937,8 @@ def channels_last_cases(rng):
     """channels_last.json (tests/kernels/conv2d_kernel_test.cc): conv2d,
     depthwise_conv2d, pool2d (max and avg), conv2d_transpose, the bilinear /
     nearest interps, pixel_shuffle and prelu (every mode) with data_format
-    (data_layout) NHWC and pad3d with NDHWC, with Paddle's gradient ops;
-    fp64."""
+    (data_layout) NHWC, and conv3d, pool3d and pad3d with NDHWC, with
+    Paddle's gradient ops; fp64."""
     def u(*dims):
         return rng.uniform(-2, 2, size=dims)
     cases = []
@@ -977,6 +977,18 @@ def channels_last_cases(rng):
         cases.append(run_static("prelu", {"X": [u(2, 2, 4, 3)], "Alpha": [alpha]},
                                 {"mode": mode, "data_format": "NHWC"}, {"Out": 1},
                                 ["X_0", "Alpha_0"], rng))
+    cases.append(run_static("conv3d", {"Input": [u(1, 3, 4, 3, 2)], "Filter": [u(2, 2, 2, 3, 2)]},
+                            conv_attrs(strides=[1, 2, 1], paddings=[1, 0, 1],
+                                       dilations=[1, 1, 1], data_format="NDHWC"),
+                            {"Output": 1}, ["Input_0", "Filter_0"], rng))
+    vol = rng.permutation(2 * 4 * 4 * 3 * 2).reshape(2, 4, 4, 3, 2).astype("float64") / 8.0 - 6
+    for kw in ({"pooling_type": "max", "paddings": [1, 0, 1], "ceil_mode": False},
+               {"pooling_type": "avg", "paddings": [0, 1, 0], "ceil_mode": True}):
+        attrs = {"ksize": [2, 2, 2], "strides": [2, 2, 1], "global_pooling": False,
+                 "exclusive": True, "adaptive": False, "padding_algorithm": "EXPLICIT",
+                 "data_format": "NDHWC"}
+        attrs.update(kw)
+        cases.append(run_static("pool3d", {"X": [vol]}, attrs, {"Out": 1}, ["X_0"], rng))
     for mode in ("reflect", "constant"):
         cases.append(run_static("pad3d", {"X": [u(1, 2, 3, 3, 2)]},
                                 {"paddings": [1, 0, 2, 1, 0, 1], "mode": mode, "value": 0.5,

@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "apps/cli/cli.h"
 #include "base/file_io.h"
@@ -92,13 +94,27 @@ void PrintReport(const Placed& p) {
   }
 }
 
-// Where a variable of the node's ops lives, and the other nodes' ops that
-// read it.
+// The node's side of a placed block: where each variable lives, and which
+// other nodes' groups read each variable (one pass over the ops, so a
+// node's view costs linear time in the program).
 struct Edges {
   const Block& block;
   NodeRole role;
   std::string node;
+  std::vector<PlaceGroup> op_groups;  // by op index (unplaced: trainer)
+  std::map<std::string, std::set<std::string>> read_elsewhere;
 
+  Edges(const Block& b, NodeRole r, std::string n)
+      : block(b), role(r), node(std::move(n)) {
+    for (int i = 0; i < block.num_ops(); ++i) {
+      StatusOr<std::optional<PlaceGroup>> g = PlaceGroupOf(block.op(i));
+      op_groups.push_back(g.ok() && g->has_value() ? **g : PlaceGroup());
+      if (Here(op_groups.back())) continue;
+      for (const std::string& in : block.op(i).InputArgumentNames()) {
+        read_elsewhere[in].insert(op_groups.back().ToString());
+      }
+    }
+  }
   PlaceGroup GroupOfVar(const std::string& name) const {
     const VarDesc* var = block.FindVar(name);
     if (var == nullptr) return PlaceGroup();
@@ -106,19 +122,6 @@ struct Edges {
     return g.ok() && g->has_value() ? **g : PlaceGroup();
   }
   bool Here(const PlaceGroup& g) const { return g.Includes(role, node); }
-  // The groups of the other nodes' ops that read `name`.
-  std::set<std::string> ReadElsewhere(const std::string& name) const {
-    std::set<std::string> out;
-    for (int i = 0; i < block.num_ops(); ++i) {
-      const OpDesc& op = block.op(i);
-      StatusOr<std::optional<PlaceGroup>> g = PlaceGroupOf(op);
-      if (!g.ok() || !g->has_value() || Here(**g)) continue;
-      for (const std::string& in : op.InputArgumentNames()) {
-        if (in == name) out.insert((*g)->ToString());
-      }
-    }
-    return out;
-  }
 };
 
 nlohmann::json NodeView(const Placed& p, const std::string& node) {
@@ -126,27 +129,28 @@ nlohmann::json NodeView(const Placed& p, const std::string& node) {
   const bool pserver =
       std::find(p.roles.pservers.begin(), p.roles.pservers.end(), node) !=
       p.roles.pservers.end();
-  const Edges edges{block, pserver ? NodeRole::kPserver : NodeRole::kTrainer,
-                    node};
+  const Edges edges(block, pserver ? NodeRole::kPserver : NodeRole::kTrainer,
+                    node);
   nlohmann::json ops = nlohmann::json::array();
   std::map<std::string, std::string> receives;
   std::map<std::string, std::set<std::string>> sends;
   for (int i = 0; i < block.num_ops(); ++i) {
     const OpDesc& op = block.op(i);
-    StatusOr<std::optional<PlaceGroup>> g = PlaceGroupOf(op);
-    if (!g.ok() || !g->has_value() || !edges.Here(**g)) continue;
+    const PlaceGroup& g = edges.op_groups[i];
+    if (!edges.Here(g)) continue;
     for (const std::string& in : op.InputArgumentNames()) {
       const PlaceGroup vg = edges.GroupOfVar(in);
       if (!edges.Here(vg)) receives[in] = vg.ToString();
     }
     for (const std::string& out : op.OutputArgumentNames()) {
-      for (const std::string& to : edges.ReadElsewhere(out)) {
-        sends[out].insert(to);
+      const auto it = edges.read_elsewhere.find(out);
+      if (it != edges.read_elsewhere.end()) {
+        sends[out].insert(it->second.begin(), it->second.end());
       }
     }
     ops.push_back({{"index", i},
                    {"type", op.type()},
-                   {"place_group", (*g)->ToString()},
+                   {"place_group", g.ToString()},
                    {"inputs", op.InputArgumentNames()},
                    {"outputs", op.OutputArgumentNames()}});
   }

@@ -132,7 +132,7 @@ Status TensorArrayToTensorKernel(KernelContext& ctx) {
   int64_t outer = 1;
   for (int d = 0; d < axis; ++d) outer *= dims[d];
   char* to = static_cast<char*>(out->raw_data());
-  for (int64_t o = 0; o < outer; ++o) {
+  for (int64_t o = 0; out->numel() > 0 && o < outer; ++o) {
     for (const Tensor& t : *array) {
       const size_t chunk = t.bytes() / static_cast<size_t>(outer);
       std::memcpy(to, static_cast<const char*>(t.raw_data()) + o * chunk,

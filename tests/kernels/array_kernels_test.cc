@@ -145,6 +145,16 @@ TEST(ArrayKernelsTest, BadIndicesAndElementsAreNamed) {
             [](OpDesc* op) { op->SetAttr<int>("axis", 1); });
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.message(), HasSubstr("element 2 of the array is empty"));
+  // Elements with no rows join into an empty tensor (no division by 0).
+  ArrayProgram empty;
+  empty.Set("x", Floats({0, 3}, 0));
+  empty.Set("i", Index(0));
+  ASSERT_TRUE(
+      empty.Run("write_to_array", {"X", "x", "I", "i"}, {"Out", "arr"}).ok());
+  s = empty.Run("tensor_array_to_tensor", {"X", "arr"}, {"Out", "out"},
+                [](OpDesc* op) { op->SetAttr<int>("axis", 1); });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(empty.scope.FindVar("out")->GetTensor()->dims(), (Dims{0, 3}));
   a.Set("i", Tensor(DType::kFP32, {1}));
   s = a.Run("read_from_array", {"X", "arr", "I", "i"}, {"Out", "out"});
   ASSERT_FALSE(s.ok());

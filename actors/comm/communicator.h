@@ -155,6 +155,25 @@ class Communicator {
   // memory with an input.
   virtual Status AllGather(std::string_view name, const PlaceTensors& inputs,
                            const PlaceTensors& outputs) = 0;
+
+  // Point to point (a cross-node edge of a placed program, issue 32): Send
+  // gives rank `to` this rank's `tensor` (dtype, dims and bytes); the
+  // matching Recv on `to` (from this rank, under the same name; each pair's
+  // messages arrive in the order they were sent) makes `*tensor` a copy,
+  // allocated there (a large-enough buffer is kept). Errors name the
+  // variable and both ranks. Backends without it: Unimplemented.
+  virtual Status Send(std::string_view name, const Tensor& tensor, int to) {
+    (void)tensor;
+    return Unimplemented(std::string(backend()) + ": send '" +
+                         std::string(name) + "' to rank " + std::to_string(to) +
+                         ": no point-to-point messages");
+  }
+  virtual Status Recv(std::string_view name, Tensor* tensor, int from) {
+    (void)tensor;
+    return Unimplemented(std::string(backend()) + ": recv '" +
+                         std::string(name) + "' from rank " +
+                         std::to_string(from) + ": no point-to-point messages");
+  }
 };
 
 }  // namespace parex

@@ -14,6 +14,8 @@
 #include <exception>
 #include <utility>
 
+#include "base/text.h"
+
 namespace parex {
 
 struct GlooCommunicator::Entry {
@@ -73,6 +75,8 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
   comm->rank_names_ = std::move(rank_names);
   comm->store_ = std::move(store);
   comm->timeout_ = timeout;
+  comm->sent_.assign(size, 0);
+  comm->received_.assign(size, 0);
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = host;
@@ -96,6 +100,10 @@ GlooCommunicator::~GlooCommunicator() = default;
 void GlooCommunicator::Interrupt(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   interrupted_ = reason;
+  if (waiting_ != nullptr) {  // a point-to-point call can be woken
+    waiting_->abortWaitRecv();
+    waiting_->abortWaitSend();
+  }
 }
 
 void GlooCommunicator::Resume() {
@@ -395,6 +403,139 @@ Status GlooCommunicator::AllGather(std::string_view name,
   return Unimplemented(
       "all_gather '" + std::string(name) +
       "' across nodes: not supported (dense gradients are all-reduced)");
+}
+
+namespace {
+
+// A point-to-point message's header: what the payload that follows is.
+constexpr uint64_t kWireMagic = 0x7032707865726170;  // "parexp2p"
+constexpr uint8_t kPointToPointSlotPrefix = 0x70;
+constexpr int kWireMaxRank = 8;
+constexpr size_t kWireNameBytes = 64;
+
+struct WireHeader {
+  uint64_t magic = kWireMagic;
+  int32_t dtype = 0;
+  int32_t rank = 0;
+  int64_t dims[kWireMaxRank] = {};
+  char name[kWireNameBytes] = {};  // truncated, NUL-padded
+};
+
+std::string WireName(std::string_view name) {
+  return std::string(name.substr(0, kWireNameBytes));
+}
+
+}  // namespace
+
+Status GlooCommunicator::CheckPeer(int peer, const std::string& what) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return InvalidArgument(what + ": rank " + std::to_string(peer) +
+                           " is no other rank of 0.." +
+                           std::to_string(size_ - 1));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!interrupted_.ok()) return interrupted_;
+  if (!broken_.ok()) return broken_;
+  return Status::Ok();
+}
+
+Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
+                                  uint32_t tag, const std::string& what) {
+  if (bytes == 0) return Status::Ok();
+  std::string error;
+  bool done = false;
+  try {
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer =
+        context_->createUnboundBuffer(data, bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!interrupted_.ok()) return interrupted_;
+      waiting_ = buffer.get();
+    }
+    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
+    if (send) {
+      buffer->send(peer, slot);
+      done = buffer->waitSend(timeout_);
+    } else {
+      buffer->recv(peer, slot);
+      done = buffer->waitRecv(timeout_);
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  Status interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = nullptr;
+    interrupted = interrupted_;
+  }
+  if (!interrupted.ok()) return interrupted.WithContext(what);
+  if (done && error.empty()) return Status::Ok();
+  Status s =
+      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error) +
+              (IsTimeout(error) ? " (no message within the collective "
+                                  "timeout)"
+                                : ""));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = s;
+  return s;
+}
+
+Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
+                              int to) {
+  const std::string what =
+      "send '" + std::string(name) + "' from " + rank_names_[rank_] + " to " +
+      (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
+  PAREX_RETURN_IF_ERROR(CheckPeer(to, what));
+  if (!tensor.defined() || !tensor.place().is_cpu() ||
+      tensor.rank() > kWireMaxRank) {
+    return InvalidArgument(what + ": needs a defined host tensor of rank " +
+                           "at most " + std::to_string(kWireMaxRank));
+  }
+  WireHeader header;
+  header.dtype = static_cast<int32_t>(tensor.dtype());
+  header.rank = tensor.rank();
+  for (int d = 0; d < tensor.rank(); ++d) header.dims[d] = tensor.dim(d);
+  const std::string wire_name = WireName(name);
+  std::memcpy(header.name, wire_name.data(), wire_name.size());
+  const uint32_t tag = 2 * sent_[to]++;
+  PAREX_RETURN_IF_ERROR(Transfer(true, &header, sizeof(header), to, tag, what));
+  return Transfer(true, const_cast<void*>(tensor.raw_data()), tensor.bytes(),
+                  to, tag + 1, what);
+}
+
+Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from) {
+  const std::string peer =
+      from >= 0 && from < size_ ? rank_names_[from] : std::string("?");
+  const std::string what = "recv '" + std::string(name) + "' on " +
+                           rank_names_[rank_] + " from " + peer;
+  PAREX_RETURN_IF_ERROR(CheckPeer(from, what));
+  WireHeader header;
+  const uint32_t tag = 2 * received_[from]++;
+  PAREX_RETURN_IF_ERROR(
+      Transfer(false, &header, sizeof(header), from, tag, what));
+  const std::string got(header.name, strnlen(header.name, kWireNameBytes));
+  if (header.magic != kWireMagic) {
+    return Aborted(what + ": " + peer + " sent no parex tensor header");
+  }
+  if (got != WireName(name)) {
+    return Aborted(what + ": " + peer + " sent '" + Excerpt(got) +
+                   "' instead (the two ranks' messages are out of order)");
+  }
+  const auto dtype = static_cast<DType>(header.dtype);
+  if (header.rank < 0 || header.rank > kWireMaxRank ||
+      !IsElementType(header.dtype) || SizeOf(dtype) == 0) {
+    return Aborted(what + ": " + peer + " sent a header with dtype " +
+                   std::to_string(header.dtype) + " and rank " +
+                   std::to_string(header.rank));
+  }
+  Dims dims(header.dims, header.dims + header.rank);
+  // TryAllocate refuses negative extents and sizes that overflow or that no
+  // allocation can hold, before any payload is read.
+  PAREX_RETURN_IF_ERROR(tensor->TryAllocate(dtype, dims)
+                            .WithContext(what + ": " + peer + "'s header"));
+  return Transfer(false, tensor->raw_data(), tensor->bytes(), from, tag + 1,
+                  what);
 }
 
 }  // namespace parex

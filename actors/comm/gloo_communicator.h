@@ -60,6 +60,7 @@ namespace gloo {
 class Context;
 namespace transport {
 class Device;
+class UnboundBuffer;
 }  // namespace transport
 namespace rendezvous {
 class Store;
@@ -109,6 +110,14 @@ class GlooCommunicator final : public Communicator {
   Status AllGather(std::string_view name, const PlaceTensors& inputs,
                    const PlaceTensors& outputs) override;
 
+  // Point to point on the context made at Connect, over Gloo's unbound
+  // buffers: a fixed-size header (dtype, dims, the variable's name) and then
+  // the bytes. A header that is not one, names another variable, or gives a
+  // bad dtype, rank or size is refused naming the peer; nothing is
+  // allocated before it is checked. Interrupt wakes a call waiting here.
+  Status Send(std::string_view name, const Tensor& tensor, int to) override;
+  Status Recv(std::string_view name, Tensor* tensor, int from) override;
+
   // The rank names given at Connect ("node 'b'" in messages).
   const std::string& rank_name(int rank) const { return rank_names_[rank]; }
 
@@ -152,6 +161,11 @@ class GlooCommunicator final : public Communicator {
                  TensorGroups groups, int root);
   Status Failed(Collective collective, std::string_view name,
                 const std::string& what);
+  // One unbound-buffer transfer of `bytes` at `data` with `peer` (waited
+  // for, interruptible); `what` names it in errors.
+  Status Transfer(bool send, void* data, size_t bytes, int peer, uint32_t tag,
+                  const std::string& what);
+  Status CheckPeer(int peer, const std::string& what) const;
 
   // Made at Connect: broadcasts run on it; and a rank that cannot reach
   // another fails at join time, not at the first step.
@@ -171,10 +185,14 @@ class GlooCommunicator final : public Communicator {
   int contexts_made_ = 0;
   std::function<std::string(const Failure&)> explain_;
   Observer observer_;
-  int64_t seq_ = 0;     // calls made (the calling thread's)
-  std::mutex mu_;       // guards broken_ and interrupted_
+  int64_t seq_ = 0;        // calls made (the calling thread's)
+  mutable std::mutex mu_;  // guards broken_, interrupted_ and waiting_
   Status broken_;       // set by the first Gloo failure: the context is closed
   Status interrupted_;  // set by Interrupt until Resume
+  // Point to point: messages sent to and received from each rank so far
+  // (the tags of the next), and the buffer a call waits on (mu_).
+  std::vector<uint32_t> sent_, received_;
+  gloo::transport::UnboundBuffer* waiting_ = nullptr;
 };
 
 }  // namespace parex

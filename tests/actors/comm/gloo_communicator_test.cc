@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,7 +31,8 @@ namespace {
 // that closes while a peer still reads its last message resets it, as
 // Cluster::Leave avoids between processes).
 void WithRanks(int size,
-               const std::function<void(int, GlooCommunicator&)>& body) {
+               const std::function<void(int, GlooCommunicator&)>& body,
+               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   std::mutex mu;
   std::condition_variable cv;
@@ -41,8 +44,8 @@ void WithRanks(int size,
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
       StatusOr<std::shared_ptr<GlooCommunicator>> comm =
-          GlooCommunicator::Connect(store, r, size, "127.0.0.1",
-                                    std::chrono::seconds(30), names);
+          GlooCommunicator::Connect(store, r, size, "127.0.0.1", timeout,
+                                    names);
       ASSERT_TRUE(comm.ok()) << comm.status().ToString();
       body(r, **comm);
       std::unique_lock<std::mutex> lock(mu);
@@ -272,6 +275,118 @@ TEST(GlooCommunicatorTest, AWriteToAVanishedPeerIsAnErrorNotSigpipe) {
   EXPECT_NE(now.sa_handler, SIG_IGN);
   EXPECT_NE(now.sa_handler, SIG_DFL);
   sigaction(SIGPIPE, &saved, nullptr);
+}
+
+// Point to point (issue 32's cross-node edges): tensors of several dtypes
+// and shapes, an empty one and a large one, in order per pair, between the
+// pairs of 3 ranks; what arrives equals what was sent, bit for bit.
+TEST(GlooCommunicatorTest, PointToPointCarriesDtypeShapeAndBytes) {
+  auto make = [](int from, int to) {
+    std::vector<Tensor> ts;
+    ts.emplace_back(DType::kFP32, Dims{2, 3});
+    for (int i = 0; i < 6; ++i) ts[0].data<float>()[i] = from * 10 + to + i;
+    ts.emplace_back(DType::kInt64, Dims{5});
+    for (int i = 0; i < 5; ++i) ts[1].data<int64_t>()[i] = -from * 100 - i;
+    ts.emplace_back(DType::kFP32, Dims{0, 4});
+    ts.emplace_back(DType::kFP64, Dims{300, 1000});
+    for (int64_t i = 0; i < ts[3].numel(); ++i)
+      ts[3].data<double>()[i] = Value(from, i) + to;
+    return ts;
+  };
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.dtype() == b.dtype() && a.dims() == b.dims() &&
+           (a.bytes() == 0 ||
+            std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0);
+  };
+  // 0 sends to 1 and then 2; 1 receives from 0 and sends to 2; 2 receives
+  // from 1 first, then from 0 (each pair in its own order).
+  WithRanks(3, [&](int rank, GlooCommunicator& comm) {
+    auto send_all = [&](int to) {
+      for (const Tensor& t : make(rank, to)) {
+        Status s = comm.Send("edge", t, to);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+      }
+    };
+    auto recv_all = [&](int from) {
+      Tensor got(DType::kFP32, {1});
+      for (const Tensor& want : make(from, rank)) {
+        Status s = comm.Recv("edge", &got, from);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        EXPECT_TRUE(same(got, want)) << "from " << from << " to " << rank;
+      }
+    };
+    if (rank == 0) {
+      send_all(1);
+      send_all(2);
+    } else if (rank == 1) {
+      recv_all(0);
+      send_all(2);
+    } else {
+      recv_all(1);
+      recv_all(0);
+    }
+  });
+}
+
+// A receive under another name, from a rank that never sends, or woken by
+// Interrupt, and a bad rank: errors naming the variable and both ranks. A
+// send waits for its receive: the sender of the misnamed tensor fails too,
+// at the timeout, since its payload is never taken.
+TEST(GlooCommunicatorTest, PointToPointErrorsNameTheVariableAndRanks) {
+  WithRanks(
+      2,
+      [](int rank, GlooCommunicator& comm) {
+        Tensor t(DType::kFP32, {3});
+        if (rank == 0) {
+          Status self = comm.Send("a", t, 0);
+          EXPECT_EQ(self.code(), StatusCode::kInvalidArgument);
+          EXPECT_NE(self.message().find("no other rank"), std::string::npos);
+          Status s = comm.Send("a", t, 1);
+          ASSERT_FALSE(s.ok());
+          EXPECT_NE(s.message().find("send 'a' from node '0' to node '1'"),
+                    std::string::npos)
+              << s.message();
+          return;
+        }
+        Status s = comm.Recv("b", &t, 0);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("recv 'b' on node '1' from node '0'"),
+                  std::string::npos)
+            << s.message();
+        EXPECT_NE(s.message().find("sent 'a' instead"), std::string::npos);
+      },
+      std::chrono::milliseconds(1500));
+  WithRanks(
+      2,
+      [](int rank, GlooCommunicator& comm) {
+        if (rank == 0) return;  // never sends
+        Tensor t;
+        const auto start = std::chrono::steady_clock::now();
+        Status s = comm.Recv("silent", &t, 0);
+        ASSERT_FALSE(s.ok());
+        EXPECT_NE(s.message().find("recv 'silent' on node '1' from node '0'"),
+                  std::string::npos)
+            << s.message();
+        EXPECT_LT(std::chrono::steady_clock::now() - start,
+                  std::chrono::seconds(20));
+      },
+      std::chrono::milliseconds(1500));
+  WithRanks(2, [](int rank, GlooCommunicator& comm) {
+    if (rank == 0) return;
+    std::thread stop([&comm] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      comm.Interrupt(Aborted("the cluster is stopping"));
+    });
+    Tensor t;
+    const auto start = std::chrono::steady_clock::now();
+    Status s = comm.Recv("woken", &t, 0);  // the timeout is 30 s
+    stop.join();
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("the cluster is stopping"), std::string::npos)
+        << s.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - start,
+              std::chrono::seconds(10));
+  });
 }
 
 TEST(HierarchicalCommunicatorTest, SumsInsideTheNodeThenAcrossNodes) {

@@ -444,9 +444,11 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
   if (bytes == 0) return Status::Ok();
   std::string error;
   bool done = false;
+  // Outlives the wait: Interrupt may call into it until waiting_ is cleared
+  // below.
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
   try {
-    std::unique_ptr<gloo::transport::UnboundBuffer> buffer =
-        context_->createUnboundBuffer(data, bytes);
+    buffer = context_->createUnboundBuffer(data, bytes);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!interrupted_.ok()) return interrupted_;

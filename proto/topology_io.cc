@@ -34,14 +34,6 @@ class Collector : public pb::io::ErrorCollector {
   std::string first_;
 };
 
-bool ValidName(const std::string& name) {
-  if (name.empty() || name.size() > 64) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-  });
-}
-
 bool ValidHost(const std::string& host) {
   if (host.empty() || host.size() > 253) return false;
   return std::all_of(host.begin(), host.end(), [](char c) {
@@ -127,7 +119,7 @@ class TopologyReader {
   // The cluster's name, that nodes are listed, the collective backend.
   Status ReadHeader() {
     topo_.cluster = proto_.cluster();
-    if (!ValidName(topo_.cluster)) {
+    if (!ValidNodeName(topo_.cluster)) {
       return InvalidArgument(At("cluster") + ": cluster name '" +
                              Excerpt(topo_.cluster) +
                              "' must be 1-64 letters, digits, '_', '-' or '.'");
@@ -189,7 +181,7 @@ class TopologyReader {
     TopologyNode node;
     node.name = n.name();
     node.line = tree_.GetLocation(node_field, i).line + 1;
-    if (!ValidName(n.name())) {
+    if (!ValidNodeName(n.name())) {
       return InvalidArgument(lines.where + ": node #" + std::to_string(i) +
                              ": name '" + Excerpt(n.name()) +
                              "' must be 1-64 letters, digits, '_', '-' or '.'");
@@ -393,6 +385,14 @@ StatusOr<Topology> LoadTopology(const std::string& path, bool allow_pservers) {
   StatusOr<std::string> text = ReadFileBytes(path);
   if (!text.ok()) return text.status();
   return ParseTopology(*text, path, allow_pservers);
+}
+
+bool ValidNodeName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+  });
 }
 
 }  // namespace parex

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/place.h"
@@ -57,6 +58,8 @@ struct Topology {
 StatusOr<Topology> ParseTopology(const std::string& text,
                                  const std::string& path,
                                  bool allow_pservers = false);
+// A node's (or cluster's) name: 1-64 letters, digits, '_', '-' or '.'.
+bool ValidNodeName(std::string_view name);
 // Reads `path` (a regular file) and parses it.
 StatusOr<Topology> LoadTopology(const std::string& path,
                                 bool allow_pservers = false);

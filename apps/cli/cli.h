@@ -21,6 +21,9 @@ namespace parex::cli {
 using train::kClusterBucketBytes;
 using train::TrainOptions;
 
+// "a, b, c" ("(none)" for no names): lists in messages.
+std::string JoinNames(const std::vector<std::string>& names);
+
 // The *.pdmodel file of a directory, when it holds exactly one; NotFound /
 // InvalidArgument naming the directory otherwise.
 StatusOr<std::string> OnlyPdmodel(const std::string& dir);

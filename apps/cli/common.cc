@@ -114,4 +114,10 @@ StatusOr<InferenceModel> LoadModel(const std::string& path,
   return LoadInferenceModel(file, params_file, scope);
 }
 
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "(none)" : out;
+}
+
 }  // namespace parex::cli

@@ -20,12 +20,6 @@
 namespace parex::cli {
 namespace {
 
-std::string Join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s.empty() ? "(none)" : s;
-}
-
 std::string HumanBytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB"};
   int u = 0;
@@ -217,8 +211,8 @@ int RunInspect(const std::string& path, const std::string& params) {
         "  program version  none (saved by Paddle before 1.6, or by parex)\n");
   }
   std::printf("  blocks           %d\n", program.num_blocks());
-  std::printf("  feeds            %s\n", Join(model->feed_names).c_str());
-  std::printf("  fetches          %s\n", Join(model->fetch_names).c_str());
+  std::printf("  feeds            %s\n", JoinNames(model->feed_names).c_str());
+  std::printf("  fetches          %s\n", JoinNames(model->fetch_names).c_str());
   const std::map<std::string, int> counts = PrintOpCounts(program);
   PrintParameters(program);
   const ParameterCheck files = CheckParameterFiles(path, params, program);

@@ -58,17 +58,11 @@ StatusOr<Placed> LoadPlaced(const std::string& file,
   return p;
 }
 
-std::string Join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
 void PrintReport(const Placed& p) {
-  std::printf("trainers  %s: %d ops each\n", Join(p.roles.trainers).c_str(),
-              p.report.trainer_ops);
-  std::printf("pservers  %s: %d ops in all\n", Join(p.roles.pservers).c_str(),
-              p.report.pserver_ops);
+  std::printf("trainers  %s: %d ops each\n",
+              JoinNames(p.roles.trainers).c_str(), p.report.trainer_ops);
+  std::printf("pservers  %s: %d ops in all\n",
+              JoinNames(p.roles.pservers).c_str(), p.report.pserver_ops);
   for (const std::string& ps : p.roles.pservers) {
     std::vector<std::string> params;
     for (const PlacementReport::Shard& s : p.report.shards) {
@@ -86,7 +80,7 @@ void PrintReport(const Placed& p) {
     }
     std::printf("  %-8s %lld elements: %s\n", ps.c_str(),
                 static_cast<long long>(p.report.elements.at(ps)),
-                Join(params).c_str());
+                JoinNames(params).c_str());
   }
   if (p.report.user_placed > 0) {
     std::printf("kept      %d placements the program made\n",
@@ -256,8 +250,8 @@ int RunNodeGraph(const GraphOptions& o, const std::string& format) {
   if (placed->topology.Rank(o.node) < 0) {
     return Fail(cmd,
                 NotFound(o.topology + ": no node '" + o.node +
-                         "' (nodes: " + Join(placed->roles.trainers) + ", " +
-                         Join(placed->roles.pservers) + ")"),
+                         "' (nodes: " + JoinNames(placed->roles.trainers) +
+                         ", " + JoinNames(placed->roles.pservers) + ")"),
                 kExitUsage);
   }
   const nlohmann::json view = NodeView(*placed, o.node);

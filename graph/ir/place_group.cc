@@ -4,17 +4,10 @@
 #include <set>
 
 #include "base/text.h"
+#include "proto/topology_io.h"
 
 namespace parex {
 namespace {
-
-bool ValidNodeName(std::string_view name) {
-  if (name.empty() || name.size() > 64) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-  });
-}
 
 bool ValidPlacesText(std::string_view text) {
   if (text.empty() || text.size() > 64) return false;

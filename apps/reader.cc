@@ -127,4 +127,46 @@ bool BatchReader::Iterator::Next(FeedMap* batch) {
   return true;
 }
 
+BatchPrefetcher::BatchPrefetcher(BatchReader::Iterator batches)
+    : batches_(std::move(batches)), worker_([this] { Work(); }) {}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void BatchPrefetcher::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return wanted_ || quit_; });
+    if (quit_) return;
+    wanted_ = false;
+    lock.unlock();
+    FeedMap batch;
+    const bool more = batches_.Next(&batch);
+    lock.lock();
+    next_ = std::move(batch);
+    more_ = more;
+    ready_ = true;
+    cv_.notify_all();
+    if (!more) return;
+  }
+}
+
+bool BatchPrefetcher::Next(FeedMap* batch) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return ready_; });
+  if (!more_) return false;
+  ready_ = false;
+  *batch = std::move(next_);
+  next_ = FeedMap();
+  wanted_ = true;
+  cv_.notify_all();
+  return true;
+}
+
 }  // namespace parex

@@ -10,8 +10,11 @@
 // Thread-safety: const methods may run concurrently.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -84,5 +87,33 @@ class BatchReader {
 // std::uniform_int_distribution (whose output differs between standard
 // libraries), so the order is the same on every platform.
 std::vector<int64_t> ShuffledOrder(int64_t n, uint64_t seed, int64_t epoch);
+
+// The batches of an iterator, each gathered on a worker thread while the
+// caller runs the step before it: a step's reader time (copying a batch's
+// rows) is hidden behind the step. Batches come in the iterator's order; at
+// most one is made ahead. Thread-safety: one caller thread.
+class BatchPrefetcher {
+ public:
+  explicit BatchPrefetcher(BatchReader::Iterator batches);
+  ~BatchPrefetcher();
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  // As BatchReader::Iterator::Next; starts gathering the batch after it.
+  bool Next(FeedMap* batch);
+
+ private:
+  void Work();
+
+  BatchReader::Iterator batches_;  // used by the worker only
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool wanted_ = true;  // guarded by mu_: the worker should gather one
+  bool ready_ = false;  // guarded by mu_: next_ / more_ hold its result
+  bool more_ = false;   // guarded by mu_
+  bool quit_ = false;   // guarded by mu_
+  FeedMap next_;        // guarded by mu_
+  std::thread worker_;
+};
 
 }  // namespace parex

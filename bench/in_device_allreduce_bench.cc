@@ -1,18 +1,21 @@
 // Issue 29: the all-reduce of places sharing one GPU (`cuda:0x2`, the
-// in-device communicator: the device's sum kernel in rank order, then a
-// copy to the other slot) against its peer, a device-to-device copy of the
-// same bytes on the same stream, in one run. Run by scripts/device_check on
-// a GPU machine, or by hand:
+// in-device communicator: one pass of the device's SumToAll, every slot's
+// buffer read once and written once) against its peer, a device-to-device
+// copy of the same bytes on the same stream, in one run. Run by
+// scripts/device_check on a GPU machine, or by hand:
 //
 //   build/bench/in_device_allreduce_bench [--min-bytes B] [--max-bytes B]
 //                                          [--iters N] [--places K]
 //
 // prints one line per size, doubling from --min-bytes (1 MiB):
 //   bytes 1048576 allreduce_us 30.1 copy_us 12.0 algbw_GBps 34.8
-//   copy_GBps 87.4 ratio 0.40
+//   copy_GBps 87.4 ratio 0.40 mem_GBps 139.4 mem_ratio 0.80
 // algbw = bytes / all-reduce time (the bytes each place holds); copy_GBps =
-// bytes / copy time; ratio = copy time / all-reduce time (issue 29's target
-// reads it against 0.8). Exits 1 without a CUDA device.
+// bytes / copy time; ratio = copy time / all-reduce time. An all-reduce of K
+// places must read and write K buffers, a copy reads and writes one, so the
+// memory bandwidths are mem_GBps = 2 K bytes / all-reduce time against the
+// copy's 2 bytes / copy time, and mem_ratio = their quotient (issue 29's
+// target, 0.8 of the copy's bandwidth). Exits 1 without a CUDA device.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,11 +111,13 @@ int Main(int argc, char** argv) {
                                static_cast<size_t>(n) * 4);
     });
     const double gb = static_cast<double>(n) * 4 / 1e9;
+    const double mem_gbps = 2.0 * places * gb / (reduce_us * 1e-6);
     std::printf(
         "bytes %lld allreduce_us %.1f copy_us %.1f algbw_GBps %.1f "
-        "copy_GBps %.1f ratio %.2f\n",
+        "copy_GBps %.1f ratio %.2f mem_GBps %.1f mem_ratio %.2f\n",
         static_cast<long long>(n * 4), reduce_us, copy_us,
-        gb / (reduce_us * 1e-6), gb / (copy_us * 1e-6), copy_us / reduce_us);
+        gb / (reduce_us * 1e-6), gb / (copy_us * 1e-6), copy_us / reduce_us,
+        mem_gbps, mem_gbps / (2.0 * gb / (copy_us * 1e-6)));
     std::fflush(stdout);
   }
   return 0;

@@ -44,6 +44,11 @@ void* DeviceContext::AllocateHostStaging(size_t bytes) {
 
 void DeviceContext::FreeHostStaging(void* ptr) { std::free(ptr); }
 
+Status DeviceContext::SumToAll(const std::vector<const void*>&,
+                               const std::vector<void*>&, DType, int64_t) {
+  return Unimplemented("SumToAll on " + place().ToString());
+}
+
 Status DeviceContext::BeginCapture(const std::vector<DeviceContext*>&) {
   return Unimplemented(place().ToString() + " has no graph capture");
 }

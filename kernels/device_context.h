@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/place.h"
 #include "base/status.h"
 
@@ -63,6 +64,14 @@ class DeviceContext {
   virtual Status CopyToHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status CopyFromHost(void* dst, const void* src, size_t bytes) = 0;
   virtual Status CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
+  // An all-reduce of buffers this context addresses, in one pass:
+  // outputs[k][i] = inputs[0][i] + inputs[1][i] + ... (rank order, the
+  // `sum` op's additions) for every k and i < n; an output may be an input.
+  // The base has no such kernel: Unimplemented (the caller sums with the
+  // `sum` op and copies).
+  virtual Status SumToAll(const std::vector<const void*>& inputs,
+                          const std::vector<void*>& outputs, DType dtype,
+                          int64_t n);
   // Host memory this context copies from and to without staging of its
   // own (pinned on CUDA, so a copy is truly asynchronous; plain memory on
   // the CPU), for buffers reused step after step (feeds). Null when it

@@ -64,8 +64,20 @@ Status InDeviceCommunicator::AllReduce(std::string_view name,
       CheckPlaceTensors(Collective::kAllReduce, name, groups, places_));
   for (size_t g = 0; g < groups.size(); ++g) {
     const PlaceTensors& tensors = groups[g];
-    Status s = Sum(tensors, tensors[0]);
-    if (s.ok()) s = CopyFrom(tensors, 0);
+    if (tensors.size() == 1) continue;  // one place: already the sum
+    // One pass where the device has it; else the sum op, then copies.
+    std::vector<const void*> in;
+    std::vector<void*> out;
+    for (Tensor* t : tensors) {
+      in.push_back(t->raw_data());
+      out.push_back(t->raw_data());
+    }
+    Status s =
+        context_->SumToAll(in, out, tensors[0]->dtype(), tensors[0]->numel());
+    if (s.code() == StatusCode::kUnimplemented) {
+      s = Sum(tensors, tensors[0]);
+      if (s.ok()) s = CopyFrom(tensors, 0);
+    }
     if (!s.ok()) {
       return s.WithContext(
           CollectiveLabel(Collective::kAllReduce, name, groups.size(), g));

@@ -6,10 +6,12 @@
 // Sums run the device's registered `sum` kernel on `context`'s stream, over
 // the ranks in rank order ((x_0 + x_1) + x_2 ..., the communicator contract,
 // so a run repeats bit for bit and matches the in-process backend); copies
-// are CopyOnDevice on the same stream. A call returns once its work is
-// queued: on an asynchronous device the consumers on other streams wait for
-// the collective's event (the stream actors do). All-gather (sparse
-// gradients) is not implemented: an error naming the variable.
+// are CopyOnDevice on the same stream. An all-reduce is one pass of the
+// context's SumToAll (the same additions) where it has one (CUDA). A call
+// returns once its work is queued: on an asynchronous device the consumers on
+// other streams wait for the collective's event (the stream actors do).
+// All-gather (sparse gradients) is not implemented: an error naming the
+// variable.
 //
 // Thread-safety: one call at a time (communicator.h); `context` is used only
 // inside calls, by the calling thread.

@@ -199,7 +199,7 @@ Status TrainSession::TrainEpoch(int epoch) {
   const auto epoch_start = Clock::now();
   const CheckpointState& from = checkpointer_.position();
   const int64_t first_batch = epoch == from.epoch ? from.batch : 0;
-  BatchReader::Iterator batches = reader_.Begin(epoch, first_batch);
+  BatchPrefetcher batches(reader_.Begin(epoch, first_batch));
   FeedMap feed;
   for (int64_t b = first_batch;
        step_ < total_steps_ && stop_ == 0 && batches.Next(&feed); ++b) {

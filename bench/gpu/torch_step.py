@@ -140,6 +140,13 @@ def main():
     ap.add_argument("--windows", type=int, default=7)
     ap.add_argument("--steps", type=int, default=50, help="steps per window")
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--only", choices=("eager", "graph"),
+                    help="time one column only")
+    ap.add_argument("--precision", choices=("default", "fp32"),
+                    default="default",
+                    help="fp32: no TF32 in cuDNN's convolutions or cuBLAS "
+                    "(parex's CUDA kernels are plain fp32); default: "
+                    "PyTorch's defaults (TF32 convolutions)")
     ap.add_argument("--smoke", action="store_true",
                     help="2 windows of 2 steps: checks, does not time")
     ap.add_argument("--json", help="write the results here too")
@@ -147,19 +154,26 @@ def main():
     if args.smoke:
         args.windows, args.steps, args.warmup = 2, 2, 1
     device = torch.device(args.device)
+    if args.precision == "fp32":
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
     if device.type == "cuda" and not torch.cuda.is_available():
         print("torch_step: no CUDA device visible to PyTorch", file=sys.stderr)
         return 1
     result = {"versions": versions(device), "rows": [],
+              "precision": args.precision,
+              "tf32": {"cudnn": torch.backends.cudnn.allow_tf32,
+                       "matmul": torch.backends.cuda.matmul.allow_tf32},
               "windows": args.windows, "steps": args.steps}
     print(f"torch {result['versions']}")
     print(f"{'model':12} {'batch':>5} {'eager ms':>9} {'graph ms':>9}")
     for name in args.models.split(","):
         for batch in (int(b) for b in args.batches.split(",")):
             row = {"model": name, "batch": batch}
-            row["eager_windows"] = eager_ms(name, batch, device, args)
-            row["eager_ms"] = statistics.median(row["eager_windows"])
-            if device.type == "cuda":
+            if args.only != "graph":
+                row["eager_windows"] = eager_ms(name, batch, device, args)
+                row["eager_ms"] = statistics.median(row["eager_windows"])
+            if device.type == "cuda" and args.only != "eager":
                 try:
                     row["graph_windows"] = graph_ms(name, batch, device, args)
                     row["graph_ms"] = statistics.median(row["graph_windows"])
@@ -167,7 +181,9 @@ def main():
                     row["graph_error"] = f"{type(e).__name__}: {e}"
             graph = (f"{row['graph_ms']:9.3f}" if "graph_ms" in row else
                      f"{'-':>9}")
-            print(f"{name:12} {batch:5d} {row['eager_ms']:9.3f} {graph}",
+            eager = (f"{row['eager_ms']:9.3f}" if "eager_ms" in row else
+                     f"{'-':>9}")
+            print(f"{name:12} {batch:5d} {eager} {graph}",
                   flush=True)
             result["rows"].append(row)
     if args.json:

@@ -3,6 +3,7 @@
 // device kernels (batch_norm_launchers.h), not cuDNN's, whose saved
 // statistics and running variance (unbiased) follow other conventions.
 // MeanOut / VarianceOut may be the Mean / Variance variables (in place).
+#include <algorithm>
 #include <string>
 
 #include "kernels/cuda/batch_norm_launchers.h"
@@ -73,6 +74,25 @@ StatusOr<DeviceScalar> MomentumTensorOf(const KernelContext& ctx) {
   return scalar;
 }
 
+// The op's device scratch for the launchers' partial sums, grown to the
+// largest shape seen and kept: a steady step allocates nothing.
+class BnScratch : public KernelState {
+ public:
+  StatusOr<double*> For(const KernelContext& ctx, const BnView& v) {
+    const int64_t n = std::max<int64_t>(1, BnScratchDoubles(v));
+    if (!buffer_.defined() || buffer_.numel() < n ||
+        buffer_.place() != ctx.place()) {
+      Tensor grown;
+      PAREX_RETURN_IF_ERROR(grown.TryAllocate(DType::kFP64, {n}, ctx.place()));
+      buffer_ = std::move(grown);
+    }
+    return buffer_.data<double>();
+  }
+
+ private:
+  Tensor buffer_;
+};
+
 template <typename T>
 Status BatchNormKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(CudaDeviceContext * cuda, CudaContextOf(ctx));
@@ -103,8 +123,10 @@ Status BatchNormKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(t.saved_mean, ChannelOutput<T>(ctx, "SavedMean", c));
   PAREX_ASSIGN_OR_RETURN(t.saved_inv_std,
                          ChannelOutput<T>(ctx, "SavedVariance", c));
-  PAREX_CUDA_RETURN_IF_ERROR(LaunchBatchNorm<T>(
-      v, t, global, momentum, momentum_tensor, epsilon, cuda->stream()));
+  PAREX_ASSIGN_OR_RETURN(double* scratch, ctx.State<BnScratch>()->For(ctx, v));
+  PAREX_CUDA_RETURN_IF_ERROR(LaunchBatchNorm<T>(v, t, global, momentum,
+                                                momentum_tensor, epsilon,
+                                                scratch, cuda->stream()));
   return Status::Ok();
 }
 
@@ -141,8 +163,9 @@ Status BatchNormGradKernel(KernelContext& ctx) {
   PAREX_ASSIGN_OR_RETURN(t.dscale,
                          CudaGradOutput<T>(ctx, "Scale@GRAD", Dims{c}));
   PAREX_ASSIGN_OR_RETURN(t.dbias, CudaGradOutput<T>(ctx, "Bias@GRAD", Dims{c}));
+  PAREX_ASSIGN_OR_RETURN(double* scratch, ctx.State<BnScratch>()->For(ctx, v));
   PAREX_CUDA_RETURN_IF_ERROR(
-      LaunchBatchNormGrad<T>(v, t, global, epsilon, cuda->stream()));
+      LaunchBatchNormGrad<T>(v, t, global, epsilon, scratch, cuda->stream()));
   return Status::Ok();
 }
 

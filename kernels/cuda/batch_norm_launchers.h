@@ -5,10 +5,11 @@
 // variance). Defined in batch_norm_launchers.cu for T = float and double.
 //
 // X is viewed as [outer, channels, inner] (NCHW: [N, C, H*W...]; NHWC:
-// [N*H*W..., C, 1]). One block of threads per channel reduces the channel in
-// a fixed order (the same bits every run) and then writes its outputs, so no
-// per-channel scratch is needed. As in cuda_launchers.h: work is queued on
-// `stream`, the launch status returned; pointers are device memory.
+// [N*H*W..., C, 1]). Each channel is cut into BnChunks(view) chunks, one
+// block per (chunk, channel); blocks write partial sums in double to a
+// scratch of BnScratchDoubles(view) doubles and the next pass adds them in
+// chunk order (the same bits every run). As in cuda_launchers.h: work is queued
+// on `stream`, the launch status returned; pointers are device memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -22,6 +23,10 @@ namespace parex {
 struct BnView {
   int64_t outer = 0, channels = 0, inner = 1;
 };
+
+// Chunks per channel, and the device scratch (doubles) the launchers need.
+int BnChunks(const BnView& view);
+int64_t BnScratchDoubles(const BnView& view);
 
 // The forward op's tensors. MeanOut / VarianceOut may be Mean / Variance
 // (updated in place).
@@ -42,7 +47,7 @@ template <typename T>
 cudaError_t LaunchBatchNorm(const BnView& view, const BnForwardTensors<T>& t,
                             bool global, double momentum,
                             DeviceScalar momentum_tensor, double epsilon,
-                            cudaStream_t stream);
+                            double* scratch, cudaStream_t stream);
 
 // The gradient op's tensors; dx, dscale and dbias may be null (not wanted).
 // mean / variance are read when global, saved_mean / saved_inv_std otherwise.
@@ -60,7 +65,7 @@ struct BnGradTensors {
 // x_hat = (x - mu) * inv_std and n = outer * inner.
 template <typename T>
 cudaError_t LaunchBatchNormGrad(const BnView& view, const BnGradTensors<T>& t,
-                                bool global, double epsilon,
+                                bool global, double epsilon, double* scratch,
                                 cudaStream_t stream);
 
 }  // namespace parex

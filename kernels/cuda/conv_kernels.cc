@@ -5,7 +5,9 @@
 // symmetric or asymmetric paddings; SAME sets dilations to 1). cuDNN pads
 // symmetrically, so asymmetric paddings are made explicit: the input is
 // copied into a zero-padded buffer and convolved without padding, and the
-// input gradient computed there is cropped back. The fused forms' Bias and
+// input gradient computed there is cropped back. With one group the
+// gradients are GEMMs over im2col columns instead (conv_gemm_grad.h: faster
+// than cuDNN's exact deterministic algorithms). The fused forms' Bias and
 // ResidualData are added after the convolution, Bias@GRAD summed per
 // channel. NHWC is refused (as shape inference refuses it).
 #include <cuda_runtime_api.h>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/cpu/spatial/im2col.h"
+#include "kernels/cuda/conv_gemm_grad.h"
 #include "kernels/cuda/cuda_kernel_util.h"
 #include "kernels/cuda/cuda_kernels.h"
 #include "kernels/cuda/cuda_status.h"
@@ -42,6 +45,26 @@ struct ConvGeometry {
   int64_t PaddedH() const { return h.in + h.pad_before + h.pad_after; }
   int64_t PaddedW() const { return w.in + w.pad_before + w.pad_after; }
   int64_t PaddedNumel() const { return n * c * PaddedH() * PaddedW(); }
+
+  // The im2col geometry of one sample (one group; any padding: im2col
+  // reads zeros past either end).
+  Im2ColShape ForGemm() const {
+    Im2ColShape s;
+    s.c = c;
+    s.h = h.in;
+    s.w = w.in;
+    s.kh = kh;
+    s.kw = kw;
+    s.oh = h.out;
+    s.ow = w.out;
+    s.pad_h = h.pad_before;
+    s.pad_w = w.pad_before;
+    s.stride_h = h.stride;
+    s.stride_w = w.stride;
+    s.dilation_h = h.dilation;
+    s.dilation_w = w.dilation;
+    return s;
+  }
 
   // What cuDNN convolves: the input itself with symmetric paddings, or the
   // explicitly padded input without.
@@ -239,6 +262,19 @@ Status Conv2dGradKernel(KernelContext& ctx) {
       PAREX_CUDA_RETURN_IF_ERROR(
           cudaMemsetAsync(dw, 0, filter->numel() * sizeof(T), stream));
     }
+  } else if (g.groups == 1 && (dx != nullptr || dw != nullptr)) {
+    // One group: GEMMs over im2col columns (faster than cuDNN's exact
+    // deterministic algorithms, and any padding; conv_gemm_grad.h).
+    CudnnConv* conv = ctx.State<CudnnConv>();
+    const Im2ColShape s = g.ForGemm();
+    PAREX_ASSIGN_OR_RETURN(
+        void* scratch,
+        conv->GemmScratch(ctx.place(),
+                          ConvGemmScratchElements(s, g.n, g.m) * sizeof(T)));
+    Status st =
+        GemmConvGrad<T>(*cuda, s, g.n, g.m, input->data<T>(), filter->data<T>(),
+                        dout, dx, dw, static_cast<T*>(scratch));
+    if (!st.ok()) return st.WithContext(ctx.op().Label());
   } else if (dx != nullptr || dw != nullptr) {
     CudnnConv* conv = ctx.State<CudnnConv>();
     const CudnnConvShape shape = g.ForCudnn(kIsDouble<T>);

@@ -1,9 +1,11 @@
 #include "kernels/cuda/cuda_device_context.h"
 
 #include <mutex>
+#include <string>
 
 #include "kernels/cuda/cuda_allocator.h"
 #include "kernels/cuda/cuda_info.h"
+#include "kernels/cuda/cuda_launchers.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace parex {
@@ -283,6 +285,32 @@ void CudaDeviceContext::FreeHostStaging(void* ptr) {
 Status CudaDeviceContext::CopyOnDevice(void* dst, const void* src,
                                        size_t bytes) {
   return Copy(dst, src, bytes, cudaMemcpyDeviceToDevice);
+}
+
+Status CudaDeviceContext::SumToAll(const std::vector<const void*>& inputs,
+                                   const std::vector<void*>& outputs,
+                                   DType dtype, int64_t n) {
+  if (inputs.size() > static_cast<size_t>(kMaxSumInputs) ||
+      outputs.size() > static_cast<size_t>(kMaxSumInputs)) {
+    return Unimplemented("SumToAll of more than " +
+                         std::to_string(kMaxSumInputs) + " buffers");
+  }
+  PAREX_RETURN_IF_ERROR(Activate());
+  const int in = static_cast<int>(inputs.size());
+  const int out = static_cast<int>(outputs.size());
+  if (dtype == DType::kFP32) {
+    PAREX_CUDA_RETURN_IF_ERROR(LaunchSumToAll<float>(
+        reinterpret_cast<const float* const*>(inputs.data()), in,
+        reinterpret_cast<float* const*>(outputs.data()), out, n, stream()));
+    return Status::Ok();
+  }
+  if (dtype == DType::kFP64) {
+    PAREX_CUDA_RETURN_IF_ERROR(LaunchSumToAll<double>(
+        reinterpret_cast<const double* const*>(inputs.data()), in,
+        reinterpret_cast<double* const*>(outputs.data()), out, n, stream()));
+    return Status::Ok();
+  }
+  return Unimplemented(std::string("SumToAll of ") + DTypeName(dtype));
 }
 
 }  // namespace parex

@@ -84,6 +84,10 @@ class CudaDeviceContext : public DeviceContext {
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+  // fp32 and fp64, up to kMaxSumInputs buffers each way.
+  Status SumToAll(const std::vector<const void*>& inputs,
+                  const std::vector<void*>& outputs, DType dtype,
+                  int64_t n) override;
   // A CUDA graph (cudaStreamBeginCapture in relaxed mode on this stream;
   // `joined` must be CudaDeviceContexts of the same device).
   Status BeginCapture(const std::vector<DeviceContext*>& joined) override;

@@ -74,6 +74,13 @@ template <typename T>
 cudaError_t LaunchSum(const T* const* inputs, int count, bool accumulate,
                       T* out, int64_t n, cudaStream_t stream);
 
+// outputs[k][i] = inputs[0][i] + ... + inputs[count-1][i] for every output
+// (DeviceContext::SumToAll); an output may be an input.
+// REQUIRES: 1 <= count, outputs <= kMaxSumInputs.
+template <typename T>
+cudaError_t LaunchSumToAll(const T* const* inputs, int count, T* const* outputs,
+                           int out_count, int64_t n, cudaStream_t stream);
+
 // Sum (or mean when `mean`) of x viewed as [outer, reduce, inner] over the
 // middle dim: out[o, i] = sum_r x[o, r, i]. A mean over reduce == 0 is NaN.
 template <typename T>

@@ -179,29 +179,33 @@ StatusOr<CudnnConv::Plan*> CudnnConv::PlanFor(const CudnnConvShape& s) {
   return raw;
 }
 
-StatusOr<void*> CudnnConv::Workspace(const Place& place, size_t bytes) {
+namespace {
+
+// *buffer, grown to at least `bytes` on `place` (or moved there).
+StatusOr<void*> Grown(Tensor* buffer, const Place& place, size_t bytes) {
   if (bytes == 0) return nullptr;
-  if (!workspace_.defined() ||
-      static_cast<size_t>(workspace_.numel()) < bytes ||
-      workspace_.place() != place) {
+  if (!buffer->defined() || static_cast<size_t>(buffer->numel()) < bytes ||
+      buffer->place() != place) {
     Tensor grown;
     PAREX_RETURN_IF_ERROR(
         grown.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)}, place));
-    workspace_ = std::move(grown);
+    *buffer = std::move(grown);
   }
-  return workspace_.raw_data();
+  return buffer->raw_data();
+}
+
+}  // namespace
+
+StatusOr<void*> CudnnConv::Workspace(const Place& place, size_t bytes) {
+  return Grown(&workspace_, place, bytes);
 }
 
 StatusOr<void*> CudnnConv::PaddedBuffer(const Place& place, size_t bytes) {
-  if (bytes == 0) return nullptr;
-  if (!padded_.defined() || static_cast<size_t>(padded_.numel()) < bytes ||
-      padded_.place() != place) {
-    Tensor grown;
-    PAREX_RETURN_IF_ERROR(
-        grown.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)}, place));
-    padded_ = std::move(grown);
-  }
-  return padded_.raw_data();
+  return Grown(&padded_, place, bytes);
+}
+
+StatusOr<void*> CudnnConv::GemmScratch(const Place& place, size_t bytes) {
+  return Grown(&gemm_scratch_, place, bytes);
 }
 
 Status CudnnConv::Forward(CudaDeviceContext* cuda, const CudnnConvShape& s,

@@ -62,6 +62,8 @@ class CudnnConv : public KernelState {
   // A device buffer of at least `bytes` on `place`, kept for later runs
   // (the explicitly padded input or input gradient).
   StatusOr<void*> PaddedBuffer(const Place& place, size_t bytes);
+  // Likewise, the columns of the gradients as GEMMs (conv_gemm_grad.h).
+  StatusOr<void*> GemmScratch(const Place& place, size_t bytes);
 
  private:
   struct Plan;
@@ -71,6 +73,7 @@ class CudnnConv : public KernelState {
   std::map<std::vector<int64_t>, std::unique_ptr<Plan>> plans_;
   Tensor workspace_;
   Tensor padded_;
+  Tensor gemm_scratch_;
 };
 
 }  // namespace parex

@@ -1,5 +1,6 @@
 // Sum reductions on the device. Long rows (inner == 1) take one block per
-// row with a shuffle tree; everything else takes one thread per output,
+// row with a shuffle tree; few outputs over a long reduce take a block per
+// 32 outputs (ReduceColumnsKernel); everything else one thread per output,
 // which reads coalesced when the kept dims are innermost. Accumulation is in
 // T, in a fixed order, so results are reproducible run to run.
 #include <algorithm>
@@ -80,6 +81,40 @@ __global__ void ReduceMiddleKernel(const T* x, T* out, int64_t outer,
   }
 }
 
+// x as [outer, reduce, inner] with few outputs and a long reduce (a bias
+// gradient: [batch, features] summed over the batch): blocks of
+// kColumns x kSlices threads, one block per (32 columns, o); slice ty adds
+// rows ty, ty + kSlices, ... of its column, then the slices are added in a
+// fixed tree. One thread per output left most of the GPU idle.
+constexpr int kColumns = 32;
+constexpr int kSlices = 16;
+
+template <typename T>
+__global__ void __launch_bounds__(kColumns* kSlices)
+    ReduceColumnsKernel(const T* x, T* out, int64_t outer, int64_t reduce,
+                        int64_t inner, bool mean) {
+  __shared__ T partial[kSlices][kColumns + 1];
+  const int tx = threadIdx.x % kColumns, ty = threadIdx.x / kColumns;
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kColumns + tx;
+  for (int64_t o = blockIdx.y; o < outer; o += gridDim.y) {
+    T acc = T(0);
+    if (i < inner) {
+      const T* p = x + o * reduce * inner + i;
+      for (int64_t r = ty; r < reduce; r += kSlices) acc += p[r * inner];
+    }
+    partial[ty][tx] = acc;
+    __syncthreads();
+    for (int half = kSlices / 2; half > 0; half /= 2) {
+      if (ty < half) partial[ty][tx] += partial[ty + half][tx];
+      __syncthreads();
+    }
+    if (ty == 0 && i < inner) {
+      out[o * inner + i] = Finish(partial[0][tx], reduce, mean);
+    }
+    __syncthreads();
+  }
+}
+
 template <typename T>
 __global__ void ReduceGeneralKernel(const T* x, T* out, ReduceShape shape,
                                     int64_t out_numel, int64_t reduce_count,
@@ -115,6 +150,12 @@ cudaError_t LaunchReduceSum(const T* x, T* out, int64_t outer, int64_t reduce,
     const int blocks = static_cast<int>(std::min<int64_t>(outer, kMaxBlocks));
     ReduceRowsKernel<T>
         <<<blocks, kThreads, 0, stream>>>(x, out, outer, reduce, mean);
+  } else if (reduce >= 2 * kSlices && total <= 32768) {
+    const dim3 grid(
+        static_cast<unsigned>((inner + kColumns - 1) / kColumns),
+        static_cast<unsigned>(std::min<int64_t>(outer, kMaxBlocks)));
+    ReduceColumnsKernel<T><<<grid, kColumns * kSlices, 0, stream>>>(
+        x, out, outer, reduce, inner, mean);
   } else {
     ReduceMiddleKernel<T><<<BlocksFor(total), kThreads, 0, stream>>>(
         x, out, outer, reduce, inner, mean);

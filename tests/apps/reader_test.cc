@@ -111,6 +111,34 @@ TEST(ReaderTest, ShuffleIsAPermutationFixedBySeedAndEpoch) {
             static_cast<float>(a->EpochOrder(2)[48]));
 }
 
+// The prefetcher hands out the iterator's batches, in its order and from
+// its starting batch, and ends with it; left early, it stops its worker.
+TEST(ReaderTest, PrefetcherGivesTheIteratorsBatches) {
+  auto reader = BatchReader::Create(Columns(100), {16, true, 7, false});
+  ASSERT_TRUE(reader.ok());
+  for (int64_t first : {0, 3, 6, 7}) {
+    auto plain = reader->Begin(1, first);
+    BatchPrefetcher prefetched(reader->Begin(1, first));
+    FeedMap a, b;
+    int batches = 0;
+    for (;;) {
+      const bool more = plain.Next(&a);
+      ASSERT_EQ(prefetched.Next(&b), more) << "from " << first;
+      if (!more) break;
+      ++batches;
+      EXPECT_EQ(Labels(b), Labels(a));
+      EXPECT_EQ(ToVector<float>(b.at("x")), ToVector<float>(a.at("x")));
+    }
+    EXPECT_EQ(batches, 7 - first);
+    EXPECT_FALSE(prefetched.Next(&b));
+  }
+  for (int taken = 0; taken < 3; ++taken) {
+    BatchPrefetcher early(reader->Begin(0));
+    FeedMap batch;
+    for (int i = 0; i < taken; ++i) ASSERT_TRUE(early.Next(&batch));
+  }  // destroyed while its worker gathers or waits
+}
+
 // mt19937_64, seed_seq and the rejection sampling are fully specified, so
 // the permutation is the same with every standard library.
 TEST(ReaderTest, ShuffledOrderIsPinned) {

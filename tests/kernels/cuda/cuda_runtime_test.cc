@@ -246,6 +246,65 @@ TEST(CudaDeviceContextTest, CopiesRoundTrip) {
   EXPECT_TRUE(ctx.CopyToHost(back.data(), b.raw_data(), 0).ok());
 }
 
+// SumToAll, the in-device all-reduce's one pass: every output holds the
+// inputs' sum in rank order (bit for bit the host's float additions), for
+// the unrolled counts and the general one, vectorised (aligned) or not
+// (offset by one element), in place (outputs = inputs) or not, with a
+// length that leaves a tail past the vectors.
+TEST(CudaDeviceContextTest, SumToAllAddsInRankOrderIntoEveryOutput) {
+  if (parex::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
+  auto context = CudaDeviceContext::Create(Place::CUDA(0));
+  ASSERT_TRUE(context.ok()) << context.status().ToString();
+  CudaDeviceContext& ctx = **context;
+  const int64_t n = 1003;
+  for (int count : {1, 2, 3, 4, 5}) {
+    for (int64_t offset : {0, 1}) {
+      for (bool in_place : {true, false}) {
+        std::vector<std::vector<float>> host(count);
+        std::vector<float> want(n, 0.0f);
+        std::vector<Tensor> in, out;
+        std::vector<const void*> ins;
+        std::vector<void*> outs;
+        for (int k = 0; k < count; ++k) {
+          host[k].resize(n + 1);
+          for (int64_t i = 0; i <= n; ++i) {
+            host[k][i] = 1.0f / static_cast<float>(3 + i + 7 * k) +
+                         static_cast<float>(k) * 1e4f;
+          }
+          in.emplace_back(DType::kFP32, Dims{n + 1}, ctx.place());
+          ASSERT_TRUE(ctx.CopyFromHost(in.back().raw_data(), host[k].data(),
+                                       in.back().bytes())
+                          .ok());
+          ins.push_back(in.back().data<float>() + offset);
+          if (in_place) {
+            outs.push_back(in.back().data<float>() + offset);
+          } else {
+            out.emplace_back(DType::kFP32, Dims{n + 1}, ctx.place());
+            outs.push_back(out.back().data<float>() + offset);
+          }
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          float sum = host[0][i + offset];
+          for (int k = 1; k < count; ++k) sum += host[k][i + offset];
+          want[i] = sum;
+        }
+        ASSERT_TRUE(ctx.SumToAll(ins, outs, DType::kFP32, n).ok());
+        for (int k = 0; k < count; ++k) {
+          std::vector<float> got(n);
+          ASSERT_TRUE(
+              ctx.CopyToHost(got.data(), outs[k], n * sizeof(float)).ok());
+          ASSERT_TRUE(ctx.Synchronize().ok());
+          EXPECT_EQ(got, want)
+              << count << " buffers, offset " << offset
+              << (in_place ? ", in place" : "") << ", output " << k;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ctx.SumToAll({}, {}, DType::kInt32, 1).code(),
+            StatusCode::kUnimplemented);
+}
+
 TEST(CudaDeviceContextTest, EventsOrderTwoStreams) {
   if (parex::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible";
   auto producer_or = CudaDeviceContext::Create(Place::CUDA(0));

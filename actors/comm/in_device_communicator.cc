@@ -66,14 +66,14 @@ Status InDeviceCommunicator::AllReduce(std::string_view name,
     const PlaceTensors& tensors = groups[g];
     if (tensors.size() == 1) continue;  // one place: already the sum
     // One pass where the device has it; else the sum op, then copies.
-    std::vector<const void*> in;
-    std::vector<void*> out;
+    sum_inputs_.clear();
+    sum_outputs_.clear();
     for (Tensor* t : tensors) {
-      in.push_back(t->raw_data());
-      out.push_back(t->raw_data());
+      sum_inputs_.push_back(t->raw_data());
+      sum_outputs_.push_back(t->raw_data());
     }
-    Status s =
-        context_->SumToAll(in, out, tensors[0]->dtype(), tensors[0]->numel());
+    Status s = context_->SumToAll(sum_inputs_, sum_outputs_,
+                                  tensors[0]->dtype(), tensors[0]->numel());
     if (s.code() == StatusCode::kUnimplemented) {
       s = Sum(tensors, tensors[0]);
       if (s.ok()) s = CopyFrom(tensors, 0);

@@ -63,6 +63,9 @@ class InDeviceCommunicator final : public Communicator {
   OpDesc* sum_into_x0_ = nullptr;   // Out is x_0 (in place)
   Scope scope_;
   Tensor scratch_;  // Reduce to a root other than 0
+  // SumToAll's buffers, kept: a steady all-reduce allocates nothing.
+  std::vector<const void*> sum_inputs_;
+  std::vector<void*> sum_outputs_;
 };
 
 }  // namespace parex

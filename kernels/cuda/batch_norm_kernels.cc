@@ -80,13 +80,9 @@ class BnScratch : public KernelState {
  public:
   StatusOr<double*> For(const KernelContext& ctx, const BnView& v) {
     const int64_t n = std::max<int64_t>(1, BnScratchDoubles(v));
-    if (!buffer_.defined() || buffer_.numel() < n ||
-        buffer_.place() != ctx.place()) {
-      Tensor grown;
-      PAREX_RETURN_IF_ERROR(grown.TryAllocate(DType::kFP64, {n}, ctx.place()));
-      buffer_ = std::move(grown);
-    }
-    return buffer_.data<double>();
+    PAREX_ASSIGN_OR_RETURN(void* data, KeptDeviceBuffer(&buffer_, ctx.place(),
+                                                        n * sizeof(double)));
+    return static_cast<double*>(data);
   }
 
  private:

@@ -14,6 +14,19 @@ std::string SlotName(const KernelContext& ctx, std::string_view slot, int i,
 
 }  // namespace
 
+StatusOr<void*> KeptDeviceBuffer(Tensor* buffer, const Place& place,
+                                 size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (!buffer->defined() || static_cast<size_t>(buffer->bytes()) < bytes ||
+      buffer->place() != place) {
+    Tensor grown;
+    PAREX_RETURN_IF_ERROR(
+        grown.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)}, place));
+    *buffer = std::move(grown);
+  }
+  return buffer->raw_data();
+}
+
 StatusOr<CudaDeviceContext*> CudaContextOf(const KernelContext& ctx) {
   auto* cuda = dynamic_cast<CudaDeviceContext*>(ctx.device_context());
   if (cuda == nullptr) {

@@ -19,6 +19,12 @@ namespace parex {
 // error when the op runs on another kind of context.
 StatusOr<CudaDeviceContext*> CudaContextOf(const KernelContext& ctx);
 
+// A device buffer a kernel keeps in its state (workspaces, scratch): the
+// data of *buffer, first grown to at least `bytes` on `place` (or moved
+// there), so steady steps allocate nothing. Null for 0 bytes.
+StatusOr<void*> KeptDeviceBuffer(Tensor* buffer, const Place& place,
+                                 size_t bytes);
+
 // Input `slot`[i] as a tensor on the context's device (SameMemory: a slot
 // of the same GPU counts) with `dtype`, holding
 // data (or no elements). Errors name the slot and variable.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "kernels/cuda/cuda_kernel_util.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace parex {
@@ -179,33 +180,16 @@ StatusOr<CudnnConv::Plan*> CudnnConv::PlanFor(const CudnnConvShape& s) {
   return raw;
 }
 
-namespace {
-
-// *buffer, grown to at least `bytes` on `place` (or moved there).
-StatusOr<void*> Grown(Tensor* buffer, const Place& place, size_t bytes) {
-  if (bytes == 0) return nullptr;
-  if (!buffer->defined() || static_cast<size_t>(buffer->numel()) < bytes ||
-      buffer->place() != place) {
-    Tensor grown;
-    PAREX_RETURN_IF_ERROR(
-        grown.TryAllocate(DType::kUInt8, {static_cast<int64_t>(bytes)}, place));
-    *buffer = std::move(grown);
-  }
-  return buffer->raw_data();
-}
-
-}  // namespace
-
 StatusOr<void*> CudnnConv::Workspace(const Place& place, size_t bytes) {
-  return Grown(&workspace_, place, bytes);
+  return KeptDeviceBuffer(&workspace_, place, bytes);
 }
 
 StatusOr<void*> CudnnConv::PaddedBuffer(const Place& place, size_t bytes) {
-  return Grown(&padded_, place, bytes);
+  return KeptDeviceBuffer(&padded_, place, bytes);
 }
 
 StatusOr<void*> CudnnConv::GemmScratch(const Place& place, size_t bytes) {
-  return Grown(&gemm_scratch_, place, bytes);
+  return KeptDeviceBuffer(&gemm_scratch_, place, bytes);
 }
 
 Status CudnnConv::Forward(CudaDeviceContext* cuda, const CudnnConvShape& s,

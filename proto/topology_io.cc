@@ -64,6 +64,7 @@ int Topology::TotalPlaces() const {
 int Topology::FirstPlace(int rank) const {
   int first = 0;
   for (int r = 0; r < rank && r < static_cast<int>(nodes.size()); ++r) {
+    if (nodes[r].pserver) continue;
     first += static_cast<int>(nodes[r].places.size());
   }
   return first;
@@ -198,8 +199,8 @@ class TopologyReader {
     if (node.pserver && !allow_pservers_) {
       return InvalidArgument(
           FieldAt(lines, "role") + ": " + label +
-          ": role PSERVER: parameter-server training does not run yet "
-          "(`parex place` and `parex graph --node` read such a topology)");
+          ": role PSERVER: this command does not run parameter servers "
+          "(parex node, launch, place and graph --node do)");
     }
     PAREX_RETURN_IF_ERROR(ReadPlaces(n, lines, label, &node));
     topo_.nodes.push_back(std::move(node));

@@ -45,16 +45,17 @@ struct Topology {
 
   // The rank of node `name`, or -1.
   int Rank(const std::string& name) const;
-  // Places over all nodes, and the global index of node `rank`'s first place
-  // (ranks before it, in order).
+  // Places over all trainer nodes (the data-parallel places; a pserver's
+  // run its updates), and the global index of node `rank`'s first place
+  // (the trainers' before it, in order).
   int TotalPlaces() const;
   int FirstPlace(int rank) const;
 };
 
 // Parses and validates `text` as if read from `path` (relative secret files
 // are resolved against path's folder, and read). Nodes of role PSERVER are
-// refused unless `allow_pservers` (the placement commands read them; no
-// command trains with them yet).
+// refused unless `allow_pservers` (the commands that run or place
+// parameter-server training read them).
 StatusOr<Topology> ParseTopology(const std::string& text,
                                  const std::string& path,
                                  bool allow_pservers = false);

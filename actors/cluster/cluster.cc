@@ -288,6 +288,21 @@ std::shared_ptr<Communicator> Cluster::MakeCommunicator() const {
       node().places, impl_->gloo, world_places(), first_place());
 }
 
+std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
+    std::map<std::string, PserverShard> shards) const {
+  std::vector<std::string> names;
+  std::vector<int> trainers;
+  for (const TopologyNode& n : topology_.nodes) {
+    if (!n.pserver) trainers.push_back(static_cast<int>(names.size()));
+    names.push_back(n.name);
+  }
+  std::vector<Place> places = node().places;
+  if (node().pserver) places.resize(1);
+  return std::make_shared<PserverCommunicator>(
+      std::move(places), impl_->gloo, std::move(names), node().pserver,
+      std::move(trainers), std::move(shards));
+}
+
 Communicator& Cluster::cross() const { return *impl_->gloo; }
 
 Status Cluster::BroadcastPersistables(Scope* scope,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "actors/comm/communicator.h"
+#include "actors/comm/pserver_communicator.h"
 #include "base/status.h"
 #include "kernels/scope.h"
 #include "proto/topology_io.h"
@@ -55,6 +56,12 @@ class Cluster {
   // The executor's communicator for this node's places: in-process inside
   // the node, Gloo across nodes (HierarchicalCommunicator).
   std::shared_ptr<Communicator> MakeCommunicator() const;
+  // Parameter-server training (issue 32): the executor's communicator for
+  // this node (actors/comm/pserver_communicator.h), point to point over the
+  // same Gloo ranks; `shards` says which pservers hold what. A pserver runs
+  // on its first place.
+  std::shared_ptr<Communicator> MakePserverCommunicator(
+      std::map<std::string, PserverShard> shards) const;
   // One rank per node (Gloo).
   Communicator& cross() const;
 

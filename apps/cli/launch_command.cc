@@ -324,7 +324,8 @@ Failed SuperviseNodes(std::vector<Child>& children) {
 
 int RunLaunch(const LaunchOptions& o) {
   const std::string cmd = "launch";
-  StatusOr<Topology> topology = LoadTopology(o.topology);
+  StatusOr<Topology> topology =
+      LoadTopology(o.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
   bool no_pin = false;
   StatusOr<std::vector<std::string>> node_args = NodeArgs(o, &no_pin);

@@ -9,6 +9,7 @@
 #include "apps/cli/program_job.h"
 #include "apps/reader.h"
 #include "apps/train/cluster_session.h"
+#include "apps/train/pserver_run.h"
 #include "apps/train/train_job.h"
 #include "apps/train/train_session.h"
 #include "base/logging.h"
@@ -110,6 +111,21 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
         kExitUsage);
   }
 
+  // Parameter-server training: the program placed over the topology's
+  // trainers and pservers; a pserver runs its part on its first place.
+  if (topology != nullptr && train::HasPservers(*topology)) {
+    if (o.sync_batch_norm) {
+      return Fail(cmd,
+                  InvalidArgument("--sync-batch-norm needs collective mode; "
+                                  "the topology has pserver nodes"),
+                  kExitUsage);
+    }
+    StatusOr<std::unique_ptr<train::PserverRun>> run =
+        train::PserverRun::Plan(&job->main, *topology, o.node);
+    if (!run.ok()) return Fail(cmd, run.status(), kExitUsage);
+    plan.pserver_run = std::move(*run);
+    if (plan.pserver_run->pserver()) plan.places.resize(1);
+  }
   // A node meets its peers once it knows its program: the handshake
   // compares the program's fingerprint and the options that shape training.
   std::unique_ptr<train::ClusterSession> cluster;
@@ -121,7 +137,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
                                                     plan.build));
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
-    cluster->Configure(plan.world, plan.first_place, &plan.build, &plan.exec);
+    cluster->Configure(plan.world, plan.first_place, &plan.build, &plan.exec,
+                       plan.pserver_run.get());
   }
   train::TrainSession session(cmd, o, std::move(*job), std::move(*reader),
                               std::move(plan), std::move(cluster));
@@ -131,7 +148,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
 int RunTrain(const TrainOptions& o) { return TrainMain("train", o, nullptr); }
 
 int RunNode(const TrainOptions& o) {
-  StatusOr<Topology> topology = LoadTopology(o.topology);
+  StatusOr<Topology> topology =
+      LoadTopology(o.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail("node", topology.status(), kExitUsage);
   return TrainMain("node", o, &*topology);
 }

@@ -39,12 +39,21 @@ ClusterSession::ClusterSession(std::string cmd, std::string node,
       cluster_(std::move(cluster)) {}
 
 void ClusterSession::Configure(int world, int first_place, BuildStrategy* build,
-                               ExecutionStrategy* exec) const {
+                               ExecutionStrategy* exec,
+                               const PserverRun* pserver_run) const {
   build->world_places = world;
   build->num_trainers = cluster_->size();
   build->trainer_id = cluster_->rank();
   exec->communicator = cluster_->MakeCommunicator();
   exec->first_place = first_place;
+  if (pserver_run != nullptr) {
+    build->num_trainers = static_cast<int>(pserver_run->trainer_ranks().size());
+    build->placed_node = node_;
+    build->placed_pserver = pserver_run->pserver();
+    build->reduce = BuildStrategy::ReduceStrategy::kAllReduce;
+    exec->communicator =
+        cluster_->MakePserverCommunicator(pserver_run->shards());
+  }
 }
 
 void ClusterSession::AbortOnLoss(ParallelExecutor* executor) {

@@ -15,6 +15,7 @@
 
 #include "actors/cluster/cluster.h"
 #include "actors/executor/parallel_executor.h"
+#include "apps/train/pserver_run.h"
 #include "apps/train/train_options.h"
 #include "base/status.h"
 #include "graph/ir/program.h"
@@ -43,9 +44,12 @@ class ClusterSession {
 
   Cluster* cluster() const { return cluster_.get(); }
   // The build and execution settings of a node: `world` places in all, this
-  // node's from `first_place`, its collectives through the cluster.
+  // node's from `first_place`, its collectives through the cluster; in
+  // parameter-server training (`pserver_run` given), its part of the
+  // placed program and its sends and receives.
   void Configure(int world, int first_place, BuildStrategy* build,
-                 ExecutionStrategy* exec) const;
+                 ExecutionStrategy* exec,
+                 const PserverRun* pserver_run = nullptr) const;
 
   // From now on a lost peer aborts the step in flight of `executor`; if the
   // training loop has not ended the process within 2 s (it waits inside a

@@ -130,6 +130,9 @@ Status TrainSession::Prepare() {
     PAREX_RETURN_IF_ERROR(
         cluster_->BroadcastPersistables(&scope_, persistables_));
   }
+  if (plan_.pserver_run != nullptr) {
+    PAREX_RETURN_IF_ERROR(plan_.pserver_run->HoldRows(&scope_));
+  }
   ExecutionStrategy exec = plan_.exec;
   exec.trace = plan_.trace.empty() ? nullptr : &trace_;
   PAREX_ASSIGN_OR_RETURN(
@@ -147,6 +150,10 @@ void TrainSession::PrintHeader() const {
   if (cluster_ != nullptr) {
     cluster_->PrintBanner(plan_.first_place, n, plan_.world,
                           pe_->num_threads());
+  }
+  if (plan_.pserver_run != nullptr) {
+    std::printf("parameter servers %s\n",
+                plan_.pserver_run->Describe().c_str());
   }
   std::printf(
       "parex %s: %s on %d %s place%s (%s), %lld train rows, "
@@ -238,12 +245,16 @@ Status TrainSession::Fetch(const FeedMap& feed, int64_t rows, StepMetrics* m) {
     return Status::Ok();
   }
   const int n = static_cast<int>(plan_.places.size());
+  m->fetched.assign(job_.fetches.size(), 0);
+  if (plan_.pserver_run != nullptr && plan_.pserver_run->pserver()) {
+    // A pserver's step: the gradients in, its updates, the parameters out.
+    return pe_->RunPerPlace({FeedMap()}, {}).status();
+  }
   PAREX_ASSIGN_OR_RETURN(
       std::vector<std::vector<Tensor>> out,
       pe_->RunPerPlace(
           NodeShareOfBatch(feed, rows, plan_.first_place, n, plan_.world),
           fetch_));
-  m->fetched.assign(job_.fetches.size(), 0);
   for (size_t i = 0; i < out.size(); ++i) {
     for (const Tensor& t : out[i]) {
       (i == 0             ? m->loss
@@ -370,12 +381,21 @@ StatusOr<std::string> TrainSession::Evaluate(int epoch) {
 // Writes a checkpoint of the state after the step just run (the writer).
 StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
                                                int64_t next_batch) {
+  if (plan_.pserver_run != nullptr) {
+    PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
+    PAREX_RETURN_IF_ERROR(GatherPserverState());
+  }
   if (!checkpointer_.writes()) return std::string();
   PAREX_RETURN_IF_ERROR(WriteMetrics());
   // Each persistable from the place updating it.
   PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
   return checkpointer_.Write(step_, epoch, next_batch, reader_.num_batches(),
                              job_.main, scope_);
+}
+
+Status TrainSession::GatherPserverState() {
+  return plan_.pserver_run->Gather(&scope_, &cluster_->cluster()->cross())
+      .WithContext("the pservers' state");
 }
 
 // The --metrics lines so far, rewritten at each epoch's end and checkpoint.
@@ -406,6 +426,10 @@ int TrainSession::Conclude() {
   // optimizer state lives with its parameter's owner): the model saved,
   // the digest and the broadcast to other nodes read it.
   if (Status s = pe_->SyncPersistables(); !s.ok()) return Failed(s);
+  if (plan_.pserver_run != nullptr) {
+    if (Status s = GatherPserverState(); !s.ok()) return Failed(s);
+    plan_.pserver_run->Release(&scope_);
+  }
   const std::string digest = ParameterDigest(scope_, job_.params);
   if (cluster_ != nullptr) {
     if (Status s = cluster_->CheckSameParameters(digest); !s.ok()) {

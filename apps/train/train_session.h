@@ -21,6 +21,7 @@
 #include "apps/train/cluster_session.h"
 #include "apps/train/metrics.h"
 #include "apps/train/progress.h"
+#include "apps/train/pserver_run.h"
 #include "apps/train/train_job.h"
 #include "apps/train/train_options.h"
 #include "base/place.h"
@@ -41,6 +42,8 @@ struct TrainPlan {
   bool writer = true;  // rank 0: writes --save, --metrics and checkpoints
   // This node's paths ("{node}" replaced; "" for none but `save`).
   std::string save, trace, metrics, checkpoint_dir, resume;
+  // Parameter-server training: this node's part (null: collective mode).
+  std::shared_ptr<PserverRun> pserver_run;
   Clock::time_point wall_start = Clock::now();  // the wall time's start
 };
 
@@ -85,6 +88,9 @@ class TrainSession {
   Status AfterStep(int epoch, int64_t b);
   Status EndEpoch(int epoch, Clock::time_point epoch_start);
   Status Settle();
+  // Parameter-server training: the pservers' state on every node (after
+  // SyncPersistables; every node, at the same step).
+  Status GatherPserverState();
   StatusOr<std::string> Evaluate(int epoch);
   StatusOr<std::string> Checkpoint(int64_t epoch, int64_t next_batch);
   Status WriteMetrics() const;

@@ -49,6 +49,19 @@ struct BuildStrategy {
   // This process's rank among the trainers and their count (reported only).
   int num_trainers = 1;
   int trainer_id = 0;
+  // Parameter-server training (issue 32): the program is placed
+  // (graph/builder/placement.h) and this graph is node `placed_node`'s part
+  // (a pserver when `placed_pserver`): only the ops placed there are built.
+  // On a trainer, each gradient of a parameter that lives on the pservers is
+  // sent to them as soon as it is made (a "send": a reduce), and after
+  // every gradient has gone the parameters come back ("recv": broadcasts,
+  // in gradient order). On a pserver (one place), the gradients of the
+  // parameters it holds arrive first ("recv": reduces), its update ops run,
+  // and the parameters leave last ("send": broadcasts). The communicator
+  // knows who holds what (actors/comm/pserver_communicator.h). Empty: not
+  // a placed program.
+  std::string placed_node;
+  bool placed_pserver = false;
 };
 
 const char* ReduceStrategyName(BuildStrategy::ReduceStrategy s);

@@ -9,6 +9,7 @@
 #include "base/dtype.h"
 #include "graph/builder/backward.h"
 #include "graph/builder/sync_batch_norm.h"
+#include "graph/ir/place_group.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
 #include "graph/ssa/optimizer_slices.h"
@@ -43,6 +44,8 @@ class Builder {
     for (const Place& p : places) all_cpu = all_cpu && p.is_cpu();
     graph_.shared_parameters =
         reduce_mode_ && strategy.share_cpu_parameters && all_cpu;
+    placed_ = !strategy.placed_node.empty();
+    if (placed_) graph_.shared_parameters = false;
   }
 
   Status Build(const std::vector<std::string>& fetch_names);
@@ -82,6 +85,16 @@ class Builder {
   Status AddFetches(const std::vector<std::string>& fetch_names);
   void AddSequentialOrder();
   Status CheckGradReads(int index, int place);
+  // A placed program (BuildStrategy::placed_node): whether `op` runs on
+  // this node, and whether `param` lives on the pservers.
+  StatusOr<bool> RunsHere(const OpDesc& op) const;
+  StatusOr<bool> OnPservers(const std::string& param) const;
+  // A trainer's send of `grad`; a pserver's recvs of the gradients of the
+  // parameters it holds (in the trainers' order); either's exchange of the
+  // parameters after them.
+  Status SendGradient(const GradInfo& info);
+  Status AddPserverRecvs();
+  void AddPlacedBroadcasts();
 
   const Program& program_;
   const Block& block_;
@@ -89,6 +102,10 @@ class Builder {
   SsaGraph graph_;
   int n_;
   bool reduce_mode_ = false;
+  bool placed_ = false;
+  // A placed program's parameters that live on pservers, in gradient order:
+  // a trainer's sent gradients, a pserver's received ones.
+  std::vector<std::string> remote_params_;
   std::vector<int64_t> owned_numel_;
   std::map<std::string, int> owner_;  // param and grad name -> place
   // Reduce mode: vars that only an owner-placed op wrote -> that place.
@@ -401,6 +418,7 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
     owner_[param] = owner;
     owner_[grad] = owner;
   }
+  if (placed_) return SendGradient(info);
   grad_index_[grad] = static_cast<int>(graph_.grads.size());
   graph_.grads.push_back(info);
   if (reduce_mode_) {
@@ -422,6 +440,10 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
 
 Status Builder::AddProgramOp(int index) {
   const OpDesc& desc = block_.op(index);
+  if (placed_) {
+    PAREX_ASSIGN_OR_RETURN(const bool here, RunsHere(desc));
+    if (!here) return Status::Ok();
+  }
   if (desc.type() == "feed") return Status::Ok();  // its output is an input
   if (desc.type() == "fetch") {
     program_fetches_.push_back(desc.FirstInput("X"));
@@ -494,6 +516,91 @@ void Builder::AddBroadcasts() {
   }
 }
 
+StatusOr<bool> Builder::RunsHere(const OpDesc& op) const {
+  PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(op));
+  if (!group.has_value()) {
+    return InvalidArgument(op.Label() +
+                           " has no place_group: a parameter-server program "
+                           "is placed first (parex place)");
+  }
+  return group->Includes(
+      strategy_.placed_pserver ? NodeRole::kPserver : NodeRole::kTrainer,
+      strategy_.placed_node);
+}
+
+StatusOr<bool> Builder::OnPservers(const std::string& param) const {
+  const VarDesc* var = block_.FindVar(param);
+  if (var == nullptr) return false;
+  PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(*var));
+  return group.has_value() && group->role == NodeRole::kPserver;
+}
+
+Status Builder::SendGradient(const GradInfo& info) {
+  PAREX_ASSIGN_OR_RETURN(const bool remote, OnPservers(info.param));
+  if (!remote) {
+    return Unimplemented(
+        "parameter '" + info.param + "' is updated on the trainers (" +
+        block_.op(info.program_op).Label() +
+        " makes its gradient); in parameter-server training every trained "
+        "parameter lives on a pserver");
+  }
+  if (info.sparse) {
+    return Unimplemented("parameter '" + info.param +
+                         "': its gradient is sparse rows, which parameter-"
+                         "server training does not send yet; train it with "
+                         "is_sparse off, or in collective mode");
+  }
+  remote_params_.push_back(info.param);
+  AddCollective(SsaOpKind::kReduce, {info.grad}, 0);
+  graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1).type = "send";
+  return Status::Ok();
+}
+
+Status Builder::AddPserverRecvs() {
+  if (n_ != 1) {
+    return InvalidArgument("pserver '" + strategy_.placed_node +
+                           "' runs its ops on one place, not " +
+                           std::to_string(n_));
+  }
+  for (int i = 0; i < block_.num_ops(); ++i) {
+    const OpDesc& op = block_.op(i);
+    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
+    const std::vector<std::string> role_var = OpRoleVar(op);
+    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+      const VarDesc* var = block_.FindVar(role_var[k]);
+      if (var == nullptr) continue;
+      PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group,
+                             PlaceGroupOf(*var));
+      if (!group.has_value() ||
+          !group->Includes(NodeRole::kPserver, strategy_.placed_node)) {
+        continue;
+      }
+      remote_params_.push_back(role_var[k]);
+      const int recv = graph_.AddOp(SsaOpKind::kReduce, "recv", -1, {0});
+      graph_.mutable_op(recv).root = 0;
+      graph_.mutable_op(recv).var_names = {role_var[k + 1]};
+      Wire(recv, {}, {{role_var[k + 1], 0}});
+    }
+  }
+  return Status::Ok();
+}
+
+void Builder::AddPlacedBroadcasts() {
+  if (!placed_) return;
+  const bool pserver = strategy_.placed_pserver;
+  std::vector<int> all;
+  for (int p = 0; p < n_; ++p) all.push_back(p);
+  for (const std::string& param : remote_params_) {
+    const int op = graph_.AddOp(SsaOpKind::kBroadcast,
+                                pserver ? "send" : "recv", -1, all);
+    graph_.mutable_op(op).root = 0;
+    graph_.mutable_op(op).var_names = {param};
+    std::vector<std::pair<std::string, int>> writes;
+    for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
+    Wire(op, {{param, 0}}, writes);
+  }
+}
+
 Status Builder::AddFetches(const std::vector<std::string>& fetch_names) {
   std::vector<std::string> names = program_fetches_;
   for (const std::string& f : fetch_names) {
@@ -535,11 +642,15 @@ void Builder::AddSequentialOrder() {
 
 Status Builder::Build(const std::vector<std::string>& fetch_names) {
   PAREX_RETURN_IF_ERROR(CheckProgram());
+  if (placed_ && strategy_.placed_pserver) {
+    PAREX_RETURN_IF_ERROR(AddPserverRecvs());
+  }
   for (int i = 0; i < block_.num_ops(); ++i) {
     PAREX_RETURN_IF_ERROR(AddProgramOp(i));
   }
   FlushBucket();
   AddBroadcasts();
+  AddPlacedBroadcasts();
   PAREX_RETURN_IF_ERROR(AddFetches(fetch_names));
   SliceOptimizers(&graph_);
   AddSequentialOrder();

@@ -1,0 +1,86 @@
+// PserverCommunicator: a node's collectives in parameter-server training
+// (issue 32; the graph's "send" and "recv" handles, graph/ssa/
+// build_strategy.h's placed_node). Gradients go to the pservers that hold
+// their parameters and the parameters come back, point to point over the
+// cluster's communicator (one rank per node, Gloo's Send/Recv), never
+// through a collective every node joins.
+//
+// A trainer (its places, any number):
+//   Reduce(grad): the node's places are summed onto its first place in
+//     place order (as the hierarchical communicator does), and that sum, or
+//     each row block of it, is sent to the pserver holding it.
+//   Broadcast(param): each row block is received from its pserver into
+//     every local place's tensor.
+// A pserver (one place):
+//   Reduce(grad): its block of the gradient is received from each trainer
+//     in rank order and summed, ((t0 + t1) + t2) + ..., so that with the
+//     trainers' in-node sums it adds what collective mode adds.
+//   Broadcast(param): its block of the parameter goes to each trainer.
+// The order of a pair's messages is the graph's (every node builds its part
+// of the same placed program, so the orders agree); a message that names
+// another variable is refused, naming both nodes. AllReduce and AllGather
+// have no meaning here: FailedPrecondition.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/comm/communicator.h"
+#include "actors/comm/in_process_communicator.h"
+
+namespace parex {
+
+// Where the rows of one parameter (and its gradient) live: the cluster
+// ranks of its pservers in block order; one rank holds it whole.
+struct PserverShard {
+  std::vector<int> ranks;
+  int64_t rows = 0;  // dim 0 of the parameter, split by RowBlock
+};
+
+class PserverCommunicator final : public Communicator {
+ public:
+  // `cross`: one rank per node (this node's rank is its first_local_rank),
+  // named `nodes`; `trainers`: the trainers' ranks in order; `shards`: by
+  // parameter name and by gradient name. A pserver has one local place.
+  PserverCommunicator(std::vector<Place> local_places,
+                      std::shared_ptr<Communicator> cross,
+                      std::vector<std::string> nodes, bool pserver,
+                      std::vector<int> trainers,
+                      std::map<std::string, PserverShard> shards);
+
+  const char* backend() const override { return "pserver"; }
+  int world_size() const override { return local_.world_size(); }
+  int local_size() const override { return local_.world_size(); }
+  int first_local_rank() const override { return 0; }
+  Place place(int rank) const override { return local_.place(rank); }
+  bool blocking() const override { return true; }
+  void Interrupt(const Status& reason) override { cross_->Interrupt(reason); }
+  void Resume() override { cross_->Resume(); }
+
+  Status AllReduce(std::string_view name, TensorGroups groups) override;
+  Status Reduce(std::string_view name, TensorGroups groups, int root) override;
+  Status Broadcast(std::string_view name, TensorGroups groups,
+                   int root) override;
+  Status AllGather(std::string_view name, const PlaceTensors& inputs,
+                   const PlaceTensors& outputs) override;
+
+ private:
+  StatusOr<const PserverShard*> ShardOf(std::string_view name) const;
+  int BlockOfThisNode(const PserverShard& shard) const;
+  Status SendGradient(std::string_view name, const PlaceTensors& places);
+  Status RecvGradient(std::string_view name, Tensor* sum);
+  Status SendParameter(std::string_view name, const Tensor& param);
+  Status RecvParameter(std::string_view name, const PlaceTensors& places);
+
+  InProcessCommunicator local_;
+  std::shared_ptr<Communicator> cross_;
+  const std::vector<std::string> nodes_;
+  const bool pserver_;
+  const std::vector<int> trainers_;
+  const std::map<std::string, PserverShard> shards_;
+  Tensor scratch_;  // a received block
+};
+
+}  // namespace parex

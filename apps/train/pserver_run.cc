@@ -1,0 +1,213 @@
+#include "apps/train/pserver_run.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "graph/ir/op_role.h"
+#include "graph/ir/place_group.h"
+#include "graph/ssa/optimizer_slices.h"
+
+namespace parex::train {
+
+bool HasPservers(const Topology& topology) {
+  for (const TopologyNode& n : topology.nodes) {
+    if (n.pserver) return true;
+  }
+  return false;
+}
+
+StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
+    Program* main, const Topology& topology, const std::string& node) {
+  std::unique_ptr<PserverRun> run(new PserverRun());
+  run->rank_ = topology.Rank(node);
+  if (run->rank_ < 0) {
+    return NotFound(topology.path + ": no node '" + node + "'");
+  }
+  run->node_ = node;
+  run->pserver_ = topology.nodes[run->rank_].pserver;
+  PlacementOptions options;
+  for (size_t r = 0; r < topology.nodes.size(); ++r) {
+    const TopologyNode& n = topology.nodes[r];
+    (n.pserver ? options.pservers : options.trainers).push_back(n.name);
+    if (!n.pserver) run->trainers_.push_back(static_cast<int>(r));
+  }
+  if (topology.nodes[0].pserver || options.trainers.empty()) {
+    return InvalidArgument(
+        topology.path + ": node '" + topology.nodes[0].name +
+        "' is a pserver; the first node must be a trainer (it writes the "
+        "model, the metrics and the checkpoints)");
+  }
+  if (run->pserver_ && !topology.nodes[run->rank_].places[0].is_cpu()) {
+    return InvalidArgument(topology.path + ": pserver '" + node +
+                           "': a pserver runs on a CPU place, not " +
+                           topology.nodes[run->rank_].places_text);
+  }
+  PAREX_ASSIGN_OR_RETURN(run->report_,
+                         PlaceForParameterServers(main, options));
+  const Block& block = main->global_block();
+  for (const PlacementReport::Shard& s : run->report_.shards) {
+    PserverShard shard;
+    const std::vector<std::string>& nodes =
+        s.group.nodes.empty() ? options.pservers : s.group.nodes;
+    for (const std::string& n : nodes) shard.ranks.push_back(topology.Rank(n));
+    shard.rows = block.FindVar(s.param)->dim(0);
+    run->shards_[s.param] = shard;
+  }
+  for (int i = 0; i < block.num_ops(); ++i) {
+    const OpDesc& op = block.op(i);
+    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
+    const std::vector<std::string> role_var = OpRoleVar(op);
+    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+      const auto it = run->shards_.find(role_var[k]);
+      if (it != run->shards_.end()) {
+        run->shards_[role_var[k + 1]] = it->second;
+      }
+    }
+  }
+  PAREX_RETURN_IF_ERROR(run->FindHeld(block, topology));
+  return run;
+}
+
+Status PserverRun::FindHeld(const Block& block, const Topology& topology) {
+  for (const auto& var : block.vars()) {
+    if (!var->persistable()) continue;
+    PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(*var));
+    if (!group.has_value() || group->role != NodeRole::kPserver) continue;
+    Held held;
+    for (const std::string& n : group->nodes) {
+      held.ranks.push_back(topology.Rank(n));
+    }
+    if (held.ranks.empty()) {
+      for (size_t r = 0; r < topology.nodes.size(); ++r) {
+        if (topology.nodes[r].pserver) held.ranks.push_back(static_cast<int>(r));
+      }
+    }
+    held_[var->name()] = held;
+  }
+  // Row blocks: the parameter and the accumulators an elementwise update
+  // reads and writes along with it.
+  for (int i = 0; i < block.num_ops(); ++i) {
+    const OpDesc& op = block.op(i);
+    if ((OpRole(op) & kOpRoleOptimize) == 0 || op.Input("Param").size() != 1) {
+      continue;
+    }
+    const std::string param = op.FirstInput("Param");
+    const auto shard = shards_.find(param);
+    if (shard == shards_.end() || shard->second.ranks.size() < 2) continue;
+    const OptimizerSlots* slots = SliceableOptimizer(op.type());
+    if (slots == nullptr || !CanSliceOptimizer(op)) {
+      return InvalidArgument(
+          op.Label() + ": updates parameter '" + param +
+          "' in row blocks over several pservers, but its update is not "
+          "elementwise; place the parameter on one pserver (its "
+          "place_group \"pserver/NAME\")");
+    }
+    for (const auto* list : {&slots->sliced_inputs, &slots->sliced_outputs}) {
+      for (const std::string& slot : *list) {
+        const bool input = list == &slots->sliced_inputs;
+        for (const std::string& name :
+             input ? op.Input(slot) : op.Output(slot)) {
+          const auto it = held_.find(name);
+          if (it != held_.end()) it->second.rows = shard->second.rows;
+        }
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+std::string PserverRun::Describe() const {
+  if (!pserver_) {
+    int grads = 0;
+    for (const PlacementReport::Shard& s : report_.shards) grads += !s.param.empty();
+    return "trainer " + node_ + " sends " + std::to_string(grads) +
+           " gradients to " + std::to_string(report_.elements.size()) +
+           " pserver(s)";
+  }
+  int params = 0;
+  for (const PlacementReport::Shard& s : report_.shards) {
+    params += std::find(shards_.at(s.param).ranks.begin(),
+                        shards_.at(s.param).ranks.end(),
+                        rank_) != shards_.at(s.param).ranks.end();
+  }
+  return "pserver " + node_ + " holds " + std::to_string(params) + " of " +
+         std::to_string(report_.shards.size()) + " parameters (" +
+         std::to_string(report_.elements.at(node_)) + " elements)";
+}
+
+Status PserverRun::HoldRows(Scope* scope) {
+  if (!pserver_) return Status::Ok();
+  for (const auto& [name, held] : held_) {
+    const auto at = std::find(held.ranks.begin(), held.ranks.end(), rank_);
+    if (held.rows == 0 || at == held.ranks.end()) continue;
+    Variable* var = scope->FindVar(name);
+    Tensor* t = var != nullptr && var->IsTensor() ? var->GetMutableTensor()
+                                                  : nullptr;
+    if (t == nullptr || !t->defined() || t->rank() < 1 ||
+        t->dim(0) != held.rows) {
+      return FailedPrecondition("pserver '" + node_ + "': '" + name +
+                                "' is not a tensor of " +
+                                std::to_string(held.rows) +
+                                " rows to hold a block of");
+    }
+    const auto [begin, end] =
+        RowBlock(held.rows, static_cast<int>(at - held.ranks.begin()),
+                 static_cast<int>(held.ranks.size()));
+    whole_[name] = *t;
+    *t = whole_[name].Slice(begin, end);
+  }
+  return Status::Ok();
+}
+
+Tensor* PserverRun::Whole(Scope* scope, const std::string& name) {
+  const auto it = whole_.find(name);
+  if (it != whole_.end()) return &it->second;
+  Variable* var = scope->FindVar(name);
+  return var != nullptr && var->IsTensor() ? var->GetMutableTensor() : nullptr;
+}
+
+Status PserverRun::Gather(Scope* scope, Communicator* cross) {
+  for (const auto& [name, held] : held_) {
+    Tensor* whole = Whole(scope, name);
+    if (whole == nullptr || !whole->defined()) {
+      return FailedPrecondition("node '" + node_ + "': persistable '" + name +
+                                "' is not initialised, so its pserver's "
+                                "value cannot replace it");
+    }
+    if (held.rows == 0) {
+      PlaceTensors one{whole};
+      PAREX_RETURN_IF_ERROR(cross->Broadcast(name, one, held.ranks[0]));
+      continue;
+    }
+    const int blocks = static_cast<int>(held.ranks.size());
+    for (int b = 0; b < blocks; ++b) {
+      const auto [begin, end] = RowBlock(held.rows, b, blocks);
+      Tensor block = whole->Slice(begin, end);
+      if (held.ranks[b] == rank_) {
+        // The update ops may have given the view a buffer of its own.
+        const Tensor& mine = *scope->FindVar(name)->GetTensor();
+        if (mine.raw_data() != block.raw_data()) {
+          if (mine.bytes() != block.bytes()) {
+            return Internal("pserver '" + node_ + "': '" + name +
+                            "' no longer has its block's size");
+          }
+          std::memcpy(block.raw_data(), mine.raw_data(), block.bytes());
+        }
+      }
+      PlaceTensors one{&block};
+      PAREX_RETURN_IF_ERROR(cross->Broadcast(name, one, held.ranks[b]));
+    }
+  }
+  return Status::Ok();
+}
+
+void PserverRun::Release(Scope* scope) {
+  for (auto& [name, whole] : whole_) {
+    Variable* var = scope->FindVar(name);
+    if (var != nullptr) *var->GetMutableTensor() = whole;
+  }
+  whole_.clear();
+}
+
+}  // namespace parex::train

@@ -1,0 +1,85 @@
+// A node's part in parameter-server training (issue 32): the program placed
+// over the topology's trainers and pservers (graph/builder/placement.h),
+// who holds which parameter rows (the executor's PserverCommunicator reads
+// that), and the optimizer state the pservers hold, brought to every node
+// when the run saves or ends.
+//
+// A pserver keeps each persistable of a parameter split in row blocks as
+// its own block: the scope's variable is a view of those rows of the whole
+// tensor, so its update ops run on its rows only. The whole tensors come
+// back to the scope at Release (the end of the run).
+//
+// Gather (every node, at the same step): each persistable the pservers hold
+// (a parameter, its accumulators, a learning rate), or each row block of
+// it, is broadcast from its holder to every node, so that a checkpoint or
+// the saved model written by the first trainer holds the state of one
+// consistent step, optimizer state included.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/comm/communicator.h"
+#include "actors/comm/pserver_communicator.h"
+#include "base/status.h"
+#include "graph/builder/placement.h"
+#include "graph/ir/program.h"
+#include "kernels/scope.h"
+#include "proto/topology_io.h"
+
+namespace parex::train {
+
+// Whether the topology has pserver nodes (parameter-server training).
+bool HasPservers(const Topology& topology);
+
+class PserverRun {
+ public:
+  // Places `main` (in place) for `topology`'s trainers and pservers and
+  // works out node `node`'s part. Errors name the node, op or parameter: a
+  // topology whose first node is a pserver (the first trainer writes the
+  // model and checkpoints), a pserver with places on no CPU, a parameter in
+  // row blocks whose update is not elementwise.
+  static StatusOr<std::unique_ptr<PserverRun>> Plan(Program* main,
+                                                    const Topology& topology,
+                                                    const std::string& node);
+
+  bool pserver() const { return pserver_; }
+  const PlacementReport& report() const { return report_; }
+  // By parameter and by gradient name (PserverCommunicator's).
+  const std::map<std::string, PserverShard>& shards() const { return shards_; }
+  std::vector<int> trainer_ranks() const { return trainers_; }
+  // "pserver ps0 holds 3 parameters (101770 elements) of 6" or
+  // "trainer t0 sends 6 gradients to 2 pservers".
+  std::string Describe() const;
+
+  // A pserver: its row blocks become its scope's variables (views).
+  Status HoldRows(Scope* scope);
+  // Every node: the pservers' state on every node (see above).
+  Status Gather(Scope* scope, Communicator* cross);
+  // A pserver: the whole tensors back in its scope.
+  void Release(Scope* scope);
+
+ private:
+  // A persistable the pservers hold: its holders' ranks (row blocks when
+  // `rows` > 0; else the first holder's copy is the one).
+  struct Held {
+    std::vector<int> ranks;
+    int64_t rows = 0;
+  };
+  PserverRun() = default;
+  Status FindHeld(const Block& block, const Topology& topology);
+  Tensor* Whole(Scope* scope, const std::string& name);
+
+  bool pserver_ = false;
+  int rank_ = 0;
+  std::string node_;
+  PlacementReport report_;
+  std::vector<int> trainers_;
+  std::map<std::string, PserverShard> shards_;
+  std::map<std::string, Held> held_;      // by name (sorted)
+  std::map<std::string, Tensor> whole_;   // a pserver's, of its row views
+};
+
+}  // namespace parex::train

@@ -158,7 +158,7 @@ TEST(TopologyIoTest, ErrorsNameTheFileLineAndNode) {
       {head + a +
            "node { name: \"b\" host: \"127.0.0.1\" port: 2 places: \"cpu\" "
            "role: PSERVER }\n",
-       "node 'b': role PSERVER: parameter-server training does not run yet"},
+       "node 'b': role PSERVER: this command does not run parameter servers"},
       {head + a +
            "node { name: \"b c\" host: \"h\" port: 2 places: \"cpu\" }\n",
        path + ":4: node #1: name 'b c'"},

@@ -1,0 +1,229 @@
+// Parameter-server training (issue 32): trainers and pservers on 127.0.0.1
+// train to the same losses and the same final parameters as collective mode
+// with the same trainer places (acceptance 1, sync mode); a pserver killed
+// mid-run ends every other node within 5 s naming it, and the restarted run
+// with --resume reproduces the uninterrupted one (acceptance 4); bad
+// parameter-server setups are refused by name.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/apps/cli/cli_test_util.h"
+#include "tests/free_port.h"
+
+namespace parex::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Trainers a, b, ... with `places` CPU places each, then `pservers`
+// pservers p0, p1, ... of one place.
+std::string PserverTopology(const std::string& dir,
+                            const std::vector<int>& places, int pservers,
+                            const std::string& file = "cluster.pbtxt") {
+  WriteTopology(dir, {});
+  const std::string path = dir + "/" + file;
+  std::ofstream out(path);
+  out << "cluster: \"test\"\nsecret_file: \"cluster.secret\"\n"
+      << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
+  for (size_t i = 0; i < places.size(); ++i) {
+    out << "node { name: \"" << static_cast<char>('a' + i)
+        << "\" host: \"127.0.0.1\" port: " << FreePort() << " places: \"cpu:"
+        << places[i] << "\" }\n";
+  }
+  for (int p = 0; p < pservers; ++p) {
+    out << "node { name: \"p" << p << "\" host: \"127.0.0.1\" port: "
+        << FreePort() << " places: \"cpu:1\" role: PSERVER }\n";
+  }
+  return path;
+}
+
+// Every node's "parameters sha256" digest in a launch's output.
+std::vector<std::string> Digests(const std::string& out) {
+  std::vector<std::string> digests;
+  size_t at = 0;
+  const std::string key = "parameters      sha256 ";
+  while ((at = out.find(key, at)) != std::string::npos) {
+    at += key.size();
+    digests.push_back(out.substr(at, 64));
+  }
+  return digests;
+}
+
+struct PserverCase {
+  std::string name;
+  std::vector<int> places;  // per trainer
+  int pservers;
+  std::vector<std::string> job;  // --model M or --program P --data ...
+  int steps;
+};
+
+void PrintTo(const PserverCase& c, std::ostream* os) { *os << c.name; }
+
+class PserverTrainTest : public ::testing::TestWithParam<PserverCase> {};
+
+// Sync mode adds what collective mode adds: each trainer's places in place
+// order, then the trainers (for two, a + b either way), and runs the same
+// update on it, so the two runs agree bit for bit; the acceptance's bound is
+// 1e-5 relative on every step's loss.
+TEST_P(PserverTrainTest, TrainsAsCollectiveModeWithTheSameTrainerPlaces) {
+  const PserverCase& c = GetParam();
+  const std::string dir = ScratchDir("pserver_" + c.name);
+  if (c.job[0] == "--program") WritePaddleCnnFixtureData(dir);
+  std::vector<std::string> common = c.job;
+  common.insert(common.end(), {"--steps", std::to_string(c.steps), "--batch",
+                               "32", "--no-progress", "--no-shuffle"});
+  auto launch = [&](const std::string& topology, const std::string& metrics) {
+    std::vector<std::string> args = {"launch", "--topology", topology};
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), {"--metrics", metrics});
+    return RunParex(args, dir);
+  };
+  CliRun ps = launch(PserverTopology(dir, c.places, c.pservers), "ps.jsonl");
+  ASSERT_EQ(ps.exit_code, 0) << ps.out << ps.err;
+  EXPECT_THAT(ps.out, HasSubstr("[p0] parameter servers pserver p0 holds"));
+  EXPECT_THAT(ps.out, HasSubstr("[a] parameter servers trainer a sends"));
+  CliRun coll =
+      launch(PserverTopology(dir, c.places, 0, "coll.pbtxt"), "coll.jsonl");
+  ASSERT_EQ(coll.exit_code, 0) << coll.out << coll.err;
+
+  const std::vector<double> want = Losses(dir + "/coll.jsonl");
+  const std::vector<double> got = Losses(dir + "/ps.jsonl");
+  ASSERT_EQ(want.size(), static_cast<size_t>(c.steps));
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < want.size(); ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
+        << "step " << s + 1;
+  }
+  // Every node, pservers included, ends with collective mode's parameters.
+  const std::vector<std::string> ps_digests = Digests(ps.out);
+  const std::vector<std::string> coll_digests = Digests(coll.out);
+  ASSERT_EQ(ps_digests.size(), c.places.size() + c.pservers);
+  ASSERT_EQ(coll_digests.size(), c.places.size());
+  for (const std::string& d : ps_digests) EXPECT_EQ(d, coll_digests[0]);
+}
+
+const std::string kPaddleCnn =
+    std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_cnn_bn_adam";
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PserverTrainTest,
+    ::testing::Values(
+        PserverCase{"mlp_2x1_1ps", {1, 1}, 1, {"--model", "fashion_mlp"}, 20},
+        // fc_0.w_0 is over half the elements: row blocks on both pservers.
+        PserverCase{"mlp_2x1_2ps", {1, 1}, 2, {"--model", "fashion_mlp"}, 20},
+        PserverCase{"cnn_2x2_2ps", {2, 2}, 2, {"--model", "fashion_cnn"}, 4},
+        // PaddlePaddle's program: batch norm on the trainers, Adam on the
+        // pservers.
+        PserverCase{"paddle_cnn_2x1_2ps",
+                    {1, 1},
+                    2,
+                    {"--program", kPaddleCnn + "/main.pdmodel", "--params",
+                     kPaddleCnn + "/params", "--data", "x=x.npy", "--data",
+                     "label=label.npy"},
+                    5}),
+    [](const ::testing::TestParamInfo<PserverCase>& info) {
+      return info.param.name;
+    });
+
+// Acceptance 4: a pserver killed after the second checkpoint (every 10
+// steps) ends the trainers and the other pserver within 5 s, naming it; the
+// cluster restarted with --resume ends the run with every step's loss and
+// the final parameters of the uninterrupted run. The checkpoint holds the
+// pservers' Adam moments (gathered from them), or the resumed steps would
+// differ.
+TEST(PserverFailureTest, AKilledPserverEndsEveryNodeAndResumeReproduces) {
+  const std::string dir = ScratchDir("pserver_kill_resume");
+  const std::string topology = PserverTopology(dir, {1, 1}, 2);
+  const std::vector<std::string> common = {
+      "--model", "fashion_mlp", "--batch", "32",           "--seed",
+      "5",       "--steps",     "300",     "--no-progress"};
+  std::vector<std::string> whole = {"launch", "--topology", topology};
+  whole.insert(whole.end(), common.begin(), common.end());
+  whole.insert(whole.end(), {"--metrics", "whole.jsonl"});
+  CliRun uninterrupted = RunParex(whole, dir);
+  ASSERT_EQ(uninterrupted.exit_code, 0)
+      << uninterrupted.out << uninterrupted.err;
+
+  std::vector<std::string> node_opts = common;
+  node_opts.insert(node_opts.end(),
+                   {"--metrics", "run.jsonl", "--checkpoint-dir", "ck",
+                    "--checkpoint-every", "10", "--keep", "100"});
+  const std::vector<std::string> names = {"a", "b", "p0", "p1"};
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (const std::string& n : names) {
+    nodes.push_back(std::make_unique<Child>(NodeArgs(topology, n, node_opts),
+                                            dir, dir + "/" + n + ".log"));
+  }
+  const auto end = Clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(dir + "/ck/ckpt-20") && Clock::now() < end &&
+         !nodes[0]->Poll()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(std::filesystem::exists(dir + "/ck/ckpt-20")) << nodes[0]->Log();
+  ASSERT_EQ(kill(nodes[3]->pid(), SIGKILL), 0);
+  const auto killed = Clock::now();
+  const std::vector<int64_t> ms =
+      WaitAll({nodes[0].get(), nodes[1].get(), nodes[2].get()}, killed,
+              std::chrono::seconds(30));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_GE(ms[i], 0) << names[i] << " did not exit\n" << nodes[i]->Log();
+    EXPECT_LT(ms[i], 5000) << nodes[i]->Log();
+    ASSERT_NE(nodes[i]->exit_code(), 0)
+        << "the run ended before the kill reached it";
+    EXPECT_EQ(nodes[i]->exit_code(), 1) << nodes[i]->Log();
+    EXPECT_THAT(nodes[i]->Log(), HasSubstr("node 'p1' (rank 3"));
+  }
+  std::vector<std::string> resume = {"launch", "--topology", topology};
+  resume.insert(resume.end(), node_opts.begin(), node_opts.end());
+  resume.insert(resume.end(), {"--resume", "ck"});
+  CliRun resumed = RunParex(resume, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("[a] parex node: resuming from ck/ckpt-"));
+  const std::vector<double> want = Losses(dir + "/whole.jsonl");
+  const std::vector<double> got = Losses(dir + "/run.jsonl");
+  ASSERT_EQ(want.size(), 300u);
+  ASSERT_EQ(got.size(), 300u);
+  for (size_t s = 0; s < want.size(); ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
+        << "step " << s + 1;
+  }
+  EXPECT_EQ(Digests(resumed.out), Digests(uninterrupted.out));
+}
+
+// What parameter-server training refuses, each by name: a first node that
+// is a pserver, a synchronised batch norm, a pserver on no CPU.
+TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
+  const std::string dir = ScratchDir("pserver_bad");
+  const std::string good = PserverTopology(dir, {1}, 1);
+  std::string text = ReadFile(good);
+  // The pserver first.
+  const size_t trainer = text.find("node {");
+  const size_t pserver = text.find("node {", trainer + 1);
+  std::ofstream(dir + "/first.pbtxt")
+      << text.substr(0, trainer) << text.substr(pserver)
+      << text.substr(trainer, pserver - trainer);
+  CliRun first = RunParex({"node", "--topology", dir + "/first.pbtxt",
+                           "--node", "a", "--model", "fashion_mlp"},
+                          dir);
+  EXPECT_EQ(first.exit_code, 2) << first.out << first.err;
+  EXPECT_THAT(first.err, HasSubstr("node 'p0' is a pserver; the first node "
+                                   "must be a trainer"));
+  CliRun synced = RunParex({"node", "--topology", good, "--node", "a",
+                            "--model", "fashion_cnn", "--sync-batch-norm"},
+                           dir);
+  EXPECT_EQ(synced.exit_code, 2) << synced.out << synced.err;
+  EXPECT_THAT(synced.err, HasSubstr("--sync-batch-norm needs collective mode"));
+}
+
+}  // namespace
+}  // namespace parex::testing

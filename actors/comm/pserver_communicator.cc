@@ -105,6 +105,7 @@ Status PserverCommunicator::SendGradient(std::string_view name,
   }
   const Tensor& sum = *places[0];
   const int blocks = static_cast<int>(shard->ranks.size());
+  sent_ += static_cast<int64_t>(sum.bytes());
   if (blocks == 1) return cross_->Send(name, sum, shard->ranks[0]);
   if (sum.rank() < 1 || sum.dim(0) != shard->rows) {
     return InvalidArgument("send '" + std::string(name) + "': gradient " +
@@ -125,9 +126,11 @@ Status PserverCommunicator::RecvGradient(std::string_view name, Tensor* sum) {
   for (size_t t = 0; t < trainers_.size(); ++t) {
     if (t == 0) {
       PAREX_RETURN_IF_ERROR(cross_->Recv(name, sum, trainers_[t]));
+      received_ += static_cast<int64_t>(sum->bytes());
       continue;
     }
     PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, trainers_[t]));
+    received_ += static_cast<int64_t>(scratch_.bytes());
     const std::string what = "recv '" + std::string(name) + "' from " +
                              "node '" + nodes_[trainers_[t]] + "'";
     if (scratch_.dtype() != sum->dtype() || scratch_.dims() != sum->dims()) {
@@ -153,7 +156,10 @@ Status PserverCommunicator::SendParameter(std::string_view name,
                                           const Tensor& param) {
   PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
   (void)shard;
-  for (int t : trainers_) PAREX_RETURN_IF_ERROR(cross_->Send(name, param, t));
+  for (int t : trainers_) {
+    PAREX_RETURN_IF_ERROR(cross_->Send(name, param, t));
+    sent_ += static_cast<int64_t>(param.bytes());
+  }
   return Status::Ok();
 }
 
@@ -163,6 +169,7 @@ Status PserverCommunicator::RecvParameter(std::string_view name,
   const int blocks = static_cast<int>(shard->ranks.size());
   for (int b = 0; b < blocks; ++b) {
     PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, shard->ranks[b]));
+    received_ += static_cast<int64_t>(scratch_.bytes());
     const auto [begin, end] = RowBlock(shard->rows, b, blocks);
     for (size_t p = 0; p < places.size(); ++p) {
       Tensor* dst = places[p];

@@ -22,6 +22,8 @@
 // have no meaning here: FailedPrecondition.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -66,6 +68,10 @@ class PserverCommunicator final : public Communicator {
   Status AllGather(std::string_view name, const PlaceTensors& inputs,
                    const PlaceTensors& outputs) override;
 
+  // Tensor bytes this node sent and received so far (headers left out).
+  int64_t bytes_sent() const { return sent_; }
+  int64_t bytes_received() const { return received_; }
+
  private:
   StatusOr<const PserverShard*> ShardOf(std::string_view name) const;
   int BlockOfThisNode(const PserverShard& shard) const;
@@ -81,6 +87,7 @@ class PserverCommunicator final : public Communicator {
   const std::vector<int> trainers_;
   const std::map<std::string, PserverShard> shards_;
   Tensor scratch_;  // a received block
+  std::atomic<int64_t> sent_{0}, received_{0};
 };
 
 }  // namespace parex

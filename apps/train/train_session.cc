@@ -453,6 +453,7 @@ int TrainSession::Conclude() {
   std::printf("throughput      %.0f samples/s over %lld steps\n",
               samples_ / std::max(train_seconds, 1e-9),
               static_cast<long long>(step_));
+  PrintPserverTraffic();
   std::printf("parameters      sha256 %s (trainable)\n", digest.c_str());
   std::printf("%s", finished->saved.c_str());
   PrintTraceSummary();
@@ -460,6 +461,16 @@ int TrainSession::Conclude() {
     if (Status s = cluster_->Leave(); !s.ok()) return Failed(s);
   }
   return kExitOk;
+}
+
+void TrainSession::PrintPserverTraffic() const {
+  const auto* ps =
+      dynamic_cast<const PserverCommunicator*>(plan_.exec.communicator.get());
+  if (ps == nullptr || step_ == 0) return;
+  std::printf(
+      "pserver traffic sent %.3f MB, received %.3f MB: %.1f KB a step\n",
+      ps->bytes_sent() / 1e6, ps->bytes_received() / 1e6,
+      (ps->bytes_sent() + ps->bytes_received()) / 1e3 / step_);
 }
 
 Status TrainSession::WriteTrace() {

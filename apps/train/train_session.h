@@ -99,6 +99,8 @@ class TrainSession {
   int Conclude();
   Status WriteTrace();
   void PrintTraceSummary() const;
+  // Parameter-server training: the tensor bytes this node sent and got.
+  void PrintPserverTraffic() const;
 
   const std::string cmd_;
   const TrainOptions o_;

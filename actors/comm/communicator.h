@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/scope.h"
 #include "kernels/tensor.h"
 
 namespace parex {
@@ -173,6 +174,24 @@ class Communicator {
     return Unimplemented(std::string(backend()) + ": recv '" +
                          std::string(name) + "' from rank " +
                          std::to_string(from) + ": no point-to-point messages");
+  }
+
+  // Parameter-server training's sparse rows (issue 32), the variables of
+  // the local places: ReduceRows merges a sparse gradient (SelectedRows) to
+  // where its rows are summed and applied, BroadcastRows brings back the
+  // rows of the parameter that changed (into each place's dense tensor).
+  // Backends without them: Unimplemented.
+  virtual Status ReduceRows(std::string_view name,
+                            const std::vector<Variable*>& places) {
+    (void)places;
+    return Unimplemented(std::string(backend()) + ": reduce rows of '" +
+                         std::string(name) + "'");
+  }
+  virtual Status BroadcastRows(std::string_view name,
+                               const std::vector<Variable*>& places) {
+    (void)places;
+    return Unimplemented(std::string(backend()) + ": broadcast rows of '" +
+                         std::string(name) + "'");
   }
 };
 

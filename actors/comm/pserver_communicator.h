@@ -16,6 +16,13 @@
 //     in rank order and summed, ((t0 + t1) + t2) + ..., so that with the
 //     trainers' in-node sums it adds what collective mode adds.
 //   Broadcast(param): its block of the parameter goes to each trainer.
+// Sparse rows (ReduceRows, BroadcastRows): a trainer sends each pserver the
+// rows of its places' gradients (in place order) that fall in its block, as
+// ids (relative to the block) and values; the pserver makes one
+// SelectedRows of every trainer's rows in rank order, and later sends back
+// the rows they touched (ascending, once each) of its updated block, which
+// the trainers write into their copies. So a step moves what the batch
+// touched, not the table.
 // The order of a pair's messages is the graph's (every node builds its part
 // of the same placed program, so the orders agree); a message that names
 // another variable is refused, naming both nodes. AllReduce and AllGather
@@ -37,6 +44,7 @@ namespace parex {
 // Where the rows of one parameter (and its gradient) live: the cluster
 // ranks of its pservers in block order; one rank holds it whole.
 struct PserverShard {
+  std::string param;
   std::vector<int> ranks;
   int64_t rows = 0;  // dim 0 of the parameter, split by RowBlock
 };
@@ -67,6 +75,10 @@ class PserverCommunicator final : public Communicator {
                    int root) override;
   Status AllGather(std::string_view name, const PlaceTensors& inputs,
                    const PlaceTensors& outputs) override;
+  Status ReduceRows(std::string_view name,
+                    const std::vector<Variable*>& places) override;
+  Status BroadcastRows(std::string_view name,
+                       const std::vector<Variable*>& places) override;
 
   // Tensor bytes this node sent and received so far (headers left out).
   int64_t bytes_sent() const { return sent_; }
@@ -86,7 +98,18 @@ class PserverCommunicator final : public Communicator {
   const bool pserver_;
   const std::vector<int> trainers_;
   const std::map<std::string, PserverShard> shards_;
+  Status SendRows(std::string_view name, const std::vector<Variable*>& places,
+                  const PserverShard& shard);
+  Status RecvRows(std::string_view name, Variable* grad,
+                  const PserverShard& shard);
+  // A message's name and `what` for errors.
+  std::string From(int rank) const { return "node '" + nodes_[rank] + "'"; }
+
   Tensor scratch_;  // a received block
+  Tensor ids_;      // received row ids
+  // A pserver: the rows of each parameter the trainers' gradients touched
+  // this step (ascending, relative to its block).
+  std::map<std::string, std::vector<int64_t>> touched_;
   std::atomic<int64_t> sent_{0}, received_{0};
 };
 

@@ -369,6 +369,7 @@ Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
 }
 
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
+  if (op.rows) return RunRows(op);
   // Only the collectives of gradients the multi-device pass found sparse
   // (lookup_table's is_sparse) can meet rows.
   if (maybe_sparse_[op.id]) {
@@ -424,6 +425,23 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
     default:
       return Internal(graph_->OpLabel(op.id) + ": not a collective");
   }
+}
+
+Status OpHandleTasks::RunRows(const SsaOp& op) {
+  const int n = graph_->num_places();
+  std::vector<Variable*> vars(n);
+  for (int p = 0; p < n; ++p) {
+    vars[p] = (*exec_scopes_)[p]->FindVar(op.var_names[0]);
+    if (vars[p] == nullptr) {
+      return Internal(graph_->OpLabel(op.id) + ": no variable '" +
+                      op.var_names[0] + "' on " +
+                      graph_->places()[p].ToString());
+    }
+  }
+  return (op.kind == SsaOpKind::kReduce
+              ? comm_->ReduceRows(op.var_names[0], vars)
+              : comm_->BroadcastRows(op.var_names[0], vars))
+      .WithContext(graph_->OpLabel(op.id));
 }
 
 Status OpHandleTasks::RunFetch(const SsaOp& op) {

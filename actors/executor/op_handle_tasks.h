@@ -67,6 +67,8 @@ class OpHandleTasks {
   Status RunComputation(const SsaOp& op);
   Status RunScaleLossGrad(const SsaOp& op);
   Status RunCollective(const SsaOp& op);
+  // A placed send or receive of rows (SsaOp::rows).
+  Status RunRows(const SsaOp& op);
   Status BindCollective(const SsaOp& op);
   // A collective over sparse gradients (SelectedRows, lookup_table's
   // is_sparse): in one process an all_gather concatenates the places' rows

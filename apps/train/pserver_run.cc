@@ -51,6 +51,7 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
     const std::vector<std::string>& nodes =
         s.group.nodes.empty() ? options.pservers : s.group.nodes;
     for (const std::string& n : nodes) shard.ranks.push_back(topology.Rank(n));
+    shard.param = s.param;
     shard.rows = block.FindVar(s.param)->dim(0);
     run->shards_[s.param] = shard;
   }

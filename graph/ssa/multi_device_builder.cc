@@ -26,6 +26,20 @@ bool IsLossGradOp(const OpDesc& op) {
   return OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
 }
 
+// Whether `op` makes `grad` as rows: a SELECTED_ROWS var, or
+// lookup_table's gradient with is_sparse.
+bool IsSparseGradient(const OpDesc& op, const std::string& grad) {
+  const VarDesc* g = op.block()->FindVar(grad);
+  bool sparse = g != nullptr && g->type() == proto::VarType::SELECTED_ROWS;
+  if ((op.type() == "lookup_table_grad" ||
+       op.type() == "lookup_table_v2_grad") &&
+      op.HasAttr("is_sparse")) {
+    StatusOr<bool> attr = op.GetAttr<bool>("is_sparse");
+    sparse = sparse || (attr.ok() && *attr);
+  }
+  return sparse;
+}
+
 // One pass over block 0 in program order; see multi_device_builder.h.
 class Builder {
  public:
@@ -94,6 +108,7 @@ class Builder {
   // parameters after them.
   Status SendGradient(const GradInfo& info);
   Status AddPserverRecvs();
+  bool UpdatesTouchedRowsOnly(const std::string& param) const;
   void AddPlacedBroadcasts();
 
   const Program& program_;
@@ -106,6 +121,9 @@ class Builder {
   // A placed program's parameters that live on pservers, in gradient order:
   // a trainer's sent gradients, a pserver's received ones.
   std::vector<std::string> remote_params_;
+  // ... of them, those whose sparse gradient's update changes the touched
+  // rows only, which come back as rows.
+  std::set<std::string> rows_back_;
   std::vector<int64_t> owned_numel_;
   std::map<std::string, int> owner_;  // param and grad name -> place
   // Reduce mode: vars that only an owner-placed op wrote -> that place.
@@ -387,7 +405,6 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
                            "' a second time (it was merged already)");
   }
   const VarDesc* p = block_.FindVar(param);
-  const VarDesc* g = block_.FindVar(grad);
   GradInfo info;
   info.param = param;
   info.grad = grad;
@@ -401,14 +418,7 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
   }
   info.numel = Numel(dims);
   info.bytes = info.numel * static_cast<int64_t>(SizeOf(p->dtype()));
-  const OpDesc& op = block_.op(producer);
-  info.sparse = g->type() == proto::VarType::SELECTED_ROWS;
-  if ((op.type() == "lookup_table_grad" ||
-       op.type() == "lookup_table_v2_grad") &&
-      op.HasAttr("is_sparse")) {
-    StatusOr<bool> sparse = op.GetAttr<bool>("is_sparse");
-    info.sparse = info.sparse || (sparse.ok() && *sparse);
-  }
+  info.sparse = IsSparseGradient(block_.op(producer), grad);
   if (reduce_mode_) {
     const int owner = static_cast<int>(
         std::min_element(owned_numel_.begin(), owned_numel_.end()) -
@@ -544,16 +554,28 @@ Status Builder::SendGradient(const GradInfo& info) {
         " makes its gradient); in parameter-server training every trained "
         "parameter lives on a pserver");
   }
-  if (info.sparse) {
-    return Unimplemented("parameter '" + info.param +
-                         "': its gradient is sparse rows, which parameter-"
-                         "server training does not send yet; train it with "
-                         "is_sparse off, or in collective mode");
-  }
   remote_params_.push_back(info.param);
   AddCollective(SsaOpKind::kReduce, {info.grad}, 0);
-  graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1).type = "send";
+  SsaOp& send = graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1);
+  send.type = "send";
+  send.rows = info.sparse;
+  if (info.sparse && UpdatesTouchedRowsOnly(info.param)) {
+    rows_back_.insert(info.param);
+  }
   return Status::Ok();
+}
+
+bool Builder::UpdatesTouchedRowsOnly(const std::string& param) const {
+  for (int i = 0; i < block_.num_ops(); ++i) {
+    const OpDesc& op = block_.op(i);
+    if ((OpRole(op) & kOpRoleOptimize) == 0 || op.FirstInput("Param") != param)
+      continue;
+    if (op.type() == "sgd") return true;
+    if (op.type() != "adam" || !op.HasAttr("lazy_mode")) return false;
+    StatusOr<bool> lazy = op.GetAttr<bool>("lazy_mode");
+    return lazy.ok() && *lazy;
+  }
+  return false;
 }
 
 Status Builder::AddPserverRecvs() {
@@ -579,6 +601,11 @@ Status Builder::AddPserverRecvs() {
       const int recv = graph_.AddOp(SsaOpKind::kReduce, "recv", -1, {0});
       graph_.mutable_op(recv).root = 0;
       graph_.mutable_op(recv).var_names = {role_var[k + 1]};
+      const bool sparse = IsSparseGradient(op, role_var[k + 1]);
+      graph_.mutable_op(recv).rows = sparse;
+      if (sparse && UpdatesTouchedRowsOnly(role_var[k])) {
+        rows_back_.insert(role_var[k]);
+      }
       Wire(recv, {}, {{role_var[k + 1], 0}});
     }
   }
@@ -595,6 +622,7 @@ void Builder::AddPlacedBroadcasts() {
                                 pserver ? "send" : "recv", -1, all);
     graph_.mutable_op(op).root = 0;
     graph_.mutable_op(op).var_names = {param};
+    graph_.mutable_op(op).rows = rows_back_.count(param) != 0;
     std::vector<std::pair<std::string, int>> writes;
     for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
     Wire(op, {{param, 0}}, writes);

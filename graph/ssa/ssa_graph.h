@@ -105,6 +105,11 @@ struct SsaOp {
   // fused into the update; that reduce op then has num_slices > 0 and only
   // prepares the sum). -1 otherwise.
   int sliced_reduce = -1;
+  // Parameter-server training's sends and receives (types "send" and
+  // "recv"): true when they move rows (ids and values) instead of whole
+  // tensors: a sparse gradient's rows, and back the rows of its parameter
+  // that an update of touched rows only (sgd, lazy adam) changed.
+  bool rows = false;
 };
 
 // A parameter gradient the multi-device pass merges, in production order.

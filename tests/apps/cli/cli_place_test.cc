@@ -148,11 +148,6 @@ TEST(CliPlaceTest, BadClustersNodesAndProgramsAreNamed) {
           {{"graph", kMlp, "--topology", "cluster.pbtxt", "-o", "g.json"},
            2,
            "name it with --node"},
-          {{"node", "--topology", "cluster.pbtxt", "--node", "t0", "--model",
-            "fashion_mlp"},
-           2,
-           "node 'ps0': role PSERVER: parameter-server training does not "
-           "run yet"},
       },
       dir);
   // A program without updates (the fixture's startup program).

@@ -93,6 +93,11 @@ void AddJobOptions(CLI::App* t, TrainOptions* o, TrainFlags* f) {
               "batch norm statistics over every place's rows (and every "
               "node's), so the "
               "places train as one place with the whole batch");
+  t->add_option("--max-staleness", o->max_staleness,
+                "parameter servers: 0 trains in sync mode; K >= 1 in async "
+                "mode, each step on the parameters of K steps before (no "
+                "wait for the pservers' answer)")
+      ->capture_default_str();
   t->add_flag("--no-cuda-graphs", f->no_cuda_graphs,
               "cuda places: run every step on the actors instead of "
               "replaying it as one CUDA graph after two warm-up steps");

@@ -289,7 +289,7 @@ std::shared_ptr<Communicator> Cluster::MakeCommunicator() const {
 }
 
 std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
-    std::map<std::string, PserverShard> shards) const {
+    std::map<std::string, PserverShard> shards, int max_staleness) const {
   std::vector<std::string> names;
   std::vector<int> trainers;
   for (const TopologyNode& n : topology_.nodes) {
@@ -300,7 +300,7 @@ std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
   if (node().pserver) places.resize(1);
   return std::make_shared<PserverCommunicator>(
       std::move(places), impl_->gloo, std::move(names), node().pserver,
-      std::move(trainers), std::move(shards));
+      std::move(trainers), std::move(shards), max_staleness);
 }
 
 Communicator& Cluster::cross() const { return *impl_->gloo; }

@@ -61,7 +61,7 @@ class Cluster {
   // same Gloo ranks; `shards` says which pservers hold what. A pserver runs
   // on its first place.
   std::shared_ptr<Communicator> MakePserverCommunicator(
-      std::map<std::string, PserverShard> shards) const;
+      std::map<std::string, PserverShard> shards, int max_staleness) const;
   // One rank per node (Gloo).
   Communicator& cross() const;
 

@@ -176,6 +176,20 @@ class Communicator {
                          std::to_string(from) + ": no point-to-point messages");
   }
 
+  // Send without waiting for the receive (async parameter-server training
+  // sends parameters that a trainer receives steps later): the tensor's
+  // bytes are copied and go when `to` receives them, in the pair's order;
+  // FlushSends(keep) waits until at most `keep` such sends are pending.
+  // Default: a blocking Send, so nothing is ever pending.
+  virtual Status SendAsync(std::string_view name, const Tensor& tensor,
+                           int to) {
+    return Send(name, tensor, to);
+  }
+  virtual Status FlushSends(size_t keep = 0) {
+    (void)keep;
+    return Status::Ok();
+  }
+
   // Parameter-server training's sparse rows (issue 32), the variables of
   // the local places: ReduceRows merges a sparse gradient (SelectedRows) to
   // where its rows are summed and applied, BroadcastRows brings back the

@@ -95,7 +95,7 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
   return comm;
 }
 
-GlooCommunicator::~GlooCommunicator() = default;
+
 
 void GlooCommunicator::Interrupt(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -504,6 +504,97 @@ Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
   PAREX_RETURN_IF_ERROR(Transfer(true, &header, sizeof(header), to, tag, what));
   return Transfer(true, const_cast<void*>(tensor.raw_data()), tensor.bytes(),
                   to, tag + 1, what);
+}
+
+struct GlooCommunicator::PendingSend {
+  WireHeader header;
+  Tensor bytes;
+  std::unique_ptr<gloo::transport::UnboundBuffer> header_buffer, bytes_buffer;
+  std::string what;
+};
+
+GlooCommunicator::~GlooCommunicator() = default;
+
+Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
+                                   int to) {
+  auto p = std::make_unique<PendingSend>();
+  p->what = "send '" + std::string(name) + "' from " + rank_names_[rank_] +
+            " to " +
+            (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
+  PAREX_RETURN_IF_ERROR(CheckPeer(to, p->what));
+  if (!tensor.defined() || !tensor.place().is_cpu() ||
+      tensor.rank() > kWireMaxRank) {
+    return InvalidArgument(p->what + ": needs a defined host tensor of rank " +
+                           "at most " + std::to_string(kWireMaxRank));
+  }
+  p->header.dtype = static_cast<int32_t>(tensor.dtype());
+  p->header.rank = tensor.rank();
+  for (int d = 0; d < tensor.rank(); ++d) p->header.dims[d] = tensor.dim(d);
+  const std::string wire_name = WireName(name);
+  std::memcpy(p->header.name, wire_name.data(), wire_name.size());
+  p->bytes = tensor.Clone();
+  const uint32_t tag = 2 * sent_[to]++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(p->what);
+  }
+  try {
+    p->header_buffer =
+        context_->createUnboundBuffer(&p->header, sizeof(p->header));
+    p->header_buffer->send(to,
+                           gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    if (p->bytes.bytes() > 0) {
+      p->bytes_buffer = context_->createUnboundBuffer(p->bytes.raw_data(),
+                                                      p->bytes.bytes());
+      p->bytes_buffer->send(
+          to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
+    }
+  } catch (const std::exception& e) {
+    return Aborted(p->what + ": " + e.what());
+  }
+  pending_.push_back(std::move(p));
+  return Status::Ok();
+}
+
+Status GlooCommunicator::WaitPosted(gloo::transport::UnboundBuffer* buffer,
+                                    const std::string& what) {
+  std::string error;
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(what);
+    waiting_ = buffer;
+  }
+  try {
+    done = buffer->waitSend(timeout_);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  Status interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = nullptr;
+    interrupted = interrupted_;
+  }
+  if (!interrupted.ok()) return interrupted.WithContext(what);
+  if (done && error.empty()) return Status::Ok();
+  Status s =
+      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = s;
+  return s;
+}
+
+Status GlooCommunicator::FlushSends(size_t keep) {
+  while (pending_.size() > keep) {
+    std::unique_ptr<PendingSend> p = std::move(pending_.front());
+    pending_.pop_front();
+    PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), p->what));
+    if (p->bytes_buffer != nullptr) {
+      PAREX_RETURN_IF_ERROR(WaitPosted(p->bytes_buffer.get(), p->what));
+    }
+  }
+  return Status::Ok();
 }
 
 Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from) {

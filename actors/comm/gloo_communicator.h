@@ -47,6 +47,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -117,6 +118,11 @@ class GlooCommunicator final : public Communicator {
   // allocated before it is checked. Interrupt wakes a call waiting here.
   Status Send(std::string_view name, const Tensor& tensor, int to) override;
   Status Recv(std::string_view name, Tensor* tensor, int from) override;
+  // The header and a copy of the bytes, posted; each pending send keeps
+  // its buffers until FlushSends waits for it (oldest first).
+  Status SendAsync(std::string_view name, const Tensor& tensor,
+                   int to) override;
+  Status FlushSends(size_t keep = 0) override;
 
   // The rank names given at Connect ("node 'b'" in messages).
   const std::string& rank_name(int rank) const { return rank_names_[rank]; }
@@ -193,6 +199,12 @@ class GlooCommunicator final : public Communicator {
   // (the tags of the next), and the buffer a call waits on (mu_).
   std::vector<uint32_t> sent_, received_;
   gloo::transport::UnboundBuffer* waiting_ = nullptr;
+  // SendAsync's posted sends, oldest first (the calling thread's).
+  struct PendingSend;
+  std::deque<std::unique_ptr<PendingSend>> pending_;
+  // Waits for one posted buffer as Transfer does.
+  Status WaitPosted(gloo::transport::UnboundBuffer* buffer,
+                    const std::string& what);
 };
 
 }  // namespace parex

@@ -23,13 +23,14 @@ void AddInto(const Tensor& from, Tensor* sum) {
 PserverCommunicator::PserverCommunicator(
     std::vector<Place> local_places, std::shared_ptr<Communicator> cross,
     std::vector<std::string> nodes, bool pserver, std::vector<int> trainers,
-    std::map<std::string, PserverShard> shards)
+    std::map<std::string, PserverShard> shards, int max_staleness)
     : local_(std::move(local_places)),
       cross_(std::move(cross)),
       nodes_(std::move(nodes)),
       pserver_(pserver),
       trainers_(std::move(trainers)),
-      shards_(std::move(shards)) {
+      shards_(std::move(shards)),
+      max_staleness_(max_staleness) {
   PAREX_CHECK(cross_ != nullptr && cross_->local_size() == 1);
   PAREX_CHECK(!pserver_ || local_.world_size() == 1);
 }
@@ -157,8 +158,9 @@ Status PserverCommunicator::SendParameter(std::string_view name,
                                           const Tensor& param) {
   PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
   (void)shard;
+  PAREX_RETURN_IF_ERROR(BeginSends(name));
   for (int t : trainers_) {
-    PAREX_RETURN_IF_ERROR(cross_->Send(name, param, t));
+    PAREX_RETURN_IF_ERROR(Post(name, param, t));
     sent_ += static_cast<int64_t>(param.bytes());
   }
   return Status::Ok();
@@ -167,6 +169,7 @@ Status PserverCommunicator::SendParameter(std::string_view name,
 Status PserverCommunicator::RecvParameter(std::string_view name,
                                           const PlaceTensors& places) {
   PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
+  if (Defer(name, &places, nullptr)) return Status::Ok();
   const int blocks = static_cast<int>(shard->ranks.size());
   for (int b = 0; b < blocks; ++b) {
     PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, shard->ranks[b]));
@@ -343,6 +346,7 @@ Status PserverCommunicator::BroadcastRows(
   PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
   const int blocks = static_cast<int>(shard->ranks.size());
   if (pserver_) {
+    PAREX_RETURN_IF_ERROR(BeginSends(name));
     const Tensor& param = *places[0]->GetTensor();
     const std::vector<int64_t>& rows = touched_[shard->param];
     const int64_t k = static_cast<int64_t>(rows.size());
@@ -362,12 +366,21 @@ Status PserverCommunicator::BroadcastRows(
                   row_bytes);
     }
     for (int t : trainers_) {
-      PAREX_RETURN_IF_ERROR(cross_->Send(name, ids_, t));
-      PAREX_RETURN_IF_ERROR(cross_->Send(name, scratch_, t));
+      PAREX_RETURN_IF_ERROR(Post(name, ids_, t));
+      PAREX_RETURN_IF_ERROR(Post(name, scratch_, t));
       sent_ += static_cast<int64_t>(ids_.bytes() + scratch_.bytes());
     }
     return Status::Ok();
   }
+  if (Defer(name, nullptr, &places)) return Status::Ok();
+  return RecvParameterRows(name, places, *shard);
+}
+
+Status PserverCommunicator::RecvParameterRows(
+    std::string_view name, const std::vector<Variable*>& places,
+    const PserverShard& shard_ref) {
+  const PserverShard* shard = &shard_ref;
+  const int blocks = static_cast<int>(shard->ranks.size());
   for (int b = 0; b < blocks; ++b) {
     const auto [begin, end] = RowBlock(shard->rows, b, blocks);
     const std::string what = "recv rows of '" + std::string(name) + "' from " +
@@ -403,6 +416,76 @@ Status PserverCommunicator::BroadcastRows(
       }
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace parex
+
+namespace parex {
+
+bool PserverCommunicator::Defer(std::string_view name,
+                                const PlaceTensors* dense,
+                                const std::vector<Variable*>* rows) {
+  if (max_staleness_ == 0) return false;
+  const std::string key(name);
+  if (std::find(order_.begin(), order_.end(), key) == order_.end()) {
+    order_.push_back(key);
+  }
+  int64_t& deferred = deferred_[key];
+  if (deferred >= max_staleness_) return false;
+  ++deferred;
+  if (dense != nullptr) dense_targets_[key] = *dense;
+  if (rows != nullptr) row_targets_[key] = *rows;
+  return true;
+}
+
+Status PserverCommunicator::BeginSends(std::string_view name) {
+  if (max_staleness_ == 0) return Status::Ok();
+  // A new step starts with the first parameter of the order: the sends of
+  // the steps before the last K + 1 have been received by now.
+  const std::string key(name);
+  if (order_.empty()) order_.push_back(key);
+  if (order_[0] != key) return Status::Ok();
+  posted_per_step_.push_back(0);
+  while (posted_per_step_.size() > static_cast<size_t>(max_staleness_) + 1) {
+    posted_ -= posted_per_step_.front();
+    posted_per_step_.pop_front();
+  }
+  return cross_->FlushSends(posted_);
+}
+
+Status PserverCommunicator::Post(std::string_view name, const Tensor& tensor,
+                                 int to) {
+  if (max_staleness_ == 0) return cross_->Send(name, tensor, to);
+  PAREX_RETURN_IF_ERROR(cross_->SendAsync(name, tensor, to));
+  ++posted_per_step_.back();
+  ++posted_;
+  return Status::Ok();
+}
+
+Status PserverCommunicator::Drain() {
+  if (max_staleness_ == 0) return Status::Ok();
+  if (pserver_) {
+    posted_per_step_.clear();
+    posted_ = 0;
+    return cross_->FlushSends(0);
+  }
+  // Every deferred step's parameters, in the pservers' send order (none is
+  // deferred again meanwhile).
+  const int64_t steps = order_.empty() ? 0 : deferred_[order_[0]];
+  for (const std::string& name : order_) deferred_[name] = max_staleness_;
+  for (int64_t s = 0; s < steps; ++s) {
+    for (const std::string& name : order_) {
+      PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
+      if (row_targets_.count(name) != 0) {
+        PAREX_RETURN_IF_ERROR(
+            RecvParameterRows(name, row_targets_[name], *shard));
+      } else {
+        PAREX_RETURN_IF_ERROR(RecvParameter(name, dense_targets_[name]));
+      }
+    }
+  }
+  deferred_.clear();
   return Status::Ok();
 }
 

@@ -23,6 +23,16 @@
 // the rows they touched (ascending, once each) of its updated block, which
 // the trainers write into their copies. So a step moves what the batch
 // touched, not the table.
+// Async mode (max_staleness K >= 1): a trainer's receive of step s takes
+// the parameters the pservers sent at step s - K (the first K receives
+// after a start or a Drain take nothing: the parameters stay), and a
+// pserver sends without waiting for the receive (keeping at most K + 1
+// steps of sends in flight), so no trainer waits for the round trip. The
+// pservers still add every trainer's gradient of a step, so the runs are
+// deterministic; a trainer is never more than K steps ahead of the slowest.
+// Drain (every node, at the same step: before a checkpoint and at the end)
+// completes what is in flight: the trainers then hold the pservers'
+// parameters.
 // The order of a pair's messages is the graph's (every node builds its part
 // of the same placed program, so the orders agree); a message that names
 // another variable is refused, naming both nodes. AllReduce and AllGather
@@ -31,6 +41,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -58,7 +69,8 @@ class PserverCommunicator final : public Communicator {
                       std::shared_ptr<Communicator> cross,
                       std::vector<std::string> nodes, bool pserver,
                       std::vector<int> trainers,
-                      std::map<std::string, PserverShard> shards);
+                      std::map<std::string, PserverShard> shards,
+                      int max_staleness = 0);
 
   const char* backend() const override { return "pserver"; }
   int world_size() const override { return local_.world_size(); }
@@ -79,6 +91,9 @@ class PserverCommunicator final : public Communicator {
                     const std::vector<Variable*>& places) override;
   Status BroadcastRows(std::string_view name,
                        const std::vector<Variable*>& places) override;
+
+  // Async mode: what is in flight, completed (see above).
+  Status Drain();
 
   // Tensor bytes this node sent and received so far (headers left out).
   int64_t bytes_sent() const { return sent_; }
@@ -104,6 +119,24 @@ class PserverCommunicator final : public Communicator {
                   const PserverShard& shard);
   // A message's name and `what` for errors.
   std::string From(int rank) const { return "node '" + nodes_[rank] + "'"; }
+
+  // Async mode: the parameters' order in a step, and a trainer's receives
+  // deferred since the start or the last Drain (then its targets), or a
+  // pserver's sends per step still in flight.
+  bool Defer(std::string_view name, const PlaceTensors* dense,
+             const std::vector<Variable*>* rows);
+  Status BeginSends(std::string_view name);
+  Status Post(std::string_view name, const Tensor& tensor, int to);
+  Status RecvParameterRows(std::string_view name,
+                           const std::vector<Variable*>& places,
+                           const PserverShard& shard);
+  const int max_staleness_;
+  std::vector<std::string> order_;
+  std::map<std::string, int64_t> deferred_;
+  std::map<std::string, PlaceTensors> dense_targets_;
+  std::map<std::string, std::vector<Variable*>> row_targets_;
+  std::deque<size_t> posted_per_step_;
+  size_t posted_ = 0;  // sends in flight, over posted_per_step_
 
   Tensor scratch_;  // a received block
   Tensor ids_;      // received row ids

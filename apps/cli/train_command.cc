@@ -121,10 +121,17 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
                   kExitUsage);
     }
     StatusOr<std::unique_ptr<train::PserverRun>> run =
-        train::PserverRun::Plan(&job->main, *topology, o.node);
+        train::PserverRun::Plan(&job->main, *topology, o.node,
+                                o.max_staleness);
     if (!run.ok()) return Fail(cmd, run.status(), kExitUsage);
     plan.pserver_run = std::move(*run);
     if (plan.pserver_run->pserver()) plan.places.resize(1);
+  }
+  if (o.max_staleness > 0 && plan.pserver_run == nullptr) {
+    return Fail(cmd,
+                InvalidArgument("--max-staleness needs parameter servers (a "
+                                "topology with pserver nodes)"),
+                kExitUsage);
   }
   // A node meets its peers once it knows its program: the handshake
   // compares the program's fingerprint and the options that shape training.

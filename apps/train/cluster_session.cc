@@ -51,8 +51,8 @@ void ClusterSession::Configure(int world, int first_place, BuildStrategy* build,
     build->placed_node = node_;
     build->placed_pserver = pserver_run->pserver();
     build->reduce = BuildStrategy::ReduceStrategy::kAllReduce;
-    exec->communicator =
-        cluster_->MakePserverCommunicator(pserver_run->shards());
+    exec->communicator = cluster_->MakePserverCommunicator(
+        pserver_run->shards(), pserver_run->max_staleness());
   }
 }
 
@@ -123,7 +123,10 @@ std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
          (o.sync_batch_norm ? " --sync-batch-norm" : "") + " --fuse-buckets " +
          std::to_string(build.fuse_all_reduce_ops ? build.fuse_bucket_bytes
                                                   : 0) +
-         " --checkpoint-every " + std::to_string(o.checkpoint_every);
+         " --checkpoint-every " + std::to_string(o.checkpoint_every) +
+         (o.max_staleness > 0
+              ? " --max-staleness " + std::to_string(o.max_staleness)
+              : "");
 }
 
 void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,

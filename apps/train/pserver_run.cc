@@ -18,8 +18,10 @@ bool HasPservers(const Topology& topology) {
 }
 
 StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
-    Program* main, const Topology& topology, const std::string& node) {
+    Program* main, const Topology& topology, const std::string& node,
+    int max_staleness) {
   std::unique_ptr<PserverRun> run(new PserverRun());
+  run->max_staleness_ = max_staleness;
   run->rank_ = topology.Rank(node);
   if (run->rank_ < 0) {
     return NotFound(topology.path + ": no node '" + node + "'");
@@ -119,12 +121,14 @@ Status PserverRun::FindHeld(const Block& block, const Topology& topology) {
 }
 
 std::string PserverRun::Describe() const {
+  const std::string mode =
+      max_staleness_ == 0
+          ? ", sync"
+          : ", async (staleness " + std::to_string(max_staleness_) + ")";
   if (!pserver_) {
-    int grads = 0;
-    for (const PlacementReport::Shard& s : report_.shards) grads += !s.param.empty();
-    return "trainer " + node_ + " sends " + std::to_string(grads) +
-           " gradients to " + std::to_string(report_.elements.size()) +
-           " pserver(s)";
+    return "trainer " + node_ + " sends " +
+           std::to_string(report_.shards.size()) + " gradients to " +
+           std::to_string(report_.elements.size()) + " pserver(s)" + mode;
   }
   int params = 0;
   for (const PlacementReport::Shard& s : report_.shards) {
@@ -134,7 +138,7 @@ std::string PserverRun::Describe() const {
   }
   return "pserver " + node_ + " holds " + std::to_string(params) + " of " +
          std::to_string(report_.shards.size()) + " parameters (" +
-         std::to_string(report_.elements.at(node_)) + " elements)";
+         std::to_string(report_.elements.at(node_)) + " elements)" + mode;
 }
 
 Status PserverRun::HoldRows(Scope* scope) {

@@ -43,9 +43,11 @@ class PserverRun {
   // row blocks whose update is not elementwise.
   static StatusOr<std::unique_ptr<PserverRun>> Plan(Program* main,
                                                     const Topology& topology,
-                                                    const std::string& node);
+                                                    const std::string& node,
+                                                    int max_staleness = 0);
 
   bool pserver() const { return pserver_; }
+  int max_staleness() const { return max_staleness_; }
   const PlacementReport& report() const { return report_; }
   // By parameter and by gradient name (PserverCommunicator's).
   const std::map<std::string, PserverShard>& shards() const { return shards_; }
@@ -73,6 +75,7 @@ class PserverRun {
   Tensor* Whole(Scope* scope, const std::string& name);
 
   bool pserver_ = false;
+  int max_staleness_ = 0;
   int rank_ = 0;
   std::string node_;
   PlacementReport report_;

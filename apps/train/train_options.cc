@@ -38,6 +38,11 @@ Status CheckTrainOptions(const TrainOptions& o) {
     return InvalidArgument("--steps must be at least 1, not " +
                            std::to_string(*o.steps));
   }
+  if (o.max_staleness < 0 || o.max_staleness > 1000) {
+    return InvalidArgument("--max-staleness " +
+                           std::to_string(o.max_staleness) +
+                           " is not in 0..1000");
+  }
   if (o.checkpoint_every < 0 || o.keep < 1) {
     return InvalidArgument(
         "--checkpoint-every must be at least 0 and --keep at "

@@ -382,7 +382,6 @@ StatusOr<std::string> TrainSession::Evaluate(int epoch) {
 StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
                                                int64_t next_batch) {
   if (plan_.pserver_run != nullptr) {
-    PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
     PAREX_RETURN_IF_ERROR(GatherPserverState());
   }
   if (!checkpointer_.writes()) return std::string();
@@ -394,6 +393,10 @@ StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
 }
 
 Status TrainSession::GatherPserverState() {
+  // Async mode's parameters in flight first: every place then holds them.
+  auto* ps = dynamic_cast<PserverCommunicator*>(plan_.exec.communicator.get());
+  if (ps != nullptr) PAREX_RETURN_IF_ERROR(ps->Drain());
+  PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
   return plan_.pserver_run->Gather(&scope_, &cluster_->cluster()->cross())
       .WithContext("the pservers' state");
 }

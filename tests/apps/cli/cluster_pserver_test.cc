@@ -1,6 +1,8 @@
 // Parameter-server training (issue 32): trainers and pservers on 127.0.0.1
 // train to the same losses and the same final parameters as collective mode
-// with the same trainer places (acceptance 1, sync mode); a pserver killed
+// with the same trainer places (acceptance 1, sync mode), and async mode to
+// sync's accuracy; a sparse 1M-row table trains as the dense program in one
+// process, moving rows (acceptance 2); a pserver killed
 // mid-run ends every other node within 5 s naming it, and the restarted run
 // with --resume reproduces the uninterrupted one (acceptance 4); bad
 // parameter-server setups are refused by name.
@@ -204,6 +206,72 @@ TEST(PserverFailureTest, AKilledPserverEndsEveryNodeAndResumeReproduces) {
   EXPECT_EQ(Digests(resumed.out), Digests(uninterrupted.out));
 }
 
+// The "test accuracy" a launch's node `node` printed, or -1.
+double TestAccuracy(const std::string& out, const std::string& node) {
+  const std::string key = "[" + node + "] test accuracy   ";
+  const size_t at = out.find(key);
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + key.size()));
+}
+
+// Acceptance 1, async mode: with --max-staleness 2 each trainer trains on
+// parameters two steps old and never waits for the pservers' answer; the
+// digits MLP (8 epochs, 2 trainers, 1 pserver) reaches within 1% of sync
+// mode's test accuracy. The pservers still add every trainer's gradient of
+// a step, so both runs are deterministic (they measured 0.9111 and 0.9056).
+TEST(PserverAsyncTest, StalenessTwoReachesSyncsTestAccuracyWithinOnePercent) {
+  const std::string dir = ScratchDir("pserver_async");
+  const std::string topology = PserverTopology(dir, {1, 1}, 1);
+  auto run = [&](const std::string& staleness) {
+    return RunParex({"launch", "--topology", topology, "--model", "digits_mlp",
+                     "--batch", "128", "--epochs", "8", "--no-progress",
+                     "--max-staleness", staleness},
+                    dir);
+  };
+  CliRun sync = run("0");
+  ASSERT_EQ(sync.exit_code, 0) << sync.out << sync.err;
+  EXPECT_THAT(sync.out, HasSubstr("1 pserver(s), sync"));
+  CliRun async = run("2");
+  ASSERT_EQ(async.exit_code, 0) << async.out << async.err;
+  EXPECT_THAT(async.out, HasSubstr("1 pserver(s), async (staleness 2)"));
+  const double want = TestAccuracy(sync.out, "a");
+  const double got = TestAccuracy(async.out, "a");
+  ASSERT_GT(want, 0.85) << sync.out;
+  EXPECT_GE(got, want * 0.99) << async.out;
+  // The nodes end with one model (the digest check), and staleness changed
+  // the trajectory: the digests of the two modes differ.
+  EXPECT_NE(Digests(sync.out)[0], Digests(async.out)[0]);
+}
+
+// Async mode drains what is in flight at each checkpoint (every 20 steps):
+// a run stopped at step 40 and resumed from its checkpoint ends with every
+// loss and the parameters of the run that went through (bit for bit).
+TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
+  const std::string dir = ScratchDir("pserver_async_resume");
+  const std::string topology = PserverTopology(dir, {1, 1}, 2);
+  auto run = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> args = {
+        "launch", "--topology",         topology, "--model",
+        "fashion_mlp", "--batch",       "32",     "--seed",
+        "5",      "--no-progress",      "--max-staleness", "2",
+        "--checkpoint-every", "20"};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunParex(args, dir);
+  };
+  CliRun whole = run({"--steps", "60", "--checkpoint-dir", "ck_whole",
+                      "--metrics", "whole.jsonl"});
+  ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
+  CliRun first = run({"--steps", "40", "--checkpoint-dir", "ck", "--metrics",
+                      "parts.jsonl"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  CliRun rest = run({"--steps", "60", "--checkpoint-dir", "ck", "--resume",
+                     "ck", "--metrics", "parts.jsonl"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.out << rest.err;
+  EXPECT_THAT(rest.out, HasSubstr("resuming from ck/ckpt-40"));
+  EXPECT_EQ(Losses(dir + "/parts.jsonl"), Losses(dir + "/whole.jsonl"));
+  EXPECT_EQ(Losses(dir + "/whole.jsonl").size(), 60u);
+  EXPECT_EQ(Digests(rest.out), Digests(whole.out));
+}
+
 // A word2vec-style net: 4 ids -> embedding [1M, 16] -> fc 32 relu -> fc 10
 // -> softmax cross entropy, SGD; `sparse` sets the embedding's is_sparse.
 // Saved as `dir`/`name`.pdmodel (and its startup), with 640 rows of ids and
@@ -314,7 +382,8 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
 }
 
 // What parameter-server training refuses, each by name: a first node that
-// is a pserver, a synchronised batch norm, a pserver on no CPU.
+// is a pserver, a synchronised batch norm, staleness without pservers or
+// out of range.
 TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
   const std::string dir = ScratchDir("pserver_bad");
   const std::string good = PserverTopology(dir, {1}, 1);
@@ -336,6 +405,17 @@ TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
                            dir);
   EXPECT_EQ(synced.exit_code, 2) << synced.out << synced.err;
   EXPECT_THAT(synced.err, HasSubstr("--sync-batch-norm needs collective mode"));
+  // Staleness without pservers, or out of range.
+  CliRun stale = RunParex({"train", "--model", "digits_mlp", "--steps", "1",
+                           "--max-staleness", "2"},
+                          dir);
+  EXPECT_EQ(stale.exit_code, 2) << stale.out << stale.err;
+  EXPECT_THAT(stale.err, HasSubstr("--max-staleness needs parameter servers"));
+  CliRun range = RunParex({"node", "--topology", good, "--node", "a",
+                           "--model", "digits_mlp", "--max-staleness", "-1"},
+                          dir);
+  EXPECT_EQ(range.exit_code, 2) << range.out << range.err;
+  EXPECT_THAT(range.err, HasSubstr("--max-staleness -1 is not in 0..1000"));
 }
 
 }  // namespace

@@ -76,344 +76,239 @@ Status PserverCommunicator::AllGather(std::string_view name,
 Status PserverCommunicator::Reduce(std::string_view name, TensorGroups groups,
                                    int root) {
   (void)root;  // the shards say who receives
-  for (const PlaceTensors& places : groups) {
-    if (pserver_) {
-      PAREX_RETURN_IF_ERROR(RecvGradient(name, places[0]));
-    } else {
-      PAREX_RETURN_IF_ERROR(SendGradient(name, places));
-    }
-  }
-  return Status::Ok();
+  PAREX_ASSIGN_OR_RETURN(std::vector<Part> parts, Parts(name, groups));
+  return pserver_ ? RecvGradients(name, parts) : SendGradients(parts);
 }
 
 Status PserverCommunicator::Broadcast(std::string_view name,
                                       TensorGroups groups, int root) {
   (void)root;
-  for (const PlaceTensors& places : groups) {
-    if (pserver_) {
-      PAREX_RETURN_IF_ERROR(SendParameter(name, *places[0]));
-    } else {
-      PAREX_RETURN_IF_ERROR(RecvParameter(name, places));
+  if (pserver_) {
+    PAREX_ASSIGN_OR_RETURN(std::vector<Part> parts, Parts(name, groups));
+    return SendParameters(name, parts);
+  }
+  if (Defer(name, &groups, nullptr)) return Status::Ok();
+  return RecvParameters(name, groups);
+}
+
+StatusOr<std::vector<PserverCommunicator::Part>> PserverCommunicator::Parts(
+    std::string_view joined, TensorGroups groups) const {
+  std::vector<Part> parts;
+  size_t from = 0;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const size_t to = std::min(joined.find('\n', from), joined.size());
+    Part part;
+    part.name = std::string(joined.substr(from, to - from));
+    PAREX_ASSIGN_OR_RETURN(part.shard, ShardOf(part.name));
+    part.places = &groups[i];
+    parts.push_back(std::move(part));
+    from = to + 1;
+  }
+  if (from <= joined.size()) {
+    return Internal("'" + std::string(joined) + "' names more variables than " +
+                    std::to_string(groups.size()));
+  }
+  return parts;
+}
+
+// The parts of `parts` that node `rank` holds, as one message: their names
+// joined, and each one's rows [begin, end) of its tensor.
+PserverCommunicator::Message PserverCommunicator::MessageFor(
+    int rank, const std::vector<Part>& parts) const {
+  Message m;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PserverShard& shard = *parts[i].shard;
+    const int blocks = static_cast<int>(shard.ranks.size());
+    for (int b = 0; b < blocks; ++b) {
+      if (shard.ranks[b] != rank) continue;
+      const auto [begin, end] =
+          blocks == 1 ? std::pair<int64_t, int64_t>(0, shard.rows)
+                      : RowBlock(shard.rows, b, blocks);
+      m.name += (m.name.empty() ? "" : "\n") + parts[i].name;
+      m.pieces.push_back({i, begin, end});
     }
   }
+  return m;
+}
+
+std::vector<int> PserverCommunicator::Holders(
+    const std::vector<Part>& parts) const {
+  std::vector<int> ranks;
+  for (const Part& p : parts) {
+    for (int r : p.shard->ranks) {
+      if (std::find(ranks.begin(), ranks.end(), r) == ranks.end()) {
+        ranks.push_back(r);
+      }
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+// Rows [begin, end) of `t` (all of it when they are all its rows).
+Tensor PserverCommunicator::Rows(const Tensor& t, const Piece& piece,
+                                 const PserverShard& shard) {
+  if (piece.begin == 0 && piece.end == shard.rows) return t;
+  return t.Slice(piece.begin, piece.end);
+}
+
+Status PserverCommunicator::Pack(const std::vector<Tensor>& pieces,
+                                 const std::string& what, Tensor* out) {
+  int64_t numel = 0;
+  for (const Tensor& t : pieces) {
+    if (t.dtype() != pieces[0].dtype()) {
+      return InvalidArgument(what + ": its variables mix " +
+                             DTypeName(pieces[0].dtype()) + " and " +
+                             DTypeName(t.dtype()));
+    }
+    numel += t.numel();
+  }
+  PAREX_RETURN_IF_ERROR(out->TryAllocate(pieces[0].dtype(), {numel}));
+  char* at = static_cast<char*>(out->raw_data());
+  for (const Tensor& t : pieces) {
+    if (t.bytes() > 0) std::memcpy(at, t.raw_data(), t.bytes());
+    at += t.bytes();
+  }
   return Status::Ok();
 }
 
-Status PserverCommunicator::SendGradient(std::string_view name,
-                                         const PlaceTensors& places) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  if (places.size() > 1) {
-    PAREX_RETURN_IF_ERROR(local_.Reduce(name, places, 0));
+Status PserverCommunicator::SendGradients(const std::vector<Part>& parts) {
+  for (const Part& p : parts) {
+    if (p.places->size() > 1) {
+      PAREX_RETURN_IF_ERROR(local_.Reduce(p.name, *p.places, 0));
+    }
+    const Tensor& sum = *(*p.places)[0];
+    if (sum.rank() < 1 || sum.dim(0) != p.shard->rows) {
+      return InvalidArgument("send '" + p.name + "': gradient " +
+                             DimsToString(sum.dims()) + " does not have the " +
+                             std::to_string(p.shard->rows) +
+                             " rows of its parameter");
+    }
   }
-  const Tensor& sum = *places[0];
-  const int blocks = static_cast<int>(shard->ranks.size());
-  sent_ += static_cast<int64_t>(sum.bytes());
-  if (blocks == 1) return cross_->Send(name, sum, shard->ranks[0]);
-  if (sum.rank() < 1 || sum.dim(0) != shard->rows) {
-    return InvalidArgument("send '" + std::string(name) + "': gradient " +
-                           DimsToString(sum.dims()) + " does not have the " +
-                           std::to_string(shard->rows) +
-                           " rows its parameter is split by");
-  }
-  for (int b = 0; b < blocks; ++b) {
-    const auto [begin, end] = RowBlock(shard->rows, b, blocks);
-    PAREX_RETURN_IF_ERROR(
-        cross_->Send(name, sum.Slice(begin, end), shard->ranks[b]));
+  for (int rank : Holders(parts)) {
+    const Message m = MessageFor(rank, parts);
+    std::vector<Tensor> pieces;
+    for (const Piece& piece : m.pieces) {
+      pieces.push_back(Rows(*(*parts[piece.part].places)[0], piece,
+                            *parts[piece.part].shard));
+    }
+    const Tensor* out = &pieces[0];
+    if (pieces.size() > 1) {
+      PAREX_RETURN_IF_ERROR(Pack(pieces, "send '" + m.name + "'", &packed_));
+      out = &packed_;
+    }
+    PAREX_RETURN_IF_ERROR(cross_->Send(m.name, *out, rank));
+    sent_ += static_cast<int64_t>(out->bytes());
   }
   return Status::Ok();
 }
 
-Status PserverCommunicator::RecvGradient(std::string_view name, Tensor* sum) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
+Status PserverCommunicator::RecvGradients(std::string_view name,
+                                          const std::vector<Part>& parts) {
+  const Message m = MessageFor(cross_->first_local_rank(), parts);
+  if (m.name != name) {
+    return Internal("recv '" + std::string(name) +
+                    "': this pserver holds '" + m.name + "' of them");
+  }
+  std::vector<Dims> dims;
+  int64_t numel = 0;
+  for (const Piece& piece : m.pieces) {
+    Dims d = parts[piece.part].shard->dims;
+    d[0] = piece.end - piece.begin;
+    numel += Numel(d);
+    dims.push_back(d);
+  }
   for (size_t t = 0; t < trainers_.size(); ++t) {
-    if (t == 0) {
-      PAREX_RETURN_IF_ERROR(cross_->Recv(name, sum, trainers_[t]));
-      received_ += static_cast<int64_t>(sum->bytes());
-      continue;
+    const std::string what = "recv '" + m.name + "' from " + From(trainers_[t]);
+    PAREX_RETURN_IF_ERROR(cross_->Recv(m.name, &packed_, trainers_[t]));
+    received_ += static_cast<int64_t>(packed_.bytes());
+    const DType dtype = packed_.dtype();
+    if (packed_.numel() != numel ||
+        (dtype != DType::kFP32 && dtype != DType::kFP64)) {
+      return InvalidArgument(what + ": " + DTypeName(dtype) +
+                             DimsToString(packed_.dims()) + ", but its " +
+                             std::to_string(m.pieces.size()) +
+                             " gradient block(s) hold " +
+                             std::to_string(numel) +
+                             " float32 or float64 elements");
     }
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, trainers_[t]));
-    received_ += static_cast<int64_t>(scratch_.bytes());
-    const std::string what = "recv '" + std::string(name) + "' from " +
-                             "node '" + nodes_[trainers_[t]] + "'";
-    if (scratch_.dtype() != sum->dtype() || scratch_.dims() != sum->dims()) {
-      return InvalidArgument(what + ": " + DTypeName(scratch_.dtype()) +
-                             DimsToString(scratch_.dims()) + ", but the " +
-                             "first trainer sent " + DTypeName(sum->dtype()) +
-                             DimsToString(sum->dims()));
-    }
-    if (sum->dtype() == DType::kFP32) {
-      AddInto<float>(scratch_, sum);
-    } else if (sum->dtype() == DType::kFP64) {
-      AddInto<double>(scratch_, sum);
-    } else {
-      return InvalidArgument(what + ": a " + DTypeName(sum->dtype()) +
-                             " gradient (float32 or float64 are summed)");
+    int64_t offset = 0;
+    for (size_t k = 0; k < m.pieces.size(); ++k) {
+      Tensor* g = (*parts[m.pieces[k].part].places)[0];
+      Tensor piece;
+      piece.ViewElements(packed_, offset, offset + Numel(dims[k]));
+      offset += Numel(dims[k]);
+      if (t == 0) {
+        PAREX_RETURN_IF_ERROR(g->TryAllocate(dtype, dims[k]).WithContext(what));
+        std::memcpy(g->raw_data(), piece.raw_data(), piece.bytes());
+      } else if (g->dtype() != dtype) {
+        return InvalidArgument(what + ": " + DTypeName(dtype) +
+                               ", but the first trainer sent " +
+                               DTypeName(g->dtype()));
+      } else if (dtype == DType::kFP32) {
+        AddInto<float>(piece, g);
+      } else {
+        AddInto<double>(piece, g);
+      }
     }
   }
-  (void)shard;
   return Status::Ok();
 }
 
-Status PserverCommunicator::SendParameter(std::string_view name,
-                                          const Tensor& param) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  (void)shard;
+Status PserverCommunicator::SendParameters(std::string_view name,
+                                           const std::vector<Part>& parts) {
+  std::vector<Tensor> pieces;
+  for (const Part& p : parts) pieces.push_back(*(*p.places)[0]);
+  const Tensor* out = &pieces[0];
+  Tensor packed;  // posted sends copy it
+  if (pieces.size() > 1) {
+    PAREX_RETURN_IF_ERROR(Pack(pieces, "send '" + std::string(name) + "'",
+                               max_staleness_ > 0 ? &packed : &packed_));
+    out = max_staleness_ > 0 ? &packed : &packed_;
+  }
   PAREX_RETURN_IF_ERROR(BeginSends(name));
   for (int t : trainers_) {
-    PAREX_RETURN_IF_ERROR(Post(name, param, t));
-    sent_ += static_cast<int64_t>(param.bytes());
+    PAREX_RETURN_IF_ERROR(Post(name, *out, t));
+    sent_ += static_cast<int64_t>(out->bytes());
   }
   return Status::Ok();
 }
 
-Status PserverCommunicator::RecvParameter(std::string_view name,
-                                          const PlaceTensors& places) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  if (Defer(name, &places, nullptr)) return Status::Ok();
-  const int blocks = static_cast<int>(shard->ranks.size());
-  for (int b = 0; b < blocks; ++b) {
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, shard->ranks[b]));
-    received_ += static_cast<int64_t>(scratch_.bytes());
-    const auto [begin, end] = RowBlock(shard->rows, b, blocks);
-    for (size_t p = 0; p < places.size(); ++p) {
-      Tensor* dst = places[p];
-      if (p > 0 && dst == places[0]) continue;
-      const std::string what = "recv '" + std::string(name) + "' from " +
-                               "node '" + nodes_[shard->ranks[b]] + "'";
-      if (blocks == 1) {
-        if (dst->dtype() != scratch_.dtype() ||
-            dst->dims() != scratch_.dims()) {
+Status PserverCommunicator::RecvParameters(std::string_view name,
+                                           TensorGroups groups) {
+  PAREX_ASSIGN_OR_RETURN(std::vector<Part> parts, Parts(name, groups));
+  for (int rank : Holders(parts)) {
+    const Message m = MessageFor(rank, parts);
+    const std::string what = "recv '" + m.name + "' from " + From(rank);
+    PAREX_RETURN_IF_ERROR(cross_->Recv(m.name, &packed_, rank));
+    received_ += static_cast<int64_t>(packed_.bytes());
+    int64_t offset = 0;
+    for (const Piece& piece : m.pieces) {
+      const Part& part = parts[piece.part];
+      for (size_t p = 0; p < part.places->size(); ++p) {
+        Tensor* dst = (*part.places)[p];
+        if (p > 0 && dst == (*part.places)[0]) continue;
+        Tensor rows = Rows(*dst, piece, *part.shard);
+        if (rows.dtype() != packed_.dtype() ||
+            offset + rows.numel() > packed_.numel()) {
           return InvalidArgument(
-              what + ": " + DTypeName(scratch_.dtype()) +
-              DimsToString(scratch_.dims()) + " for a parameter of " +
-              DTypeName(dst->dtype()) + DimsToString(dst->dims()));
+              what + ": " + DTypeName(packed_.dtype()) +
+              DimsToString(packed_.dims()) + " does not hold rows " +
+              std::to_string(piece.begin) + "-" + std::to_string(piece.end) +
+              " of '" + part.name + "' (" + DTypeName(dst->dtype()) +
+              DimsToString(dst->dims()) + ") at element " +
+              std::to_string(offset));
         }
-        std::memcpy(dst->raw_data(), scratch_.raw_data(), scratch_.bytes());
-        continue;
+        std::memcpy(rows.raw_data(),
+                    static_cast<const char*>(packed_.raw_data()) +
+                        offset * SizeOf(packed_.dtype()),
+                    rows.bytes());
       }
-      if (dst->rank() < 1 || dst->dim(0) != shard->rows) {
-        return InvalidArgument(what + ": the parameter " +
-                               DimsToString(dst->dims()) + " does not have " +
-                               std::to_string(shard->rows) + " rows");
-      }
-      Tensor rows = dst->Slice(begin, end);
-      if (rows.dtype() != scratch_.dtype() || rows.dims() != scratch_.dims()) {
-        return InvalidArgument(what + ": rows " + DTypeName(scratch_.dtype()) +
-                               DimsToString(scratch_.dims()) + " for block " +
-                               DimsToString(rows.dims()) + " of " +
-                               DTypeName(dst->dtype()));
-      }
-      std::memcpy(rows.raw_data(), scratch_.raw_data(), scratch_.bytes());
+      offset += Rows(*(*part.places)[0], piece, *part.shard).numel();
     }
-  }
-  return Status::Ok();
-}
-
-}  // namespace parex
-
-namespace parex {
-namespace {
-
-// Bytes of one row of `t` (its dims past the first).
-int64_t RowBytes(const Tensor& t) {
-  return t.dim(0) == 0 ? 0 : static_cast<int64_t>(t.bytes()) / t.dim(0);
-}
-
-Dims WithRows(Dims dims, int64_t rows) {
-  dims[0] = rows;
-  return dims;
-}
-
-}  // namespace
-
-Status PserverCommunicator::ReduceRows(std::string_view name,
-                                       const std::vector<Variable*>& places) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  return pserver_ ? RecvRows(name, places[0], *shard)
-                  : SendRows(name, places, *shard);
-}
-
-Status PserverCommunicator::SendRows(std::string_view name,
-                                     const std::vector<Variable*>& places,
-                                     const PserverShard& shard) {
-  const std::string what = "send rows of '" + std::string(name) + "'";
-  const SelectedRows* first = nullptr;
-  for (size_t p = 0; p < places.size(); ++p) {
-    const Variable* v = places[p];
-    if (!v->IsSelectedRows()) {
-      return InvalidArgument(what + ": local place " + std::to_string(p) +
-                             " holds no rows (a dense gradient)");
-    }
-    const SelectedRows& s = *v->GetSelectedRows();
-    if (first == nullptr) first = &s;
-    if (s.value.rank() < 1 ||
-        s.value.dim(0) != static_cast<int64_t>(s.rows.size()) ||
-        s.value.dtype() != first->value.dtype() ||
-        WithRows(s.value.dims(), 0) != WithRows(first->value.dims(), 0)) {
-      return InvalidArgument(what + ": local place " + std::to_string(p) +
-                             "'s rows " + DimsToString(s.value.dims()) +
-                             " do not match");
-    }
-  }
-  const int blocks = static_cast<int>(shard.ranks.size());
-  for (int b = 0; b < blocks; ++b) {
-    const auto [begin, end] = RowBlock(shard.rows, b, blocks);
-    std::vector<int64_t> ids;
-    std::vector<const char*> rows;
-    int64_t row_bytes = 0;
-    for (const Variable* v : places) {
-      const SelectedRows& s = *v->GetSelectedRows();
-      row_bytes = RowBytes(s.value);
-      for (size_t i = 0; i < s.rows.size(); ++i) {
-        const int64_t id = s.rows[i];
-        if (id < 0 || id >= shard.rows) {
-          return InvalidArgument(what + ": row " + std::to_string(id) +
-                                 " is outside the parameter's " +
-                                 std::to_string(shard.rows) + " rows");
-        }
-        if (id < begin || id >= end) continue;
-        ids.push_back(id - begin);
-        rows.push_back(static_cast<const char*>(s.value.raw_data()) +
-                       i * row_bytes);
-      }
-    }
-    const int64_t k = static_cast<int64_t>(ids.size());
-    ids_.Allocate(DType::kInt64, {k});
-    if (k > 0) std::memcpy(ids_.raw_data(), ids.data(), k * sizeof(int64_t));
-    scratch_.Allocate(first->value.dtype(), WithRows(first->value.dims(), k));
-    for (int64_t i = 0; i < k; ++i) {
-      std::memcpy(static_cast<char*>(scratch_.raw_data()) + i * row_bytes,
-                  rows[i], row_bytes);
-    }
-    PAREX_RETURN_IF_ERROR(cross_->Send(name, ids_, shard.ranks[b]));
-    PAREX_RETURN_IF_ERROR(cross_->Send(name, scratch_, shard.ranks[b]));
-    sent_ += static_cast<int64_t>(ids_.bytes() + scratch_.bytes());
-  }
-  return Status::Ok();
-}
-
-Status PserverCommunicator::RecvRows(std::string_view name, Variable* grad,
-                                     const PserverShard& shard) {
-  const int block = BlockOfThisNode(shard);
-  const int blocks = static_cast<int>(shard.ranks.size());
-  const auto [begin, end] = RowBlock(shard.rows, std::max(block, 0), blocks);
-  const int64_t height = end - begin;
-  std::vector<int64_t> rows;
-  std::vector<Tensor> values(trainers_.size());
-  for (size_t t = 0; t < trainers_.size(); ++t) {
-    const std::string what =
-        "recv rows of '" + std::string(name) + "' from " + From(trainers_[t]);
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &ids_, trainers_[t]));
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &values[t], trainers_[t]));
-    received_ += static_cast<int64_t>(ids_.bytes() + values[t].bytes());
-    if (ids_.dtype() != DType::kInt64 || ids_.rank() != 1 ||
-        values[t].rank() < 1 || values[t].dim(0) != ids_.dim(0) ||
-        values[t].dtype() != values[0].dtype() ||
-        WithRows(values[t].dims(), 0) != WithRows(values[0].dims(), 0)) {
-      return InvalidArgument(what + ": ids " + DimsToString(ids_.dims()) +
-                             " and values " + DimsToString(values[t].dims()) +
-                             " do not make rows of the first trainer's shape");
-    }
-    for (int64_t i = 0; i < ids_.dim(0); ++i) {
-      const int64_t id = ids_.data<int64_t>()[i];
-      if (id < 0 || id >= height) {
-        return InvalidArgument(what + ": row " + std::to_string(id) +
-                               " is outside this block's " +
-                               std::to_string(height) + " rows");
-      }
-      rows.push_back(id);
-    }
-  }
-  SelectedRows* out = grad->GetMutableSelectedRows();
-  out->height = height;
-  out->rows = rows;
-  PAREX_RETURN_IF_ERROR(out->value.TryAllocate(
-      values[0].dtype(),
-      WithRows(values[0].dims(), static_cast<int64_t>(rows.size()))));
-  char* at = static_cast<char*>(out->value.raw_data());
-  for (const Tensor& v : values) {
-    if (v.bytes() > 0) std::memcpy(at, v.raw_data(), v.bytes());
-    at += v.bytes();
-  }
-  std::sort(rows.begin(), rows.end());
-  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  touched_[shard.param] = std::move(rows);
-  return Status::Ok();
-}
-
-Status PserverCommunicator::BroadcastRows(
-    std::string_view name, const std::vector<Variable*>& places) {
-  PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  const int blocks = static_cast<int>(shard->ranks.size());
-  if (pserver_) {
-    PAREX_RETURN_IF_ERROR(BeginSends(name));
-    const Tensor& param = *places[0]->GetTensor();
-    const std::vector<int64_t>& rows = touched_[shard->param];
-    const int64_t k = static_cast<int64_t>(rows.size());
-    const int64_t row_bytes = RowBytes(param);
-    ids_.Allocate(DType::kInt64, {k});
-    scratch_.Allocate(param.dtype(), WithRows(param.dims(), k));
-    for (int64_t i = 0; i < k; ++i) {
-      if (rows[i] >= param.dim(0)) {
-        return Internal("send rows of '" + std::string(name) + "': row " +
-                        std::to_string(rows[i]) + " of a block of " +
-                        std::to_string(param.dim(0)));
-      }
-      ids_.data<int64_t>()[i] = rows[i];
-      std::memcpy(static_cast<char*>(scratch_.raw_data()) + i * row_bytes,
-                  static_cast<const char*>(param.raw_data()) +
-                      rows[i] * row_bytes,
-                  row_bytes);
-    }
-    for (int t : trainers_) {
-      PAREX_RETURN_IF_ERROR(Post(name, ids_, t));
-      PAREX_RETURN_IF_ERROR(Post(name, scratch_, t));
-      sent_ += static_cast<int64_t>(ids_.bytes() + scratch_.bytes());
-    }
-    return Status::Ok();
-  }
-  if (Defer(name, nullptr, &places)) return Status::Ok();
-  return RecvParameterRows(name, places, *shard);
-}
-
-Status PserverCommunicator::RecvParameterRows(
-    std::string_view name, const std::vector<Variable*>& places,
-    const PserverShard& shard_ref) {
-  const PserverShard* shard = &shard_ref;
-  const int blocks = static_cast<int>(shard->ranks.size());
-  for (int b = 0; b < blocks; ++b) {
-    const auto [begin, end] = RowBlock(shard->rows, b, blocks);
-    const std::string what = "recv rows of '" + std::string(name) + "' from " +
-                             From(shard->ranks[b]);
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &ids_, shard->ranks[b]));
-    PAREX_RETURN_IF_ERROR(cross_->Recv(name, &scratch_, shard->ranks[b]));
-    received_ += static_cast<int64_t>(ids_.bytes() + scratch_.bytes());
-    for (size_t p = 0; p < places.size(); ++p) {
-      Tensor* dst = places[p]->GetMutableTensor();
-      if (ids_.dtype() != DType::kInt64 || ids_.rank() != 1 ||
-          scratch_.rank() < 1 || scratch_.dim(0) != ids_.dim(0) ||
-          dst->rank() < 1 || dst->dim(0) != shard->rows ||
-          scratch_.dtype() != dst->dtype() ||
-          WithRows(scratch_.dims(), 0) != WithRows(dst->dims(), 0)) {
-        return InvalidArgument(what + ": ids " + DimsToString(ids_.dims()) +
-                               " and rows " + DimsToString(scratch_.dims()) +
-                               " for a parameter of " +
-                               DimsToString(dst->dims()));
-      }
-      const int64_t row_bytes = RowBytes(*dst);
-      for (int64_t i = 0; i < ids_.dim(0); ++i) {
-        const int64_t id = ids_.data<int64_t>()[i];
-        if (id < 0 || id >= end - begin) {
-          return InvalidArgument(what + ": row " + std::to_string(id) +
-                                 " is outside its block's " +
-                                 std::to_string(end - begin) + " rows");
-        }
-        std::memcpy(static_cast<char*>(dst->raw_data()) +
-                        (begin + id) * row_bytes,
-                    static_cast<const char*>(scratch_.raw_data()) +
-                        i * row_bytes,
-                    row_bytes);
-      }
+    if (offset != packed_.numel()) {
+      return InvalidArgument(what + ": " + std::to_string(packed_.numel()) +
+                             " elements for " + std::to_string(offset));
     }
   }
   return Status::Ok();
@@ -424,7 +319,7 @@ Status PserverCommunicator::RecvParameterRows(
 namespace parex {
 
 bool PserverCommunicator::Defer(std::string_view name,
-                                const PlaceTensors* dense,
+                                const TensorGroups* dense,
                                 const std::vector<Variable*>* rows) {
   if (max_staleness_ == 0) return false;
   const std::string key(name);
@@ -434,7 +329,9 @@ bool PserverCommunicator::Defer(std::string_view name,
   int64_t& deferred = deferred_[key];
   if (deferred >= max_staleness_) return false;
   ++deferred;
-  if (dense != nullptr) dense_targets_[key] = *dense;
+  if (dense != nullptr) {
+    dense_targets_[key].assign(dense->begin(), dense->end());
+  }
   if (rows != nullptr) row_targets_[key] = *rows;
   return true;
 }
@@ -476,12 +373,12 @@ Status PserverCommunicator::Drain() {
   for (const std::string& name : order_) deferred_[name] = max_staleness_;
   for (int64_t s = 0; s < steps; ++s) {
     for (const std::string& name : order_) {
-      PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
       if (row_targets_.count(name) != 0) {
+        PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
         PAREX_RETURN_IF_ERROR(
             RecvParameterRows(name, row_targets_[name], *shard));
       } else {
-        PAREX_RETURN_IF_ERROR(RecvParameter(name, dense_targets_[name]));
+        PAREX_RETURN_IF_ERROR(RecvParameters(name, dense_targets_[name]));
       }
     }
   }

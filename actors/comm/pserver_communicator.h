@@ -5,17 +5,20 @@
 // cluster's communicator (one rank per node, Gloo's Send/Recv), never
 // through a collective every node joins.
 //
+// A call moves the variables of one bucket (its name: theirs joined by
+// '\n'), as one message per pair of nodes: the blocks of rows the pserver
+// holds, in bucket order, packed.
 // A trainer (its places, any number):
-//   Reduce(grad): the node's places are summed onto its first place in
-//     place order (as the hierarchical communicator does), and that sum, or
-//     each row block of it, is sent to the pserver holding it.
-//   Broadcast(param): each row block is received from its pserver into
-//     every local place's tensor.
+//   Reduce(grads): each gradient is summed over the node's places onto its
+//     first place in place order (as the hierarchical communicator does),
+//     and each pserver gets the blocks of them it holds.
+//   Broadcast(params): each pserver's blocks are received into every local
+//     place's tensors.
 // A pserver (one place):
-//   Reduce(grad): its block of the gradient is received from each trainer
-//     in rank order and summed, ((t0 + t1) + t2) + ..., so that with the
-//     trainers' in-node sums it adds what collective mode adds.
-//   Broadcast(param): its block of the parameter goes to each trainer.
+//   Reduce(grads): its blocks are received from each trainer in rank order
+//     and summed, ((t0 + t1) + t2) + ..., so that with the trainers' in-node
+//     sums it adds what collective mode adds.
+//   Broadcast(params): its blocks of the parameters go to each trainer.
 // Sparse rows (ReduceRows, BroadcastRows): a trainer sends each pserver the
 // rows of its places' gradients (in place order) that fall in its block, as
 // ids (relative to the block) and values; the pserver makes one
@@ -58,6 +61,7 @@ struct PserverShard {
   std::string param;
   std::vector<int> ranks;
   int64_t rows = 0;  // dim 0 of the parameter, split by RowBlock
+  Dims dims;         // the parameter's
 };
 
 class PserverCommunicator final : public Communicator {
@@ -102,17 +106,34 @@ class PserverCommunicator final : public Communicator {
  private:
   StatusOr<const PserverShard*> ShardOf(std::string_view name) const;
   int BlockOfThisNode(const PserverShard& shard) const;
-  Status SendGradient(std::string_view name, const PlaceTensors& places);
-  Status RecvGradient(std::string_view name, Tensor* sum);
-  Status SendParameter(std::string_view name, const Tensor& param);
-  Status RecvParameter(std::string_view name, const PlaceTensors& places);
-
-  InProcessCommunicator local_;
-  std::shared_ptr<Communicator> cross_;
-  const std::vector<std::string> nodes_;
-  const bool pserver_;
-  const std::vector<int> trainers_;
-  const std::map<std::string, PserverShard> shards_;
+  // A call's variables (its name: theirs joined by '\n'), each with its
+  // shard and its local places' tensors.
+  struct Part {
+    std::string name;
+    const PserverShard* shard = nullptr;
+    const PlaceTensors* places = nullptr;
+  };
+  // What one message to or from a node holds: rows [begin, end) of parts.
+  struct Piece {
+    size_t part;
+    int64_t begin, end;
+  };
+  struct Message {
+    std::string name;  // the pieces' variables joined by '\n'
+    std::vector<Piece> pieces;
+  };
+  StatusOr<std::vector<Part>> Parts(std::string_view joined,
+                                    TensorGroups groups) const;
+  Message MessageFor(int rank, const std::vector<Part>& parts) const;
+  std::vector<int> Holders(const std::vector<Part>& parts) const;
+  static Tensor Rows(const Tensor& t, const Piece& piece,
+                     const PserverShard& shard);
+  static Status Pack(const std::vector<Tensor>& pieces, const std::string& what,
+                     Tensor* out);
+  Status SendGradients(const std::vector<Part>& parts);
+  Status RecvGradients(std::string_view name, const std::vector<Part>& parts);
+  Status SendParameters(std::string_view name, const std::vector<Part>& parts);
+  Status RecvParameters(std::string_view name, TensorGroups groups);
   Status SendRows(std::string_view name, const std::vector<Variable*>& places,
                   const PserverShard& shard);
   Status RecvRows(std::string_view name, Variable* grad,
@@ -120,10 +141,17 @@ class PserverCommunicator final : public Communicator {
   // A message's name and `what` for errors.
   std::string From(int rank) const { return "node '" + nodes_[rank] + "'"; }
 
+  InProcessCommunicator local_;
+  std::shared_ptr<Communicator> cross_;
+  const std::vector<std::string> nodes_;
+  const bool pserver_;
+  const std::vector<int> trainers_;
+  const std::map<std::string, PserverShard> shards_;
+
   // Async mode: the parameters' order in a step, and a trainer's receives
   // deferred since the start or the last Drain (then its targets), or a
   // pserver's sends per step still in flight.
-  bool Defer(std::string_view name, const PlaceTensors* dense,
+  bool Defer(std::string_view name, const TensorGroups* dense,
              const std::vector<Variable*>* rows);
   Status BeginSends(std::string_view name);
   Status Post(std::string_view name, const Tensor& tensor, int to);
@@ -133,12 +161,13 @@ class PserverCommunicator final : public Communicator {
   const int max_staleness_;
   std::vector<std::string> order_;
   std::map<std::string, int64_t> deferred_;
-  std::map<std::string, PlaceTensors> dense_targets_;
+  std::map<std::string, std::vector<PlaceTensors>> dense_targets_;
   std::map<std::string, std::vector<Variable*>> row_targets_;
   std::deque<size_t> posted_per_step_;
   size_t posted_ = 0;  // sends in flight, over posted_per_step_
 
-  Tensor scratch_;  // a received block
+  Tensor packed_;   // a message of several blocks
+  Tensor scratch_;  // a received block of rows
   Tensor ids_;      // received row ids
   // A pserver: the rows of each parameter the trainers' gradients touched
   // this step (ascending, relative to its block).

@@ -401,8 +401,17 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
     }
   }
   Communicator& comm = *comm_;
-  const std::string& name =
-      op.var_names.size() == 1 ? op.var_names[0] : graph_->OpLabel(op.id);
+  // Parameter-server sends and receives name every variable they move
+  // (joined by '\n': PserverCommunicator finds their shards).
+  std::string joined;
+  if (op.type == "send" || op.type == "recv") {
+    for (const std::string& v : op.var_names) {
+      joined += (joined.empty() ? "" : "\n") + v;
+    }
+  }
+  const std::string& name = !joined.empty()          ? joined
+                            : op.var_names.size() == 1 ? op.var_names[0]
+                                                       : graph_->OpLabel(op.id);
   switch (op.kind) {
     case SsaOpKind::kAllReduce:
     case SsaOpKind::kFusedAllReduce:

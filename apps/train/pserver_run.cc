@@ -55,6 +55,7 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
     for (const std::string& n : nodes) shard.ranks.push_back(topology.Rank(n));
     shard.param = s.param;
     shard.rows = block.FindVar(s.param)->dim(0);
+    shard.dims = block.FindVar(s.param)->dims();
     run->shards_[s.param] = shard;
   }
   for (int i = 0; i < block.num_ops(); ++i) {

@@ -9,10 +9,10 @@
 #include "base/dtype.h"
 #include "graph/builder/backward.h"
 #include "graph/builder/sync_batch_norm.h"
-#include "graph/ir/place_group.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
 #include "graph/ssa/optimizer_slices.h"
+#include "graph/ssa/placed_exchanges.h"
 #include "graph/ssa/ssa_dump.h"
 #include "graph/ssa/ssa_validate.h"
 
@@ -24,20 +24,6 @@ using GradientScale = BuildStrategy::GradientScale;
 
 bool IsLossGradOp(const OpDesc& op) {
   return OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
-}
-
-// Whether `op` makes `grad` as rows: a SELECTED_ROWS var, or
-// lookup_table's gradient with is_sparse.
-bool IsSparseGradient(const OpDesc& op, const std::string& grad) {
-  const VarDesc* g = op.block()->FindVar(grad);
-  bool sparse = g != nullptr && g->type() == proto::VarType::SELECTED_ROWS;
-  if ((op.type() == "lookup_table_grad" ||
-       op.type() == "lookup_table_v2_grad") &&
-      op.HasAttr("is_sparse")) {
-    StatusOr<bool> attr = op.GetAttr<bool>("is_sparse");
-    sparse = sparse || (attr.ok() && *attr);
-  }
-  return sparse;
 }
 
 // One pass over block 0 in program order; see multi_device_builder.h.
@@ -99,16 +85,11 @@ class Builder {
   Status AddFetches(const std::vector<std::string>& fetch_names);
   void AddSequentialOrder();
   Status CheckGradReads(int index, int place);
-  // A placed program (BuildStrategy::placed_node): whether `op` runs on
-  // this node, and whether `param` lives on the pservers.
-  StatusOr<bool> RunsHere(const OpDesc& op) const;
-  StatusOr<bool> OnPservers(const std::string& param) const;
-  // A trainer's send of `grad`; a pserver's recvs of the gradients of the
-  // parameters it holds (in the trainers' order); either's exchange of the
-  // parameters after them.
-  Status SendGradient(const GradInfo& info);
+  // A placed program (BuildStrategy::placed_node, placed_exchanges.h): a
+  // trainer's sends of gradients (after the op `index`), a pserver's
+  // receives of them (first), and the parameters both ways (last).
+  void AddPlacedSends(int index);
   Status AddPserverRecvs();
-  bool UpdatesTouchedRowsOnly(const std::string& param) const;
   void AddPlacedBroadcasts();
 
   const Program& program_;
@@ -118,12 +99,8 @@ class Builder {
   int n_;
   bool reduce_mode_ = false;
   bool placed_ = false;
-  // A placed program's parameters that live on pservers, in gradient order:
-  // a trainer's sent gradients, a pserver's received ones.
-  std::vector<std::string> remote_params_;
-  // ... of them, those whose sparse gradient's update changes the touched
-  // rows only, which come back as rows.
-  std::set<std::string> rows_back_;
+  // A placed program's exchanges with the pservers, in order.
+  std::vector<PlacedExchange> exchanges_;
   std::vector<int64_t> owned_numel_;
   std::map<std::string, int> owner_;  // param and grad name -> place
   // Reduce mode: vars that only an owner-placed op wrote -> that place.
@@ -428,7 +405,7 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
     owner_[param] = owner;
     owner_[grad] = owner;
   }
-  if (placed_) return SendGradient(info);
+  if (placed_) return Status::Ok();  // AddPlacedSends
   grad_index_[grad] = static_cast<int>(graph_.grads.size());
   graph_.grads.push_back(info);
   if (reduce_mode_) {
@@ -451,7 +428,7 @@ Status Builder::MergeGradient(const std::string& param, const std::string& grad,
 Status Builder::AddProgramOp(int index) {
   const OpDesc& desc = block_.op(index);
   if (placed_) {
-    PAREX_ASSIGN_OR_RETURN(const bool here, RunsHere(desc));
+    PAREX_ASSIGN_OR_RETURN(const bool here, RunsOnPlacedNode(desc, strategy_));
     if (!here) return Status::Ok();
   }
   if (desc.type() == "feed") return Status::Ok();  // its output is an input
@@ -526,56 +503,15 @@ void Builder::AddBroadcasts() {
   }
 }
 
-StatusOr<bool> Builder::RunsHere(const OpDesc& op) const {
-  PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(op));
-  if (!group.has_value()) {
-    return InvalidArgument(op.Label() +
-                           " has no place_group: a parameter-server program "
-                           "is placed first (parex place)");
+void Builder::AddPlacedSends(int index) {
+  if (!placed_ || strategy_.placed_pserver) return;
+  for (const PlacedExchange& e : exchanges_) {
+    if (e.producer != index) continue;
+    AddCollective(SsaOpKind::kReduce, e.grads, 0);
+    SsaOp& send = graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1);
+    send.type = "send";
+    send.rows = e.sparse;
   }
-  return group->Includes(
-      strategy_.placed_pserver ? NodeRole::kPserver : NodeRole::kTrainer,
-      strategy_.placed_node);
-}
-
-StatusOr<bool> Builder::OnPservers(const std::string& param) const {
-  const VarDesc* var = block_.FindVar(param);
-  if (var == nullptr) return false;
-  PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(*var));
-  return group.has_value() && group->role == NodeRole::kPserver;
-}
-
-Status Builder::SendGradient(const GradInfo& info) {
-  PAREX_ASSIGN_OR_RETURN(const bool remote, OnPservers(info.param));
-  if (!remote) {
-    return Unimplemented(
-        "parameter '" + info.param + "' is updated on the trainers (" +
-        block_.op(info.program_op).Label() +
-        " makes its gradient); in parameter-server training every trained "
-        "parameter lives on a pserver");
-  }
-  remote_params_.push_back(info.param);
-  AddCollective(SsaOpKind::kReduce, {info.grad}, 0);
-  SsaOp& send = graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1);
-  send.type = "send";
-  send.rows = info.sparse;
-  if (info.sparse && UpdatesTouchedRowsOnly(info.param)) {
-    rows_back_.insert(info.param);
-  }
-  return Status::Ok();
-}
-
-bool Builder::UpdatesTouchedRowsOnly(const std::string& param) const {
-  for (int i = 0; i < block_.num_ops(); ++i) {
-    const OpDesc& op = block_.op(i);
-    if ((OpRole(op) & kOpRoleOptimize) == 0 || op.FirstInput("Param") != param)
-      continue;
-    if (op.type() == "sgd") return true;
-    if (op.type() != "adam" || !op.HasAttr("lazy_mode")) return false;
-    StatusOr<bool> lazy = op.GetAttr<bool>("lazy_mode");
-    return lazy.ok() && *lazy;
-  }
-  return false;
 }
 
 Status Builder::AddPserverRecvs() {
@@ -584,30 +520,14 @@ Status Builder::AddPserverRecvs() {
                            "' runs its ops on one place, not " +
                            std::to_string(n_));
   }
-  for (int i = 0; i < block_.num_ops(); ++i) {
-    const OpDesc& op = block_.op(i);
-    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
-    const std::vector<std::string> role_var = OpRoleVar(op);
-    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
-      const VarDesc* var = block_.FindVar(role_var[k]);
-      if (var == nullptr) continue;
-      PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group,
-                             PlaceGroupOf(*var));
-      if (!group.has_value() ||
-          !group->Includes(NodeRole::kPserver, strategy_.placed_node)) {
-        continue;
-      }
-      remote_params_.push_back(role_var[k]);
-      const int recv = graph_.AddOp(SsaOpKind::kReduce, "recv", -1, {0});
-      graph_.mutable_op(recv).root = 0;
-      graph_.mutable_op(recv).var_names = {role_var[k + 1]};
-      const bool sparse = IsSparseGradient(op, role_var[k + 1]);
-      graph_.mutable_op(recv).rows = sparse;
-      if (sparse && UpdatesTouchedRowsOnly(role_var[k])) {
-        rows_back_.insert(role_var[k]);
-      }
-      Wire(recv, {}, {{role_var[k + 1], 0}});
-    }
+  for (const PlacedExchange& e : exchanges_) {
+    const int recv = graph_.AddOp(SsaOpKind::kReduce, "recv", -1, {0});
+    graph_.mutable_op(recv).root = 0;
+    graph_.mutable_op(recv).var_names = e.grads;
+    graph_.mutable_op(recv).rows = e.sparse;
+    std::vector<std::pair<std::string, int>> writes;
+    for (const std::string& g : e.grads) writes.emplace_back(g, 0);
+    Wire(recv, {}, writes);
   }
   return Status::Ok();
 }
@@ -617,15 +537,18 @@ void Builder::AddPlacedBroadcasts() {
   const bool pserver = strategy_.placed_pserver;
   std::vector<int> all;
   for (int p = 0; p < n_; ++p) all.push_back(p);
-  for (const std::string& param : remote_params_) {
+  for (const PlacedExchange& e : exchanges_) {
     const int op = graph_.AddOp(SsaOpKind::kBroadcast,
                                 pserver ? "send" : "recv", -1, all);
     graph_.mutable_op(op).root = 0;
-    graph_.mutable_op(op).var_names = {param};
-    graph_.mutable_op(op).rows = rows_back_.count(param) != 0;
-    std::vector<std::pair<std::string, int>> writes;
-    for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
-    Wire(op, {{param, 0}}, writes);
+    graph_.mutable_op(op).var_names = e.params;
+    graph_.mutable_op(op).rows = e.rows_back;
+    std::vector<std::pair<std::string, int>> reads, writes;
+    for (const std::string& param : e.params) {
+      reads.emplace_back(param, 0);
+      for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
+    }
+    Wire(op, reads, writes);
   }
 }
 
@@ -670,11 +593,15 @@ void Builder::AddSequentialOrder() {
 
 Status Builder::Build(const std::vector<std::string>& fetch_names) {
   PAREX_RETURN_IF_ERROR(CheckProgram());
+  if (placed_) {
+    PAREX_ASSIGN_OR_RETURN(exchanges_, PlanPlacedExchanges(block_, strategy_));
+  }
   if (placed_ && strategy_.placed_pserver) {
     PAREX_RETURN_IF_ERROR(AddPserverRecvs());
   }
   for (int i = 0; i < block_.num_ops(); ++i) {
     PAREX_RETURN_IF_ERROR(AddProgramOp(i));
+    AddPlacedSends(i);
   }
   FlushBucket();
   AddBroadcasts();

@@ -501,9 +501,26 @@ Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
   const std::string wire_name = WireName(name);
   std::memcpy(header.name, wire_name.data(), wire_name.size());
   const uint32_t tag = 2 * sent_[to]++;
-  PAREX_RETURN_IF_ERROR(Transfer(true, &header, sizeof(header), to, tag, what));
-  return Transfer(true, const_cast<void*>(tensor.raw_data()), tensor.bytes(),
-                  to, tag + 1, what);
+  // Both posted at once: the receiver reads the header and then the bytes,
+  // and the bytes need not wait for the header's round trip here.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(what);
+  }
+  std::unique_ptr<gloo::transport::UnboundBuffer> head, bytes;
+  try {
+    head = context_->createUnboundBuffer(&header, sizeof(header));
+    head->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    if (tensor.bytes() > 0) {
+      bytes = context_->createUnboundBuffer(
+          const_cast<void*>(tensor.raw_data()), tensor.bytes());
+      bytes->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
+    }
+  } catch (const std::exception& e) {
+    return Aborted(what + ": " + e.what());
+  }
+  PAREX_RETURN_IF_ERROR(WaitPosted(head.get(), what));
+  return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), what);
 }
 
 struct GlooCommunicator::PendingSend {

@@ -70,6 +70,9 @@ class Store;
 
 namespace parex {
 
+// Whether Gloo's error message `what` says it timed out.
+bool IsGlooTimeout(const std::string& what);
+
 // A peer that vanishes must make this node's writes fail (EPIPE, then a
 // named error), not end the process by SIGPIPE: Gloo writes with writev()
 // and CAF's TLS transport through OpenSSL's write(), neither of which can
@@ -199,8 +202,15 @@ class GlooCommunicator final : public Communicator {
   // (the tags of the next), and the buffer a call waits on (mu_).
   std::vector<uint32_t> sent_, received_;
   gloo::transport::UnboundBuffer* waiting_ = nullptr;
-  // SendAsync's posted sends, oldest first (the calling thread's).
-  struct PendingSend;
+  // SendAsync's posted sends, oldest first (the calling thread's): a
+  // header's bytes and a copy of the tensor, kept until their sends end.
+  struct PendingSend {
+    std::vector<char> header;
+    Tensor bytes;
+    std::unique_ptr<gloo::transport::UnboundBuffer> header_buffer,
+        bytes_buffer;
+    std::string what;
+  };
   std::deque<std::unique_ptr<PendingSend>> pending_;
   // Waits for one posted buffer as Transfer does.
   Status WaitPosted(gloo::transport::UnboundBuffer* buffer,

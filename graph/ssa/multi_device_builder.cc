@@ -11,6 +11,7 @@
 #include "graph/builder/sync_batch_norm.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
+#include "graph/ssa/multi_device_checks.h"
 #include "graph/ssa/optimizer_slices.h"
 #include "graph/ssa/placed_exchanges.h"
 #include "graph/ssa/ssa_dump.h"
@@ -52,7 +53,6 @@ class Builder {
   SsaGraph Take() { return std::move(graph_); }
 
  private:
-  Status CheckProgram();
   Status AddProgramOp(int index);
   // `owner_only`: Reduce mode runs the op on this place alone.
   Status AddComputation(int index, int place, bool owner_only = false);
@@ -112,89 +112,6 @@ class Builder {
   // Shared storages: the op that wrote each one last.
   std::map<std::string, int> shared_writer_;
 };
-
-Status Builder::CheckProgram() {
-  if (n_ == 0) return InvalidArgument("multi-device graph: no places given");
-  const std::string& loss = graph_.loss_name;
-  if (!loss.empty() && block_.FindVar(loss) == nullptr) {
-    return NotFound("loss '" + loss + "' is not a variable of block 0");
-  }
-  int loss_grad_op = -1;
-  int first_grad_op = -1;
-  for (int i = 0; i < block_.num_ops(); ++i) {
-    const OpDesc& op = block_.op(i);
-    // Every var an op names must be declared, and no op may write one var
-    // twice (two unordered writes of one version).
-    std::set<std::string> written;
-    for (const std::string& name : op.InputArgumentNames()) {
-      if (block_.FindVar(name) == nullptr) {
-        return InvalidArgument(op.Label() + " reads '" + name +
-                               "', which block 0 does not declare");
-      }
-    }
-    for (const std::string& name : op.OutputArgumentNames()) {
-      if (block_.FindVar(name) == nullptr) {
-        return InvalidArgument(op.Label() + " writes '" + name +
-                               "', which block 0 does not declare");
-      }
-      if (!written.insert(name).second) {
-        return InvalidArgument(
-            op.Label() + " writes '" + name +
-            "' in two output slots: two unordered writers of one version");
-      }
-    }
-    if (IsLossGradOp(op)) {
-      if (loss_grad_op >= 0) {
-        return InvalidArgument(op.Label() + " and " +
-                               block_.op(loss_grad_op).Label() +
-                               " both have op_role Backward|Loss");
-      }
-      loss_grad_op = i;
-    }
-    const std::vector<std::string> role_var = OpRoleVar(op);
-    if (role_var.size() % 2 != 0) {
-      return InvalidArgument(op.Label() +
-                             ": op_role_var must hold (param, grad) pairs");
-    }
-    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
-    if (!role_var.empty() && first_grad_op < 0) first_grad_op = i;
-    for (size_t k = 0; k < role_var.size(); k += 2) {
-      const VarDesc* param = block_.FindVar(role_var[k]);
-      if (param == nullptr || !param->persistable()) {
-        return InvalidArgument(
-            op.Label() + ": op_role_var names parameter '" + role_var[k] +
-            "', which is not a persistable variable of block 0");
-      }
-      const std::vector<std::string> outs = op.OutputArgumentNames();
-      if (std::find(outs.begin(), outs.end(), role_var[k + 1]) == outs.end()) {
-        return InvalidArgument(op.Label() + ": op_role_var names gradient '" +
-                               role_var[k + 1] + "' of '" + role_var[k] +
-                               "', which the op does not write");
-      }
-    }
-  }
-  if (first_grad_op >= 0 && loss_grad_op < 0) {
-    return InvalidArgument(
-        "missing loss: " + block_.op(first_grad_op).Label() +
-        " produces a parameter gradient but no op has op_role Backward|Loss "
-        "(the fill of loss@GRAD that append_backward adds)");
-  }
-  if (loss_grad_op >= 0) {
-    const OpDesc& op = block_.op(loss_grad_op);
-    if (loss.empty()) {
-      return InvalidArgument("missing loss: " + op.Label() + " fills '" +
-                             op.FirstOutput("Out") +
-                             "' but no loss name was given");
-    }
-    const std::vector<std::string> outs = op.OutputArgumentNames();
-    if (outs.size() != 1 || outs[0] != GradVarName(loss)) {
-      return InvalidArgument(
-          op.Label() + " (op_role Backward|Loss) must write '" +
-          GradVarName(loss) + "', the gradient of the loss '" + loss + "'");
-    }
-  }
-  return Status::Ok();
-}
 
 void Builder::Wire(int op,
                    const std::vector<std::pair<std::string, int>>& reads,
@@ -592,7 +509,8 @@ void Builder::AddSequentialOrder() {
 }
 
 Status Builder::Build(const std::vector<std::string>& fetch_names) {
-  PAREX_RETURN_IF_ERROR(CheckProgram());
+  if (n_ == 0) return InvalidArgument("multi-device graph: no places given");
+  PAREX_RETURN_IF_ERROR(CheckMultiDeviceProgram(block_, graph_.loss_name));
   if (placed_) {
     PAREX_ASSIGN_OR_RETURN(exchanges_, PlanPlacedExchanges(block_, strategy_));
   }

@@ -1,0 +1,254 @@
+// GlooCommunicator's point-to-point messages (gloo_communicator.h): a
+// header naming the tensor, then its bytes, over Gloo's unbound buffers.
+#include <gloo/context.h>
+#include <gloo/common/common.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <cstring>
+#include <exception>
+
+#include "actors/comm/gloo_communicator.h"
+#include "base/text.h"
+
+namespace parex {
+
+namespace {
+
+// A point-to-point message's header: what the payload that follows is.
+constexpr uint64_t kWireMagic = 0x7032707865726170;  // "parexp2p"
+constexpr uint8_t kPointToPointSlotPrefix = 0x70;
+constexpr int kWireMaxRank = 8;
+constexpr size_t kWireNameBytes = 64;
+
+struct WireHeader {
+  uint64_t magic = kWireMagic;
+  int32_t dtype = 0;
+  int32_t rank = 0;
+  int64_t dims[kWireMaxRank] = {};
+  char name[kWireNameBytes] = {};  // truncated, NUL-padded
+};
+
+std::string WireName(std::string_view name) {
+  return std::string(name.substr(0, kWireNameBytes));
+}
+
+}  // namespace
+
+Status GlooCommunicator::CheckPeer(int peer, const std::string& what) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return InvalidArgument(what + ": rank " + std::to_string(peer) +
+                           " is no other rank of 0.." +
+                           std::to_string(size_ - 1));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!interrupted_.ok()) return interrupted_;
+  if (!broken_.ok()) return broken_;
+  return Status::Ok();
+}
+
+Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
+                                  uint32_t tag, const std::string& what) {
+  if (bytes == 0) return Status::Ok();
+  std::string error;
+  bool done = false;
+  // Outlives the wait: Interrupt may call into it until waiting_ is cleared
+  // below.
+  std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+  try {
+    buffer = context_->createUnboundBuffer(data, bytes);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!interrupted_.ok()) return interrupted_;
+      waiting_ = buffer.get();
+    }
+    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
+    if (send) {
+      buffer->send(peer, slot);
+      done = buffer->waitSend(timeout_);
+    } else {
+      buffer->recv(peer, slot);
+      done = buffer->waitRecv(timeout_);
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  Status interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = nullptr;
+    interrupted = interrupted_;
+  }
+  if (!interrupted.ok()) return interrupted.WithContext(what);
+  if (done && error.empty()) return Status::Ok();
+  Status s =
+      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error) +
+              (IsGlooTimeout(error) ? " (no message within the collective "
+                                  "timeout)"
+                                : ""));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = s;
+  return s;
+}
+
+Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
+                              int to) {
+  const std::string what =
+      "send '" + std::string(name) + "' from " + rank_names_[rank_] + " to " +
+      (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
+  PAREX_RETURN_IF_ERROR(CheckPeer(to, what));
+  if (!tensor.defined() || !tensor.place().is_cpu() ||
+      tensor.rank() > kWireMaxRank) {
+    return InvalidArgument(what + ": needs a defined host tensor of rank " +
+                           "at most " + std::to_string(kWireMaxRank));
+  }
+  WireHeader header;
+  header.dtype = static_cast<int32_t>(tensor.dtype());
+  header.rank = tensor.rank();
+  for (int d = 0; d < tensor.rank(); ++d) header.dims[d] = tensor.dim(d);
+  const std::string wire_name = WireName(name);
+  std::memcpy(header.name, wire_name.data(), wire_name.size());
+  const uint32_t tag = 2 * sent_[to]++;
+  // Both posted at once: the receiver reads the header and then the bytes,
+  // and the bytes need not wait for the header's round trip here.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(what);
+  }
+  std::unique_ptr<gloo::transport::UnboundBuffer> head, bytes;
+  try {
+    head = context_->createUnboundBuffer(&header, sizeof(header));
+    head->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    if (tensor.bytes() > 0) {
+      bytes = context_->createUnboundBuffer(
+          const_cast<void*>(tensor.raw_data()), tensor.bytes());
+      bytes->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
+    }
+  } catch (const std::exception& e) {
+    return Aborted(what + ": " + e.what());
+  }
+  PAREX_RETURN_IF_ERROR(WaitPosted(head.get(), what));
+  return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), what);
+}
+
+
+Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
+                                   int to) {
+  auto p = std::make_unique<PendingSend>();
+  p->what = "send '" + std::string(name) + "' from " + rank_names_[rank_] +
+            " to " +
+            (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
+  PAREX_RETURN_IF_ERROR(CheckPeer(to, p->what));
+  if (!tensor.defined() || !tensor.place().is_cpu() ||
+      tensor.rank() > kWireMaxRank) {
+    return InvalidArgument(p->what + ": needs a defined host tensor of rank " +
+                           "at most " + std::to_string(kWireMaxRank));
+  }
+  WireHeader header;
+  header.dtype = static_cast<int32_t>(tensor.dtype());
+  header.rank = tensor.rank();
+  for (int d = 0; d < tensor.rank(); ++d) header.dims[d] = tensor.dim(d);
+  const std::string wire_name = WireName(name);
+  std::memcpy(header.name, wire_name.data(), wire_name.size());
+  p->header.assign(reinterpret_cast<const char*>(&header),
+                   reinterpret_cast<const char*>(&header) + sizeof(header));
+  p->bytes = tensor.Clone();
+  const uint32_t tag = 2 * sent_[to]++;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(p->what);
+  }
+  try {
+    p->header_buffer =
+        context_->createUnboundBuffer(p->header.data(), p->header.size());
+    p->header_buffer->send(to,
+                           gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    if (p->bytes.bytes() > 0) {
+      p->bytes_buffer = context_->createUnboundBuffer(p->bytes.raw_data(),
+                                                      p->bytes.bytes());
+      p->bytes_buffer->send(
+          to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
+    }
+  } catch (const std::exception& e) {
+    return Aborted(p->what + ": " + e.what());
+  }
+  pending_.push_back(std::move(p));
+  return Status::Ok();
+}
+
+Status GlooCommunicator::WaitPosted(gloo::transport::UnboundBuffer* buffer,
+                                    const std::string& what) {
+  std::string error;
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_.WithContext(what);
+    waiting_ = buffer;
+  }
+  try {
+    done = buffer->waitSend(timeout_);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  Status interrupted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    waiting_ = nullptr;
+    interrupted = interrupted_;
+  }
+  if (!interrupted.ok()) return interrupted.WithContext(what);
+  if (done && error.empty()) return Status::Ok();
+  Status s =
+      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.ok()) broken_ = s;
+  return s;
+}
+
+Status GlooCommunicator::FlushSends(size_t keep) {
+  while (pending_.size() > keep) {
+    std::unique_ptr<PendingSend> p = std::move(pending_.front());
+    pending_.pop_front();
+    PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), p->what));
+    if (p->bytes_buffer != nullptr) {
+      PAREX_RETURN_IF_ERROR(WaitPosted(p->bytes_buffer.get(), p->what));
+    }
+  }
+  return Status::Ok();
+}
+
+Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from) {
+  const std::string peer =
+      from >= 0 && from < size_ ? rank_names_[from] : std::string("?");
+  const std::string what = "recv '" + std::string(name) + "' on " +
+                           rank_names_[rank_] + " from " + peer;
+  PAREX_RETURN_IF_ERROR(CheckPeer(from, what));
+  WireHeader header;
+  const uint32_t tag = 2 * received_[from]++;
+  PAREX_RETURN_IF_ERROR(
+      Transfer(false, &header, sizeof(header), from, tag, what));
+  const std::string got(header.name, strnlen(header.name, kWireNameBytes));
+  if (header.magic != kWireMagic) {
+    return Aborted(what + ": " + peer + " sent no parex tensor header");
+  }
+  if (got != WireName(name)) {
+    return Aborted(what + ": " + peer + " sent '" + Excerpt(got) +
+                   "' instead (the two ranks' messages are out of order)");
+  }
+  const auto dtype = static_cast<DType>(header.dtype);
+  if (header.rank < 0 || header.rank > kWireMaxRank ||
+      !IsElementType(header.dtype) || SizeOf(dtype) == 0) {
+    return Aborted(what + ": " + peer + " sent a header with dtype " +
+                   std::to_string(header.dtype) + " and rank " +
+                   std::to_string(header.rank));
+  }
+  Dims dims(header.dims, header.dims + header.rank);
+  // TryAllocate refuses negative extents and sizes that overflow or that no
+  // allocation can hold, before any payload is read.
+  PAREX_RETURN_IF_ERROR(tensor->TryAllocate(dtype, dims)
+                            .WithContext(what + ": " + peer + "'s header"));
+  return Transfer(false, tensor->raw_data(), tensor->bytes(), from, tag + 1,
+                  what);
+}
+
+}  // namespace parex

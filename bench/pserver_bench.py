@@ -3,13 +3,16 @@
 
 Runs `parex launch` on 127.0.0.1 in one go, same model, batch, steps and
 trainer places (2 trainers of cpu:1): collective mode (Gloo ring all-reduce),
-then 1 and 2 pservers of cpu:1 (sync mode). Prints each run's samples/s, the
-ratio to collective mode, and the bytes a trainer moves per step: measured
-for pserver mode (the trainer's "pserver traffic" line: gradients sent plus
-parameters received), and for the ring the formula of a ring all-reduce,
-sent + received = 4 (N-1)/N x the gradient bytes, with those bytes taken as
-half the pserver traffic (what a trainer sends: one copy of every gradient).
-Nothing is asserted; run it by hand on a quiet machine:
+then 1 and 2 pservers of cpu:1 (sync mode). Models: the Fashion MLP and CNN,
+and word2vec (bench/programs/word2vec, made by make_word2vec.py: a 1M-row,
+16-wide embedding with is_sparse, on 64 words spread over the table, data
+drawn here). Prints each run's samples/s, the ratio to collective mode, and
+the bytes a trainer moves per step: measured for pserver mode (the trainer's
+"pserver traffic" line: gradients or rows sent plus parameters or rows
+received), and for the ring the formula of a ring all-reduce, sent +
+received = 4 (N-1)/N x the dense gradient bytes (collective mode sums a
+sparse gradient as a dense one across nodes). Nothing is asserted; run it by
+hand on a quiet machine:
 
     python3 bench/pserver_bench.py [--parex build/apps/parex] [--steps 200]
 """
@@ -42,10 +45,32 @@ def topology(folder, trainers, pservers):
     return path
 
 
+WORD2VEC = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "programs", "word2vec")
+# Its parameters' bytes: the table, then fc 64x32 + 32 and 32x10 + 10.
+WORD2VEC_BYTES = 4 * (1000000 * 16 + 64 * 32 + 32 + 32 * 10 + 10)
+
+
+def write_word2vec_data(folder):
+    import numpy as np
+    rng = np.random.default_rng(1)
+    ids = (rng.integers(0, 64, size=(4096, 4, 1)) * (1000000 // 64) + 7)
+    np.save(os.path.join(folder, "ids.npy"), ids.astype(np.int64))
+    np.save(os.path.join(folder, "label.npy"),
+            ((ids[:, 0, 0] // 7) % 10).reshape(-1, 1).astype(np.int64))
+
+
+def job(model):
+    if model != "word2vec":
+        return ["--model", model]
+    return ["--program", os.path.join(WORD2VEC, "main.pdmodel"), "--startup",
+            os.path.join(WORD2VEC, "startup.pdmodel"), "--data", "ids=ids.npy",
+            "--data", "label=label.npy"]
+
+
 def run(parex, folder, model, steps, trainers, pservers):
     cmd = [parex, "launch", "--topology", topology(folder, trainers, pservers),
-           "--model", model, "--steps", str(steps), "--batch", "64",
-           "--no-progress"]
+           "--steps", str(steps), "--batch", "64", "--no-progress"] + job(model)
     out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
                          timeout=900)
     if out.returncode != 0:
@@ -62,13 +87,15 @@ def main():
     ap.add_argument("--parex",
                     default=os.path.join(here, "..", "build", "apps", "parex"))
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--models", default="fashion_mlp,fashion_cnn")
+    ap.add_argument("--models", default="fashion_mlp,fashion_cnn,word2vec")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         secret = os.path.join(folder, "cluster.secret")
         with open(secret, "w") as f:
             f.write("a-bench-secret-of-more-than-16-bytes")
         os.chmod(secret, 0o600)
+        if "word2vec" in args.models:
+            write_word2vec_data(folder)
         print("model        mode                samples/s  ratio  KB/step/trainer")
         for model in args.models.split(","):
             base, _ = run(args.parex, folder, model, args.steps, 2, 0)
@@ -77,7 +104,8 @@ def main():
                 rate, kb = run(args.parex, folder, model, args.steps, 2,
                                pservers)
                 rows.append(("pserver x%d (sync)" % pservers, rate, kb))
-            ring_kb = 4 * (2 - 1) / 2 * rows[0][2] / 2
+            dense = WORD2VEC_BYTES / 1e3 if model == "word2vec" else rows[0][2] / 2
+            ring_kb = 4 * (2 - 1) / 2 * dense
             print("%-12s %-18s %10.0f  %5.2f  %8.1f (ring formula)" %
                   (model, "collective (ring)", base, 1.0, ring_kb))
             for mode, rate, kb in rows:

@@ -213,6 +213,77 @@ void AppendNode(const Parsed& n, double start, json* out,
   }
 }
 
+// Parameter-server training's "send(a, b)" / "recv(a)": the variables.
+bool IsSendOrRecv(const std::string& key) {
+  return key.rfind("send(", 0) == 0 || key.rfind("recv(", 0) == 0;
+}
+
+std::set<std::string> MovedVars(const std::string& key) {
+  std::set<std::string> vars;
+  const size_t open = key.find('('), close = key.rfind(')');
+  if (open == std::string::npos || close == std::string::npos) return vars;
+  size_t from = open + 1;
+  while (from < close) {
+    size_t to = key.find(", ", from);
+    if (to == std::string::npos || to > close) to = close;
+    vars.insert(key.substr(from, to - from));
+    from = to + 2;
+  }
+  return vars;
+}
+
+// Parameter-server training: an arrow from each node's send to every other
+// node's recv of the same step that moves one of its variables (a
+// trainer's gradients to the pservers, their parameters back); returns how
+// many. (Async mode receives a step's parameters later: those show no
+// arrow.)
+int AppendSendRecvArrows(const std::vector<Parsed>& nodes,
+                         const std::vector<CollectiveSpans>& collectives,
+                         json* out) {
+  uint64_t id = (uint64_t{1} << 62) + (uint64_t{1} << 61);
+  int arrows = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const auto& [key, from] : collectives[i]) {
+      if (key.second.rfind("send(", 0) != 0) continue;
+      const std::set<std::string> sent = MovedVars(key.second);
+      for (size_t j = 0; j < nodes.size(); ++j) {
+        if (j == i) continue;
+        auto it = collectives[j].lower_bound({key.first, "recv("});
+        for (; it != collectives[j].end() && it->first.first == key.first &&
+               it->first.second.rfind("recv(", 0) == 0;
+             ++it) {
+          std::string shared;
+          for (const std::string& v : MovedVars(it->first.second)) {
+            if (sent.count(v) != 0) shared += (shared.empty() ? "" : ", ") + v;
+          }
+          if (shared.empty()) continue;
+          const std::string name =
+              nodes[i].node + " -> " + nodes[j].node + ": " + shared;
+          out->push_back({{"name", name},
+                          {"cat", "pserver"},
+                          {"ph", "s"},
+                          {"id", id},
+                          {"ts", from.ts},
+                          {"pid", nodes[i].rank},
+                          {"tid", from.tid},
+                          {"args", {{"step", key.first}}}});
+          out->push_back({{"name", name},
+                          {"cat", "pserver"},
+                          {"ph", "f"},
+                          {"bp", "e"},
+                          {"id", id},
+                          {"ts", it->second.ts},
+                          {"pid", nodes[j].rank},
+                          {"tid", it->second.tid}});
+          ++id;
+          ++arrows;
+        }
+      }
+    }
+  }
+  return arrows;
+}
+
 // Appends an arrow from each collective of rank r to the same one on rank
 // r + 1; returns how many.
 int AppendCrossNodeArrows(const std::vector<Parsed>& nodes,
@@ -222,6 +293,7 @@ int AppendCrossNodeArrows(const std::vector<Parsed>& nodes,
   int cross = 0;
   for (size_t i = 0; i + 1 < nodes.size(); ++i) {
     for (const auto& [key, from] : collectives[i]) {
+      if (IsSendOrRecv(key.second)) continue;  // AppendSendRecvArrows
       auto to = collectives[i + 1].find(key);
       if (to == collectives[i + 1].end()) continue;
       const std::string name = "across nodes: " + key.second;
@@ -262,6 +334,7 @@ StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
   for (size_t i = 0; i < nodes.size(); ++i)
     AppendNode(nodes[i], start, &out, &collectives[i]);
   const int cross = AppendCrossNodeArrows(nodes, collectives, &out);
+  const int pserver = AppendSendRecvArrows(nodes, collectives, &out);
   json merged_nodes = json::array();
   for (const Parsed& n : nodes) {
     merged_nodes.push_back({{"node", n.node},
@@ -273,7 +346,8 @@ StatusOr<std::string> MergeNodeTraces(const std::vector<NodeTrace>& traces) {
               {"displayTimeUnit", "ms"},
               {"metadata",
                {{"parex_merged_nodes", std::move(merged_nodes)},
-                {"parex_cross_node_arrows", cross}}}};
+                {"parex_cross_node_arrows", cross},
+                {"parex_send_recv_arrows", pserver}}}};
   return doc.dump(1);
 }
 

@@ -17,7 +17,8 @@ using nlohmann::json;
 // the node's recorder), a message arrow of flow id 1.
 std::string NodeJson(const std::string& node, int rank, int64_t origin_ns,
                      int64_t offset_us, int op_number, double compute_ts,
-                     double collective_ts) {
+                     double collective_ts,
+                     const std::string& collective = "all_reduce(w@GRAD)") {
   json events = json::array();
   events.push_back({{"name", "process_name"},
                     {"ph", "M"},
@@ -37,7 +38,7 @@ std::string NodeJson(const std::string& node, int rank, int64_t origin_ns,
                     {"tid", 0},
                     {"args", {{"step", 3}}}});
   events.push_back(
-      {{"name", "op #" + std::to_string(op_number) + " all_reduce(w@GRAD)"},
+      {{"name", "op #" + std::to_string(op_number) + " " + collective},
        {"cat", "communication"},
        {"ph", "X"},
        {"ts", collective_ts},
@@ -132,6 +133,35 @@ TEST(TraceMergeTest, AlignsClocksAndJoinsTheNodes) {
   EXPECT_EQ(cross_starts, 1);
   EXPECT_EQ(cross_ends, 1);
   EXPECT_EQ(doc["metadata"]["parex_cross_node_arrows"], 1);
+}
+
+// Parameter-server training: trainer a's send of a bucket and pserver p's
+// receive of the part it holds, at the same step, are joined by an arrow
+// naming what moves; they are not the same collective on both nodes.
+TEST(TraceMergeTest, JoinsASendToTheReceivesOfItsVariables) {
+  const std::string a =
+      NodeJson("a", 0, 1000000, 0, 7, 0, 20, "send(w@GRAD, b@GRAD)");
+  const std::string p = NodeJson("p", 1, 1000000, 0, 0, 0, 40, "recv(b@GRAD)");
+  StatusOr<std::string> merged = MergeNodeTraces({{"a.json", a}, {"p.json", p}});
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  const json doc = json::parse(*merged);
+  int starts = 0, ends = 0;
+  for (const json& e : doc["traceEvents"]) {
+    EXPECT_NE(e.value("cat", ""), "cross-node");
+    if (e.value("cat", "") != "pserver") continue;
+    EXPECT_EQ(e["name"], "a -> p: b@GRAD");
+    if (e["ph"] == "s") {
+      ++starts;
+      EXPECT_EQ(e["pid"], 0);
+    } else {
+      ++ends;
+      EXPECT_EQ(e["pid"], 1);
+    }
+  }
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(ends, 1);
+  EXPECT_EQ(doc["metadata"]["parex_send_recv_arrows"], 1);
+  EXPECT_EQ(doc["metadata"]["parex_cross_node_arrows"], 0);
 }
 
 TEST(TraceMergeTest, ErrorsNameTheFile) {

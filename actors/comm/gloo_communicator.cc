@@ -98,8 +98,6 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
   return comm;
 }
 
-
-
 void GlooCommunicator::Interrupt(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   interrupted_ = reason;
@@ -127,8 +125,8 @@ Status GlooCommunicator::Failed(Collective collective, std::string_view name,
   std::string text = interrupted.ok() ? what : interrupted.message();
   std::string extra;
   if (interrupted.ok() && explain_) {
-    extra =
-        explain_(Failure{seq_, collective, std::string(name), IsGlooTimeout(what)});
+    extra = explain_(
+        Failure{seq_, collective, std::string(name), IsGlooTimeout(what)});
   }
   // Gloo names a lost peer by its address only; the ring's collectives talk
   // to the two neighbours, so those are the nodes to look at.

@@ -207,8 +207,7 @@ class GlooCommunicator final : public Communicator {
   struct PendingSend {
     std::vector<char> header;
     Tensor bytes;
-    std::unique_ptr<gloo::transport::UnboundBuffer> header_buffer,
-        bytes_buffer;
+    std::unique_ptr<gloo::transport::UnboundBuffer> header_buffer, bytes_buffer;
     std::string what;
   };
   std::deque<std::unique_ptr<PendingSend>> pending_;

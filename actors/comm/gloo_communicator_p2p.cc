@@ -1,7 +1,7 @@
 // GlooCommunicator's point-to-point messages (gloo_communicator.h): a
 // header naming the tensor, then its bytes, over Gloo's unbound buffers.
-#include <gloo/context.h>
 #include <gloo/common/common.h>
+#include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
@@ -84,8 +84,8 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
   Status s =
       Aborted(what + ": " + (error.empty() ? std::string("aborted") : error) +
               (IsGlooTimeout(error) ? " (no message within the collective "
-                                  "timeout)"
-                                : ""));
+                                      "timeout)"
+                                    : ""));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
   return s;
@@ -131,7 +131,6 @@ Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
   return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), what);
 }
 
-
 Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
                                    int to) {
   auto p = std::make_unique<PendingSend>();
@@ -161,11 +160,10 @@ Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
   try {
     p->header_buffer =
         context_->createUnboundBuffer(p->header.data(), p->header.size());
-    p->header_buffer->send(to,
-                           gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    p->header_buffer->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
     if (p->bytes.bytes() > 0) {
-      p->bytes_buffer = context_->createUnboundBuffer(p->bytes.raw_data(),
-                                                      p->bytes.bytes());
+      p->bytes_buffer =
+          context_->createUnboundBuffer(p->bytes.raw_data(), p->bytes.bytes());
       p->bytes_buffer->send(
           to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
     }

@@ -121,9 +121,9 @@ PserverCommunicator::Message PserverCommunicator::MessageFor(
     const int blocks = static_cast<int>(shard.ranks.size());
     for (int b = 0; b < blocks; ++b) {
       if (shard.ranks[b] != rank) continue;
-      const auto [begin, end] =
-          blocks == 1 ? std::pair<int64_t, int64_t>(0, shard.rows)
-                      : RowBlock(shard.rows, b, blocks);
+      const auto [begin, end] = blocks == 1
+                                    ? std::pair<int64_t, int64_t>(0, shard.rows)
+                                    : RowBlock(shard.rows, b, blocks);
       m.name += (m.name.empty() ? "" : "\n") + parts[i].name;
       m.pieces.push_back({i, begin, end});
     }
@@ -207,8 +207,8 @@ Status PserverCommunicator::RecvGradients(std::string_view name,
                                           const std::vector<Part>& parts) {
   const Message m = MessageFor(cross_->first_local_rank(), parts);
   if (m.name != name) {
-    return Internal("recv '" + std::string(name) +
-                    "': this pserver holds '" + m.name + "' of them");
+    return Internal("recv '" + std::string(name) + "': this pserver holds '" +
+                    m.name + "' of them");
   }
   std::vector<Dims> dims;
   int64_t numel = 0;
@@ -225,12 +225,11 @@ Status PserverCommunicator::RecvGradients(std::string_view name,
     const DType dtype = packed_.dtype();
     if (packed_.numel() != numel ||
         (dtype != DType::kFP32 && dtype != DType::kFP64)) {
-      return InvalidArgument(what + ": " + DTypeName(dtype) +
-                             DimsToString(packed_.dims()) + ", but its " +
-                             std::to_string(m.pieces.size()) +
-                             " gradient block(s) hold " +
-                             std::to_string(numel) +
-                             " float32 or float64 elements");
+      return InvalidArgument(
+          what + ": " + DTypeName(dtype) + DimsToString(packed_.dims()) +
+          ", but its " + std::to_string(m.pieces.size()) +
+          " gradient block(s) hold " + std::to_string(numel) +
+          " float32 or float64 elements");
     }
     int64_t offset = 0;
     for (size_t k = 0; k < m.pieces.size(); ++k) {

@@ -156,10 +156,10 @@ Status PserverCommunicator::BroadcastRows(
                         std::to_string(param.dim(0)));
       }
       ids_.data<int64_t>()[i] = rows[i];
-      std::memcpy(static_cast<char*>(scratch_.raw_data()) + i * row_bytes,
-                  static_cast<const char*>(param.raw_data()) +
-                      rows[i] * row_bytes,
-                  row_bytes);
+      std::memcpy(
+          static_cast<char*>(scratch_.raw_data()) + i * row_bytes,
+          static_cast<const char*>(param.raw_data()) + rows[i] * row_bytes,
+          row_bytes);
     }
     for (int t : trainers_) {
       PAREX_RETURN_IF_ERROR(Post(name, ids_, t));
@@ -204,11 +204,10 @@ Status PserverCommunicator::RecvParameterRows(
                                  " is outside its block's " +
                                  std::to_string(end - begin) + " rows");
         }
-        std::memcpy(static_cast<char*>(dst->raw_data()) +
-                        (begin + id) * row_bytes,
-                    static_cast<const char*>(scratch_.raw_data()) +
-                        i * row_bytes,
-                    row_bytes);
+        std::memcpy(
+            static_cast<char*>(dst->raw_data()) + (begin + id) * row_bytes,
+            static_cast<const char*>(scratch_.raw_data()) + i * row_bytes,
+            row_bytes);
       }
     }
   }
@@ -216,4 +215,3 @@ Status PserverCommunicator::RecvParameterRows(
 }
 
 }  // namespace parex
-

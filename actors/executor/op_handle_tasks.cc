@@ -409,7 +409,7 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
       joined += (joined.empty() ? "" : "\n") + v;
     }
   }
-  const std::string& name = !joined.empty()          ? joined
+  const std::string& name = !joined.empty()            ? joined
                             : op.var_names.size() == 1 ? op.var_names[0]
                                                        : graph_->OpLabel(op.id);
   switch (op.kind) {

@@ -121,8 +121,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
                   kExitUsage);
     }
     StatusOr<std::unique_ptr<train::PserverRun>> run =
-        train::PserverRun::Plan(&job->main, *topology, o.node,
-                                o.max_staleness);
+        train::PserverRun::Plan(&job->main, *topology, o.node, o.max_staleness);
     if (!run.ok()) return Fail(cmd, run.status(), kExitUsage);
     plan.pserver_run = std::move(*run);
     if (plan.pserver_run->pserver()) plan.places.resize(1);

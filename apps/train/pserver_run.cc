@@ -17,9 +17,10 @@ bool HasPservers(const Topology& topology) {
   return false;
 }
 
-StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
-    Program* main, const Topology& topology, const std::string& node,
-    int max_staleness) {
+StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
+                                                       const Topology& topology,
+                                                       const std::string& node,
+                                                       int max_staleness) {
   std::unique_ptr<PserverRun> run(new PserverRun());
   run->max_staleness_ = max_staleness;
   run->rank_ = topology.Rank(node);
@@ -45,8 +46,7 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(
                            "': a pserver runs on a CPU place, not " +
                            topology.nodes[run->rank_].places_text);
   }
-  PAREX_ASSIGN_OR_RETURN(run->report_,
-                         PlaceForParameterServers(main, options));
+  PAREX_ASSIGN_OR_RETURN(run->report_, PlaceForParameterServers(main, options));
   const Block& block = main->global_block();
   for (const PlacementReport::Shard& s : run->report_.shards) {
     PserverShard shard;
@@ -84,7 +84,8 @@ Status PserverRun::FindHeld(const Block& block, const Topology& topology) {
     }
     if (held.ranks.empty()) {
       for (size_t r = 0; r < topology.nodes.size(); ++r) {
-        if (topology.nodes[r].pserver) held.ranks.push_back(static_cast<int>(r));
+        if (topology.nodes[r].pserver)
+          held.ranks.push_back(static_cast<int>(r));
       }
     }
     held_[var->name()] = held;
@@ -148,14 +149,13 @@ Status PserverRun::HoldRows(Scope* scope) {
     const auto at = std::find(held.ranks.begin(), held.ranks.end(), rank_);
     if (held.rows == 0 || at == held.ranks.end()) continue;
     Variable* var = scope->FindVar(name);
-    Tensor* t = var != nullptr && var->IsTensor() ? var->GetMutableTensor()
-                                                  : nullptr;
+    Tensor* t =
+        var != nullptr && var->IsTensor() ? var->GetMutableTensor() : nullptr;
     if (t == nullptr || !t->defined() || t->rank() < 1 ||
         t->dim(0) != held.rows) {
-      return FailedPrecondition("pserver '" + node_ + "': '" + name +
-                                "' is not a tensor of " +
-                                std::to_string(held.rows) +
-                                " rows to hold a block of");
+      return FailedPrecondition(
+          "pserver '" + node_ + "': '" + name + "' is not a tensor of " +
+          std::to_string(held.rows) + " rows to hold a block of");
     }
     const auto [begin, end] =
         RowBlock(held.rows, static_cast<int>(at - held.ranks.begin()),

@@ -81,8 +81,8 @@ class PserverRun {
   PlacementReport report_;
   std::vector<int> trainers_;
   std::map<std::string, PserverShard> shards_;
-  std::map<std::string, Held> held_;      // by name (sorted)
-  std::map<std::string, Tensor> whole_;   // a pserver's, of its row views
+  std::map<std::string, Held> held_;     // by name (sorted)
+  std::map<std::string, Tensor> whole_;  // a pserver's, of its row views
 };
 
 }  // namespace parex::train

@@ -455,8 +455,8 @@ void Builder::AddPlacedBroadcasts() {
   std::vector<int> all;
   for (int p = 0; p < n_; ++p) all.push_back(p);
   for (const PlacedExchange& e : exchanges_) {
-    const int op = graph_.AddOp(SsaOpKind::kBroadcast,
-                                pserver ? "send" : "recv", -1, all);
+    const int op =
+        graph_.AddOp(SsaOpKind::kBroadcast, pserver ? "send" : "recv", -1, all);
     graph_.mutable_op(op).root = 0;
     graph_.mutable_op(op).var_names = e.params;
     graph_.mutable_op(op).rows = e.rows_back;

@@ -30,7 +30,8 @@ struct PlacedExchange {
 
 // Whether `op` runs on the node of `strategy` (InvalidArgument naming the op
 // when it is not placed).
-StatusOr<bool> RunsOnPlacedNode(const OpDesc& op, const BuildStrategy& strategy);
+StatusOr<bool> RunsOnPlacedNode(const OpDesc& op,
+                                const BuildStrategy& strategy);
 
 // The exchanges in the order every node issues them: the gradients of
 // pserver-held parameters in production order, dense ones in buckets of at

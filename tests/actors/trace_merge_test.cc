@@ -142,7 +142,8 @@ TEST(TraceMergeTest, JoinsASendToTheReceivesOfItsVariables) {
   const std::string a =
       NodeJson("a", 0, 1000000, 0, 7, 0, 20, "send(w@GRAD, b@GRAD)");
   const std::string p = NodeJson("p", 1, 1000000, 0, 0, 0, 40, "recv(b@GRAD)");
-  StatusOr<std::string> merged = MergeNodeTraces({{"a.json", a}, {"p.json", p}});
+  StatusOr<std::string> merged =
+      MergeNodeTraces({{"a.json", a}, {"p.json", p}});
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   const json doc = json::parse(*merged);
   int starts = 0, ends = 0;

@@ -22,9 +22,9 @@ namespace parex {
 // rank closes its connections before every rank's body returned (a rank
 // that closes while a peer still reads its last message resets it, as
 // Cluster::Leave avoids between processes).
-inline void WithRanks(int size,
-               const std::function<void(int, GlooCommunicator&)>& body,
-               std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
+inline void WithRanks(
+    int size, const std::function<void(int, GlooCommunicator&)>& body,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
   auto store = std::make_shared<gloo::rendezvous::HashStore>();
   std::mutex mu;
   std::condition_variable cv;

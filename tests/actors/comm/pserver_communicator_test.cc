@@ -78,7 +78,8 @@ TEST(PserverCommunicatorTest, ABucketInRowBlocksIsSummedAndComesBack) {
           ASSERT_EQ(w[p].data<float>()[i], -sum) << "place " << p << " " << i;
         }
         for (int64_t i = 0; i < 3; ++i) {
-          ASSERT_EQ(b[p].data<float>()[i], -((1000 + i) + (1010 + i) + (2000 + i)));
+          ASSERT_EQ(b[p].data<float>()[i],
+                    -((1000 + i) + (1010 + i) + (2000 + i)));
         }
       }
       EXPECT_GT(comm.bytes_sent(), 0);

@@ -43,12 +43,13 @@ std::string PserverTopology(const std::string& dir,
       << "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n";
   for (size_t i = 0; i < places.size(); ++i) {
     out << "node { name: \"" << static_cast<char>('a' + i)
-        << "\" host: \"127.0.0.1\" port: " << FreePort() << " places: \"cpu:"
-        << places[i] << "\" }\n";
+        << "\" host: \"127.0.0.1\" port: " << FreePort()
+        << " places: \"cpu:" << places[i] << "\" }\n";
   }
   for (int p = 0; p < pservers; ++p) {
-    out << "node { name: \"p" << p << "\" host: \"127.0.0.1\" port: "
-        << FreePort() << " places: \"cpu:1\" role: PSERVER }\n";
+    out << "node { name: \"p" << p
+        << "\" host: \"127.0.0.1\" port: " << FreePort()
+        << " places: \"cpu:1\" role: PSERVER }\n";
   }
   return path;
 }
@@ -222,10 +223,10 @@ TEST(PserverAsyncTest, StalenessTwoReachesSyncsTestAccuracyWithinOnePercent) {
   const std::string dir = ScratchDir("pserver_async");
   const std::string topology = PserverTopology(dir, {1, 1}, 1);
   auto run = [&](const std::string& staleness) {
-    return RunParex({"launch", "--topology", topology, "--model", "digits_mlp",
-                     "--batch", "128", "--epochs", "8", "--no-progress",
-                     "--max-staleness", staleness},
-                    dir);
+    return RunParex(
+        {"launch", "--topology", topology, "--model", "digits_mlp", "--batch",
+         "128", "--epochs", "8", "--no-progress", "--max-staleness", staleness},
+        dir);
   };
   CliRun sync = run("0");
   ASSERT_EQ(sync.exit_code, 0) << sync.out << sync.err;
@@ -249,19 +250,28 @@ TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
   const std::string dir = ScratchDir("pserver_async_resume");
   const std::string topology = PserverTopology(dir, {1, 1}, 2);
   auto run = [&](const std::vector<std::string>& more) {
-    std::vector<std::string> args = {
-        "launch", "--topology",         topology, "--model",
-        "fashion_mlp", "--batch",       "32",     "--seed",
-        "5",      "--no-progress",      "--max-staleness", "2",
-        "--checkpoint-every", "20"};
+    std::vector<std::string> args = {"launch",
+                                     "--topology",
+                                     topology,
+                                     "--model",
+                                     "fashion_mlp",
+                                     "--batch",
+                                     "32",
+                                     "--seed",
+                                     "5",
+                                     "--no-progress",
+                                     "--max-staleness",
+                                     "2",
+                                     "--checkpoint-every",
+                                     "20"};
     args.insert(args.end(), more.begin(), more.end());
     return RunParex(args, dir);
   };
   CliRun whole = run({"--steps", "60", "--checkpoint-dir", "ck_whole",
                       "--metrics", "whole.jsonl"});
   ASSERT_EQ(whole.exit_code, 0) << whole.out << whole.err;
-  CliRun first = run({"--steps", "40", "--checkpoint-dir", "ck", "--metrics",
-                      "parts.jsonl"});
+  CliRun first = run(
+      {"--steps", "40", "--checkpoint-dir", "ck", "--metrics", "parts.jsonl"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   CliRun rest = run({"--steps", "60", "--checkpoint-dir", "ck", "--resume",
                      "ck", "--metrics", "parts.jsonl"});
@@ -288,8 +298,8 @@ void WriteWord2Vec(const std::string& dir, const std::string& name,
   ParamAttr emb_attr;
   emb_attr.name = "emb";
   emb_attr.initializer = Initializer::Uniform(-0.5, 0.5, 11);
-  auto emb = layers::Embedding(b, *ids, kTableRows, kTableWidth, emb_attr, -1,
-                               sparse);
+  auto emb =
+      layers::Embedding(b, *ids, kTableRows, kTableWidth, emb_attr, -1, sparse);
   ASSERT_TRUE(emb.ok()) << emb.status().ToString();
   layers::FcOptions hidden;
   hidden.size = 32;
@@ -300,15 +310,16 @@ void WriteWord2Vec(const std::string& dir, const std::string& name,
   out.size = 10;
   auto logits = layers::Fc(b, *h, out);
   ASSERT_TRUE(logits.ok()) << logits.status().ToString();
-  auto loss = layers::Mean(
-      b, *layers::SoftmaxWithCrossEntropy(b, *logits, *label));
+  auto loss =
+      layers::Mean(b, *layers::SoftmaxWithCrossEntropy(b, *logits, *label));
   ASSERT_TRUE(loss.ok()) << loss.status().ToString();
   SGDOptimizer sgd(LearningRate::Constant(0.5));
   ASSERT_TRUE(sgd.Minimize(b, *loss).ok());
   ASSERT_TRUE(main.Save(dir + "/" + name + ".pdmodel").ok());
   ASSERT_TRUE(startup.Save(dir + "/" + name + "_startup.pdmodel").ok());
   constexpr int64_t kRows = 640;
-  Tensor id_rows(DType::kInt64, {kRows, 4, 1}), labels(DType::kInt64, {kRows, 1});
+  Tensor id_rows(DType::kInt64, {kRows, 4, 1}),
+      labels(DType::kInt64, {kRows, 1});
   uint64_t x = 12345;
   for (int64_t i = 0; i < id_rows.numel(); ++i) {
     x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -343,9 +354,12 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
   WriteWord2Vec(dir, "dense", false);
   auto job = [&](const std::string& name) {
     return std::vector<std::string>{
-        "--program", dir + "/" + name + ".pdmodel", "--startup",
-        dir + "/" + name + "_startup.pdmodel", "--data", "ids=ids.npy",
-        "--data", "label=label.npy", "--batch", "32", "--steps", "10",
+        "--program",    dir + "/" + name + ".pdmodel",
+        "--startup",    dir + "/" + name + "_startup.pdmodel",
+        "--data",       "ids=ids.npy",
+        "--data",       "label=label.npy",
+        "--batch",      "32",
+        "--steps",      "10",
         "--no-shuffle", "--no-progress"};
   };
   std::vector<std::string> ps = {"launch", "--topology",
@@ -394,8 +408,8 @@ TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
   std::ofstream(dir + "/first.pbtxt")
       << text.substr(0, trainer) << text.substr(pserver)
       << text.substr(trainer, pserver - trainer);
-  CliRun first = RunParex({"node", "--topology", dir + "/first.pbtxt",
-                           "--node", "a", "--model", "fashion_mlp"},
+  CliRun first = RunParex({"node", "--topology", dir + "/first.pbtxt", "--node",
+                           "a", "--model", "fashion_mlp"},
                           dir);
   EXPECT_EQ(first.exit_code, 2) << first.out << first.err;
   EXPECT_THAT(first.err, HasSubstr("node 'p0' is a pserver; the first node "
@@ -411,8 +425,8 @@ TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
                           dir);
   EXPECT_EQ(stale.exit_code, 2) << stale.out << stale.err;
   EXPECT_THAT(stale.err, HasSubstr("--max-staleness needs parameter servers"));
-  CliRun range = RunParex({"node", "--topology", good, "--node", "a",
-                           "--model", "digits_mlp", "--max-staleness", "-1"},
+  CliRun range = RunParex({"node", "--topology", good, "--node", "a", "--model",
+                           "digits_mlp", "--max-staleness", "-1"},
                           dir);
   EXPECT_EQ(range.exit_code, 2) << range.out << range.err;
   EXPECT_THAT(range.err, HasSubstr("--max-staleness -1 is not in 0..1000"));

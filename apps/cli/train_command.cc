@@ -32,6 +32,31 @@ StatusOr<int> NodeRank(const Topology& topology, const std::string& node) {
                   ")");
 }
 
+// Parameter-server training (a topology with pserver nodes): the program
+// placed over the trainers and pservers; a pserver runs its part on its
+// first place. Errors are the user's (a setup it cannot train).
+Status PlaceForPservers(const TrainOptions& o, const Topology* topology,
+                        TrainJob* job, TrainPlan* plan) {
+  if (topology == nullptr || !train::HasPservers(*topology)) {
+    if (o.max_staleness > 0) {
+      return InvalidArgument(
+          "--max-staleness needs parameter servers (a topology with pserver "
+          "nodes)");
+    }
+    return Status::Ok();
+  }
+  if (o.sync_batch_norm) {
+    return InvalidArgument(
+        "--sync-batch-norm needs collective mode; the topology has pserver "
+        "nodes");
+  }
+  PAREX_ASSIGN_OR_RETURN(
+      plan->pserver_run,
+      train::PserverRun::Plan(&job->main, *topology, o.node, o.max_staleness));
+  if (plan->pserver_run->pserver()) plan->places.resize(1);
+  return Status::Ok();
+}
+
 }  // namespace
 
 // RunTrain and RunNode: `topology` set for one node of a cluster.
@@ -111,26 +136,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
         kExitUsage);
   }
 
-  // Parameter-server training: the program placed over the topology's
-  // trainers and pservers; a pserver runs its part on its first place.
-  if (topology != nullptr && train::HasPservers(*topology)) {
-    if (o.sync_batch_norm) {
-      return Fail(cmd,
-                  InvalidArgument("--sync-batch-norm needs collective mode; "
-                                  "the topology has pserver nodes"),
-                  kExitUsage);
-    }
-    StatusOr<std::unique_ptr<train::PserverRun>> run =
-        train::PserverRun::Plan(&job->main, *topology, o.node, o.max_staleness);
-    if (!run.ok()) return Fail(cmd, run.status(), kExitUsage);
-    plan.pserver_run = std::move(*run);
-    if (plan.pserver_run->pserver()) plan.places.resize(1);
-  }
-  if (o.max_staleness > 0 && plan.pserver_run == nullptr) {
-    return Fail(cmd,
-                InvalidArgument("--max-staleness needs parameter servers (a "
-                                "topology with pserver nodes)"),
-                kExitUsage);
+  if (Status s = PlaceForPservers(o, topology, &*job, &plan); !s.ok()) {
+    return Fail(cmd, s, kExitUsage);
   }
   // A node meets its peers once it knows its program: the handshake
   // compares the program's fingerprint and the options that shape training.

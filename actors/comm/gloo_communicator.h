@@ -211,8 +211,9 @@ class GlooCommunicator final : public Communicator {
     std::string what;
   };
   std::deque<std::unique_ptr<PendingSend>> pending_;
-  // Waits for one posted buffer as Transfer does.
-  Status WaitPosted(gloo::transport::UnboundBuffer* buffer,
+  // Waits for a posted send or receive (within the collective timeout;
+  // Interrupt wakes it); a failure breaks the context.
+  Status WaitPosted(gloo::transport::UnboundBuffer* buffer, bool send,
                     const std::string& what);
 };
 

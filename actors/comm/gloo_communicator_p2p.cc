@@ -50,45 +50,23 @@ Status GlooCommunicator::CheckPeer(int peer, const std::string& what) const {
 Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
                                   uint32_t tag, const std::string& what) {
   if (bytes == 0) return Status::Ok();
-  std::string error;
-  bool done = false;
-  // Outlives the wait: Interrupt may call into it until waiting_ is cleared
-  // below.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return interrupted_;
+  }
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
   try {
     buffer = context_->createUnboundBuffer(data, bytes);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!interrupted_.ok()) return interrupted_;
-      waiting_ = buffer.get();
-    }
     const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
     if (send) {
       buffer->send(peer, slot);
-      done = buffer->waitSend(timeout_);
     } else {
       buffer->recv(peer, slot);
-      done = buffer->waitRecv(timeout_);
     }
   } catch (const std::exception& e) {
-    error = e.what();
+    return Aborted(what + ": " + e.what());
   }
-  Status interrupted;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    waiting_ = nullptr;
-    interrupted = interrupted_;
-  }
-  if (!interrupted.ok()) return interrupted.WithContext(what);
-  if (done && error.empty()) return Status::Ok();
-  Status s =
-      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error) +
-              (IsGlooTimeout(error) ? " (no message within the collective "
-                                      "timeout)"
-                                    : ""));
-  std::lock_guard<std::mutex> lock(mu_);
-  if (broken_.ok()) broken_ = s;
-  return s;
+  return WaitPosted(buffer.get(), send, what);
 }
 
 Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
@@ -127,8 +105,8 @@ Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
   } catch (const std::exception& e) {
     return Aborted(what + ": " + e.what());
   }
-  PAREX_RETURN_IF_ERROR(WaitPosted(head.get(), what));
-  return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), what);
+  PAREX_RETURN_IF_ERROR(WaitPosted(head.get(), true, what));
+  return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), true, what);
 }
 
 Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
@@ -175,7 +153,7 @@ Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
 }
 
 Status GlooCommunicator::WaitPosted(gloo::transport::UnboundBuffer* buffer,
-                                    const std::string& what) {
+                                    bool send, const std::string& what) {
   std::string error;
   bool done = false;
   {
@@ -184,7 +162,7 @@ Status GlooCommunicator::WaitPosted(gloo::transport::UnboundBuffer* buffer,
     waiting_ = buffer;
   }
   try {
-    done = buffer->waitSend(timeout_);
+    done = send ? buffer->waitSend(timeout_) : buffer->waitRecv(timeout_);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -197,7 +175,10 @@ Status GlooCommunicator::WaitPosted(gloo::transport::UnboundBuffer* buffer,
   if (!interrupted.ok()) return interrupted.WithContext(what);
   if (done && error.empty()) return Status::Ok();
   Status s =
-      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error));
+      Aborted(what + ": " + (error.empty() ? std::string("aborted") : error) +
+              (IsGlooTimeout(error) ? " (no message within the collective "
+                                      "timeout)"
+                                    : ""));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
   return s;
@@ -207,9 +188,9 @@ Status GlooCommunicator::FlushSends(size_t keep) {
   while (pending_.size() > keep) {
     std::unique_ptr<PendingSend> p = std::move(pending_.front());
     pending_.pop_front();
-    PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), p->what));
+    PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), true, p->what));
     if (p->bytes_buffer != nullptr) {
-      PAREX_RETURN_IF_ERROR(WaitPosted(p->bytes_buffer.get(), p->what));
+      PAREX_RETURN_IF_ERROR(WaitPosted(p->bytes_buffer.get(), true, p->what));
     }
   }
   return Status::Ok();

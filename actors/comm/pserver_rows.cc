@@ -140,7 +140,6 @@ Status PserverCommunicator::RecvRows(std::string_view name, Variable* grad,
 Status PserverCommunicator::BroadcastRows(
     std::string_view name, const std::vector<Variable*>& places) {
   PAREX_ASSIGN_OR_RETURN(const PserverShard* shard, ShardOf(name));
-  const int blocks = static_cast<int>(shard->ranks.size());
   if (pserver_) {
     PAREX_RETURN_IF_ERROR(BeginSends(name));
     const Tensor& param = *places[0]->GetTensor();

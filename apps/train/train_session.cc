@@ -340,7 +340,10 @@ Status TrainSession::EndEpoch(int epoch, Clock::time_point epoch_start) {
   const double seconds = Seconds(epoch_start);
   progress_.Clear();
   metrics_.PrintEpochLine(epoch, plan_.epochs, seconds);
-  if (!job_.eval_columns.empty() && metrics_.steps() > 0) {
+  // A pserver holds blocks of the parameters (and the trainers evaluate).
+  const bool pserver =
+      plan_.pserver_run != nullptr && plan_.pserver_run->pserver();
+  if (!job_.eval_columns.empty() && metrics_.steps() > 0 && !pserver) {
     StatusOr<std::string> evaluated = Evaluate(epoch);
     if (!evaluated.ok()) return evaluated.status().WithContext("--eval-data");
     std::printf("%s", evaluated->c_str());

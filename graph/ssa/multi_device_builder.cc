@@ -32,8 +32,7 @@ class Builder {
  public:
   Builder(const Program& program, const std::vector<Place>& places,
           const std::string& loss_name, const BuildStrategy& strategy)
-      : program_(program),
-        block_(program.global_block()),
+      : block_(program.global_block()),
         strategy_(strategy),
         graph_(std::make_shared<const Program>(program), places),
         n_(static_cast<int>(places.size())),
@@ -92,7 +91,6 @@ class Builder {
   Status AddPserverRecvs();
   void AddPlacedBroadcasts();
 
-  const Program& program_;
   const Block& block_;
   BuildStrategy strategy_;
   SsaGraph graph_;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -105,11 +106,22 @@ TEST_P(PserverTrainTest, TrainsAsCollectiveModeWithTheSameTrainerPlaces) {
 
   const std::vector<double> want = Losses(dir + "/coll.jsonl");
   const std::vector<double> got = Losses(dir + "/ps.jsonl");
-  ASSERT_EQ(want.size(), static_cast<size_t>(c.steps));
+  // Each step's loss, and the evaluation's (a line of its own) after the
+  // epoch with --eval-data.
+  const bool evaluates =
+      std::find(c.job.begin(), c.job.end(), "--eval-data") != c.job.end();
+  ASSERT_EQ(want.size(), static_cast<size_t>(c.steps) + (evaluates ? 1 : 0));
   ASSERT_EQ(got.size(), want.size());
   for (size_t s = 0; s < want.size(); ++s) {
     EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
         << "step " << s + 1;
+  }
+  // --eval-data: the trainers evaluate the parameters collective mode has.
+  const size_t eval = coll.out.find("[a]   evaluation: ");
+  if (eval != std::string::npos) {
+    EXPECT_THAT(ps.out, HasSubstr(coll.out.substr(
+                            eval, coll.out.find('\n', eval) - eval)));
+    EXPECT_THAT(ps.out, ::testing::Not(HasSubstr("[p0]   evaluation")));
   }
   // Every node, pservers included, ends with collective mode's parameters.
   const std::vector<std::string> ps_digests = Digests(ps.out);
@@ -130,12 +142,13 @@ INSTANTIATE_TEST_SUITE_P(
         PserverCase{"mlp_2x1_2ps", {1, 1}, 2, {"--model", "fashion_mlp"}, 20},
         PserverCase{"cnn_2x2_2ps", {2, 2}, 2, {"--model", "fashion_cnn"}, 4},
         // PaddlePaddle's program: batch norm on the trainers, Adam on the
-        // pservers.
+        // pservers; the trainers evaluate after the epoch.
         PserverCase{"paddle_cnn_2x1_2ps",
                     {1, 1},
                     2,
                     {"--program", kPaddleCnn + "/main.pdmodel", "--params",
                      kPaddleCnn + "/params", "--data", "x=x.npy", "--data",
+                     "label=label.npy", "--eval-data", "x=x.npy", "--eval-data",
                      "label=label.npy"},
                     5}),
     [](const ::testing::TestParamInfo<PserverCase>& info) {

@@ -202,8 +202,9 @@ class GlooCommunicator final : public Communicator {
   // (the tags of the next), and the buffer a call waits on (mu_).
   std::vector<uint32_t> sent_, received_;
   gloo::transport::UnboundBuffer* waiting_ = nullptr;
-  // SendAsync's posted sends, oldest first (the calling thread's): a
-  // header's bytes and a copy of the tensor, kept until their sends end.
+  // A posted send: a header's bytes and the tensor (SendAsync's: a copy),
+  // kept until the sends end; SendAsync's wait here, oldest first (the
+  // calling thread's).
   struct PendingSend {
     std::vector<char> header;
     Tensor bytes;
@@ -211,6 +212,11 @@ class GlooCommunicator final : public Communicator {
     std::string what;
   };
   std::deque<std::unique_ptr<PendingSend>> pending_;
+  // Checks `tensor` and posts its header and bytes to `to` into `p` (the
+  // bytes are `tensor`'s own unless `copy`); WaitSent waits for both.
+  Status PostSend(std::string_view name, const Tensor& tensor, int to,
+                  bool copy, PendingSend* p);
+  Status WaitSent(PendingSend* p);
   // Waits for a posted send or receive (within the collective timeout;
   // Interrupt wakes it); a failure breaks the context.
   Status WaitPosted(gloo::transport::UnboundBuffer* buffer, bool send,

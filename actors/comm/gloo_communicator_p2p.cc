@@ -69,49 +69,8 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
   return WaitPosted(buffer.get(), send, what);
 }
 
-Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
-                              int to) {
-  const std::string what =
-      "send '" + std::string(name) + "' from " + rank_names_[rank_] + " to " +
-      (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
-  PAREX_RETURN_IF_ERROR(CheckPeer(to, what));
-  if (!tensor.defined() || !tensor.place().is_cpu() ||
-      tensor.rank() > kWireMaxRank) {
-    return InvalidArgument(what + ": needs a defined host tensor of rank " +
-                           "at most " + std::to_string(kWireMaxRank));
-  }
-  WireHeader header;
-  header.dtype = static_cast<int32_t>(tensor.dtype());
-  header.rank = tensor.rank();
-  for (int d = 0; d < tensor.rank(); ++d) header.dims[d] = tensor.dim(d);
-  const std::string wire_name = WireName(name);
-  std::memcpy(header.name, wire_name.data(), wire_name.size());
-  const uint32_t tag = 2 * sent_[to]++;
-  // Both posted at once: the receiver reads the header and then the bytes,
-  // and the bytes need not wait for the header's round trip here.
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!interrupted_.ok()) return interrupted_.WithContext(what);
-  }
-  std::unique_ptr<gloo::transport::UnboundBuffer> head, bytes;
-  try {
-    head = context_->createUnboundBuffer(&header, sizeof(header));
-    head->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
-    if (tensor.bytes() > 0) {
-      bytes = context_->createUnboundBuffer(
-          const_cast<void*>(tensor.raw_data()), tensor.bytes());
-      bytes->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
-    }
-  } catch (const std::exception& e) {
-    return Aborted(what + ": " + e.what());
-  }
-  PAREX_RETURN_IF_ERROR(WaitPosted(head.get(), true, what));
-  return bytes == nullptr ? Status::Ok() : WaitPosted(bytes.get(), true, what);
-}
-
-Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
-                                   int to) {
-  auto p = std::make_unique<PendingSend>();
+Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
+                                  int to, bool copy, PendingSend* p) {
   p->what = "send '" + std::string(name) + "' from " + rank_names_[rank_] +
             " to " +
             (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
@@ -129,12 +88,14 @@ Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
   std::memcpy(header.name, wire_name.data(), wire_name.size());
   p->header.assign(reinterpret_cast<const char*>(&header),
                    reinterpret_cast<const char*>(&header) + sizeof(header));
-  p->bytes = tensor.Clone();
+  p->bytes = copy ? tensor.Clone() : tensor;
   const uint32_t tag = 2 * sent_[to]++;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!interrupted_.ok()) return interrupted_.WithContext(p->what);
   }
+  // Both posted at once: the receiver reads the header and then the bytes,
+  // and the bytes need not wait for the header's round trip.
   try {
     p->header_buffer =
         context_->createUnboundBuffer(p->header.data(), p->header.size());
@@ -148,6 +109,26 @@ Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
   } catch (const std::exception& e) {
     return Aborted(p->what + ": " + e.what());
   }
+  return Status::Ok();
+}
+
+Status GlooCommunicator::WaitSent(PendingSend* p) {
+  PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), true, p->what));
+  if (p->bytes_buffer == nullptr) return Status::Ok();
+  return WaitPosted(p->bytes_buffer.get(), true, p->what);
+}
+
+Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
+                              int to) {
+  PendingSend p;
+  PAREX_RETURN_IF_ERROR(PostSend(name, tensor, to, /*copy=*/false, &p));
+  return WaitSent(&p);
+}
+
+Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
+                                   int to) {
+  auto p = std::make_unique<PendingSend>();
+  PAREX_RETURN_IF_ERROR(PostSend(name, tensor, to, /*copy=*/true, p.get()));
   pending_.push_back(std::move(p));
   return Status::Ok();
 }
@@ -188,10 +169,7 @@ Status GlooCommunicator::FlushSends(size_t keep) {
   while (pending_.size() > keep) {
     std::unique_ptr<PendingSend> p = std::move(pending_.front());
     pending_.pop_front();
-    PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), true, p->what));
-    if (p->bytes_buffer != nullptr) {
-      PAREX_RETURN_IF_ERROR(WaitPosted(p->bytes_buffer.get(), true, p->what));
-    }
+    PAREX_RETURN_IF_ERROR(WaitSent(p.get()));
   }
   return Status::Ok();
 }

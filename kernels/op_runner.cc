@@ -11,7 +11,10 @@
 namespace parex {
 
 bool ReadsSparseRows(const std::string& type) {
-  return type == "sgd" || type == "momentum" || type == "adam" || type == "sum";
+  // A prefetched table's rows (SelectedRows W) are read by lookups.
+  return type == "sgd" || type == "momentum" || type == "adam" ||
+         type == "sum" || type == "lookup_table" || type == "lookup_table_v2" ||
+         type == "lookup_table_grad" || type == "lookup_table_v2_grad";
 }
 
 bool ReadsTensorLists(const std::string& type) {

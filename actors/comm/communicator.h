@@ -163,14 +163,22 @@ class Communicator {
   // messages arrive in the order they were sent) makes `*tensor` a copy,
   // allocated there (a large-enough buffer is kept). Errors name the
   // variable and both ranks. Backends without it: Unimplemented.
-  virtual Status Send(std::string_view name, const Tensor& tensor, int to) {
+  // `channel` (0 .. kChannels - 1): each channel keeps its own order, so a
+  // pair's messages of two kinds (a step's gradients and parameters, and
+  // parameter-server prefetches) never wait on each other's turn.
+  static constexpr int kChannels = 2;
+  virtual Status Send(std::string_view name, const Tensor& tensor, int to,
+                      int channel = 0) {
     (void)tensor;
+    (void)channel;
     return Unimplemented(std::string(backend()) + ": send '" +
                          std::string(name) + "' to rank " + std::to_string(to) +
                          ": no point-to-point messages");
   }
-  virtual Status Recv(std::string_view name, Tensor* tensor, int from) {
+  virtual Status Recv(std::string_view name, Tensor* tensor, int from,
+                      int channel = 0) {
     (void)tensor;
+    (void)channel;
     return Unimplemented(std::string(backend()) + ": recv '" +
                          std::string(name) + "' from rank " +
                          std::to_string(from) + ": no point-to-point messages");
@@ -182,8 +190,8 @@ class Communicator {
   // FlushSends(keep) waits until at most `keep` such sends are pending.
   // Default: a blocking Send, so nothing is ever pending.
   virtual Status SendAsync(std::string_view name, const Tensor& tensor,
-                           int to) {
-    return Send(name, tensor, to);
+                           int to, int channel = 0) {
+    return Send(name, tensor, to, channel);
   }
   virtual Status FlushSends(size_t keep = 0) {
     (void)keep;
@@ -205,6 +213,22 @@ class Communicator {
                                const std::vector<Variable*>& places) {
     (void)places;
     return Unimplemented(std::string(backend()) + ": broadcast rows of '" +
+                         std::string(name) + "'");
+  }
+
+  // Parameter-server training's prefetch of a table's rows (issue 32): on a
+  // trainer, `ids[p]` are place p's ids into table `name` (its lookups'
+  // Ids), which the pservers hold in row blocks; every place's `tables[p]`
+  // becomes SelectedRows of the rows all its places read (ascending, once
+  // each; the table's height), so no trainer holds the table. On a pserver
+  // (`ids` empty, `tables` its one place's block), every trainer's request
+  // is answered from the block. Backends without it: Unimplemented.
+  virtual Status Prefetch(std::string_view name,
+                          const std::vector<std::vector<const Tensor*>>& ids,
+                          const std::vector<Variable*>& tables) {
+    (void)ids;
+    (void)tables;
+    return Unimplemented(std::string(backend()) + ": prefetch rows of '" +
                          std::string(name) + "'");
   }
 };

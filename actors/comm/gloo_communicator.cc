@@ -78,8 +78,8 @@ StatusOr<std::shared_ptr<GlooCommunicator>> GlooCommunicator::Connect(
   comm->rank_names_ = std::move(rank_names);
   comm->store_ = std::move(store);
   comm->timeout_ = timeout;
-  comm->sent_.assign(size, 0);
-  comm->received_.assign(size, 0);
+  comm->sent_.assign(size * kChannels, 0);
+  comm->received_.assign(size * kChannels, 0);
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = host;

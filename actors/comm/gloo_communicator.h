@@ -119,12 +119,14 @@ class GlooCommunicator final : public Communicator {
   // the bytes. A header that is not one, names another variable, or gives a
   // bad dtype, rank or size is refused naming the peer; nothing is
   // allocated before it is checked. Interrupt wakes a call waiting here.
-  Status Send(std::string_view name, const Tensor& tensor, int to) override;
-  Status Recv(std::string_view name, Tensor* tensor, int from) override;
+  Status Send(std::string_view name, const Tensor& tensor, int to,
+              int channel = 0) override;
+  Status Recv(std::string_view name, Tensor* tensor, int from,
+              int channel = 0) override;
   // The header and a copy of the bytes, posted; each pending send keeps
   // its buffers until FlushSends waits for it (oldest first).
-  Status SendAsync(std::string_view name, const Tensor& tensor,
-                   int to) override;
+  Status SendAsync(std::string_view name, const Tensor& tensor, int to,
+                   int channel = 0) override;
   Status FlushSends(size_t keep = 0) override;
 
   // The rank names given at Connect ("node 'b'" in messages).
@@ -172,9 +174,9 @@ class GlooCommunicator final : public Communicator {
                 const std::string& what);
   // One unbound-buffer transfer of `bytes` at `data` with `peer` (waited
   // for, interruptible); `what` names it in errors.
-  Status Transfer(bool send, void* data, size_t bytes, int peer, uint32_t tag,
+  Status Transfer(bool send, void* data, size_t bytes, int peer, uint64_t slot,
                   const std::string& what);
-  Status CheckPeer(int peer, const std::string& what) const;
+  Status CheckPeer(int peer, int channel, const std::string& what) const;
 
   // Made at Connect: broadcasts run on it; and a rank that cannot reach
   // another fails at join time, not at the first step.
@@ -198,8 +200,9 @@ class GlooCommunicator final : public Communicator {
   mutable std::mutex mu_;  // guards broken_, interrupted_ and waiting_
   Status broken_;       // set by the first Gloo failure: the context is closed
   Status interrupted_;  // set by Interrupt until Resume
-  // Point to point: messages sent to and received from each rank so far
-  // (the tags of the next), and the buffer a call waits on (mu_).
+  // Point to point: messages sent to and received from each rank so far on
+  // each channel (the tags of the next; index channel * size + rank), and
+  // the buffer a call waits on (mu_).
   std::vector<uint32_t> sent_, received_;
   gloo::transport::UnboundBuffer* waiting_ = nullptr;
   // A posted send: a header's bytes and the tensor (SendAsync's: a copy),
@@ -215,7 +218,7 @@ class GlooCommunicator final : public Communicator {
   // Checks `tensor` and posts its header and bytes to `to` into `p` (the
   // bytes are `tensor`'s own unless `copy`); WaitSent waits for both.
   Status PostSend(std::string_view name, const Tensor& tensor, int to,
-                  bool copy, PendingSend* p);
+                  int channel, bool copy, PendingSend* p);
   Status WaitSent(PendingSend* p);
   // Waits for a posted send or receive (within the collective timeout;
   // Interrupt wakes it); a failure breaks the context.

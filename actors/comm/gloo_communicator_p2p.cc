@@ -33,13 +33,24 @@ std::string WireName(std::string_view name) {
   return std::string(name.substr(0, kWireNameBytes));
 }
 
+// Each channel's messages have slots of their own: its tags count them.
+uint64_t PointToPointSlot(int channel, uint32_t tag) {
+  return gloo::Slot::build(
+      static_cast<uint8_t>(kPointToPointSlotPrefix + channel), tag);
+}
+
 }  // namespace
 
-Status GlooCommunicator::CheckPeer(int peer, const std::string& what) const {
+Status GlooCommunicator::CheckPeer(int peer, int channel,
+                                   const std::string& what) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
     return InvalidArgument(what + ": rank " + std::to_string(peer) +
                            " is no other rank of 0.." +
                            std::to_string(size_ - 1));
+  }
+  if (channel < 0 || channel >= kChannels) {
+    return InvalidArgument(what + ": channel " + std::to_string(channel) +
+                           " is none of 0.." + std::to_string(kChannels - 1));
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!interrupted_.ok()) return interrupted_;
@@ -48,7 +59,7 @@ Status GlooCommunicator::CheckPeer(int peer, const std::string& what) const {
 }
 
 Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
-                                  uint32_t tag, const std::string& what) {
+                                  uint64_t slot, const std::string& what) {
   if (bytes == 0) return Status::Ok();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -57,7 +68,6 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
   std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
   try {
     buffer = context_->createUnboundBuffer(data, bytes);
-    const uint64_t slot = gloo::Slot::build(kPointToPointSlotPrefix, tag);
     if (send) {
       buffer->send(peer, slot);
     } else {
@@ -70,11 +80,12 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
 }
 
 Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
-                                  int to, bool copy, PendingSend* p) {
+                                  int to, int channel, bool copy,
+                                  PendingSend* p) {
   p->what = "send '" + std::string(name) + "' from " + rank_names_[rank_] +
             " to " +
             (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
-  PAREX_RETURN_IF_ERROR(CheckPeer(to, p->what));
+  PAREX_RETURN_IF_ERROR(CheckPeer(to, channel, p->what));
   if (!tensor.defined() || !tensor.place().is_cpu() ||
       tensor.rank() > kWireMaxRank) {
     return InvalidArgument(p->what + ": needs a defined host tensor of rank " +
@@ -89,7 +100,7 @@ Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
   p->header.assign(reinterpret_cast<const char*>(&header),
                    reinterpret_cast<const char*>(&header) + sizeof(header));
   p->bytes = copy ? tensor.Clone() : tensor;
-  const uint32_t tag = 2 * sent_[to]++;
+  const uint32_t tag = 2 * sent_[channel * size_ + to]++;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!interrupted_.ok()) return interrupted_.WithContext(p->what);
@@ -99,12 +110,11 @@ Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
   try {
     p->header_buffer =
         context_->createUnboundBuffer(p->header.data(), p->header.size());
-    p->header_buffer->send(to, gloo::Slot::build(kPointToPointSlotPrefix, tag));
+    p->header_buffer->send(to, PointToPointSlot(channel, tag));
     if (p->bytes.bytes() > 0) {
       p->bytes_buffer =
           context_->createUnboundBuffer(p->bytes.raw_data(), p->bytes.bytes());
-      p->bytes_buffer->send(
-          to, gloo::Slot::build(kPointToPointSlotPrefix, tag + 1));
+      p->bytes_buffer->send(to, PointToPointSlot(channel, tag + 1));
     }
   } catch (const std::exception& e) {
     return Aborted(p->what + ": " + e.what());
@@ -119,16 +129,18 @@ Status GlooCommunicator::WaitSent(PendingSend* p) {
 }
 
 Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,
-                              int to) {
+                              int to, int channel) {
   PendingSend p;
-  PAREX_RETURN_IF_ERROR(PostSend(name, tensor, to, /*copy=*/false, &p));
+  PAREX_RETURN_IF_ERROR(
+      PostSend(name, tensor, to, channel, /*copy=*/false, &p));
   return WaitSent(&p);
 }
 
 Status GlooCommunicator::SendAsync(std::string_view name, const Tensor& tensor,
-                                   int to) {
+                                   int to, int channel) {
   auto p = std::make_unique<PendingSend>();
-  PAREX_RETURN_IF_ERROR(PostSend(name, tensor, to, /*copy=*/true, p.get()));
+  PAREX_RETURN_IF_ERROR(
+      PostSend(name, tensor, to, channel, /*copy=*/true, p.get()));
   pending_.push_back(std::move(p));
   return Status::Ok();
 }
@@ -174,16 +186,17 @@ Status GlooCommunicator::FlushSends(size_t keep) {
   return Status::Ok();
 }
 
-Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from) {
+Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from,
+                              int channel) {
   const std::string peer =
       from >= 0 && from < size_ ? rank_names_[from] : std::string("?");
   const std::string what = "recv '" + std::string(name) + "' on " +
                            rank_names_[rank_] + " from " + peer;
-  PAREX_RETURN_IF_ERROR(CheckPeer(from, what));
+  PAREX_RETURN_IF_ERROR(CheckPeer(from, channel, what));
   WireHeader header;
-  const uint32_t tag = 2 * received_[from]++;
-  PAREX_RETURN_IF_ERROR(
-      Transfer(false, &header, sizeof(header), from, tag, what));
+  const uint32_t tag = 2 * received_[channel * size_ + from]++;
+  PAREX_RETURN_IF_ERROR(Transfer(false, &header, sizeof(header), from,
+                                 PointToPointSlot(channel, tag), what));
   const std::string got(header.name, strnlen(header.name, kWireNameBytes));
   if (header.magic != kWireMagic) {
     return Aborted(what + ": " + peer + " sent no parex tensor header");
@@ -204,8 +217,8 @@ Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from) {
   // allocation can hold, before any payload is read.
   PAREX_RETURN_IF_ERROR(tensor->TryAllocate(dtype, dims)
                             .WithContext(what + ": " + peer + "'s header"));
-  return Transfer(false, tensor->raw_data(), tensor->bytes(), from, tag + 1,
-                  what);
+  return Transfer(false, tensor->raw_data(), tensor->bytes(), from,
+                  PointToPointSlot(channel, tag + 1), what);
 }
 
 }  // namespace parex

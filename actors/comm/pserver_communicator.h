@@ -26,6 +26,15 @@
 // the rows they touched (ascending, once each) of its updated block, which
 // the trainers write into their copies. So a step moves what the batch
 // touched, not the table.
+// Prefetch (a table that the trainers read by lookups only, placed_
+// exchanges.h): before the lookups a trainer sends each pserver the ids of
+// its block the places read (ascending, once each) and receives those rows;
+// its places' table variables are SelectedRows of them, so the table never
+// exists on a trainer (and no rows of it come back after the update). The
+// pserver answers the trainers in rank order at the start of its step, on a
+// channel of its own (Communicator::kChannels), so async mode's deferred
+// parameters never meet a prefetch in a pair's order; a prefetch reads the
+// pservers' table after the previous step's update in either mode.
 // Async mode (max_staleness K >= 1): a trainer's receive of step s takes
 // the parameters the pservers sent at step s - K (the first K receives
 // after a start or a Drain take nothing: the parameters stay), and a
@@ -95,6 +104,9 @@ class PserverCommunicator final : public Communicator {
                     const std::vector<Variable*>& places) override;
   Status BroadcastRows(std::string_view name,
                        const std::vector<Variable*>& places) override;
+  Status Prefetch(std::string_view name,
+                  const std::vector<std::vector<const Tensor*>>& ids,
+                  const std::vector<Variable*>& tables) override;
 
   // Async mode: what is in flight, completed (see above).
   Status Drain();
@@ -102,6 +114,8 @@ class PserverCommunicator final : public Communicator {
   // Tensor bytes this node sent and received so far (headers left out).
   int64_t bytes_sent() const { return sent_; }
   int64_t bytes_received() const { return received_; }
+  // A trainer: the most rows of a table one prefetch brought (0: none).
+  int64_t max_prefetched_rows() const { return max_prefetched_; }
 
  private:
   StatusOr<const PserverShard*> ShardOf(std::string_view name) const;
@@ -155,6 +169,14 @@ class PserverCommunicator final : public Communicator {
              const std::vector<Variable*>* rows);
   Status BeginSends(std::string_view name);
   Status Post(std::string_view name, const Tensor& tensor, int to);
+  // Prefetch's two sides (pserver_prefetch.cc), on channel kPrefetch.
+  static constexpr int kPrefetch = 1;
+  Status RequestRows(std::string_view name,
+                     const std::vector<std::vector<const Tensor*>>& ids,
+                     const std::vector<Variable*>& tables,
+                     const PserverShard& shard);
+  Status ServeRows(std::string_view name, const Tensor& block,
+                   const PserverShard& shard);
   Status RecvParameterRows(std::string_view name,
                            const std::vector<Variable*>& places,
                            const PserverShard& shard);
@@ -172,7 +194,7 @@ class PserverCommunicator final : public Communicator {
   // A pserver: the rows of each parameter the trainers' gradients touched
   // this step (ascending, relative to its block).
   std::map<std::string, std::vector<int64_t>> touched_;
-  std::atomic<int64_t> sent_{0}, received_{0};
+  std::atomic<int64_t> sent_{0}, received_{0}, max_prefetched_{0};
 };
 
 }  // namespace parex

@@ -370,6 +370,7 @@ Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
 
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
   if (op.rows) return RunRows(op);
+  if (op.type == "prefetch") return RunPrefetch(op);
   // Only the collectives of gradients the multi-device pass found sparse
   // (lookup_table's is_sparse) can meet rows.
   if (maybe_sparse_[op.id]) {
@@ -450,6 +451,34 @@ Status OpHandleTasks::RunRows(const SsaOp& op) {
   return (op.kind == SsaOpKind::kReduce
               ? comm_->ReduceRows(op.var_names[0], vars)
               : comm_->BroadcastRows(op.var_names[0], vars))
+      .WithContext(graph_->OpLabel(op.id));
+}
+
+Status OpHandleTasks::RunPrefetch(const SsaOp& op) {
+  const int n = graph_->num_places();
+  std::vector<Variable*> tables(n);
+  std::vector<std::vector<const Tensor*>> ids(op.var_names.size() > 1 ? n : 0);
+  for (int p = 0; p < n; ++p) {
+    if (!graph_->places()[p].is_cpu()) {
+      return Unimplemented(graph_->OpLabel(op.id) + ": a prefetched table on " +
+                           graph_->places()[p].ToString() +
+                           "; prefetch runs on CPU places");
+    }
+    Scope* scope = (*exec_scopes_)[p];
+    tables[p] = scope->FindVar(op.var_names[0]);
+    if (tables[p] == nullptr) tables[p] = scope->Var(op.var_names[0]);
+    for (size_t i = 1; i < op.var_names.size(); ++i) {
+      const Variable* v = scope->FindVar(op.var_names[i]);
+      const Tensor* t = v != nullptr ? v->GetTensor() : nullptr;
+      if (t == nullptr) {
+        return NotFound(graph_->OpLabel(op.id) + ": ids '" + op.var_names[i] +
+                        "' hold no tensor on " +
+                        graph_->places()[p].ToString());
+      }
+      ids[p].push_back(t);
+    }
+  }
+  return comm_->Prefetch(op.var_names[0], ids, tables)
       .WithContext(graph_->OpLabel(op.id));
 }
 

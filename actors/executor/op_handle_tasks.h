@@ -69,6 +69,8 @@ class OpHandleTasks {
   Status RunCollective(const SsaOp& op);
   // A placed send or receive of rows (SsaOp::rows).
   Status RunRows(const SsaOp& op);
+  // A prefetch of a table's rows (var_names: the table, then the ids).
+  Status RunPrefetch(const SsaOp& op);
   Status BindCollective(const SsaOp& op);
   // A collective over sparse gradients (SelectedRows, lookup_table's
   // is_sparse): in one process an all_gather concatenates the places' rows

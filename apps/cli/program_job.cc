@@ -378,16 +378,18 @@ void SetStartAndFinish(const std::string& startup_path,
   auto main = std::make_shared<Program>(job->main);
   auto startup = std::make_shared<Program>(job->startup);
   const bool has_startup = !startup_path.empty();
-  job->init = [main, startup, has_startup, params_dir](Scope* scope) -> Status {
+  job->init = [main, startup, has_startup, params_dir](
+                  Scope* scope, const std::vector<std::string>& skip) -> Status {
     if (has_startup) {
       ReferenceExecutor executor;
-      PAREX_RETURN_IF_ERROR(executor.Run(*startup, scope, {}, {})
-                                .status()
-                                .WithContext("--startup"));
+      PAREX_RETURN_IF_ERROR(
+          executor.Run(WithoutOpsMakingOnly(*startup, skip), scope, {}, {})
+              .status()
+              .WithContext("--startup"));
     }
     if (!params_dir.empty()) {
-      PAREX_RETURN_IF_ERROR(
-          LoadPersistables(*main, params_dir, scope).WithContext("--params"));
+      PAREX_RETURN_IF_ERROR(LoadPersistables(*main, params_dir, scope, skip)
+                                .WithContext("--params"));
     }
     return Status::Ok();
   };

@@ -146,8 +146,16 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
     StatusOr<std::unique_ptr<train::ClusterSession>> joined =
         train::ClusterSession::Join(
             cmd, *topology, o.node, job->main, job->startup,
-            job->identity + train::HandshakeOptions(o, plan.batch, plan.epochs,
-                                                    plan.build));
+            job->identity +
+                train::HandshakeOptions(o, plan.batch, plan.epochs,
+                                        plan.build) +
+                // With pservers every node writes its part of a checkpoint
+                // and reads it back: all of them checkpoint, or none.
+                (plan.pserver_run != nullptr && !o.checkpoint_dir.empty()
+                     ? " --checkpoint-dir"
+                     : "") +
+                (plan.pserver_run != nullptr && !o.resume.empty() ? " --resume"
+                                                                   : ""));
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
     cluster->Configure(plan.world, plan.first_place, &plan.build, &plan.exec,

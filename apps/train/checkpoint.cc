@@ -71,7 +71,8 @@ StatusOr<CheckpointState> Parse(const std::string& text,
 
 StatusOr<std::string> WriteCheckpoint(const std::string& dir,
                                       const Program& main, const Scope& scope,
-                                      const CheckpointState& state, int keep) {
+                                      const CheckpointState& state, int keep,
+                                      const std::vector<std::string>& skip) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec)
@@ -85,7 +86,7 @@ StatusOr<std::string> WriteCheckpoint(const std::string& dir,
   if (ec)
     return IoError("--checkpoint-dir: cannot create '" + tmp.string() +
                    "': " + ec.message());
-  PAREX_RETURN_IF_ERROR(SavePersistables(main, tmp.string(), scope)
+  PAREX_RETURN_IF_ERROR(SavePersistables(main, tmp.string(), scope, skip)
                             .WithContext("checkpoint " + name));
   // The state last: with it the directory is complete.
   PAREX_RETURN_IF_ERROR(
@@ -100,7 +101,9 @@ StatusOr<std::string> WriteCheckpoint(const std::string& dir,
   std::vector<std::pair<int64_t, fs::path>> complete;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string n = entry.path().filename().string();
-    if (n.rfind(".tmp-ckpt-", 0) == 0) {
+    // Its own interrupted writes only (a pserver's part is
+    // .tmp-ckpt-<step>.<node>, its writer's to remove).
+    if (n.rfind(".tmp-", 0) == 0 && StepOf(n.substr(5)) >= 0) {
       std::error_code ignored;
       fs::remove_all(entry.path(), ignored);
     } else if (StepOf(n) >= 0 && fs::exists(entry.path() / kStateFile)) {
@@ -142,7 +145,8 @@ StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(
 }
 
 StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
-                                 const CheckpointState& want, Scope* scope) {
+                                 const CheckpointState& want, Scope* scope,
+                                 const std::vector<std::string>& skip) {
   PAREX_ASSIGN_OR_RETURN(std::optional<FoundCheckpoint> found,
                          NewestCheckpoint(dir));
   if (!found.has_value()) {
@@ -158,7 +162,7 @@ StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
                            "', this run has '" + want.options + "'");
   }
   PAREX_RETURN_IF_ERROR(
-      LoadPersistables(main, found->path, scope).WithContext("--resume"));
+      LoadPersistables(main, found->path, scope, skip).WithContext("--resume"));
   return *std::move(found);
 }
 
@@ -171,12 +175,13 @@ Checkpointer::Checkpointer(CheckpointState run, std::string dir, int keep,
 
 Status Checkpointer::Resume(const std::string& cmd, const std::string& dir,
                             Cluster* cluster, const Program& main,
-                            Scope* scope) {
+                            Scope* scope,
+                            const std::vector<std::string>& skip) {
   CheckpointState* where = &run_;
   const bool writer = writer_;
   if (writer) {
     PAREX_ASSIGN_OR_RETURN(FoundCheckpoint ckpt,
-                           train::Resume(dir, main, *where, scope));
+                           train::Resume(dir, main, *where, scope, skip));
     where->step = ckpt.state.step;
     where->epoch = ckpt.state.epoch;
     where->batch = ckpt.state.batch;
@@ -208,13 +213,15 @@ Status Checkpointer::Resume(const std::string& cmd, const std::string& dir,
 StatusOr<std::string> Checkpointer::Write(int64_t step, int64_t epoch,
                                           int64_t next_batch, int64_t batches,
                                           const Program& main,
-                                          const Scope& scope) const {
+                                          const Scope& scope,
+                                          const std::vector<std::string>& skip)
+    const {
   if (!writes()) return std::string();
   CheckpointState state = run_;
   state.step = step;
   state.epoch = next_batch < batches ? epoch : epoch + 1;
   state.batch = next_batch < batches ? next_batch : 0;
-  return WriteCheckpoint(dir_, main, scope, state, keep_);
+  return WriteCheckpoint(dir_, main, scope, state, keep_, skip);
 }
 
 }  // namespace parex::train

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/cluster/cluster.h"
 #include "base/status.h"
@@ -27,11 +28,14 @@ struct CheckpointState {
   std::string options;  // the options that shape training (a resume must match)
 };
 
-// Writes `scope`'s persistables of `main` and `state` as DIR/ckpt-<step>,
-// then keeps the newest `keep` checkpoints (keep >= 1). Returns the path.
+// Writes `scope`'s persistables of `main` (but those in `skip`: with
+// parameter servers, what the pservers write themselves) and `state` as
+// DIR/ckpt-<step>, then keeps the newest `keep` checkpoints (keep >= 1).
+// Returns the path.
 StatusOr<std::string> WriteCheckpoint(const std::string& dir,
                                       const Program& main, const Scope& scope,
-                                      const CheckpointState& state, int keep);
+                                      const CheckpointState& state, int keep,
+                                      const std::vector<std::string>& skip = {});
 
 struct FoundCheckpoint {
   std::string path;
@@ -46,7 +50,8 @@ StatusOr<std::optional<FoundCheckpoint>> NewestCheckpoint(
 // `main` into `scope` and returns its state. Errors: none there, or one
 // written by another program or with other options than `want` holds.
 StatusOr<FoundCheckpoint> Resume(const std::string& dir, const Program& main,
-                                 const CheckpointState& want, Scope* scope);
+                                 const CheckpointState& want, Scope* scope,
+                                 const std::vector<std::string>& skip = {});
 
 // A run's checkpoints: where it starts (the position a --resume found, or
 // the beginning) and writing the state after a step into --checkpoint-dir.
@@ -65,7 +70,8 @@ class Checkpointer {
   // sum only rank 0 adds to, and its persistables from the broadcast that
   // follows. Prints where the run resumes, as `cmd`.
   Status Resume(const std::string& cmd, const std::string& dir,
-                Cluster* cluster, const Program& main, Scope* scope);
+                Cluster* cluster, const Program& main, Scope* scope,
+                const std::vector<std::string>& skip = {});
 
   // The step, epoch and batch training starts from.
   const CheckpointState& position() const { return run_; }
@@ -76,7 +82,10 @@ class Checkpointer {
   // epoch's first); the path written, "" when !writes().
   StatusOr<std::string> Write(int64_t step, int64_t epoch, int64_t next_batch,
                               int64_t batches, const Program& main,
-                              const Scope& scope) const;
+                              const Scope& scope,
+                              const std::vector<std::string>& skip = {}) const;
+  const std::string& dir() const { return dir_; }
+  int keep() const { return keep_; }
 
  private:
   CheckpointState run_;

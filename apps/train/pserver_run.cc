@@ -7,6 +7,7 @@
 #include "graph/ir/op_role.h"
 #include "graph/ir/place_group.h"
 #include "graph/ssa/optimizer_slices.h"
+#include "graph/ssa/placed_exchanges.h"
 
 namespace parex::train {
 
@@ -70,7 +71,31 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
     }
   }
   PAREX_RETURN_IF_ERROR(run->FindHeld(block, topology));
+  PAREX_ASSIGN_OR_RETURN(std::vector<PlacedPrefetch> prefetches,
+                         PlanPlacedPrefetches(block, BuildStrategy()));
+  for (const PlacedPrefetch& p : prefetches) {
+    run->prefetched_.push_back(p.table);
+  }
   return run;
+}
+
+std::vector<std::string> PserverRun::InitSkips() const {
+  return pserver_ ? std::vector<std::string>() : prefetched_;
+}
+
+std::vector<std::string> PserverRun::HeldNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, held] : held_) names.push_back(name);
+  return names;
+}
+
+std::optional<std::pair<int64_t, int64_t>> PserverRun::RowsHere(
+    const Held& held) const {
+  const auto at = std::find(held.ranks.begin(), held.ranks.end(), rank_);
+  if (!pserver_ || at == held.ranks.end()) return std::nullopt;
+  if (held.rows == 0) return std::make_pair<int64_t, int64_t>(0, 0);
+  return RowBlock(held.rows, static_cast<int>(at - held.ranks.begin()),
+                  static_cast<int>(held.ranks.size()));
 }
 
 Status PserverRun::FindHeld(const Block& block, const Topology& topology) {
@@ -79,6 +104,8 @@ Status PserverRun::FindHeld(const Block& block, const Topology& topology) {
     PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group, PlaceGroupOf(*var));
     if (!group.has_value() || group->role != NodeRole::kPserver) continue;
     Held held;
+    held.dtype = var->dtype();
+    held.dims = var->dims();
     for (const std::string& n : group->nodes) {
       held.ranks.push_back(topology.Rank(n));
     }
@@ -128,9 +155,15 @@ std::string PserverRun::Describe() const {
           ? ", sync"
           : ", async (staleness " + std::to_string(max_staleness_) + ")";
   if (!pserver_) {
+    std::string tables;
+    for (const std::string& t : prefetched_) {
+      tables += (tables.empty() ? "" : ", ") + ("'" + t + "'");
+    }
     return "trainer " + node_ + " sends " +
            std::to_string(report_.shards.size()) + " gradients to " +
-           std::to_string(report_.elements.size()) + " pserver(s)" + mode;
+           std::to_string(report_.elements.size()) + " pserver(s)" +
+           (tables.empty() ? "" : ", prefetches the rows it reads of " + tables) +
+           mode;
   }
   int params = 0;
   for (const PlacementReport::Shard& s : report_.shards) {
@@ -173,9 +206,19 @@ Tensor* PserverRun::Whole(Scope* scope, const std::string& name) {
   return var != nullptr && var->IsTensor() ? var->GetMutableTensor() : nullptr;
 }
 
-Status PserverRun::Gather(Scope* scope, Communicator* cross) {
+Status PserverRun::Gather(Scope* scope, Communicator* cross, bool tables) {
   for (const auto& [name, held] : held_) {
+    const bool table = std::find(prefetched_.begin(), prefetched_.end(),
+                                 name) != prefetched_.end();
+    if (table && !tables) continue;
     Tensor* whole = Whole(scope, name);
+    if (table && !pserver_ && (whole == nullptr || !whole->defined())) {
+      // A trainer holds none of the table until the end.
+      whole = scope->Var(name)->GetMutableTensor();
+      PAREX_RETURN_IF_ERROR(whole->TryAllocate(held.dtype, held.dims)
+                                .WithContext("node '" + node_ + "': '" +
+                                             name + "'"));
+    }
     if (whole == nullptr || !whole->defined()) {
       return FailedPrecondition("node '" + node_ + "': persistable '" + name +
                                 "' is not initialised, so its pserver's "
@@ -190,7 +233,7 @@ Status PserverRun::Gather(Scope* scope, Communicator* cross) {
     for (int b = 0; b < blocks; ++b) {
       const auto [begin, end] = RowBlock(held.rows, b, blocks);
       Tensor block = whole->Slice(begin, end);
-      if (held.ranks[b] == rank_) {
+      if (held.ranks[b] == rank_ && whole_.count(name) != 0) {
         // The update ops may have given the view a buffer of its own.
         const Tensor& mine = *scope->FindVar(name)->GetTensor();
         if (mine.raw_data() != block.raw_data()) {

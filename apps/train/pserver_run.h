@@ -11,14 +11,25 @@
 //
 // Gather (every node, at the same step): each persistable the pservers hold
 // (a parameter, its accumulators, a learning rate), or each row block of
-// it, is broadcast from its holder to every node, so that a checkpoint or
-// the saved model written by the first trainer holds the state of one
-// consistent step, optimizer state included.
+// it, is broadcast from its holder to every node: at the end, so that the
+// saved model written by the first trainer holds the state of the last
+// step, optimizer state included; after a resume, without the prefetched
+// tables, so that the trainers hold the pservers' parameters.
+//
+// Prefetched tables (graph/ssa/placed_exchanges.h): a trainer's startup
+// does not make them (InitSkips) and it never holds them while it trains.
+//
+// Checkpoints: each pserver writes what it holds (its row blocks) itself,
+// into DIR/ckpt-<step>.<node> (WriteShard, before the first trainer writes
+// DIR/ckpt-<step> without them and completes the checkpoint), and reads it
+// back at --resume (LoadShard).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/comm/communicator.h"
@@ -56,10 +67,29 @@ class PserverRun {
   // "trainer t0 sends 6 gradients to 2 pservers".
   std::string Describe() const;
 
+  // The tables the trainers prefetch (every node's list).
+  const std::vector<std::string>& prefetched() const { return prefetched_; }
+  // What this node's startup does not make: a trainer's prefetched tables.
+  std::vector<std::string> InitSkips() const;
+  // Every persistable the pservers hold (what the first trainer's part of
+  // a checkpoint leaves out).
+  std::vector<std::string> HeldNames() const;
+
   // A pserver: its row blocks become its scope's variables (views).
   Status HoldRows(Scope* scope);
-  // Every node: the pservers' state on every node (see above).
-  Status Gather(Scope* scope, Communicator* cross);
+  // Every node: the pservers' state on every node (see above); the
+  // prefetched tables too when `tables` (a trainer then makes them).
+  Status Gather(Scope* scope, Communicator* cross, bool tables);
+
+  // A pserver: its part of the checkpoint of step `step` in `dir`, written
+  // whole (a temporary directory renamed), keeping its newest keep + 1
+  // (the first trainer's newest `keep` complete ones always have theirs).
+  StatusOr<std::string> WriteShard(const std::string& dir, int64_t step,
+                                   int keep, const Scope& scope) const;
+  // A pserver: its part of the checkpoint of step `step` into `scope`
+  // (before HoldRows). Errors name the node, the directory and the
+  // variable: a part missing, or written for another placement.
+  Status LoadShard(const std::string& dir, int64_t step, Scope* scope) const;
   // A pserver: the whole tensors back in its scope.
   void Release(Scope* scope);
 
@@ -69,13 +99,20 @@ class PserverRun {
   struct Held {
     std::vector<int> ranks;
     int64_t rows = 0;
+    DType dtype = DType::kUndefined;  // the program's declaration
+    Dims dims;
   };
   PserverRun() = default;
   Status FindHeld(const Block& block, const Topology& topology);
   Tensor* Whole(Scope* scope, const std::string& name);
 
+  // A held persistable's rows on this pserver ([0, 0): held whole;
+  // nullopt: not held here).
+  std::optional<std::pair<int64_t, int64_t>> RowsHere(const Held& held) const;
+
   bool pserver_ = false;
   int max_staleness_ = 0;
+  std::vector<std::string> prefetched_;
   int rank_ = 0;
   std::string node_;
   PlacementReport report_;

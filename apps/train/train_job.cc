@@ -7,6 +7,7 @@
 
 #include "apps/models.h"
 #include "apps/reader.h"
+#include "graph/builder/prune.h"
 #include "kernels/reference_executor.h"
 
 namespace parex::train {
@@ -97,9 +98,11 @@ StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
   job.default_batch = defaults.batch;
   job.default_save = "parex-" + o.model;
   job.identity = "--model " + o.model;
-  job.init = [model](Scope* scope) -> Status {
+  job.init = [model](Scope* scope,
+                     const std::vector<std::string>& skip) -> Status {
     ReferenceExecutor executor;
-    auto ran = executor.Run(model->startup, scope, {}, {});
+    auto ran =
+        executor.Run(WithoutOpsMakingOnly(model->startup, skip), scope, {}, {});
     if (!ran.ok()) return ran.status().WithContext("startup program");
     return Status::Ok();
   };

@@ -53,8 +53,11 @@ struct TrainJob {
   // each with its value at start and points to --lr-schedule.
   std::vector<std::string> fixed_lr_vars;
   // Sets the persistables of `scope` before training (startup program,
-  // parameter files).
-  std::function<Status(Scope* scope)> init;
+  // parameter files), but those in `skip` (a trainer's prefetched tables,
+  // which live on the pservers only): the startup ops that make only them
+  // do not run.
+  std::function<Status(Scope* scope, const std::vector<std::string>& skip)>
+      init;
   // After training, with the trained persistables in `scope`: evaluation
   // lines to print (may be empty), and when `writer` the model written to
   // `save` and the line saying so.

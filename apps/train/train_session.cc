@@ -116,23 +116,44 @@ int TrainSession::Run() {
 }
 
 Status TrainSession::Prepare() {
-  PAREX_RETURN_IF_ERROR(job_.init(&scope_));
+  PserverRun* ps = plan_.pserver_run.get();
+  PAREX_RETURN_IF_ERROR(
+      job_.init(&scope_, ps != nullptr ? ps->InitSkips()
+                                       : std::vector<std::string>()));
   Cluster* cluster = cluster_ != nullptr ? cluster_->cluster() : nullptr;
   if (!plan_.resume.empty()) {
-    PAREX_RETURN_IF_ERROR(
-        checkpointer_.Resume(cmd_, plan_.resume, cluster, job_.main, &scope_));
+    // With pservers, the first trainer's part of the checkpoint leaves out
+    // what the pservers hold: they read their own parts below.
+    PAREX_RETURN_IF_ERROR(checkpointer_.Resume(
+        cmd_, plan_.resume, cluster, job_.main, &scope_,
+        ps != nullptr ? ps->HeldNames() : std::vector<std::string>()));
   }
-  // The persistables the startup program made (sorted names).
+  // The persistables the startup program made (sorted names), but the
+  // prefetched tables, which only their pservers hold.
   persistables_ = scope_.LocalVarNames();
+  if (ps != nullptr) {
+    for (const std::string& table : ps->prefetched()) {
+      persistables_.erase(
+          std::remove(persistables_.begin(), persistables_.end(), table),
+          persistables_.end());
+    }
+  }
   std::sort(persistables_.begin(), persistables_.end());
   if (cluster_ != nullptr) {
     // Rank 0's initial persistables on every node.
     PAREX_RETURN_IF_ERROR(
         cluster_->BroadcastPersistables(&scope_, persistables_));
   }
-  if (plan_.pserver_run != nullptr) {
-    PAREX_RETURN_IF_ERROR(plan_.pserver_run->HoldRows(&scope_));
+  if (ps != nullptr && !plan_.resume.empty()) {
+    // Each pserver's part of the checkpoint, then the pservers' state
+    // (the tables left out) on every node.
+    PAREX_RETURN_IF_ERROR(ps->LoadShard(
+        plan_.resume, checkpointer_.position().step, &scope_));
+    PAREX_RETURN_IF_ERROR(
+        ps->Gather(&scope_, &cluster_->cluster()->cross(), /*tables=*/false)
+            .WithContext("the pservers' state"));
   }
+  if (ps != nullptr) PAREX_RETURN_IF_ERROR(ps->HoldRows(&scope_));
   ExecutionStrategy exec = plan_.exec;
   exec.trace = plan_.trace.empty() ? nullptr : &trace_;
   PAREX_ASSIGN_OR_RETURN(
@@ -384,23 +405,41 @@ StatusOr<std::string> TrainSession::Evaluate(int epoch) {
 // Writes a checkpoint of the state after the step just run (the writer).
 StatusOr<std::string> TrainSession::Checkpoint(int64_t epoch,
                                                int64_t next_batch) {
+  std::vector<std::string> held;
   if (plan_.pserver_run != nullptr) {
-    PAREX_RETURN_IF_ERROR(GatherPserverState());
+    // Each pserver writes its part, and every node waits for all of them
+    // before the first trainer completes the checkpoint with its own.
+    PAREX_RETURN_IF_ERROR(DrainPserverState());
+    if (!checkpointer_.dir().empty()) {
+      PAREX_RETURN_IF_ERROR(plan_.pserver_run
+                                ->WriteShard(checkpointer_.dir(), step_,
+                                             checkpointer_.keep(), scope_)
+                                .status());
+    }
+    std::vector<double> written = {1.0};
+    PAREX_RETURN_IF_ERROR(cluster_->cluster()->SumAcrossNodes(
+        &written, "the pservers' checkpoint parts"));
+    held = plan_.pserver_run->HeldNames();
   }
   if (!checkpointer_.writes()) return std::string();
   PAREX_RETURN_IF_ERROR(WriteMetrics());
   // Each persistable from the place updating it.
   PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
   return checkpointer_.Write(step_, epoch, next_batch, reader_.num_batches(),
-                             job_.main, scope_);
+                             job_.main, scope_, held);
 }
 
-Status TrainSession::GatherPserverState() {
+Status TrainSession::DrainPserverState() {
   // Async mode's parameters in flight first: every place then holds them.
   auto* ps = dynamic_cast<PserverCommunicator*>(plan_.exec.communicator.get());
   if (ps != nullptr) PAREX_RETURN_IF_ERROR(ps->Drain());
-  PAREX_RETURN_IF_ERROR(pe_->SyncPersistables());
-  return plan_.pserver_run->Gather(&scope_, &cluster_->cluster()->cross())
+  return pe_->SyncPersistables();
+}
+
+Status TrainSession::GatherPserverState() {
+  PAREX_RETURN_IF_ERROR(DrainPserverState());
+  return plan_.pserver_run
+      ->Gather(&scope_, &cluster_->cluster()->cross(), /*tables=*/true)
       .WithContext("the pservers' state");
 }
 
@@ -477,6 +516,10 @@ void TrainSession::PrintPserverTraffic() const {
       "pserver traffic sent %.3f MB, received %.3f MB: %.1f KB a step\n",
       ps->bytes_sent() / 1e6, ps->bytes_received() / 1e6,
       (ps->bytes_sent() + ps->bytes_received()) / 1e3 / step_);
+  if (ps->max_prefetched_rows() > 0) {
+    std::printf("prefetched      at most %lld rows of a table a step\n",
+                static_cast<long long>(ps->max_prefetched_rows()));
+  }
 }
 
 Status TrainSession::WriteTrace() {

@@ -88,8 +88,10 @@ class TrainSession {
   Status AfterStep(int epoch, int64_t b);
   Status EndEpoch(int epoch, Clock::time_point epoch_start);
   Status Settle();
-  // Parameter-server training: what async mode has in flight received,
-  // then the pservers' state on every node (every node, at the same step).
+  // Parameter-server training (every node, at the same step): what async
+  // mode has in flight received (Drain), then (Gather) the pservers' state
+  // on every node, the prefetched tables included (the end of the run).
+  Status DrainPserverState();
   Status GatherPserverState();
   StatusOr<std::string> Evaluate(int epoch);
   StatusOr<std::string> Checkpoint(int64_t epoch, int64_t next_batch);

@@ -1,5 +1,6 @@
 #include "graph/builder/prune.h"
 
+#include <algorithm>
 #include <set>
 
 #include "graph/ir/op_role.h"
@@ -148,6 +149,26 @@ StatusOr<Program> Prune(const Program& program,
   Status valid = ValidateProgram(pruned);
   if (!valid.ok()) return valid.WithContext("prune: the pruned program");
   return pruned;
+}
+
+Program WithoutOpsMakingOnly(const Program& program,
+                             const std::vector<std::string>& names) {
+  if (names.empty()) return program;
+  proto::ProgramDesc desc = program.proto();
+  proto::BlockDesc* block = desc.mutable_blocks(0);
+  google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
+  for (const proto::OpDesc& op : block->ops()) {
+    bool only_names = op.outputs_size() > 0;
+    for (const proto::OpDesc::Var& slot : op.outputs()) {
+      for (const std::string& arg : slot.arguments()) {
+        only_names = only_names && std::find(names.begin(), names.end(),
+                                             arg) != names.end();
+      }
+    }
+    if (!only_names) *kept.Add() = op;
+  }
+  block->mutable_ops()->Swap(&kept);
+  return Program(std::move(desc));
 }
 
 }  // namespace parex

@@ -33,4 +33,10 @@ StatusOr<Program> Prune(const Program& program,
                         const std::vector<std::string>& feeds,
                         const std::vector<std::string>& fetches);
 
+// `program` without the ops of block 0 whose outputs are all in `names`
+// (a trainer's startup program without the initialisers of the tables it
+// prefetches from parameter servers). No names: `program` as it is.
+Program WithoutOpsMakingOnly(const Program& program,
+                             const std::vector<std::string>& names);
+
 }  // namespace parex

@@ -90,6 +90,10 @@ class Builder {
   void AddPlacedSends(int index);
   Status AddPserverRecvs();
   void AddPlacedBroadcasts();
+  // Prefetched tables (placed_exchanges.h): a trainer's prefetch before
+  // the program op `index`, a pserver's answers (first of all).
+  void AddPrefetches(int index);
+  void AddPrefetch(const PlacedPrefetch& p);
 
   const Block& block_;
   BuildStrategy strategy_;
@@ -99,6 +103,7 @@ class Builder {
   bool placed_ = false;
   // A placed program's exchanges with the pservers, in order.
   std::vector<PlacedExchange> exchanges_;
+  std::vector<PlacedPrefetch> prefetches_;
   std::vector<int64_t> owned_numel_;
   std::map<std::string, int> owner_;  // param and grad name -> place
   // Reduce mode: vars that only an owner-placed op wrote -> that place.
@@ -447,12 +452,41 @@ Status Builder::AddPserverRecvs() {
   return Status::Ok();
 }
 
+void Builder::AddPrefetches(int index) {
+  if (!placed_ || strategy_.placed_pserver) return;
+  for (const PlacedPrefetch& p : prefetches_) {
+    if (p.before == index) AddPrefetch(p);
+  }
+}
+
+void Builder::AddPrefetch(const PlacedPrefetch& p) {
+  std::vector<int> all;
+  for (int place = 0; place < n_; ++place) all.push_back(place);
+  const int op = graph_.AddOp(SsaOpKind::kBroadcast, "prefetch", -1, all);
+  graph_.mutable_op(op).root = 0;
+  // The table, then the ids its lookups read.
+  graph_.mutable_op(op).var_names = {p.table};
+  std::vector<std::pair<std::string, int>> reads, writes;
+  if (strategy_.placed_pserver) {
+    reads.emplace_back(p.table, 0);
+  } else {
+    for (const std::string& id : p.ids) {
+      graph_.mutable_op(op).var_names.push_back(id);
+      for (int place = 0; place < n_; ++place) reads.emplace_back(id, place);
+    }
+    for (int place = 0; place < n_; ++place) writes.emplace_back(p.table, place);
+  }
+  Wire(op, reads, writes);
+  if (writes.empty()) graph_.AddDummyOutput(op);
+}
+
 void Builder::AddPlacedBroadcasts() {
   if (!placed_) return;
   const bool pserver = strategy_.placed_pserver;
   std::vector<int> all;
   for (int p = 0; p < n_; ++p) all.push_back(p);
   for (const PlacedExchange& e : exchanges_) {
+    if (e.prefetched) continue;  // the trainers hold none of the table
     const int op =
         graph_.AddOp(SsaOpKind::kBroadcast, pserver ? "send" : "recv", -1, all);
     graph_.mutable_op(op).root = 0;
@@ -511,11 +545,17 @@ Status Builder::Build(const std::vector<std::string>& fetch_names) {
   PAREX_RETURN_IF_ERROR(CheckMultiDeviceProgram(block_, graph_.loss_name));
   if (placed_) {
     PAREX_ASSIGN_OR_RETURN(exchanges_, PlanPlacedExchanges(block_, strategy_));
+    PAREX_ASSIGN_OR_RETURN(prefetches_,
+                           PlanPlacedPrefetches(block_, strategy_));
   }
   if (placed_ && strategy_.placed_pserver) {
+    // Its answers to the step's prefetches read the table as the last
+    // step's update left it (ahead of this step's update: Wire orders it).
+    for (const PlacedPrefetch& p : prefetches_) AddPrefetch(p);
     PAREX_RETURN_IF_ERROR(AddPserverRecvs());
   }
   for (int i = 0; i < block_.num_ops(); ++i) {
+    AddPrefetches(i);
     PAREX_RETURN_IF_ERROR(AddProgramOp(i));
     AddPlacedSends(i);
   }

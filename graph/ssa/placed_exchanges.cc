@@ -27,6 +27,76 @@ bool UpdatesTouchedRowsOnly(const Block& block, const std::string& param) {
   return false;
 }
 
+bool IsLookup(const std::string& type) {
+  return type == "lookup_table" || type == "lookup_table_v2";
+}
+
+bool IsLookupGrad(const std::string& type) {
+  return type == "lookup_table_grad" || type == "lookup_table_v2_grad";
+}
+
+bool Mentions(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Every prefetched table of the program (see PlacedPrefetch), all nodes'.
+StatusOr<std::vector<PlacedPrefetch>> AllPrefetches(const Block& block) {
+  std::vector<PlacedPrefetch> out;
+  for (int i = 0; i < block.num_ops(); ++i) {
+    const OpDesc& op = block.op(i);
+    if ((OpRole(op) & kOpRoleBackward) == 0) continue;
+    const std::vector<std::string> role_var = OpRoleVar(op);
+    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+      const std::string& table = role_var[k];
+      const VarDesc* var = block.FindVar(table);
+      if (var == nullptr || !IsSparseGradient(op, role_var[k + 1]) ||
+          std::any_of(out.begin(), out.end(), [&](const PlacedPrefetch& p) {
+            return p.table == table;
+          })) {
+        continue;
+      }
+      PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> held, PlaceGroupOf(*var));
+      if (!held.has_value() || held->role != NodeRole::kPserver) continue;
+      PlacedPrefetch p;
+      p.table = table;
+      bool by_lookups = true;
+      for (int j = 0; j < block.num_ops() && by_lookups; ++j) {
+        const OpDesc& reader = block.op(j);
+        PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> group,
+                               PlaceGroupOf(reader));
+        if (!group.has_value() || group->role != NodeRole::kTrainer) continue;
+        const bool reads = Mentions(reader.InputArgumentNames(), table);
+        if (Mentions(reader.OutputArgumentNames(), table)) by_lookups = false;
+        if (!reads) continue;
+        if (IsLookup(reader.type()) && reader.FirstInput("W") == table) {
+          if (p.before < 0) p.before = j;
+          if (!Mentions(p.ids, reader.FirstInput("Ids"))) {
+            p.ids.push_back(reader.FirstInput("Ids"));
+          }
+        } else if (!IsLookupGrad(reader.type()) ||
+                   reader.FirstInput("W") != table) {
+          by_lookups = false;
+        }
+      }
+      // The ids must be made before the first lookup.
+      for (int j = std::max(p.before, 0); j < block.num_ops() && by_lookups;
+           ++j) {
+        for (const std::string& id : p.ids) {
+          if (Mentions(block.op(j).OutputArgumentNames(), id)) {
+            by_lookups = false;
+          }
+        }
+      }
+      if (by_lookups && p.before >= 0) out.push_back(std::move(p));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const PlacedPrefetch& a, const PlacedPrefetch& b) {
+              return a.before < b.before;
+            });
+  return out;
+}
+
 struct Gradient {
   std::string param, grad;
   int producer = -1;
@@ -99,10 +169,27 @@ StatusOr<bool> RunsOnPlacedNode(const OpDesc& op,
       strategy.placed_node);
 }
 
+StatusOr<std::vector<PlacedPrefetch>> PlanPlacedPrefetches(
+    const Block& block, const BuildStrategy& strategy) {
+  PAREX_ASSIGN_OR_RETURN(std::vector<PlacedPrefetch> all, AllPrefetches(block));
+  if (!strategy.placed_pserver) return all;
+  std::vector<PlacedPrefetch> mine;
+  for (PlacedPrefetch& p : all) {
+    PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> held,
+                           PlaceGroupOf(*block.FindVar(p.table)));
+    if (held->Includes(NodeRole::kPserver, strategy.placed_node)) {
+      mine.push_back(std::move(p));
+    }
+  }
+  return mine;
+}
+
 StatusOr<std::vector<PlacedExchange>> PlanPlacedExchanges(
     const Block& block, const BuildStrategy& strategy) {
   PAREX_ASSIGN_OR_RETURN(std::vector<Gradient> grads,
                          PlacedGradients(block, strategy));
+  PAREX_ASSIGN_OR_RETURN(std::vector<PlacedPrefetch> prefetched,
+                         AllPrefetches(block));
   std::vector<PlacedExchange> out;
   PlacedExchange open;  // the dense bucket being filled (every node's)
   int64_t open_bytes = 0;
@@ -119,7 +206,10 @@ StatusOr<std::vector<PlacedExchange>> PlanPlacedExchanges(
       if (!g.here) continue;
       PlacedExchange e;
       e.sparse = true;
-      e.rows_back = UpdatesTouchedRowsOnly(block, g.param);
+      e.prefetched = std::any_of(
+          prefetched.begin(), prefetched.end(),
+          [&](const PlacedPrefetch& p) { return p.table == g.param; });
+      e.rows_back = !e.prefetched && UpdatesTouchedRowsOnly(block, g.param);
       e.params = {g.param};
       e.grads = {g.grad};
       e.producer = g.producer;

@@ -18,9 +18,10 @@ namespace parex {
 struct PlacedExchange {
   // One gradient of rows (lookup_table's is_sparse), and whether its
   // update changes the touched rows only (sgd, adam's lazy_mode), so that
-  // only those rows come back.
+  // only those rows come back; nothing comes back for a prefetched table.
   bool sparse = false;
   bool rows_back = false;
+  bool prefetched = false;
   // This node's: a trainer's are every gradient of the message, a
   // pserver's those it holds (rows of them, for row blocks).
   std::vector<std::string> params, grads;
@@ -40,6 +41,24 @@ StatusOr<bool> RunsOnPlacedNode(const OpDesc& op,
 // keeps what it holds and drops an exchange with none. Errors: a trainer's
 // parameter that trains but lives on no pserver.
 StatusOr<std::vector<PlacedExchange>> PlanPlacedExchanges(
+    const Block& block, const BuildStrategy& strategy);
+
+// A table the trainers read through prefetch (distributed lookup table):
+// a pserver-held parameter with a sparse gradient that every trainer op
+// reads by lookup_table(_v2) (or its gradient, for the table's shape) and
+// none writes. A trainer fetches the rows its lookups read (their `ids`)
+// from the pservers before the first of them (program op `before`), so it
+// never holds the table.
+struct PlacedPrefetch {
+  std::string table;
+  std::vector<std::string> ids;
+  int before = -1;
+};
+
+// The prefetched tables in the order every node serves them (by `before`);
+// a pserver's, those it holds rows of. A table's lookups whose ids an op at
+// or after `before` makes are read whole (not prefetched).
+StatusOr<std::vector<PlacedPrefetch>> PlanPlacedPrefetches(
     const Block& block, const BuildStrategy& strategy);
 
 // Whether `op` makes `grad` as rows: a SELECTED_ROWS var, or lookup_table's

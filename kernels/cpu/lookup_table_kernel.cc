@@ -3,6 +3,10 @@
 // SelectedRows (a row per id, in Ids order). Semantics:
 // graph/ir/ops/lookup_table_ops.cc.
 //
+// W may also be SelectedRows of the table's rows (a table prefetched from
+// parameter servers, actors/comm/pserver_communicator.h): rows ascending,
+// once each, height V; an id outside its rows is an error naming it.
+//
 // REQUIRES (ensured by the schemas' shape inference, which runs first): W is
 // [V, D]; Ids is int64 or int32; Out / Out@GRAD hold one D-row per id.
 #include <algorithm>
@@ -26,11 +30,38 @@ Status OutOfRange(const KernelContext& ctx, int64_t id, int64_t i,
                    std::to_string(rows) + ")");
 }
 
+// W's height, and the position of row `id` among its values (W dense: id).
+struct TableRows {
+  const SelectedRows* prefetched = nullptr;
+  int64_t height = 0;
+  int64_t Find(int64_t id) const {
+    if (prefetched == nullptr) return id;
+    const auto it = std::lower_bound(prefetched->rows.begin(),
+                                     prefetched->rows.end(), id);
+    return it != prefetched->rows.end() && *it == id
+               ? it - prefetched->rows.begin()
+               : -1;
+  }
+};
+
+TableRows RowsOf(const Variable& w) {
+  TableRows t;
+  t.prefetched = w.GetSelectedRows();
+  t.height = t.prefetched != nullptr ? t.prefetched->height
+                                     : w.GetTensor()->dim(0);
+  return t;
+}
+
 template <typename T>
 Status LookupTableKernel(KernelContext& ctx) {
-  const Tensor& w = *ctx.Input("W");
+  const Variable& w_var = *ctx.InputVar("W");
+  const TableRows table_rows = RowsOf(w_var);
+  const Tensor& w = table_rows.prefetched != nullptr
+                        ? table_rows.prefetched->value
+                        : *w_var.GetTensor();
   const Tensor& ids = *ctx.Input("Ids");
-  const int64_t rows = w.dim(0), width = w.dim(1);
+  const int64_t rows = table_rows.height;
+  const int64_t width = ctx.Output("Out")->dims().back();
   const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
   const T* table = w.data<T>();
   T* out = ctx.Output("Out")->data<T>();
@@ -39,11 +70,16 @@ Status LookupTableKernel(KernelContext& ctx) {
     T* row = out + i * width;
     if (padding_idx != -1 && id == padding_idx) {
       std::fill_n(row, width, T(0));
-    } else if (id < 0 || id >= rows) {
-      return OutOfRange(ctx, id, i, rows);
-    } else if (width > 0) {
-      std::memcpy(row, table + id * width, width * sizeof(T));
+      continue;
     }
+    if (id < 0 || id >= rows) return OutOfRange(ctx, id, i, rows);
+    const int64_t at = table_rows.Find(id);
+    if (at < 0) {
+      return ctx.Error("id " + std::to_string(id) + " (Ids element " +
+                       std::to_string(i) +
+                       ") is not among the table's prefetched rows");
+    }
+    if (width > 0) std::memcpy(row, table + at * width, width * sizeof(T));
   }
   return Status::Ok();
 }
@@ -53,15 +89,16 @@ Status LookupTableKernel(KernelContext& ctx) {
 template <typename T>
 Status SparseLookupTableGrad(KernelContext& ctx, Variable* var) {
   const Tensor& ids = *ctx.Input("Ids");
-  const Tensor& w = *ctx.Input("W");
-  const int64_t height = w.dim(0), width = w.dim(1);
+  const int64_t height = RowsOf(*ctx.InputVar("W")).height;
+  const Tensor& dout_t = *ctx.Input("Out@GRAD");
+  const int64_t width = dout_t.rank() > 0 ? dout_t.dims().back() : 1;
   const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
   const int64_t n = ids.numel();
   SelectedRows* dw = var->GetMutableSelectedRows();
   dw->height = height;
   dw->rows.resize(n);  // keeps its capacity: no allocation after step one
   PAREX_RETURN_IF_ERROR(
-      dw->value.TryAllocate(w.dtype(), {n, width}, ctx.place()));
+      dw->value.TryAllocate(dout_t.dtype(), {n, width}, ctx.place()));
   const T* dout = ctx.Input("Out@GRAD")->data<T>();
   T* value = dw->value.data<T>();
   for (int64_t i = 0; i < n; ++i) {

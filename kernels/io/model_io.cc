@@ -89,9 +89,10 @@ std::vector<std::string> PersistableTensorNames(const Program& program) {
 }
 
 Status LoadPersistables(const Program& program, const std::string& dir,
-                        Scope* scope) {
+                        Scope* scope, const std::vector<std::string>& skip) {
   std::map<std::string, Tensor> loaded;
   for (const std::string& name : PersistableTensorNames(program)) {
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
     std::string path = dir + "/" + name;
     Tensor t;
     Status s = LoadTensorFile(path, &t);
@@ -107,10 +108,12 @@ Status LoadPersistables(const Program& program, const std::string& dir,
 }
 
 Status SavePersistables(const Program& program, const std::string& dir,
-                        const Scope& scope) {
+                        const Scope& scope,
+                        const std::vector<std::string>& skip) {
   // Check every value first, so a failed save writes nothing.
   std::vector<std::pair<std::string, const Tensor*>> values;
   for (const std::string& name : PersistableTensorNames(program)) {
+    if (std::find(skip.begin(), skip.end(), name) != skip.end()) continue;
     PAREX_ASSIGN_OR_RETURN(const Tensor* t, ScopeTensor(scope, name));
     values.emplace_back(name, t);
   }

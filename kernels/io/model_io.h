@@ -18,11 +18,15 @@ namespace parex {
 // holders), sorted: the record order of a combined file.
 std::vector<std::string> PersistableTensorNames(const Program& program);
 
-// One file per variable, named after it, in `dir`.
+// One file per variable, named after it, in `dir`; the persistables named
+// in `skip` are neither read nor written (parameter-server training: what
+// another node holds).
 Status LoadPersistables(const Program& program, const std::string& dir,
-                        Scope* scope);
+                        Scope* scope,
+                        const std::vector<std::string>& skip = {});
 Status SavePersistables(const Program& program, const std::string& dir,
-                        const Scope& scope);
+                        const Scope& scope,
+                        const std::vector<std::string>& skip = {});
 // One combined file (`__params__`, `*.pdiparams`).
 Status LoadCombinedPersistables(const Program& program, const std::string& path,
                                 Scope* scope);

@@ -25,6 +25,7 @@
 #include "graph/builder/layers.h"
 #include "graph/builder/optimizer.h"
 #include "graph/builder/program_builder.h"
+#include "kernels/io/tensor_io.h"
 #include "tests/apps/cli/cli_test_util.h"
 #include "tests/free_port.h"
 
@@ -394,22 +395,36 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
         "--data",       "ids=ids.npy",
         "--data",       "label=label.npy",
         "--batch",      "32",
-        "--steps",      "10",
         "--no-shuffle", "--no-progress"};
   };
   std::vector<std::string> ps = {"launch", "--topology",
                                  PserverTopology(dir, {1, 1}, 2)};
   const std::vector<std::string> sparse = job("sparse");
   ps.insert(ps.end(), sparse.begin(), sparse.end());
-  ps.insert(ps.end(), {"--metrics", "ps.jsonl"});
+  const std::vector<std::string> base = ps;
+  ps.insert(ps.end(), {"--steps", "10", "--metrics", "ps.jsonl"});
   CliRun nodes = RunParex(ps, dir);
   ASSERT_EQ(nodes.exit_code, 0) << nodes.out << nodes.err;
   EXPECT_THAT(nodes.out, HasSubstr("[p1] parameter servers pserver p1 holds"));
+  // The trainers prefetch the table: each place's lookup reads the rows
+  // its node's batch touched (at most 16 rows x 4 ids), never the table.
+  for (const char* node : {"a", "b"}) {
+    EXPECT_THAT(nodes.out, HasSubstr("[" + std::string(node) +
+                                     "] parameter servers trainer " + node +
+                                     " sends 5 gradients to 2 pserver(s), "
+                                     "prefetches the rows it reads of 'emb'"));
+    const std::string key = "[" + std::string(node) + "] prefetched      at most ";
+    const size_t at = nodes.out.find(key);
+    ASSERT_NE(at, std::string::npos) << nodes.out;
+    const long rows = std::stol(nodes.out.substr(at + key.size()));
+    EXPECT_GT(rows, 0);
+    EXPECT_LE(rows, 64);
+  }
 
   std::vector<std::string> one = {"train", "--places", "cpu:2"};
   const std::vector<std::string> dense = job("dense");
   one.insert(one.end(), dense.begin(), dense.end());
-  one.insert(one.end(), {"--metrics", "one.jsonl"});
+  one.insert(one.end(), {"--steps", "10", "--metrics", "one.jsonl"});
   CliRun alone = RunParex(one, dir);
   ASSERT_EQ(alone.exit_code, 0) << alone.out << alone.err;
 
@@ -428,6 +443,33 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
     EXPECT_GT(kb, 0) << nodes.out;
     EXPECT_LT(kb, table_kb / 100) << node << "\n" << nodes.out;
   }
+
+  // Checkpoints: each pserver writes its block of the table (and the first
+  // trainer the rest, without the table); a run stopped at step 5 and
+  // resumed from its checkpoint has the losses of the run that went on.
+  std::vector<std::string> first = base;
+  first.insert(first.end(), {"--checkpoint-dir", "ck", "--checkpoint-every",
+                             "5", "--steps", "5", "--metrics", "parts.jsonl"});
+  CliRun stopped = RunParex(first, dir);
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ck/ckpt-5/emb"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/ckpt-5/parex_state"));
+  for (const char* pserver : {"p0", "p1"}) {
+    const std::string part = dir + "/ck/ckpt-5." + pserver;
+    Tensor block;
+    ASSERT_TRUE(LoadTensorFile(part + "/emb", &block).ok()) << part;
+    EXPECT_EQ(block.dims(), (Dims{kTableRows / 2, kTableWidth})) << part;
+    EXPECT_TRUE(std::filesystem::exists(part + "/parex_shard")) << part;
+  }
+  std::vector<std::string> rest = base;
+  rest.insert(rest.end(), {"--checkpoint-dir", "ck", "--checkpoint-every", "5",
+                           "--resume", "ck", "--steps", "10", "--metrics",
+                           "parts.jsonl"});
+  CliRun resumed = RunParex(rest, dir);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("resuming from ck/ckpt-5"));
+  EXPECT_EQ(Losses(dir + "/parts.jsonl"), got);
+  EXPECT_EQ(Digests(resumed.out), Digests(nodes.out));
 }
 
 // What parameter-server training refuses, each by name: a first node that

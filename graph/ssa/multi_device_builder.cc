@@ -462,7 +462,8 @@ void Builder::AddPrefetches(int index) {
 void Builder::AddPrefetch(const PlacedPrefetch& p) {
   std::vector<int> all;
   for (int place = 0; place < n_; ++place) all.push_back(place);
-  const int op = graph_.AddOp(SsaOpKind::kBroadcast, "prefetch", -1, all);
+  // Every place reads its ids and gets the rows all of them read.
+  const int op = graph_.AddOp(SsaOpKind::kAllGather, "prefetch", -1, all);
   graph_.mutable_op(op).root = 0;
   // The table, then the ids its lookups read.
   graph_.mutable_op(op).var_names = {p.table};

@@ -34,6 +34,33 @@ TEST(LookupTableKernelTest, GathersRowsAndZeroesPadding) {
             "");
 }
 
+// A table prefetched from parameter servers: W as SelectedRows of some of
+// the table's rows (ascending) reads as the whole table where it has the
+// row, and an id it lacks is an error naming it.
+TEST(LookupTableKernelTest, PrefetchedRowsReadAsTheTable) {
+  OpTester t("lookup_table");
+  t.Input("W", Table())
+      .Input("Ids", MakeTensor<int64_t>({4, 1}, {2, 0, 3, 2}))
+      .Output("Out")
+      .Attr("padding_idx", int64_t{-1});
+  ASSERT_TRUE(t.Run().ok());
+  const Tensor whole = t.Out("Out").Clone();
+  SelectedRows* rows = t.scope().FindVar("W_0")->GetMutableSelectedRows();
+  rows->rows = {0, 2, 3};
+  rows->height = 4;
+  rows->value = MakeTensor<double>({3, 2}, {0, 1, 20, 21, 30, 31});
+  const Status s = t.Run();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(CompareTensors(t.Out("Out"), whole, 0, 0), "");
+  rows->rows = {0, 3};
+  rows->value = MakeTensor<double>({2, 2}, {0, 1, 30, 31});
+  const Status missing = t.Run();
+  EXPECT_FALSE(missing.ok());
+  EXPECT_THAT(missing.message(),
+              HasSubstr("id 2 (Ids element 0) is not among the table's "
+                        "prefetched rows"));
+}
+
 TEST(LookupTableKernelTest, V2KeepsIdsShapeAndTakesInt32) {
   OpTester t("lookup_table_v2");
   t.Input("W", RandomTensor({4, 2}, -1, 1, 1, DType::kFP32))

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -292,6 +293,40 @@ TEST(GlooCommunicatorTest, PointToPointCarriesDtypeShapeAndBytes) {
       recv_all(1);
       recv_all(0);
     }
+  });
+}
+
+// Channels keep their own orders: rank 0 posts "a" on channel 0 and then
+// "b" on channel 1 without waiting; rank 1 takes "b" first and "a" after
+// (one channel would refuse that order), and a channel out of range is
+// refused by number.
+TEST(GlooCommunicatorTest, ChannelsKeepTheirOwnOrder) {
+  auto Filled = [](const Dims& dims, float value) {
+    Tensor t(DType::kFP32, dims);
+    std::fill_n(t.data<float>(), t.numel(), value);
+    return t;
+  };
+  WithRanks(2, [&](int rank, GlooCommunicator& comm) {
+    if (rank == 0) {
+      ASSERT_TRUE(comm.SendAsync("a", Filled({2}, 1.0f), 1, 0).ok());
+      ASSERT_TRUE(comm.SendAsync("b", Filled({3}, 2.0f), 1, 1).ok());
+      const Status flushed = comm.FlushSends(0);
+      ASSERT_TRUE(flushed.ok()) << flushed.ToString();
+      const Status bad = comm.Send("c", Filled({1}, 0.0f), 1, 2);
+      EXPECT_NE(bad.message().find("channel 2 is none of 0..1"),
+                std::string::npos)
+          << bad.ToString();
+      return;
+    }
+    Tensor b, a;
+    const Status got_b = comm.Recv("b", &b, 0, 1);
+    ASSERT_TRUE(got_b.ok()) << got_b.ToString();
+    const Status got_a = comm.Recv("a", &a, 0, 0);
+    ASSERT_TRUE(got_a.ok()) << got_a.ToString();
+    EXPECT_EQ(b.dims(), (Dims{3}));
+    EXPECT_EQ(b.data<float>()[2], 2.0f);
+    EXPECT_EQ(a.dims(), (Dims{2}));
+    EXPECT_EQ(a.data<float>()[0], 1.0f);
   });
 }
 

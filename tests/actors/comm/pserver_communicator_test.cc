@@ -137,7 +137,9 @@ TEST(PserverCommunicatorTest, AsyncReceivesLagByTheStalenessAndDrainCompletes) {
       }
     }
     ASSERT_TRUE(comm.Drain().ok());
-    if (rank == 0) EXPECT_EQ(b.data<float>()[0], 30.0f);
+    if (rank == 0) {
+      EXPECT_EQ(b.data<float>()[0], 30.0f);
+    }
   });
 }
 

@@ -210,15 +210,11 @@ Status PserverRun::Gather(Scope* scope, Communicator* cross, bool tables) {
   for (const auto& [name, held] : held_) {
     const bool table = std::find(prefetched_.begin(), prefetched_.end(),
                                  name) != prefetched_.end();
-    if (table && !tables) continue;
-    Tensor* whole = Whole(scope, name);
-    if (table && !pserver_ && (whole == nullptr || !whole->defined())) {
-      // A trainer holds none of the table until the end.
-      whole = scope->Var(name)->GetMutableTensor();
-      PAREX_RETURN_IF_ERROR(whole->TryAllocate(held.dtype, held.dims)
-                                .WithContext("node '" + node_ + "': '" +
-                                             name + "'"));
+    if (table) {
+      if (tables) PAREX_RETURN_IF_ERROR(GatherTable(scope, cross, name, held));
+      continue;
     }
+    Tensor* whole = Whole(scope, name);
     if (whole == nullptr || !whole->defined()) {
       return FailedPrecondition("node '" + node_ + "': persistable '" + name +
                                 "' is not initialised, so its pserver's "
@@ -246,6 +242,43 @@ Status PserverRun::Gather(Scope* scope, Communicator* cross, bool tables) {
       }
       PlaceTensors one{&block};
       PAREX_RETURN_IF_ERROR(cross->Broadcast(name, one, held.ranks[b]));
+    }
+  }
+  return Status::Ok();
+}
+
+Status PserverRun::GatherTable(Scope* scope, Communicator* cross,
+                               const std::string& name, const Held& held) {
+  const int writer = trainers_[0];
+  const std::string what = "node '" + node_ + "': table '" + name + "'";
+  Tensor* whole = nullptr;
+  if (rank_ == writer) {
+    whole = scope->Var(name)->GetMutableTensor();
+    PAREX_RETURN_IF_ERROR(
+        whole->TryAllocate(held.dtype, held.dims).WithContext(what));
+  }
+  const int blocks = held.rows == 0 ? 1 : static_cast<int>(held.ranks.size());
+  for (int b = 0; b < blocks; ++b) {
+    const auto [begin, end] = held.rows == 0
+                                  ? std::make_pair<int64_t, int64_t>(0, 0)
+                                  : RowBlock(held.rows, b, blocks);
+    if (held.ranks[b] == rank_) {
+      const Tensor& mine = *scope->FindVar(name)->GetTensor();
+      PAREX_RETURN_IF_ERROR(cross->Send(name, mine, writer).WithContext(what));
+    } else if (rank_ == writer) {
+      Tensor got;
+      PAREX_RETURN_IF_ERROR(
+          cross->Recv(name, &got, held.ranks[b]).WithContext(what));
+      Tensor into = held.rows == 0 ? *whole : whole->Slice(begin, end);
+      if (got.dims() != into.dims() || got.dtype() != into.dtype()) {
+        return InvalidArgument(what + ": node rank " +
+                               std::to_string(held.ranks[b]) + " sent " +
+                               DimsToString(got.dims()) + " for " +
+                               DimsToString(into.dims()));
+      }
+      if (got.bytes() > 0) {
+        std::memcpy(into.raw_data(), got.raw_data(), got.bytes());
+      }
     }
   }
   return Status::Ok();

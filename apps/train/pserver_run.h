@@ -17,7 +17,9 @@
 // tables, so that the trainers hold the pservers' parameters.
 //
 // Prefetched tables (graph/ssa/placed_exchanges.h): a trainer's startup
-// does not make them (InitSkips) and it never holds them while it trains.
+// does not make them (InitSkips) and it never holds them while it trains;
+// at the end their blocks go to the first trainer alone, which writes the
+// model (the nodes' parameter digests leave them out).
 //
 // Checkpoints: each pserver writes what it holds (its row blocks) itself,
 // into DIR/ckpt-<step>.<node> (WriteShard, before the first trainer writes
@@ -77,8 +79,9 @@ class PserverRun {
 
   // A pserver: its row blocks become its scope's variables (views).
   Status HoldRows(Scope* scope);
-  // Every node: the pservers' state on every node (see above); the
-  // prefetched tables too when `tables` (a trainer then makes them).
+  // Every node: the pservers' state on every node (see above); when
+  // `tables`, the prefetched tables too, on the first trainer only (which
+  // writes the model; the other trainers never hold them).
   Status Gather(Scope* scope, Communicator* cross, bool tables);
 
   // A pserver: its part of the checkpoint of step `step` in `dir`, written
@@ -105,6 +108,8 @@ class PserverRun {
   PserverRun() = default;
   Status FindHeld(const Block& block, const Topology& topology);
   Tensor* Whole(Scope* scope, const std::string& name);
+  Status GatherTable(Scope* scope, Communicator* cross,
+                     const std::string& name, const Held& held);
 
   // A held persistable's rows on this pserver ([0, 0): held whole;
   // nullopt: not held here).

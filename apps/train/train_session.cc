@@ -475,7 +475,19 @@ int TrainSession::Conclude() {
     if (Status s = GatherPserverState(); !s.ok()) return Failed(s);
     plan_.pserver_run->Release(&scope_);
   }
-  const std::string digest = ParameterDigest(scope_, job_.params);
+  // With pservers, the prefetched tables are on the first trainer alone:
+  // the digest every node checks leaves them out.
+  std::vector<std::string> digested = job_.params;
+  std::string left_out;
+  if (plan_.pserver_run != nullptr) {
+    for (const std::string& table : plan_.pserver_run->prefetched()) {
+      digested.erase(std::remove(digested.begin(), digested.end(), table),
+                     digested.end());
+      left_out += (left_out.empty() ? "; without the table " : ", ") +
+                  ("'" + table + "'");
+    }
+  }
+  const std::string digest = ParameterDigest(scope_, digested);
   if (cluster_ != nullptr) {
     if (Status s = cluster_->CheckSameParameters(digest); !s.ok()) {
       return Failed(s);
@@ -499,7 +511,8 @@ int TrainSession::Conclude() {
               samples_ / std::max(train_seconds, 1e-9),
               static_cast<long long>(step_));
   PrintPserverTraffic();
-  std::printf("parameters      sha256 %s (trainable)\n", digest.c_str());
+  std::printf("parameters      sha256 %s (trainable%s)\n", digest.c_str(),
+              left_out.c_str());
   std::printf("%s", finished->saved.c_str());
   PrintTraceSummary();
   if (cluster_ != nullptr) {

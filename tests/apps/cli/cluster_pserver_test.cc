@@ -438,6 +438,20 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
         << "step " << s + 1;
   }
   EXPECT_LT(want.back(), want.front());  // it learns
+  // The saved tables: the first trainer wrote the pservers' blocks, and
+  // they hold the dense run's table within 1e-5.
+  Tensor ps_table, one_table;
+  ASSERT_TRUE(LoadTensorFile(dir + "/parex-sparse/emb", &ps_table).ok());
+  ASSERT_TRUE(LoadTensorFile(dir + "/parex-dense/emb", &one_table).ok());
+  ASSERT_EQ(ps_table.dims(), (Dims{kTableRows, kTableWidth}));
+  ASSERT_EQ(one_table.dims(), ps_table.dims());
+  double worst = 0;
+  for (int64_t i = 0; i < ps_table.numel(); ++i) {
+    worst = std::max(worst, std::abs(double{ps_table.data<float>()[i]} -
+                                     one_table.data<float>()[i]));
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_THAT(nodes.out, HasSubstr("(trainable; without the table 'emb')"));
   const double table_kb = kTableRows * kTableWidth * 4 / 1e3;
   for (const char* node : {"a", "b"}) {
     const double kb = TrafficKbPerStep(nodes.out, node);

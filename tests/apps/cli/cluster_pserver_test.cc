@@ -497,6 +497,15 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
   EXPECT_THAT(resumed.out, HasSubstr("resuming from ck/ckpt-5"));
   EXPECT_EQ(Losses(dir + "/parts.jsonl"), got);
   EXPECT_EQ(Digests(resumed.out), Digests(nodes.out));
+
+  // A pserver whose part of the newest checkpoint is gone: it stops,
+  // naming itself and the part, and so do the others.
+  std::filesystem::remove_all(dir + "/ck/ckpt-10.p1");
+  CliRun lost = RunParex(rest, dir);
+  EXPECT_NE(lost.exit_code, 0);
+  EXPECT_THAT(lost.out + lost.err,
+              HasSubstr("pserver 'p1': --resume: checkpoint part 'ck/ckpt-10.p1' "
+                        "is missing or incomplete"));
 }
 
 // What parameter-server training refuses, each by name: a first node that

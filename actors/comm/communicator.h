@@ -189,8 +189,8 @@ class Communicator {
   // bytes are copied and go when `to` receives them, in the pair's order;
   // FlushSends(keep) waits until at most `keep` such sends are pending.
   // Default: a blocking Send, so nothing is ever pending.
-  virtual Status SendAsync(std::string_view name, const Tensor& tensor,
-                           int to, int channel = 0) {
+  virtual Status SendAsync(std::string_view name, const Tensor& tensor, int to,
+                           int channel = 0) {
     return Send(name, tensor, to, channel);
   }
   virtual Status FlushSends(size_t keep = 0) {

@@ -35,9 +35,9 @@ Status PserverCommunicator::Prefetch(
                            DimsToString(shard->dims));
   }
   if (!pserver_) return RequestRows(name, ids, tables, *shard);
-  const Tensor* block =
-      tables.size() == 1 && tables[0] != nullptr ? tables[0]->GetTensor()
-                                                 : nullptr;
+  const Tensor* block = tables.size() == 1 && tables[0] != nullptr
+                            ? tables[0]->GetTensor()
+                            : nullptr;
   if (block == nullptr || !block->defined()) {
     return FailedPrecondition("prefetch '" + std::string(name) +
                               "': this pserver holds no block of it");
@@ -96,9 +96,9 @@ Status PserverCommunicator::RequestRows(
     want[0] = static_cast<int64_t>(first[b + 1] - first[b]);
     if (scratch_.dims() != want ||
         (dtype != DType::kUndefined && scratch_.dtype() != dtype)) {
-      return InvalidArgument(what + ": " + From(shard.ranks[b]) + " sent rows " +
-                             DimsToString(scratch_.dims()) + " for " +
-                             DimsToString(want));
+      return InvalidArgument(what + ": " + From(shard.ranks[b]) +
+                             " sent rows " + DimsToString(scratch_.dims()) +
+                             " for " + DimsToString(want));
     }
     if (dtype == DType::kUndefined) {
       dtype = scratch_.dtype();

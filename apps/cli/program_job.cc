@@ -379,7 +379,8 @@ void SetStartAndFinish(const std::string& startup_path,
   auto startup = std::make_shared<Program>(job->startup);
   const bool has_startup = !startup_path.empty();
   job->init = [main, startup, has_startup, params_dir](
-                  Scope* scope, const std::vector<std::string>& skip) -> Status {
+                  Scope* scope,
+                  const std::vector<std::string>& skip) -> Status {
     if (has_startup) {
       ReferenceExecutor executor;
       PAREX_RETURN_IF_ERROR(

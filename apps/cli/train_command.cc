@@ -155,7 +155,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
                      ? " --checkpoint-dir"
                      : "") +
                 (plan.pserver_run != nullptr && !o.resume.empty() ? " --resume"
-                                                                   : ""));
+                                                                  : ""));
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
     cluster->Configure(plan.world, plan.first_place, &plan.build, &plan.exec,

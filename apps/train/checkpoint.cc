@@ -174,8 +174,7 @@ Checkpointer::Checkpointer(CheckpointState run, std::string dir, int keep,
       writer_(writer) {}
 
 Status Checkpointer::Resume(const std::string& cmd, const std::string& dir,
-                            Cluster* cluster, const Program& main,
-                            Scope* scope,
+                            Cluster* cluster, const Program& main, Scope* scope,
                             const std::vector<std::string>& skip) {
   CheckpointState* where = &run_;
   const bool writer = writer_;
@@ -210,12 +209,10 @@ Status Checkpointer::Resume(const std::string& cmd, const std::string& dir,
   return Status::Ok();
 }
 
-StatusOr<std::string> Checkpointer::Write(int64_t step, int64_t epoch,
-                                          int64_t next_batch, int64_t batches,
-                                          const Program& main,
-                                          const Scope& scope,
-                                          const std::vector<std::string>& skip)
-    const {
+StatusOr<std::string> Checkpointer::Write(
+    int64_t step, int64_t epoch, int64_t next_batch, int64_t batches,
+    const Program& main, const Scope& scope,
+    const std::vector<std::string>& skip) const {
   if (!writes()) return std::string();
   CheckpointState state = run_;
   state.step = step;

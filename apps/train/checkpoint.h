@@ -32,10 +32,10 @@ struct CheckpointState {
 // parameter servers, what the pservers write themselves) and `state` as
 // DIR/ckpt-<step>, then keeps the newest `keep` checkpoints (keep >= 1).
 // Returns the path.
-StatusOr<std::string> WriteCheckpoint(const std::string& dir,
-                                      const Program& main, const Scope& scope,
-                                      const CheckpointState& state, int keep,
-                                      const std::vector<std::string>& skip = {});
+StatusOr<std::string> WriteCheckpoint(
+    const std::string& dir, const Program& main, const Scope& scope,
+    const CheckpointState& state, int keep,
+    const std::vector<std::string>& skip = {});
 
 struct FoundCheckpoint {
   std::string path;

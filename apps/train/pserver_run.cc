@@ -162,7 +162,8 @@ std::string PserverRun::Describe() const {
     return "trainer " + node_ + " sends " +
            std::to_string(report_.shards.size()) + " gradients to " +
            std::to_string(report_.elements.size()) + " pserver(s)" +
-           (tables.empty() ? "" : ", prefetches the rows it reads of " + tables) +
+           (tables.empty() ? ""
+                           : ", prefetches the rows it reads of " + tables) +
            mode;
   }
   int params = 0;
@@ -271,10 +272,9 @@ Status PserverRun::GatherTable(Scope* scope, Communicator* cross,
           cross->Recv(name, &got, held.ranks[b]).WithContext(what));
       Tensor into = held.rows == 0 ? *whole : whole->Slice(begin, end);
       if (got.dims() != into.dims() || got.dtype() != into.dtype()) {
-        return InvalidArgument(what + ": node rank " +
-                               std::to_string(held.ranks[b]) + " sent " +
-                               DimsToString(got.dims()) + " for " +
-                               DimsToString(into.dims()));
+        return InvalidArgument(
+            what + ": node rank " + std::to_string(held.ranks[b]) + " sent " +
+            DimsToString(got.dims()) + " for " + DimsToString(into.dims()));
       }
       if (got.bytes() > 0) {
         std::memcpy(into.raw_data(), got.raw_data(), got.bytes());

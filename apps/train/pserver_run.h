@@ -108,8 +108,8 @@ class PserverRun {
   PserverRun() = default;
   Status FindHeld(const Block& block, const Topology& topology);
   Tensor* Whole(Scope* scope, const std::string& name);
-  Status GatherTable(Scope* scope, Communicator* cross,
-                     const std::string& name, const Held& held);
+  Status GatherTable(Scope* scope, Communicator* cross, const std::string& name,
+                     const Held& held);
 
   // A held persistable's rows on this pserver ([0, 0): held whole;
   // nullopt: not held here).

@@ -123,15 +123,16 @@ Status PserverRun::LoadShard(const std::string& dir, int64_t step,
                              Scope* scope) const {
   if (!pserver_) return Status::Ok();
   const fs::path path = fs::path(dir) / ShardName(step, node_);
-  const std::string what =
-      "pserver '" + node_ + "': --resume: checkpoint part '" + path.string() +
-      "'";
+  const std::string what = "pserver '" + node_ +
+                           "': --resume: checkpoint part '" + path.string() +
+                           "'";
   StatusOr<std::string> text = ReadFileBytes((path / kShardFile).string());
   if (!text.ok()) {
-    return NotFound(what + " is missing or incomplete (each pserver reads the "
-                           "part of step " +
-                    std::to_string(step) + " that it wrote): " +
-                    text.status().message());
+    return NotFound(what +
+                    " is missing or incomplete (each pserver reads the "
+                    "part of step " +
+                    std::to_string(step) +
+                    " that it wrote): " + text.status().message());
   }
   PAREX_ASSIGN_OR_RETURN(auto lines, ParseShard(*text, path.string()));
   for (const auto& [name, held] : held_) {
@@ -146,16 +147,16 @@ Status PserverRun::LoadShard(const std::string& dir, int64_t step,
                              "' (written for another placement)");
     }
     Tensor part;
-    PAREX_RETURN_IF_ERROR(LoadTensorFile((path / name).string(), &part)
-                              .WithContext(what));
+    PAREX_RETURN_IF_ERROR(
+        LoadTensorFile((path / name).string(), &part).WithContext(what));
     Variable* var = scope->FindVar(name);
     Tensor* whole = var != nullptr ? var->GetMutableTensor() : nullptr;
     if (whole == nullptr || !whole->defined()) {
       return FailedPrecondition(what + ": '" + name +
                                 "' was not made by the startup program");
     }
-    Tensor target = held.rows == 0 ? *whole : whole->Slice(rows->first,
-                                                           rows->second);
+    Tensor target =
+        held.rows == 0 ? *whole : whole->Slice(rows->first, rows->second);
     if (part.dims() != target.dims() || part.dtype() != target.dtype()) {
       return InvalidArgument(what + ": '" + name + "' is " +
                              DimsToString(part.dims()) + ", not " +

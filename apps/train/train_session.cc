@@ -117,9 +117,8 @@ int TrainSession::Run() {
 
 Status TrainSession::Prepare() {
   PserverRun* ps = plan_.pserver_run.get();
-  PAREX_RETURN_IF_ERROR(
-      job_.init(&scope_, ps != nullptr ? ps->InitSkips()
-                                       : std::vector<std::string>()));
+  PAREX_RETURN_IF_ERROR(job_.init(
+      &scope_, ps != nullptr ? ps->InitSkips() : std::vector<std::string>()));
   Cluster* cluster = cluster_ != nullptr ? cluster_->cluster() : nullptr;
   if (!plan_.resume.empty()) {
     // With pservers, the first trainer's part of the checkpoint leaves out
@@ -147,8 +146,8 @@ Status TrainSession::Prepare() {
   if (ps != nullptr && !plan_.resume.empty()) {
     // Each pserver's part of the checkpoint, then the pservers' state
     // (the tables left out) on every node.
-    PAREX_RETURN_IF_ERROR(ps->LoadShard(
-        plan_.resume, checkpointer_.position().step, &scope_));
+    PAREX_RETURN_IF_ERROR(
+        ps->LoadShard(plan_.resume, checkpointer_.position().step, &scope_));
     PAREX_RETURN_IF_ERROR(
         ps->Gather(&scope_, &cluster_->cluster()->cross(), /*tables=*/false)
             .WithContext("the pservers' state"));

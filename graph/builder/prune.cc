@@ -161,8 +161,8 @@ Program WithoutOpsMakingOnly(const Program& program,
     bool only_names = op.outputs_size() > 0;
     for (const proto::OpDesc::Var& slot : op.outputs()) {
       for (const std::string& arg : slot.arguments()) {
-        only_names = only_names && std::find(names.begin(), names.end(),
-                                             arg) != names.end();
+        only_names = only_names &&
+                     std::find(names.begin(), names.end(), arg) != names.end();
       }
     }
     if (!only_names) *kept.Add() = op;

@@ -475,7 +475,8 @@ void Builder::AddPrefetch(const PlacedPrefetch& p) {
       graph_.mutable_op(op).var_names.push_back(id);
       for (int place = 0; place < n_; ++place) reads.emplace_back(id, place);
     }
-    for (int place = 0; place < n_; ++place) writes.emplace_back(p.table, place);
+    for (int place = 0; place < n_; ++place)
+      writes.emplace_back(p.table, place);
   }
   Wire(op, reads, writes);
   if (writes.empty()) graph_.AddDummyOutput(op);

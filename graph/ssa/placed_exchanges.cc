@@ -55,7 +55,8 @@ StatusOr<std::vector<PlacedPrefetch>> AllPrefetches(const Block& block) {
           })) {
         continue;
       }
-      PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> held, PlaceGroupOf(*var));
+      PAREX_ASSIGN_OR_RETURN(std::optional<PlaceGroup> held,
+                             PlaceGroupOf(*var));
       if (!held.has_value() || held->role != NodeRole::kPserver) continue;
       PlacedPrefetch p;
       p.table = table;

@@ -36,8 +36,8 @@ struct TableRows {
   int64_t height = 0;
   int64_t Find(int64_t id) const {
     if (prefetched == nullptr) return id;
-    const auto it = std::lower_bound(prefetched->rows.begin(),
-                                     prefetched->rows.end(), id);
+    const auto it =
+        std::lower_bound(prefetched->rows.begin(), prefetched->rows.end(), id);
     return it != prefetched->rows.end() && *it == id
                ? it - prefetched->rows.begin()
                : -1;
@@ -47,8 +47,8 @@ struct TableRows {
 TableRows RowsOf(const Variable& w) {
   TableRows t;
   t.prefetched = w.GetSelectedRows();
-  t.height = t.prefetched != nullptr ? t.prefetched->height
-                                     : w.GetTensor()->dim(0);
+  t.height =
+      t.prefetched != nullptr ? t.prefetched->height : w.GetTensor()->dim(0);
   return t;
 }
 

@@ -414,7 +414,8 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
                                      "] parameter servers trainer " + node +
                                      " sends 5 gradients to 2 pserver(s), "
                                      "prefetches the rows it reads of 'emb'"));
-    const std::string key = "[" + std::string(node) + "] prefetched      at most ";
+    const std::string key =
+        "[" + std::string(node) + "] prefetched      at most ";
     const size_t at = nodes.out.find(key);
     ASSERT_NE(at, std::string::npos) << nodes.out;
     const long rows = std::stol(nodes.out.substr(at + key.size()));
@@ -489,9 +490,9 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
     EXPECT_TRUE(std::filesystem::exists(part + "/parex_shard")) << part;
   }
   std::vector<std::string> rest = base;
-  rest.insert(rest.end(), {"--checkpoint-dir", "ck", "--checkpoint-every", "5",
-                           "--resume", "ck", "--steps", "10", "--metrics",
-                           "parts.jsonl"});
+  rest.insert(rest.end(),
+              {"--checkpoint-dir", "ck", "--checkpoint-every", "5", "--resume",
+               "ck", "--steps", "10", "--metrics", "parts.jsonl"});
   CliRun resumed = RunParex(rest, dir);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   EXPECT_THAT(resumed.out, HasSubstr("resuming from ck/ckpt-5"));
@@ -503,9 +504,10 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
   std::filesystem::remove_all(dir + "/ck/ckpt-10.p1");
   CliRun lost = RunParex(rest, dir);
   EXPECT_NE(lost.exit_code, 0);
-  EXPECT_THAT(lost.out + lost.err,
-              HasSubstr("pserver 'p1': --resume: checkpoint part 'ck/ckpt-10.p1' "
-                        "is missing or incomplete"));
+  EXPECT_THAT(
+      lost.out + lost.err,
+      HasSubstr("pserver 'p1': --resume: checkpoint part 'ck/ckpt-10.p1' "
+                "is missing or incomplete"));
 }
 
 // What parameter-server training refuses, each by name: a first node that

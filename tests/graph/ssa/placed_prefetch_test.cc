@@ -56,8 +56,8 @@ Placed PlacedEmbedding(bool sparse) {
   return {main, loss.ok() ? (*loss)->name() : ""};
 }
 
-SsaGraph BuildPart(const Placed& placed, const std::string& node,
-                   bool pserver, int places) {
+SsaGraph BuildPart(const Placed& placed, const std::string& node, bool pserver,
+                   int places) {
   BuildStrategy s;
   s.placed_node = node;
   s.placed_pserver = pserver;
@@ -109,9 +109,9 @@ TEST(PlacedPrefetchTest, ASparseTableIsPrefetchedBeforeItsLookup) {
     EXPECT_GT(op.id, prefetch);
     bool reads_prefetched = false;
     for (int in : op.inputs) {
-      reads_prefetched = reads_prefetched ||
-                         (trainer.var(in).name == "emb" &&
-                          trainer.var(in).generator == prefetch);
+      reads_prefetched =
+          reads_prefetched || (trainer.var(in).name == "emb" &&
+                               trainer.var(in).generator == prefetch);
     }
     EXPECT_TRUE(reads_prefetched) << "place " << op.place;
   }
@@ -121,8 +121,8 @@ TEST(PlacedPrefetchTest, ASparseTableIsPrefetchedBeforeItsLookup) {
   // sends none of it back after the update.
   for (const char* ps : {"ps0", "ps1"}) {
     const SsaGraph pserver = BuildPart(placed, ps, true, 1);
-    const StatusOr<std::vector<PlacedPrefetch>> mine = PlanPlacedPrefetches(
-        main.global_block(), [&] {
+    const StatusOr<std::vector<PlacedPrefetch>> mine =
+        PlanPlacedPrefetches(main.global_block(), [&] {
           BuildStrategy s;
           s.placed_node = ps;
           s.placed_pserver = true;

@@ -147,15 +147,8 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
         train::ClusterSession::Join(
             cmd, *topology, o.node, job->main, job->startup,
             job->identity +
-                train::HandshakeOptions(o, plan.batch, plan.epochs,
-                                        plan.build) +
-                // With pservers every node writes its part of a checkpoint
-                // and reads it back: all of them checkpoint, or none.
-                (plan.pserver_run != nullptr && !o.checkpoint_dir.empty()
-                     ? " --checkpoint-dir"
-                     : "") +
-                (plan.pserver_run != nullptr && !o.resume.empty() ? " --resume"
-                                                                  : ""));
+                train::HandshakeOptions(o, plan.batch, plan.epochs, plan.build,
+                                        plan.pserver_run != nullptr));
     if (!joined.ok()) return Fail(cmd, joined.status());
     cluster = std::move(*joined);
     cluster->Configure(plan.world, plan.first_place, &plan.build, &plan.exec,

@@ -115,7 +115,7 @@ std::map<std::string, std::string> ClusterSession::TraceMetadata() const {
 }
 
 std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
-                             const BuildStrategy& build) {
+                             const BuildStrategy& build, bool pservers) {
   return " --mode " + o.mode + " --batch " + std::to_string(batch) +
          " --epochs " + std::to_string(epochs) + " --steps " +
          (o.steps ? std::to_string(*o.steps) : "all") + " --seed " +
@@ -124,6 +124,10 @@ std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
          std::to_string(build.fuse_all_reduce_ops ? build.fuse_bucket_bytes
                                                   : 0) +
          " --checkpoint-every " + std::to_string(o.checkpoint_every) +
+         // With pservers every node writes its part of a checkpoint and
+         // reads it back: all of them checkpoint, or none.
+         (pservers && !o.checkpoint_dir.empty() ? " --checkpoint-dir" : "") +
+         (pservers && !o.resume.empty() ? " --resume" : "") +
          (o.max_staleness > 0
               ? " --max-staleness " + std::to_string(o.max_staleness)
               : "");

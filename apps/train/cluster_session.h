@@ -90,9 +90,10 @@ class ClusterSession {
 // The options every node of a cluster must train with, as the handshake
 // compares them: " --mode M --batch B --epochs E --steps S --seed N
 // [--no-shuffle][ --sync-batch-norm] --fuse-buckets F --checkpoint-every C"
-// (F 0: off).
+// (F 0: off), and with `pservers` whether the node checkpoints and resumes
+// ("[ --checkpoint-dir][ --resume]": every node writes and reads its part).
 std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
-                             const BuildStrategy& build);
+                             const BuildStrategy& build, bool pservers);
 
 // A node whose peer was lost: unless the process ended within `grace` (its
 // training loop saw the error and exited), it reports `status` as `cmd`'s

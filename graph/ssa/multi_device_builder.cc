@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <utility>
 
 #include "base/dims.h"
@@ -90,10 +89,15 @@ class Builder {
   void AddPlacedSends(int index);
   Status AddPserverRecvs();
   void AddPlacedBroadcasts();
-  // Prefetched tables (placed_exchanges.h): a trainer's prefetch before
-  // the program op `index`, a pserver's answers (first of all).
-  void AddPrefetches(int index);
+  // A prefetched table (placed_exchanges.h): a trainer's prefetch before
+  // the program op p.before; a pserver's answer, first of all, reads the
+  // table the last step's update left (Wire orders this step's after it).
   void AddPrefetch(const PlacedPrefetch& p);
+  std::vector<int> AllPlaces() const {
+    std::vector<int> all(n_);
+    for (int p = 0; p < n_; ++p) all[p] = p;
+    return all;
+  }
 
   const Block& block_;
   BuildStrategy strategy_;
@@ -268,9 +272,7 @@ Status Builder::AddScaleLossGrad(int index) {
 
 void Builder::AddCollective(SsaOpKind kind, std::vector<std::string> grads,
                             int root) {
-  std::vector<int> all;
-  for (int p = 0; p < n_; ++p) all.push_back(p);
-  const int op = graph_.AddOp(kind, SsaOpKindName(kind), -1, all);
+  const int op = graph_.AddOp(kind, SsaOpKindName(kind), -1, AllPlaces());
   graph_.mutable_op(op).root = root;
   std::vector<std::pair<std::string, int>> reads, writes;
   for (const std::string& g : grads) {
@@ -406,9 +408,8 @@ void Builder::Broadcast(const std::string& param) {
   const int owner = local_place_.at(param);
   local_place_.erase(param);
   if (graph_.shared_parameters) return;  // one buffer: nothing to send
-  std::vector<int> all;
-  for (int p = 0; p < n_; ++p) all.push_back(p);
-  const int op = graph_.AddOp(SsaOpKind::kBroadcast, "broadcast", -1, all);
+  const int op =
+      graph_.AddOp(SsaOpKind::kBroadcast, "broadcast", -1, AllPlaces());
   graph_.mutable_op(op).root = owner;
   graph_.mutable_op(op).var_names = {param};
   std::vector<std::pair<std::string, int>> writes;
@@ -452,16 +453,8 @@ Status Builder::AddPserverRecvs() {
   return Status::Ok();
 }
 
-void Builder::AddPrefetches(int index) {
-  if (!placed_ || strategy_.placed_pserver) return;
-  for (const PlacedPrefetch& p : prefetches_) {
-    if (p.before == index) AddPrefetch(p);
-  }
-}
-
 void Builder::AddPrefetch(const PlacedPrefetch& p) {
-  std::vector<int> all;
-  for (int place = 0; place < n_; ++place) all.push_back(place);
+  const std::vector<int> all = AllPlaces();
   // Every place reads its ids and gets the rows all of them read.
   const int op = graph_.AddOp(SsaOpKind::kAllGather, "prefetch", -1, all);
   graph_.mutable_op(op).root = 0;
@@ -485,12 +478,10 @@ void Builder::AddPrefetch(const PlacedPrefetch& p) {
 void Builder::AddPlacedBroadcasts() {
   if (!placed_) return;
   const bool pserver = strategy_.placed_pserver;
-  std::vector<int> all;
-  for (int p = 0; p < n_; ++p) all.push_back(p);
   for (const PlacedExchange& e : exchanges_) {
     if (e.prefetched) continue;  // the trainers hold none of the table
-    const int op =
-        graph_.AddOp(SsaOpKind::kBroadcast, pserver ? "send" : "recv", -1, all);
+    const int op = graph_.AddOp(SsaOpKind::kBroadcast,
+                                pserver ? "send" : "recv", -1, AllPlaces());
     graph_.mutable_op(op).root = 0;
     graph_.mutable_op(op).var_names = e.params;
     graph_.mutable_op(op).rows = e.rows_back;
@@ -510,14 +501,12 @@ Status Builder::AddFetches(const std::vector<std::string>& fetch_names) {
       names.push_back(f);
     }
   }
-  std::vector<int> all;
-  for (int p = 0; p < n_; ++p) all.push_back(p);
   for (const std::string& name : names) {
     if (block_.FindVar(name) == nullptr) {
       return NotFound("fetch target '" + name +
                       "' is not a variable of block 0");
     }
-    const int op = graph_.AddOp(SsaOpKind::kFetch, "fetch", -1, all);
+    const int op = graph_.AddOp(SsaOpKind::kFetch, "fetch", -1, AllPlaces());
     graph_.mutable_op(op).var_names = {name};
     std::vector<std::pair<std::string, int>> reads;
     for (int p = 0; p < n_; ++p) reads.emplace_back(name, p);
@@ -549,15 +538,15 @@ Status Builder::Build(const std::vector<std::string>& fetch_names) {
     PAREX_ASSIGN_OR_RETURN(exchanges_, PlanPlacedExchanges(block_, strategy_));
     PAREX_ASSIGN_OR_RETURN(prefetches_,
                            PlanPlacedPrefetches(block_, strategy_));
-  }
-  if (placed_ && strategy_.placed_pserver) {
-    // Its answers to the step's prefetches read the table as the last
-    // step's update left it (ahead of this step's update: Wire orders it).
-    for (const PlacedPrefetch& p : prefetches_) AddPrefetch(p);
-    PAREX_RETURN_IF_ERROR(AddPserverRecvs());
+    if (strategy_.placed_pserver) {
+      for (const PlacedPrefetch& p : prefetches_) AddPrefetch(p);
+      PAREX_RETURN_IF_ERROR(AddPserverRecvs());
+    }
   }
   for (int i = 0; i < block_.num_ops(); ++i) {
-    AddPrefetches(i);
+    for (const PlacedPrefetch& p : prefetches_) {
+      if (!strategy_.placed_pserver && p.before == i) AddPrefetch(p);
+    }
     PAREX_RETURN_IF_ERROR(AddProgramOp(i));
     AddPlacedSends(i);
   }

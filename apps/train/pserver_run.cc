@@ -75,12 +75,47 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
                          PlanPlacedPrefetches(block, BuildStrategy()));
   for (const PlacedPrefetch& p : prefetches) {
     run->prefetched_.push_back(p.table);
+    run->table_state_.push_back(p.table);
+  }
+  // A table's row-shaped optimizer state (moments) lives with it.
+  for (int i = 0; i < block.num_ops(); ++i) {
+    const OpDesc& op = block.op(i);
+    const std::string param = op.FirstInput("Param");
+    if ((OpRole(op) & kOpRoleOptimize) == 0 ||
+        std::find(run->prefetched_.begin(), run->prefetched_.end(), param) ==
+            run->prefetched_.end()) {
+      continue;
+    }
+    const int64_t rows = block.FindVar(param)->dim(0);
+    for (const auto& names :
+         {op.InputArgumentNames(), op.OutputArgumentNames()}) {
+      for (const std::string& name : names) {
+        const VarDesc* var = block.FindVar(name);
+        if (var == nullptr || !var->persistable() || var->dims().empty() ||
+            var->dim(0) != rows || run->held_.count(name) == 0 ||
+            std::find(run->table_state_.begin(), run->table_state_.end(),
+                      name) != run->table_state_.end()) {
+          continue;
+        }
+        run->table_state_.push_back(name);
+      }
+    }
   }
   return run;
 }
 
+bool PserverRun::IsTableState(const std::string& name) const {
+  return std::find(table_state_.begin(), table_state_.end(), name) !=
+         table_state_.end();
+}
+
 std::vector<std::string> PserverRun::InitSkips() const {
-  return pserver_ ? std::vector<std::string>() : prefetched_;
+  if (!pserver_) return table_state_;
+  std::vector<std::string> skips;  // what other pservers hold
+  for (const std::string& name : table_state_) {
+    if (!RowsHere(held_.at(name)).has_value()) skips.push_back(name);
+  }
+  return skips;
 }
 
 std::vector<std::string> PserverRun::HeldNames() const {
@@ -194,6 +229,12 @@ Status PserverRun::HoldRows(Scope* scope) {
     const auto [begin, end] =
         RowBlock(held.rows, static_cast<int>(at - held.ranks.begin()),
                  static_cast<int>(held.ranks.size()));
+    if (IsTableState(name)) {
+      // Its block alone: no node gathers a table back whole but the
+      // first trainer, from the blocks.
+      *t = t->Slice(begin, end).Clone();
+      continue;
+    }
     whole_[name] = *t;
     *t = whole_[name].Slice(begin, end);
   }
@@ -209,9 +250,7 @@ Tensor* PserverRun::Whole(Scope* scope, const std::string& name) {
 
 Status PserverRun::Gather(Scope* scope, Communicator* cross, bool tables) {
   for (const auto& [name, held] : held_) {
-    const bool table = std::find(prefetched_.begin(), prefetched_.end(),
-                                 name) != prefetched_.end();
-    if (table) {
+    if (IsTableState(name)) {
       if (tables) PAREX_RETURN_IF_ERROR(GatherTable(scope, cross, name, held));
       continue;
     }

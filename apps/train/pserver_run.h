@@ -17,9 +17,11 @@
 // tables, so that the trainers hold the pservers' parameters.
 //
 // Prefetched tables (graph/ssa/placed_exchanges.h): a trainer's startup
-// does not make them (InitSkips) and it never holds them while it trains;
-// at the end their blocks go to the first trainer alone, which writes the
-// model (the nodes' parameter digests leave them out).
+// does not make them or their row-shaped optimizer state (InitSkips), and
+// it never holds them while it trains; a pserver keeps its own blocks of
+// them (not a view of the whole); at the end the blocks go to the first
+// trainer alone, which writes the model (the nodes' parameter digests
+// leave the tables out).
 //
 // Checkpoints: each pserver writes what it holds (its row blocks) itself,
 // into DIR/ckpt-<step>.<node> (WriteShard, before the first trainer writes
@@ -71,7 +73,11 @@ class PserverRun {
 
   // The tables the trainers prefetch (every node's list).
   const std::vector<std::string>& prefetched() const { return prefetched_; }
-  // What this node's startup does not make: a trainer's prefetched tables.
+  // The tables and their row-shaped optimizer state (moments): what lives
+  // on the pservers alone, a block on each holder (every node's list).
+  const std::vector<std::string>& table_state() const { return table_state_; }
+  // What this node's startup does not make: the table state (a trainer),
+  // or what other pservers hold of it (a pserver).
   std::vector<std::string> InitSkips() const;
   // Every persistable the pservers hold (what the first trainer's part of
   // a checkpoint leaves out).
@@ -117,7 +123,8 @@ class PserverRun {
 
   bool pserver_ = false;
   int max_staleness_ = 0;
-  std::vector<std::string> prefetched_;
+  std::vector<std::string> prefetched_, table_state_;
+  bool IsTableState(const std::string& name) const;
   int rank_ = 0;
   std::string node_;
   PlacementReport report_;

@@ -128,10 +128,10 @@ Status TrainSession::Prepare() {
         ps != nullptr ? ps->HeldNames() : std::vector<std::string>()));
   }
   // The persistables the startup program made (sorted names), but the
-  // prefetched tables, which only their pservers hold.
+  // prefetched tables and their state, which only their pservers hold.
   persistables_ = scope_.LocalVarNames();
   if (ps != nullptr) {
-    for (const std::string& table : ps->prefetched()) {
+    for (const std::string& table : ps->table_state()) {
       persistables_.erase(
           std::remove(persistables_.begin(), persistables_.end(), table),
           persistables_.end());

@@ -323,8 +323,8 @@ TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
 // labels (ids.npy, label.npy): 64 words spread over the table.
 constexpr int64_t kTableRows = 1000000, kTableWidth = 16;
 
-void WriteWord2Vec(const std::string& dir, const std::string& name,
-                   bool sparse) {
+void WriteWord2Vec(const std::string& dir, const std::string& name, bool sparse,
+                   bool lazy_adam = false) {
   Program main, startup;
   ProgramBuilder b(&main, &startup);
   auto ids = layers::Data(b, "ids", {4, 1}, DType::kInt64);
@@ -348,8 +348,19 @@ void WriteWord2Vec(const std::string& dir, const std::string& name,
   auto loss =
       layers::Mean(b, *layers::SoftmaxWithCrossEntropy(b, *logits, *label));
   ASSERT_TRUE(loss.ok()) << loss.status().ToString();
-  SGDOptimizer sgd(LearningRate::Constant(0.5));
-  ASSERT_TRUE(sgd.Minimize(b, *loss).ok());
+  if (lazy_adam) {
+    // Adam's lazy mode: the touched rows' moments only (the table's
+    // moments are as large as the table and live with it).
+    AdamOptimizer adam(LearningRate::Constant(0.01));
+    ASSERT_TRUE(adam.Minimize(b, *loss).ok());
+    for (int i = 0; i < main.global_block().num_ops(); ++i) {
+      OpDesc& op = main.global_block().op(i);
+      if (op.type() == "adam") op.SetAttr("lazy_mode", true);
+    }
+  } else {
+    SGDOptimizer sgd(LearningRate::Constant(0.5));
+    ASSERT_TRUE(sgd.Minimize(b, *loss).ok());
+  }
   ASSERT_TRUE(main.Save(dir + "/" + name + ".pdmodel").ok());
   ASSERT_TRUE(startup.Save(dir + "/" + name + "_startup.pdmodel").ok());
   constexpr int64_t kRows = 640;
@@ -508,6 +519,66 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
       lost.out + lost.err,
       HasSubstr("pserver 'p1': --resume: checkpoint part 'ck/ckpt-10.p1' "
                 "is missing or incomplete"));
+}
+
+// Lazy Adam on the prefetched table: its moments stay with it on the
+// pservers (a trainer's startup makes neither), the run trains as the same
+// sparse program in one process within 1e-5, and the model the first
+// trainer saves (the pservers' blocks of the table and of its moments
+// gathered to it) holds every persistable of that run within 1e-5.
+TEST(PserverSparseTest, LazyAdamKeepsTheTablesMomentsOnThePservers) {
+  NodesSkipTheLeakCheckAtExit();
+  const std::string dir = ScratchDir("pserver_sparse_adam");
+  WriteWord2Vec(dir, "adam", true, /*lazy_adam=*/true);
+  const std::vector<std::string> job = {
+      "--program",    dir + "/adam.pdmodel",
+      "--startup",    dir + "/adam_startup.pdmodel",
+      "--data",       "ids=ids.npy",
+      "--data",       "label=label.npy",
+      "--batch",      "32",
+      "--steps",      "8",
+      "--no-shuffle", "--no-progress"};
+  std::vector<std::string> ps = {"launch", "--topology",
+                                 PserverTopology(dir, {2, 2}, 2)};
+  ps.insert(ps.end(), job.begin(), job.end());
+  ps.insert(ps.end(), {"--metrics", "ps.jsonl", "--save", "ps_model"});
+  CliRun nodes = RunParex(ps, dir);
+  ASSERT_EQ(nodes.exit_code, 0) << nodes.out << nodes.err;
+  EXPECT_THAT(nodes.out, HasSubstr("prefetches the rows it reads of 'emb'"));
+  std::vector<std::string> one = {"train", "--places", "cpu:4"};
+  one.insert(one.end(), job.begin(), job.end());
+  one.insert(one.end(), {"--metrics", "one.jsonl", "--save", "one_model"});
+  CliRun alone = RunParex(one, dir);
+  ASSERT_EQ(alone.exit_code, 0) << alone.out << alone.err;
+
+  const std::vector<double> want = Losses(dir + "/one.jsonl");
+  const std::vector<double> got = Losses(dir + "/ps.jsonl");
+  ASSERT_EQ(want.size(), 8u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t s = 0; s < want.size(); ++s) {
+    EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
+        << "step " << s + 1;
+  }
+  int compared = 0, table_sized = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(dir + "/one_model")) {
+    const std::string name = entry.path().filename().string();
+    Tensor a, b;
+    ASSERT_TRUE(LoadTensorFile(entry.path().string(), &a).ok()) << name;
+    ASSERT_TRUE(LoadTensorFile(dir + "/ps_model/" + name, &b).ok()) << name;
+    ASSERT_EQ(a.dims(), b.dims()) << name;
+    ASSERT_EQ(a.dtype(), DType::kFP32) << name;
+    double worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      worst = std::max(
+          worst, std::abs(double{a.data<float>()[i]} - b.data<float>()[i]));
+    }
+    EXPECT_LT(worst, 1e-5) << name;
+    ++compared;
+    table_sized += a.rank() == 2 && a.dim(0) == kTableRows;
+  }
+  EXPECT_EQ(table_sized, 3) << "the table and its two moments";
+  EXPECT_GT(compared, 3);
 }
 
 // What parameter-server training refuses, each by name: a first node that

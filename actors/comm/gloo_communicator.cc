@@ -272,6 +272,9 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
         " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
+  if (static_cast<size_t>(count) * SizeOf(dtype) <= kDirectMaxBytes) {
+    return AllReduceDirect(collective, name, groups, root, dtype, count);
+  }
   // An all-reduce leaves each tensor viewing its range of the staging
   // memory the algorithm was built over (dims and LoD kept), so the next
   // call on tensors written in place (a gradient, each step) copies

@@ -83,6 +83,10 @@ void IgnoreSigpipeUnlessHandled();
 
 class GlooCommunicator final : public Communicator {
  public:
+  // All-reduces and reduces of at most this many bytes go to every rank
+  // at once and are summed in rank order (AllReduceDirect); larger ones
+  // run Gloo's chunked ring.
+  static constexpr size_t kDirectMaxBytes = 64 << 10;
   // Joins `size` ranks through `store` (every rank calls it with the same
   // store contents and its own rank), listening on `host` (an address of
   // this machine; Gloo picks the port). `rank_names` name the ranks in
@@ -165,6 +169,18 @@ class GlooCommunicator final : public Communicator {
   // context each would cost a rendezvous and sockets per persistable).
   Status BroadcastOnce(std::string_view name, TensorGroups groups, int root,
                        DType dtype, int64_t count);
+  // A small all-reduce or reduce (at most kDirectMaxBytes): every rank
+  // sends its tensors, end to end, to every other rank at once on the
+  // context made at Connect (unbound buffers), and each sums the ranks'
+  // values in rank order, ((r0 + r1) + r2) + ..., so every rank gets the
+  // same bits. One message time instead of the ring's 2 (N - 1) steps,
+  // for (N - 1) x the bytes: where training's small buckets and the
+  // scalars the nodes agree on are latency-bound (gloo_communicator_
+  // direct.cc).
+  Status AllReduceDirect(Collective collective, std::string_view name,
+                         TensorGroups groups, int root, DType dtype,
+                         int64_t count);
+  std::vector<char> direct_mine_, direct_peers_;
   // Numbers the call, tells the observer, marks it in Gloo (for Interrupt).
   Status Run(Collective collective, std::string_view name, TensorGroups groups,
              int root);

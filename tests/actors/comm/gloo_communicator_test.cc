@@ -60,6 +60,62 @@ TEST(GlooCommunicatorTest, AllReduceSumsEveryRankExactly) {
   }
 }
 
+// A small all-reduce (at most kDirectMaxBytes, a fused bucket of two
+// tensors) sums the ranks in rank order, ((r0 + r1) + r2) + r3, on every
+// rank: values where the order shows (1e8, -1e8, 1, ...) give the
+// rank-order sum's bits; a reduce leaves the non-roots' tensors as they
+// were; the largest direct size and the smallest ring size both sum right.
+TEST(GlooCommunicatorTest, SmallAllReducesSumInRankOrder) {
+  const float big[4] = {1e8f, -1e8f, 1.0f, 0.5f};
+  for (int size : {2, 3, 4}) {
+    WithRanks(size, [&](int rank, GlooCommunicator& comm) {
+      Tensor a(DType::kFP32, {3}), b(DType::kFP32, {5});
+      auto fill = [&] {
+        for (int64_t i = 0; i < 3; ++i)
+          a.data<float>()[i] = big[rank] * (i + 1);
+        for (int64_t i = 0; i < 5; ++i) b.data<float>()[i] = Value(rank, i);
+      };
+      auto want_a = [&](int64_t i) {
+        float w = big[0] * (i + 1);
+        for (int r = 1; r < size; ++r) w += big[r] * (i + 1);
+        return w;
+      };
+      fill();
+      const std::vector<PlaceTensors> bucket = {{&a}, {&b}};
+      Status s = comm.AllReduce("bucket", bucket);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      for (int64_t i = 0; i < 3; ++i) {
+        const float got = a.data<float>()[i], want = want_a(i);
+        EXPECT_EQ(std::memcmp(&got, &want, sizeof(float)), 0)
+            << "size " << size << " rank " << rank << " element " << i;
+      }
+      for (int64_t i = 0; i < 5; ++i) {
+        float want = Value(0, i);
+        for (int r = 1; r < size; ++r) want += Value(r, i);
+        EXPECT_EQ(b.data<float>()[i], want);
+      }
+      fill();
+      s = comm.Reduce("bucket", bucket, 1);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(a.data<float>()[0], rank == 1 ? want_a(0) : big[rank]);
+      for (int64_t count :
+           {static_cast<int64_t>(GlooCommunicator::kDirectMaxBytes / 4),
+            static_cast<int64_t>(GlooCommunicator::kDirectMaxBytes / 4 + 1)}) {
+        Tensor t(DType::kFP32, {count});
+        for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
+        PlaceTensors mine = {&t};
+        s = comm.AllReduce("edge" + std::to_string(count), mine);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        for (int64_t i = 0; i < count; i += 997) {
+          float want = Value(0, i);
+          for (int r = 1; r < size; ++r) want += Value(r, i);
+          ASSERT_EQ(t.data<float>()[i], want) << "count " << count;
+        }
+      }
+    });
+  }
+}
+
 // Rounding: every rank must end with the very same bits (the parameters of
 // the nodes would drift apart otherwise), and a rerun gives them again.
 TEST(GlooCommunicatorTest, EveryRankGetsTheSameBitsRunToRun) {
@@ -89,24 +145,28 @@ TEST(GlooCommunicatorTest, EveryRankGetsTheSameBitsRunToRun) {
 // memory (dims and LoD kept), so a gradient written in place next step is
 // reduced with no copy; a tensor that got other memory is still summed
 // right.
+// (The ring's sizes, above kDirectMaxBytes: a small bucket is copied in
+// and out.)
 TEST(GlooCommunicatorTest, AllReduceLeavesTensorsOnItsMemoryAndStaysRight) {
   WithRanks(2, [](int rank, GlooCommunicator& comm) {
-    Tensor a(DType::kFP32, {3, 4}), b(DType::kFP32, {5});
+    constexpr int kA = 3 * 6000;  // 72 KB
+    static_assert(kA * 4 > GlooCommunicator::kDirectMaxBytes);
+    Tensor a(DType::kFP32, {3, 6000}), b(DType::kFP32, {5});
     a.set_lod({{0, 1, 3}});
     std::vector<PlaceTensors> bucket = {{&a}, {&b}};
     const void* first_a = nullptr;
     for (int call = 0; call < 4; ++call) {
       if (call == 2) b = Tensor(DType::kFP32, {5});  // new memory, as a realloc
-      for (int i = 0; i < 12; ++i)
-        a.data<float>()[i] = static_cast<float>(rank * 100 + i + call);
+      for (int i = 0; i < kA; ++i)
+        a.data<float>()[i] = static_cast<float>(rank * 100 + i % 50 + call);
       for (int i = 0; i < 5; ++i)
         b.data<float>()[i] = static_cast<float>(rank * 7 + i);
       ASSERT_TRUE(comm.AllReduce("bucket", bucket).ok());
-      EXPECT_EQ(a.dims(), (Dims{3, 4}));
+      EXPECT_EQ(a.dims(), (Dims{3, 6000}));
       EXPECT_EQ(a.lod(), (LoD{{0, 1, 3}}));
       EXPECT_EQ(b.dims(), (Dims{5}));
-      for (int i = 0; i < 12; ++i)
-        ASSERT_EQ(a.data<float>()[i], 100 + 2 * (i + call));
+      for (int i = 0; i < kA; ++i)
+        ASSERT_EQ(a.data<float>()[i], 100 + 2 * (i % 50 + call));
       for (int i = 0; i < 5; ++i) ASSERT_EQ(b.data<float>()[i], 7 + 2 * i);
       if (call == 0) first_a = a.raw_data();
       // The bucket is one range: b right after a.
@@ -147,11 +207,14 @@ TEST(GlooCommunicatorTest, ChangingSizesManyCallsNeverHang) {
 }
 
 // A name stands for one set of tensors: other tensors under a name whose
-// last tensors still view its memory are refused, not silently overwritten.
+// last tensors still view its memory are refused, not silently overwritten
+// (the ring's sizes: a small all-reduce leaves no view).
 TEST(GlooCommunicatorTest, OtherTensorsUnderANameInUseAreRefused) {
   WithRanks(2, [](int rank, GlooCommunicator& comm) {
-    Tensor a(DType::kFP32, {4}), b(DType::kFP32, {4});
-    for (int i = 0; i < 4; ++i) a.data<float>()[i] = b.data<float>()[i] = 1;
+    constexpr int kN = 20000;  // 80 KB
+    static_assert(kN * 4 > GlooCommunicator::kDirectMaxBytes);
+    Tensor a(DType::kFP32, {kN}), b(DType::kFP32, {kN});
+    for (int i = 0; i < kN; ++i) a.data<float>()[i] = b.data<float>()[i] = 1;
     ASSERT_TRUE(comm.AllReduce("g", PlaceTensors{&a}).ok());
     Status s = comm.AllReduce("g", PlaceTensors{&b});
     ASSERT_FALSE(s.ok());

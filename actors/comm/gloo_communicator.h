@@ -180,7 +180,11 @@ class GlooCommunicator final : public Communicator {
   Status AllReduceDirect(Collective collective, std::string_view name,
                          TensorGroups groups, int root, DType dtype,
                          int64_t count);
+  // Made at the first call, over kDirectMaxBytes of this rank's values
+  // and as much per rank (Gloo registers them once; each call posts its
+  // byte count).
   std::vector<char> direct_mine_, direct_peers_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> direct_send_, direct_recv_;
   // Numbers the call, tells the observer, marks it in Gloo (for Interrupt).
   Status Run(Collective collective, std::string_view name, TensorGroups groups,
              int root);

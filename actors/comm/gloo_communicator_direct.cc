@@ -39,8 +39,20 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
                                          TensorGroups groups, int root,
                                          DType dtype, int64_t count) {
   const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
-  direct_mine_.resize(bytes);
-  direct_peers_.resize(bytes * size_);
+  const std::string what =
+      std::string(CollectiveName(collective)) + " '" + std::string(name) + "'";
+  try {
+    if (direct_send_ == nullptr) {
+      direct_mine_.resize(kDirectMaxBytes);
+      direct_peers_.resize(kDirectMaxBytes * size_);
+      direct_send_ = context_->createUnboundBuffer(direct_mine_.data(),
+                                                   direct_mine_.size());
+      direct_recv_ = context_->createUnboundBuffer(direct_peers_.data(),
+                                                   direct_peers_.size());
+    }
+  } catch (const std::exception& e) {
+    return Failed(collective, name, e.what());
+  }
   size_t at = 0;
   for (const PlaceTensors& group : groups) {
     const size_t b = group[0]->bytes();
@@ -49,31 +61,22 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
   }
   const uint64_t slot =
       gloo::Slot::build(kDirectSlotPrefix, static_cast<uint32_t>(seq_));
-  std::unique_ptr<gloo::transport::UnboundBuffer> send;
-  std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> recvs(size_);
-  const std::string what =
-      std::string(CollectiveName(collective)) + " '" + std::string(name) + "'";
   try {
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      recvs[r] = context_->createUnboundBuffer(
-          direct_peers_.data() + static_cast<size_t>(r) * bytes, bytes);
-      recvs[r]->recv(r, slot);
+      if (r != rank_) direct_recv_->recv(r, slot, r * kDirectMaxBytes, bytes);
     }
-    send = context_->createUnboundBuffer(direct_mine_.data(), bytes);
     for (int r = 0; r < size_; ++r) {
-      if (r != rank_) send->send(r, slot);
+      if (r != rank_) direct_send_->send(r, slot, 0, bytes);
     }
   } catch (const std::exception& e) {
     return Failed(collective, name, e.what());
   }
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) continue;
-    Status s = WaitPosted(recvs[r].get(), false, what);
+  for (int r = 0; r < size_ - 1; ++r) {
+    Status s = WaitPosted(direct_recv_.get(), false, what);
     if (!s.ok()) return Failed(collective, name, s.message());
   }
   for (int r = 0; r < size_ - 1; ++r) {
-    Status s = WaitPosted(send.get(), true, what);
+    Status s = WaitPosted(direct_send_.get(), true, what);
     if (!s.ok()) return Failed(collective, name, s.message());
   }
   if (collective == Collective::kReduce && rank_ != root) return Status::Ok();
@@ -81,10 +84,10 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
   for (int r = 0; r < size_; ++r) {
     values[r] = r == rank_
                     ? direct_mine_.data()
-                    : direct_peers_.data() + static_cast<size_t>(r) * bytes;
+                    : direct_peers_.data() + r * kDirectMaxBytes;
   }
   // The sum goes into this rank's slot of direct_peers_ (unused), then out.
-  char* sum = direct_peers_.data() + static_cast<size_t>(rank_) * bytes;
+  char* sum = direct_peers_.data() + rank_ * kDirectMaxBytes;
   switch (dtype) {
     case DType::kFP32:
       SumInRankOrder<float>(values, count, sum);

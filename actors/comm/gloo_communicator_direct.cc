@@ -82,9 +82,8 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
   if (collective == Collective::kReduce && rank_ != root) return Status::Ok();
   std::vector<const char*> values(size_);
   for (int r = 0; r < size_; ++r) {
-    values[r] = r == rank_
-                    ? direct_mine_.data()
-                    : direct_peers_.data() + r * kDirectMaxBytes;
+    values[r] = r == rank_ ? direct_mine_.data()
+                           : direct_peers_.data() + r * kDirectMaxBytes;
   }
   // The sum goes into this rank's slot of direct_peers_ (unused), then out.
   char* sum = direct_peers_.data() + rank_ * kDirectMaxBytes;

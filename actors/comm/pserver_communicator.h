@@ -195,6 +195,9 @@ class PserverCommunicator final : public Communicator {
   // this step (ascending, relative to its block).
   std::map<std::string, std::vector<int64_t>> touched_;
   std::atomic<int64_t> sent_{0}, received_{0}, max_prefetched_{0};
+  // A prefetch's ids, ascending, and where each block's begin among them.
+  std::vector<int64_t> wanted_;
+  std::vector<size_t> first_;
 };
 
 }  // namespace parex

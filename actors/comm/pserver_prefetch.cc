@@ -51,7 +51,8 @@ Status PserverCommunicator::RequestRows(
   const std::string what = "prefetch '" + std::string(name) + "'";
   // Every id the places read, once each, ascending. An id outside the table
   // is left out: the lookup that reads it names it.
-  std::vector<int64_t> wanted;
+  std::vector<int64_t>& wanted = wanted_;  // kept: no allocation a step
+  wanted.clear();
   for (size_t p = 0; p < ids.size(); ++p) {
     for (const Tensor* t : ids[p]) {
       if (t == nullptr || !t->defined() ||
@@ -68,7 +69,8 @@ Status PserverCommunicator::RequestRows(
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
   const int blocks = static_cast<int>(shard.ranks.size());
-  std::vector<size_t> first(blocks + 1, 0);
+  std::vector<size_t>& first = first_;
+  first.assign(blocks + 1, 0);
   for (int b = 0; b < blocks; ++b) {
     const auto [begin, end] = RowBlock(shard.rows, b, blocks);
     const auto from = std::lower_bound(wanted.begin(), wanted.end(), begin);

@@ -7,6 +7,7 @@
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -77,6 +78,11 @@ struct Cluster::Impl {
   // cluster.cc).
   void Witness(const caf::strong_actor_ptr& actor);
   void Witness(const caf::actor& actor);
+  // Waits until every witnessed actor ended or `deadline` passed (logged).
+  void AwaitWitnessed(std::chrono::steady_clock::time_point deadline);
+  // Keeps the system's BASP broker referenced until the process ends (a
+  // CAF 0.17.6 bug, explained in cluster.cc).
+  static void KeepBaspBroker(caf::actor_system& system);
 
   const Topology topology;
   const int rank;

@@ -124,7 +124,6 @@ double TrafficKbPerStep(const std::string& out, const std::string& node) {
 // and a trainer moves the rows its batch touched, not the table: under 1%
 // of the table's 64 MB a step.
 TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_sparse");
   WriteWord2Vec(dir, "sparse", true);
   WriteWord2Vec(dir, "dense", false);
@@ -248,7 +247,6 @@ TEST(PserverSparseTest, SparseTableTrainsAsDenseOneProcessMovingOnlyRows) {
 // trainer saves (the pservers' blocks of the table and of its moments
 // gathered to it) holds every persistable of that run within 1e-5.
 TEST(PserverSparseTest, LazyAdamKeepsTheTablesMomentsOnThePservers) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_sparse_adam");
   WriteWord2Vec(dir, "adam", true, /*lazy_adam=*/true);
   const std::vector<std::string> job = {

@@ -52,7 +52,6 @@ class PserverTrainTest : public ::testing::TestWithParam<PserverCase> {};
 // update on it, so the two runs agree bit for bit; the acceptance's bound is
 // 1e-5 relative on every step's loss.
 TEST_P(PserverTrainTest, TrainsAsCollectiveModeWithTheSameTrainerPlaces) {
-  NodesSkipTheLeakCheckAtExit();
   const PserverCase& c = GetParam();
   const std::string dir = ScratchDir("pserver_" + c.name);
   if (c.job[0] == "--program") WritePaddleCnnFixtureData(dir);
@@ -131,7 +130,6 @@ INSTANTIATE_TEST_SUITE_P(
 // pservers' Adam moments (gathered from them), or the resumed steps would
 // differ.
 TEST(PserverFailureTest, AKilledPserverEndsEveryNodeAndResumeReproduces) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_kill_resume");
   const std::string topology = PserverTopology(dir, {1, 1}, 2);
   const std::vector<std::string> common = {
@@ -203,7 +201,6 @@ double TestAccuracy(const std::string& out, const std::string& node) {
 // mode's test accuracy. The pservers still add every trainer's gradient of
 // a step, so both runs are deterministic (they measured 0.9111 and 0.9056).
 TEST(PserverAsyncTest, StalenessTwoReachesSyncsTestAccuracyWithinOnePercent) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_async");
   const std::string topology = PserverTopology(dir, {1, 1}, 1);
   auto run = [&](const std::string& staleness) {
@@ -231,7 +228,6 @@ TEST(PserverAsyncTest, StalenessTwoReachesSyncsTestAccuracyWithinOnePercent) {
 // a run stopped at step 40 and resumed from its checkpoint ends with every
 // loss and the parameters of the run that went through (bit for bit).
 TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_async_resume");
   const std::string topology = PserverTopology(dir, {1, 1}, 2);
   auto run = [&](const std::vector<std::string>& more) {
@@ -271,7 +267,6 @@ TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
 // is a pserver, a synchronised batch norm, staleness without pservers or
 // out of range.
 TEST(PserverFailureTest, BadSetupsAreRefusedByName) {
-  NodesSkipTheLeakCheckAtExit();
   const std::string dir = ScratchDir("pserver_bad");
   const std::string good = PserverTopology(dir, {1}, 1);
   std::string text = ReadFile(good);

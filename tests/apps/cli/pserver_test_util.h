@@ -2,7 +2,6 @@
 // cluster_pserver_sparse_test.cc).
 #pragma once
 
-#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -33,22 +32,6 @@ inline std::string PserverTopology(const std::string& dir,
         << " places: \"cpu:1\" role: PSERVER }\n";
   }
   return path;
-}
-
-// Under ASan, the node processes these tests start do not check for leaks
-// at exit (memory errors are still fatal, and every other test's nodes
-// check): run 3 times with -j2, the parameter-server tests once ended 2 of
-// 7 runs with LeakSanitizer reporting indirect leaks only, every object
-// CAF's (the middleman's basp_broker, its connection and acceptor tables, a
-// proxy it spawned in basp::instance::handle, node ids), as if a peer's
-// BASP handshake was being handled while the actor system shut down. Not
-// investigated yet (stop 41's note). Each test runs in a process of its
-// own (ctest), so this reaches no other test.
-inline void NodesSkipTheLeakCheckAtExit() {
-  const char* old = std::getenv("LSAN_OPTIONS");
-  std::string options = old != nullptr ? old : "";
-  options += std::string(options.empty() ? "" : ":") + "detect_leaks=0";
-  setenv("LSAN_OPTIONS", options.c_str(), 1);
 }
 
 // Every node's "parameters sha256" digest in a launch's output.

@@ -65,6 +65,7 @@ struct RunOptions {
   bool quick = false;
   double seconds_per_runner = 0.8;
   int pool_spin_us = ThreadPoolRunner::kDefaultSpinUs;
+  std::string only;  // one graph (its table name), or all when empty
 };
 
 // A graph shape (no task yet) and its name in the table.
@@ -283,6 +284,7 @@ int Main(const RunOptions& options) {
   std::vector<Row> rows;
   for (size_t s = 0; s < shapes.size(); ++s) {
     const Shape& shape = shapes[s];
+    if (!options.only.empty() && shape.name != options.only) continue;
     const int n = shape.graph.size();
     std::vector<Cost> costs;
     if (shape.name == "layered_dag") {
@@ -345,6 +347,9 @@ int main(int argc, char** argv) {
   app.add_option("--pool-spin-us", options.pool_spin_us,
                  "Microseconds the pool's idle workers poll before blocking")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--graph", options.only,
+                 "Measure only this graph (digits_mlp, fashion_mlp, "
+                 "fashion_cnn, layered_dag)");
   CLI11_PARSE(app, argc, argv);
   return parex::bench::Main(options);
 }

@@ -10,10 +10,13 @@
 // KeyboardInterrupt instead of the abort's error.
 #include "apps/python/py_executors.h"
 
+#include <errno.h>
 #include <pybind11/stl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -39,8 +42,14 @@ std::mutex g_running_mu;
 std::set<ParallelExecutor*> g_running;  // guarded by g_running_mu
 const std::thread::id g_main_thread = std::this_thread::get_id();
 
+// Ctrl-Cs written to the pipe, and those the watcher passed on (lock-free
+// atomics: safe in a signal handler).
+std::atomic<unsigned> g_sent{0};
+std::atomic<unsigned> g_handled{0};
+
 void OnInterrupt(int) {
   g_interrupted = 1;
+  g_sent.fetch_add(1, std::memory_order_acq_rel);
   const char byte = 1;
   ssize_t ignored = write(g_pipe[1], &byte, 1);
   (void)ignored;
@@ -53,11 +62,15 @@ bool StartWatcher() {
     if (pipe(g_pipe) != 0) return false;
     std::thread([] {
       char byte;
-      while (read(g_pipe[0], &byte, 1) >= 0) {
+      for (;;) {
+        const ssize_t n = read(g_pipe[0], &byte, 1);
+        if (n < 0 && errno == EINTR) continue;  // a signal on this thread
+        if (n <= 0) return;
         std::lock_guard<std::mutex> lock(g_running_mu);
         for (ParallelExecutor* pe : g_running) {
           pe->Abort(Aborted("interrupted (Ctrl-C)"));
         }
+        g_handled.fetch_add(1, std::memory_order_acq_rel);
       }
     }).detach();
     return true;
@@ -81,7 +94,18 @@ class InterruptibleStep {
     }
   }
   ~InterruptibleStep() {
-    if (installed_) sigaction(SIGINT, &old_, nullptr);
+    if (installed_) {
+      sigaction(SIGINT, &old_, nullptr);
+      // A Ctrl-C is this step's: wait (1 s at most) until the watcher has
+      // passed it on, or its abort could reach the caller's next step.
+      const auto give_up =
+          std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (g_handled.load(std::memory_order_acquire) !=
+                 g_sent.load(std::memory_order_acquire) &&
+             std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::yield();
+      }
+    }
     std::lock_guard<std::mutex> lock(g_running_mu);
     g_running.erase(pe_);
   }

@@ -272,7 +272,7 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
         " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
   }
 
-  if (static_cast<size_t>(count) * SizeOf(dtype) <= kDirectMaxBytes) {
+  if (static_cast<size_t>(count) * SizeOf(dtype) <= direct_max_bytes()) {
     return AllReduceDirect(collective, name, groups, root, dtype, count);
   }
   // An all-reduce leaves each tensor viewing its range of the staging

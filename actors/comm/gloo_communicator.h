@@ -85,8 +85,14 @@ class GlooCommunicator final : public Communicator {
  public:
   // All-reduces and reduces of at most this many bytes go to every rank
   // at once and are summed in rank order (AllReduceDirect); larger ones
-  // run Gloo's chunked ring.
+  // run Gloo's chunked ring. Two ranks move the same bytes either way, so
+  // there the direct path (one message time, not the ring's two) takes
+  // up to kDirectMaxBytesTwoRanks.
   static constexpr size_t kDirectMaxBytes = 64 << 10;
+  static constexpr size_t kDirectMaxBytesTwoRanks = 192 << 10;
+  size_t direct_max_bytes() const {
+    return size_ == 2 ? kDirectMaxBytesTwoRanks : kDirectMaxBytes;
+  }
   // Joins `size` ranks through `store` (every rank calls it with the same
   // store contents and its own rank), listening on `host` (an address of
   // this machine; Gloo picks the port). `rank_names` name the ranks in
@@ -169,7 +175,7 @@ class GlooCommunicator final : public Communicator {
   // context each would cost a rendezvous and sockets per persistable).
   Status BroadcastOnce(std::string_view name, TensorGroups groups, int root,
                        DType dtype, int64_t count);
-  // A small all-reduce or reduce (at most kDirectMaxBytes): every rank
+  // A small all-reduce or reduce (at most direct_max_bytes()): every rank
   // sends its tensors, end to end, to every other rank at once on the
   // context made at Connect (unbound buffers), and each sums the ranks'
   // values in rank order, ((r0 + r1) + r2) + ..., so every rank gets the
@@ -180,7 +186,7 @@ class GlooCommunicator final : public Communicator {
   Status AllReduceDirect(Collective collective, std::string_view name,
                          TensorGroups groups, int root, DType dtype,
                          int64_t count);
-  // Made at the first call, over kDirectMaxBytes of this rank's values
+  // Made at the first call, over direct_max_bytes() of this rank's values
   // and as much per rank (Gloo registers them once; each call posts its
   // byte count).
   std::vector<char> direct_mine_, direct_peers_;

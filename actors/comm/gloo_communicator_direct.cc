@@ -43,8 +43,8 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
       std::string(CollectiveName(collective)) + " '" + std::string(name) + "'";
   try {
     if (direct_send_ == nullptr) {
-      direct_mine_.resize(kDirectMaxBytes);
-      direct_peers_.resize(kDirectMaxBytes * size_);
+      direct_mine_.resize(direct_max_bytes());
+      direct_peers_.resize(direct_max_bytes() * size_);
       direct_send_ = context_->createUnboundBuffer(direct_mine_.data(),
                                                    direct_mine_.size());
       direct_recv_ = context_->createUnboundBuffer(direct_peers_.data(),
@@ -63,7 +63,8 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
       gloo::Slot::build(kDirectSlotPrefix, static_cast<uint32_t>(seq_));
   try {
     for (int r = 0; r < size_; ++r) {
-      if (r != rank_) direct_recv_->recv(r, slot, r * kDirectMaxBytes, bytes);
+      if (r != rank_)
+        direct_recv_->recv(r, slot, r * direct_max_bytes(), bytes);
     }
     for (int r = 0; r < size_; ++r) {
       if (r != rank_) direct_send_->send(r, slot, 0, bytes);
@@ -83,10 +84,10 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
   std::vector<const char*> values(size_);
   for (int r = 0; r < size_; ++r) {
     values[r] = r == rank_ ? direct_mine_.data()
-                           : direct_peers_.data() + r * kDirectMaxBytes;
+                           : direct_peers_.data() + r * direct_max_bytes();
   }
   // The sum goes into this rank's slot of direct_peers_ (unused), then out.
-  char* sum = direct_peers_.data() + rank_ * kDirectMaxBytes;
+  char* sum = direct_peers_.data() + rank_ * direct_max_bytes();
   switch (dtype) {
     case DType::kFP32:
       SumInRankOrder<float>(values, count, sum);

@@ -60,7 +60,7 @@ TEST(GlooCommunicatorTest, AllReduceSumsEveryRankExactly) {
   }
 }
 
-// A small all-reduce (at most kDirectMaxBytes, a fused bucket of two
+// A small all-reduce (at most direct_max_bytes(), a fused bucket of two
 // tensors) sums the ranks in rank order, ((r0 + r1) + r2) + r3, on every
 // rank: values where the order shows (1e8, -1e8, 1, ...) give the
 // rank-order sum's bits; a reduce leaves the non-roots' tensors as they
@@ -98,9 +98,11 @@ TEST(GlooCommunicatorTest, SmallAllReducesSumInRankOrder) {
       s = comm.Reduce("bucket", bucket, 1);
       ASSERT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(a.data<float>()[0], rank == 1 ? want_a(0) : big[rank]);
-      for (int64_t count :
-           {static_cast<int64_t>(GlooCommunicator::kDirectMaxBytes / 4),
-            static_cast<int64_t>(GlooCommunicator::kDirectMaxBytes / 4 + 1)}) {
+      const int64_t edge = static_cast<int64_t>(comm.direct_max_bytes() / 4);
+      EXPECT_EQ(comm.direct_max_bytes(),
+                size == 2 ? GlooCommunicator::kDirectMaxBytesTwoRanks
+                          : GlooCommunicator::kDirectMaxBytes);
+      for (int64_t count : {edge, edge + 1}) {
         Tensor t(DType::kFP32, {count});
         for (int64_t i = 0; i < count; ++i) t.data<float>()[i] = Value(rank, i);
         PlaceTensors mine = {&t};
@@ -145,13 +147,13 @@ TEST(GlooCommunicatorTest, EveryRankGetsTheSameBitsRunToRun) {
 // memory (dims and LoD kept), so a gradient written in place next step is
 // reduced with no copy; a tensor that got other memory is still summed
 // right.
-// (The ring's sizes, above kDirectMaxBytes: a small bucket is copied in
-// and out.)
+// (The ring's sizes, above kDirectMaxBytesTwoRanks: a smaller bucket is
+// copied in and out.)
 TEST(GlooCommunicatorTest, AllReduceLeavesTensorsOnItsMemoryAndStaysRight) {
   WithRanks(2, [](int rank, GlooCommunicator& comm) {
-    constexpr int kA = 3 * 6000;  // 72 KB
-    static_assert(kA * 4 > GlooCommunicator::kDirectMaxBytes);
-    Tensor a(DType::kFP32, {3, 6000}), b(DType::kFP32, {5});
+    constexpr int kA = 3 * 20000;  // 240 KB
+    static_assert(kA * 4 > GlooCommunicator::kDirectMaxBytesTwoRanks);
+    Tensor a(DType::kFP32, {3, 20000}), b(DType::kFP32, {5});
     a.set_lod({{0, 1, 3}});
     std::vector<PlaceTensors> bucket = {{&a}, {&b}};
     const void* first_a = nullptr;
@@ -162,7 +164,7 @@ TEST(GlooCommunicatorTest, AllReduceLeavesTensorsOnItsMemoryAndStaysRight) {
       for (int i = 0; i < 5; ++i)
         b.data<float>()[i] = static_cast<float>(rank * 7 + i);
       ASSERT_TRUE(comm.AllReduce("bucket", bucket).ok());
-      EXPECT_EQ(a.dims(), (Dims{3, 6000}));
+      EXPECT_EQ(a.dims(), (Dims{3, 20000}));
       EXPECT_EQ(a.lod(), (LoD{{0, 1, 3}}));
       EXPECT_EQ(b.dims(), (Dims{5}));
       for (int i = 0; i < kA; ++i)
@@ -211,8 +213,8 @@ TEST(GlooCommunicatorTest, ChangingSizesManyCallsNeverHang) {
 // (the ring's sizes: a small all-reduce leaves no view).
 TEST(GlooCommunicatorTest, OtherTensorsUnderANameInUseAreRefused) {
   WithRanks(2, [](int rank, GlooCommunicator& comm) {
-    constexpr int kN = 20000;  // 80 KB
-    static_assert(kN * 4 > GlooCommunicator::kDirectMaxBytes);
+    constexpr int kN = 60000;  // 240 KB
+    static_assert(kN * 4 > GlooCommunicator::kDirectMaxBytesTwoRanks);
     Tensor a(DType::kFP32, {kN}), b(DType::kFP32, {kN});
     for (int i = 0; i < kN; ++i) a.data<float>()[i] = b.data<float>()[i] = 1;
     ASSERT_TRUE(comm.AllReduce("g", PlaceTensors{&a}).ok());

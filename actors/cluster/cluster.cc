@@ -241,6 +241,7 @@ Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
   gloo->SetObserver([shared = shared.get()](int64_t seq, Collective collective,
                                             std::string_view name,
                                             bool entering) {
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(shared->mu);
     shared->seq = seq;
     shared->in_call = entering;
@@ -249,6 +250,11 @@ Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
       shared->call += " '";
       shared->call.append(name.data(), name.size());
       shared->call += "'";
+      shared->call_began = now;
+    } else {
+      const double s =
+          std::chrono::duration<double>(now - shared->call_began).count();
+      (shared->own_calls > 0 ? shared->own_call_s : shared->step_call_s) += s;
     }
   });
   gloo->SetExplainer([cluster](const GlooCommunicator::Failure& f) {
@@ -333,8 +339,33 @@ std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
 
 Communicator& Cluster::cross() const { return *impl_->gloo; }
 
+// While alive, the Gloo calls this thread makes are the cluster's own (the
+// observer's account, Cluster::collective_time).
+class Cluster::OwnCalls {
+ public:
+  explicit OwnCalls(NodeShared* shared) : shared_(shared) {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    ++shared_->own_calls;
+  }
+  ~OwnCalls() {
+    std::lock_guard<std::mutex> lock(shared_->mu);
+    --shared_->own_calls;
+  }
+  OwnCalls(const OwnCalls&) = delete;
+  OwnCalls& operator=(const OwnCalls&) = delete;
+
+ private:
+  NodeShared* shared_;
+};
+
+Cluster::CollectiveTime Cluster::collective_time() const {
+  std::lock_guard<std::mutex> lock(impl_->shared->mu);
+  return CollectiveTime{impl_->shared->step_call_s, impl_->shared->own_call_s};
+}
+
 Status Cluster::BroadcastPersistables(Scope* scope,
                                       const std::vector<std::string>& names) {
+  OwnCalls own(impl_->shared.get());
   for (const std::string& name : names) {
     Variable* var = scope->FindVar(name);
     if (var == nullptr || !var->IsTensor() || !var->GetTensor()->defined()) {
@@ -350,6 +381,7 @@ Status Cluster::BroadcastPersistables(Scope* scope,
 
 Status Cluster::SumAcrossNodes(std::vector<double>* values,
                                const std::string& what) {
+  OwnCalls own(impl_->shared.get());
   Tensor t(DType::kFP64, {static_cast<int64_t>(values->size())});
   std::copy(values->begin(), values->end(), t.data<double>());
   PlaceTensors one = {&t};

@@ -71,6 +71,15 @@ class Cluster {
                                const std::vector<std::string>& names);
   // values[i] becomes the sum over nodes of values[i].
   Status SumAcrossNodes(std::vector<double>* values, const std::string& what);
+
+  // Seconds this node spent inside cross-node collectives so far: the
+  // steps' (the graph's gradient buckets and other collective ops) and the
+  // cluster's own (SumAcrossNodes, barriers, BroadcastPersistables).
+  struct CollectiveTime {
+    double step_s = 0;
+    double own_s = 0;
+  };
+  CollectiveTime collective_time() const;
   // Returns once every node called it (or the collective timeout passed).
   Status Barrier(const std::string& what);
   // Called once (from another thread) when a peer is lost: its process
@@ -97,6 +106,7 @@ class Cluster {
  private:
   Cluster() = default;
   struct Impl;
+  class OwnCalls;
   std::unique_ptr<Impl> impl_;
   Topology topology_;
   int rank_ = 0;

@@ -41,6 +41,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/behavior.hpp>
 #include <caf/event_based_actor.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -90,6 +91,12 @@ struct NodeShared {
   int64_t seq = 0;
   std::string call;
   bool in_call = false;
+  // Time inside those calls (the observer's clock): the steps' (the
+  // graph's collectives) and Cluster's own (own_calls > 0 while one of
+  // its methods calls Gloo), in seconds.
+  std::chrono::steady_clock::time_point call_began;
+  int own_calls = 0;
+  double step_call_s = 0, own_call_s = 0;
   bool leaving = false;   // Leave began: peers that go are no longer lost
   bool stopping = false;  // this process stops its actors (exit messages)
   // Peers lost, in the order they were (node, why).

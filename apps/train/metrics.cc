@@ -74,7 +74,7 @@ StatusOr<int> MetricsWindow::Settle(Cluster* cluster) {
 }
 
 void MetricsWindow::AddLine(const StepMetrics& m) {
-  char line[320], accuracy[64] = "";
+  char line[448], accuracy[64] = "";
   if (classifier_)
     std::snprintf(accuracy, sizeof(accuracy), ", \"accuracy\": %.9g",
                   m.accuracy);
@@ -87,11 +87,15 @@ void MetricsWindow::AddLine(const StepMetrics& m) {
   }
   if (!fetched.empty()) fetched += "}";
   std::snprintf(line, sizeof(line),
-                "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s%s, "
-                "\"samples_per_s\": %.1f, \"wall_s\": %.6f}\n",
+                "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
+                "\"samples_per_s\": %.1f, \"wall_s\": %.6f, \"step_ms\": "
+                "%.3f, \"collective_ms\": %.3f, \"feed_ms\": %.3f",
                 static_cast<long long>(m.step), m.epoch + 1, m.loss, accuracy,
-                fetched.c_str(), m.samples_per_s, m.wall_s);
+                m.samples_per_s, m.wall_s, m.step_ms, m.collective_ms,
+                m.feed_ms);
   lines_ += line;
+  lines_ += fetched;  // (any length)
+  lines_ += "}\n";
 }
 
 void MetricsWindow::StartEpoch() {

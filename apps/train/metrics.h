@@ -23,6 +23,9 @@ struct StepMetrics {
   double loss = 0, accuracy = 0;
   std::vector<double> fetched;  // --fetch: means, summed like the loss
   double samples_per_s = 0, wall_s = 0;
+  // This node's step account of the step (ms): the step's run, its time
+  // in cross-node collectives, the wait for its batch.
+  double step_ms = 0, collective_ms = 0, feed_ms = 0;
 };
 
 // The steps run but not settled yet, the sums of the epoch's settled steps,

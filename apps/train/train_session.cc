@@ -6,7 +6,6 @@
 #include <map>
 #include <utility>
 
-#include "actors/trace/trace_summary.h"
 #include "apps/exit_codes.h"
 #include "apps/train/lr_schedule.h"
 #include "apps/train/stop_signal.h"
@@ -99,6 +98,8 @@ int TrainSession::Run() {
     metrics_.KeepLines(MetricsLinesUpTo(plan_.metrics, from.step));
   }
   train_start_ = Clock::now();
+  first_step_ = step_;
+  collective_at_start_ = CollectiveTimeNow();
   StopSignals signals;
   last_epoch_ = from.epoch;
   last_batch_ = from.batch;
@@ -229,7 +230,7 @@ Status TrainSession::TrainEpoch(int epoch) {
   BatchPrefetcher batches(reader_.Begin(epoch, first_batch));
   FeedMap feed;
   for (int64_t b = first_batch;
-       step_ < total_steps_ && stop_ == 0 && batches.Next(&feed); ++b) {
+       step_ < total_steps_ && stop_ == 0 && NextBatch(&batches, &feed); ++b) {
     last_epoch_ = epoch;
     last_batch_ = b + 1;
     const int64_t rows = feed.at(job_.columns[0].first).dim(0);
@@ -246,6 +247,14 @@ Status TrainSession::TrainEpoch(int epoch) {
     if (stopped_ != 0) return Status::Ok();
   }
   return EndEpoch(epoch, epoch_start);
+}
+
+bool TrainSession::NextBatch(BatchPrefetcher* batches, FeedMap* feed) {
+  const Clock::time_point start = Clock::now();
+  const bool more = batches->Next(feed);
+  last_feed_s_ = Seconds(start);
+  feed_s_ += last_feed_s_;
+  return more;
 }
 
 void TrainSession::SwitchTrace() {
@@ -290,7 +299,14 @@ Status TrainSession::RunStep(const FeedMap& feed, int64_t rows, int epoch,
   StepMetrics m;
   m.batch = b;
   m.epoch = epoch;
+  const double collective_before = CollectiveTimeNow().step_s;
+  const Clock::time_point start = Clock::now();
   const Status ran = Fetch(feed, rows, &m);
+  const double step_s = Seconds(start);
+  step_s_ += step_s;
+  m.step_ms = step_s * 1e3;
+  m.collective_ms = (CollectiveTimeNow().step_s - collective_before) * 1e3;
+  m.feed_ms = last_feed_s_ * 1e3;
   ++step_;
   samples_ += rows;
   m.step = step_;
@@ -466,6 +482,8 @@ int TrainSession::Stop(int signal, const std::string& checkpoint) {
 
 int TrainSession::Conclude() {
   const double train_seconds = Seconds(train_start_);
+  StatusOr<std::string> account = StepAccount();
+  if (!account.ok()) return Failed(account.status());
   // The scope then holds every persistable's current value (Reduce mode's
   // optimizer state lives with its parameter's owner): the model saved,
   // the digest and the broadcast to other nodes read it.
@@ -509,6 +527,7 @@ int TrainSession::Conclude() {
   std::printf("throughput      %.0f samples/s over %lld steps\n",
               samples_ / std::max(train_seconds, 1e-9),
               static_cast<long long>(step_));
+  std::printf("%s", account->c_str());
   PrintPserverTraffic();
   std::printf("parameters      sha256 %s (trainable%s)\n", digest.c_str(),
               left_out.c_str());
@@ -518,45 +537,6 @@ int TrainSession::Conclude() {
     if (Status s = cluster_->Leave(); !s.ok()) return Failed(s);
   }
   return kExitOk;
-}
-
-void TrainSession::PrintPserverTraffic() const {
-  const auto* ps =
-      dynamic_cast<const PserverCommunicator*>(plan_.exec.communicator.get());
-  if (ps == nullptr || step_ == 0) return;
-  std::printf(
-      "pserver traffic sent %.3f MB, received %.3f MB: %.1f KB a step\n",
-      ps->bytes_sent() / 1e6, ps->bytes_received() / 1e6,
-      (ps->bytes_sent() + ps->bytes_received()) / 1e3 / step_);
-  if (ps->max_prefetched_rows() > 0) {
-    std::printf("prefetched      at most %lld rows of a table a step\n",
-                static_cast<long long>(ps->max_prefetched_rows()));
-  }
-}
-
-Status TrainSession::WriteTrace() {
-  if (plan_.trace.empty()) return Status::Ok();
-  std::map<std::string, std::string> metadata;
-  if (cluster_ != nullptr) metadata = cluster_->TraceMetadata();
-  return WriteFileBytes(plan_.trace, pe_->TraceJson(metadata))
-      .WithContext("--trace");
-}
-
-void TrainSession::PrintTraceSummary() const {
-  if (plan_.trace.empty()) return;
-  std::vector<bool> collective, backward;
-  for (const SsaOp& op : pe_->graph().ops()) {
-    collective.push_back(IsCollective(op.kind));
-    backward.push_back(op.kind == SsaOpKind::kComputation &&
-                       op.type.size() > 5 &&
-                       op.type.compare(op.type.size() - 5, 5, "_grad") == 0);
-  }
-  std::printf("trace           %s\n", plan_.trace.c_str());
-  std::printf(
-      "trace summary   %s\n",
-      SummarizeTrace(trace_.Spans(), collective, pe_->num_threads(), &backward)
-          .ToString()
-          .c_str());
 }
 
 }  // namespace parex::train

@@ -83,6 +83,8 @@ class TrainSession {
   void PrintFixedLearningRates() const;
   Status TrainEpochs();
   Status TrainEpoch(int epoch);
+  // batches->Next, its wait counted as feeding.
+  bool NextBatch(BatchPrefetcher* batches, FeedMap* feed);
   Status RunStep(const FeedMap& feed, int64_t rows, int epoch, int64_t b);
   Status Fetch(const FeedMap& feed, int64_t rows, StepMetrics* m);
   Status AfterStep(int epoch, int64_t b);
@@ -101,6 +103,13 @@ class TrainSession {
   int Conclude();
   Status WriteTrace();
   void PrintTraceSummary() const;
+  // The cluster's collective time so far (zero for one process).
+  Cluster::CollectiveTime CollectiveTimeNow() const;
+  // "step account ..." (issue 33): this run's steps' time, split into
+  // compute, the steps' collectives (and of them, waiting for slower
+  // peers), the cluster's other collectives and feeding. A cluster's nodes
+  // all call it at the same point (one sum across nodes).
+  StatusOr<std::string> StepAccount();
   // Parameter-server training: the tensor bytes this node sent and got.
   void PrintPserverTraffic() const;
 
@@ -127,6 +136,11 @@ class TrainSession {
   int stop_ = 0;     // the signal that stops every node (0: none)
   int stopped_ = 0;  // a node that stopped at once without a checkpoint
   Clock::time_point train_start_;
+  // The step account's sums since train_start_ (seconds), from step
+  // first_step_ on.
+  int64_t first_step_ = 0;
+  double feed_s_ = 0, last_feed_s_ = 0, step_s_ = 0;
+  Cluster::CollectiveTime collective_at_start_;
 };
 
 }  // namespace parex::train

@@ -37,6 +37,12 @@ TEST(CliTrainTest, TrainsTheDigitsMlpAndSavesIt) {
       << run.out;
   EXPECT_GT(std::stod(m[1]), 0.85);  // 0.95 after the default 20 epochs
   EXPECT_THAT(run.out, HasSubstr("throughput"));
+  // One process: its steps are compute and feeding, no collective.
+  EXPECT_THAT(run.out, ::testing::ContainsRegex(
+                           "step account +[0-9.]+ ms a step over 1215 steps: "
+                           "compute [0-9.]+ ms, gradient collectives 0.000 ms "
+                           "\\(waiting for peers 0.000 ms\\), other "
+                           "collectives 0.000 ms, feeding [0-9.]+ ms"));
   EXPECT_THAT(run.out, HasSubstr("model saved to  model"));
   EXPECT_TRUE(fs::exists(fs::path(dir) / "model" / "__model__"));
   // Not a terminal: plain lines, no carriage returns.

@@ -9,11 +9,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -38,6 +40,36 @@ std::vector<std::string> Digests(const std::string& out) {
     if (at != std::string::npos) digests.push_back(line.substr(at + 23, 64));
   }
   return digests;
+}
+
+// A "step account" line of parex train / node (ms a step).
+struct StepAccount {
+  double total = 0, compute = 0, collectives = 0, waiting = 0, other = 0,
+         feeding = 0;
+  int steps = 0;
+};
+
+// Every "step account" line in `out`, in order.
+std::vector<StepAccount> StepAccounts(const std::string& out) {
+  const std::regex line(
+      "step account +([0-9.]+) ms a step over ([0-9]+) steps: compute "
+      "([0-9.]+) ms, gradient collectives ([0-9.]+) ms \\(waiting for peers "
+      "([0-9.]+) ms\\), other collectives ([0-9.]+) ms, feeding ([0-9.]+) ms");
+  std::vector<StepAccount> found;
+  for (auto it = std::sregex_iterator(out.begin(), out.end(), line);
+       it != std::sregex_iterator(); ++it) {
+    const std::smatch& m = *it;
+    StepAccount a;
+    a.total = std::stod(m[1]);
+    a.steps = std::stoi(m[2]);
+    a.compute = std::stod(m[3]);
+    a.collectives = std::stod(m[4]);
+    a.waiting = std::stod(m[5]);
+    a.other = std::stod(m[6]);
+    a.feeding = std::stod(m[7]);
+    found.push_back(a);
+  }
+  return found;
 }
 
 struct ClusterCase {
@@ -98,6 +130,36 @@ TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
   }
   // Rank 0 saved the model; nobody else did.
   EXPECT_FALSE(ReadFile(dir + "/model/__model__").empty());
+
+  // The step account (issue 33): every node's steps spent time in the
+  // gradients' collectives, the slowest to arrive waited for no one; one
+  // process has no collectives. The parts add up to the step.
+  const std::vector<StepAccount> accounts = StepAccounts(nodes.out);
+  ASSERT_EQ(accounts.size(), c.places.size()) << nodes.out;
+  double least_wait = 1e9;
+  for (const StepAccount& a : accounts) {
+    EXPECT_EQ(a.steps, c.steps);
+    EXPECT_GT(a.collectives, 0) << nodes.out;
+    EXPECT_LE(a.waiting, a.collectives);
+    EXPECT_NEAR(a.compute + a.collectives + a.other + a.feeding, a.total, 0.01);
+    least_wait = std::min(least_wait, a.waiting);
+  }
+  EXPECT_EQ(least_wait, 0);
+  const std::vector<StepAccount> alone = StepAccounts(one.out);
+  ASSERT_EQ(alone.size(), 1u) << one.out;
+  EXPECT_EQ(alone[0].collectives, 0);
+  EXPECT_EQ(alone[0].other, 0);
+  EXPECT_GT(alone[0].compute, 0);
+  // --metrics: each step's own account, its collectives included.
+  const std::string lines = ReadFile(dir + "/nodes.jsonl");
+  const std::regex step_collective("\"collective_ms\": ([0-9.]+)");
+  int with_collective = 0;
+  for (auto it =
+           std::sregex_iterator(lines.begin(), lines.end(), step_collective);
+       it != std::sregex_iterator(); ++it) {
+    with_collective += std::stod((*it)[1]) > 0;
+  }
+  EXPECT_EQ(with_collective, c.steps) << lines;
 }
 
 INSTANTIATE_TEST_SUITE_P(

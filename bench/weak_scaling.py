@@ -49,8 +49,14 @@ def rates(text, prefix=""):
     return [float(r) for r in found]
 
 
+def account(text, prefix=""):
+    found = re.findall(re.escape(prefix) + r"step account\s+(.*)", text)
+    return found[-1] if found else "(none)"
+
+
 def independent(parex, folder, args, places):
-    """Two one-node processes side by side: their samples/s, summed."""
+    """Two one-node processes side by side: their samples/s, summed, and
+    the first one's step account."""
     cores = os.cpu_count() or 1
     procs = []
     for k in range(2):
@@ -64,16 +70,19 @@ def independent(parex, folder, args, places):
         procs.append(subprocess.Popen(cmd, cwd=folder, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, text=True))
     total = 0.0
+    first = None
     for p in procs:
         out, _ = p.communicate(timeout=900)
         if p.returncode != 0:
             sys.exit("failed: %s\n%s" % (" ".join(p.args), out))
         total += rates(out)[-1]
-    return total
+        first = first or account(out)
+    return total, first
 
 
 def cluster(parex, folder, args, places):
-    """Two nodes of one cluster: the cluster's samples/s (node a's line)."""
+    """Two nodes of one cluster: the cluster's samples/s and node a's step
+    account."""
     cmd = [parex, "launch", "--topology", topology(folder, places), "--model",
            args.model, "--batch", str(2 * args.batch), "--steps",
            str(args.steps), "--no-progress", "--save", "joined"]
@@ -81,7 +90,7 @@ def cluster(parex, folder, args, places):
                          timeout=900)
     if out.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), out.stdout, out.stderr))
-    return rates(out.stdout, "[a] ")[-1]
+    return rates(out.stdout, "[a] ")[-1], account(out.stdout, "[a] ")
 
 
 def main():
@@ -108,14 +117,18 @@ def main():
         for places in (int(p) for p in args.places.split(",")):
             ratios = []
             for r in range(args.rounds):
-                alone = independent(parex, folder, args, places)
-                joined = cluster(parex, folder, args, places)
+                alone, alone_account = independent(parex, folder, args, places)
+                joined, joined_account = cluster(parex, folder, args, places)
                 ratios.append(joined / alone)
                 print("cpu:%-8d %5d  %11.0f  %14.0f  %5.3f" %
                       (places, r + 1, alone, joined, ratios[-1]))
                 sys.stdout.flush()
             print("cpu:%-8d median ratio %.3f (target >= 0.95 at cpu:1)" %
                   (places, statistics.median(ratios)))
+            print("  last round, step account of one process alone: %s" %
+                  alone_account)
+            print("  last round, step account of node a:            %s" %
+                  joined_account)
 
 
 if __name__ == "__main__":

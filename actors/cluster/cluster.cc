@@ -391,6 +391,13 @@ Status Cluster::SumAcrossNodes(std::vector<double>* values,
   return Status::Ok();
 }
 
+Status Cluster::FailTogether() {
+  PAREX_RETURN_IF_ERROR(Barrier("failing together"));
+  std::lock_guard<std::mutex> lock(impl_->shared->mu);
+  impl_->shared->leaving = true;
+  return Status::Ok();
+}
+
 Status Cluster::Leave() {
   PAREX_RETURN_IF_ERROR(Barrier("leave"));
   {

@@ -92,6 +92,12 @@ class Cluster {
   // (waiting up to 500 ms for each to acknowledge), so that they name
   // the reason, not just a node that went.
   void AnnounceFailure(const Status& error);
+  // This node is about to exit with an error every node reached at the same
+  // point from the same values (a diverged loss): a barrier, after which a
+  // peer that goes is no longer lost. No node's exit then interrupts a peer
+  // still finishing the call the error came from; each reports its own.
+  // An error (a peer that did not agree, or is gone) means: announce.
+  Status FailTogether();
   // What this node knows about a failed cross-node call #seq: the lost
   // nodes, else a stall report (which nodes had not joined the call, asked
   // of each over the nodes' connections).

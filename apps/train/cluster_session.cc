@@ -68,9 +68,13 @@ void ClusterSession::ClearLostHandler() {
   if (cluster_ != nullptr) cluster_->SetLostHandler(nullptr);
 }
 
-void ClusterSession::FailAndExit(const Status& status, int code) {
+void ClusterSession::FailAndExit(const Status& status, int code, bool agreed) {
   Fail(cmd_, status, code);
-  cluster_->AnnounceFailure(status);
+  // When ending together fails (a peer did not agree after all, or is
+  // gone), the peers are told.
+  if (!agreed || !cluster_->FailTogether().ok()) {
+    cluster_->AnnounceFailure(status);
+  }
   std::fflush(nullptr);
   std::_Exit(code);
 }

@@ -60,8 +60,11 @@ class ClusterSession {
   void ClearLostHandler();
 
   // Prints `status` as the command's error, tells the peers, and ends the
-  // process with `code`.
-  [[noreturn]] void FailAndExit(const Status& status, int code);
+  // process with `code`. An `agreed` failure is one every node reaches at
+  // the same point from the same values (a diverged loss): the nodes end
+  // together instead (Cluster::FailTogether), each with its own error.
+  [[noreturn]] void FailAndExit(const Status& status, int code,
+                                bool agreed = false);
 
   // Rank 0's persistables `names` in `scope` on every node.
   Status BroadcastPersistables(Scope* scope,

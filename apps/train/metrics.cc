@@ -57,6 +57,7 @@ StatusOr<int> MetricsWindow::Settle(Cluster* cluster) {
   for (const StepMetrics& m : pending_) {
     if (!std::isfinite(m.loss)) {
       pending_.clear();
+      diverged_ = true;
       return Internal("the loss is " + std::to_string(m.loss) + " at epoch " +
                       std::to_string(m.epoch) + ", step " +
                       std::to_string(m.batch) +

@@ -54,6 +54,9 @@ class MetricsWindow {
   // them to the epoch's sums and the lines. Returns the signal that stops
   // every node after this settle, 0 for none.
   StatusOr<int> Settle(Cluster* cluster);
+  // Settle found a loss that is not finite. Across nodes every node finds it
+  // at the same step, from the same sums: the failure is agreed.
+  bool diverged() const { return diverged_; }
 
   // A new epoch: its sums start from zero.
   void StartEpoch();
@@ -77,6 +80,7 @@ class MetricsWindow {
   const int world_;
   const bool keep_lines_;
   std::vector<StepMetrics> pending_;
+  bool diverged_ = false;
   double loss_sum_ = 0, acc_sum_ = 0;
   std::vector<double> fetch_sums_;  // of this epoch
   int64_t steps_ = 0;

@@ -83,7 +83,9 @@ TrainSession::~TrainSession() {
 }
 
 int TrainSession::Failed(const Status& status) {
-  if (cluster_ != nullptr) cluster_->FailAndExit(status, kExitRuntime);
+  if (cluster_ != nullptr) {
+    cluster_->FailAndExit(status, kExitRuntime, metrics_.diverged());
+  }
   return Fail(cmd_, status);
 }
 

@@ -236,8 +236,10 @@ void AddNode(CLI::App* app, Commands* c) {
   nd->add_option("--topology", c->node.topology,
                  "the cluster's topology file (text protobuf)")
       ->required();
-  nd->add_option("--node", c->node.node, "this node's name in the topology")
-      ->required();
+  nd->add_option("--node", c->node.node,
+                 "this node's name in the topology (under mpirun with a "
+                 "topology of collective MPI: the node of the process's rank "
+                 "when left out)");
   AddTrainOptions(nd, &c->node, &c->node_flags);
   nd->footer(
       "The places are the node's in the topology; the global --batch is split "

@@ -128,13 +128,15 @@ class TopologyReader {
     if (proto_.node_size() == 0) {
       return InvalidArgument(path_ + ": no node { ... } listed");
     }
-    if (proto_.collective() != topology::Topology::GLOO) {
+    if (proto_.collective() != topology::Topology::GLOO &&
+        proto_.collective() != topology::Topology::MPI) {
       return InvalidArgument(
           At("collective") + ": collective " +
           topology::Topology::Backend_Name(proto_.collective()) +
-          " is not supported yet (GLOO is)");
+          " is not supported yet (GLOO and MPI are)");
     }
-    topo_.backend = "gloo";
+    topo_.backend =
+        proto_.collective() == topology::Topology::MPI ? "mpi" : "gloo";
     return Status::Ok();
   }
 
@@ -196,6 +198,12 @@ class TopologyReader {
     }
     PAREX_RETURN_IF_ERROR(ReadAddress(n, lines, label, &node));
     node.pserver = n.role() == topology::Node::PSERVER;
+    if (node.pserver && topo_.backend == "mpi") {
+      return InvalidArgument(
+          FieldAt(lines, "role") + ": " + label +
+          ": role PSERVER: parameter servers talk over Gloo (collective "
+          "GLOO); collective MPI carries all-reduce training only");
+    }
     if (node.pserver && !allow_pservers_) {
       return InvalidArgument(
           FieldAt(lines, "role") + ": " + label +

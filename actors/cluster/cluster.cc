@@ -13,6 +13,7 @@
 #include "actors/cluster/peer_handshake.h"
 #include "actors/cluster/tls_material.h"
 #include "actors/comm/hierarchical_communicator.h"
+#include "actors/comm/mpi_communicator.h"
 #include "base/digest.h"
 #include "base/logging.h"
 
@@ -55,9 +56,10 @@ void Cluster::Impl::Witness(const caf::actor& actor) {
 Cluster::Impl::~Impl() {
   {
     std::lock_guard<std::mutex> lock(mu);
-    gloo_target.reset();
+    cross_target.reset();
     on_lost = nullptr;
   }
+  cross.reset();
   gloo.reset();
   if (system == nullptr) return;
   {
@@ -236,11 +238,34 @@ Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
           std::chrono::milliseconds(topology.collective_timeout_ms), names);
   if (!connected.ok()) return connected.status();
   gloo = *connected;
-  // Progress for the peers' stall reports, and what this node knows added
-  // to a failed call.
-  gloo->SetObserver([shared = shared.get()](int64_t seq, Collective collective,
-                                            std::string_view name,
-                                            bool entering) {
+  gloo->SetObserver(Observer());
+  gloo->SetExplainer([cluster](const GlooCommunicator::Failure& f) {
+    return cluster->Explain(f.seq, f.timed_out);
+  });
+  cross = gloo;
+  std::lock_guard<std::mutex> lock(mu);
+  cross_target = cross;
+  return Status::Ok();
+}
+
+Status Cluster::Impl::ConnectMpi() {
+  std::vector<std::string> names;
+  for (const TopologyNode& n : topology.nodes)
+    names.push_back("node '" + n.name + "'");
+  PAREX_ASSIGN_OR_RETURN(
+      std::shared_ptr<MpiCommunicator> mpi,
+      MpiCommunicator::Connect(rank, static_cast<int>(topology.nodes.size()),
+                               std::move(names)));
+  mpi->SetObserver(Observer());
+  cross = mpi;
+  std::lock_guard<std::mutex> lock(mu);
+  cross_target = cross;
+  return Status::Ok();
+}
+
+CollectiveObserver Cluster::Impl::Observer() {
+  return [shared = shared.get()](int64_t seq, Collective collective,
+                                 std::string_view name, bool entering) {
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(shared->mu);
     shared->seq = seq;
@@ -256,13 +281,7 @@ Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
           std::chrono::duration<double>(now - shared->call_began).count();
       (shared->own_calls > 0 ? shared->own_call_s : shared->step_call_s) += s;
     }
-  });
-  gloo->SetExplainer([cluster](const GlooCommunicator::Failure& f) {
-    return cluster->Explain(f.seq, f.timed_out);
-  });
-  std::lock_guard<std::mutex> lock(mu);
-  gloo_target = gloo;
-  return Status::Ok();
+  };
 }
 
 Status Cluster::Impl::NoneLostWhileConnecting() {
@@ -309,7 +328,9 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(
   cluster->clock_offset_us_ = handshake.clock_offset_us();
   cluster->clock_rtt_us_ = handshake.clock_rtt_us();
   impl.StartWatcher(handshake);
-  PAREX_RETURN_IF_ERROR(impl.ConnectGloo(cluster.get()));
+  PAREX_RETURN_IF_ERROR(topology.backend == "mpi"
+                            ? impl.ConnectMpi()
+                            : impl.ConnectGloo(cluster.get()));
   // A peer lost before now (during the rendezvous) interrupts it too.
   PAREX_RETURN_IF_ERROR(impl.NoneLostWhileConnecting());
   return cluster;
@@ -319,7 +340,7 @@ Cluster::~Cluster() = default;
 
 std::shared_ptr<Communicator> Cluster::MakeCommunicator() const {
   return std::make_shared<HierarchicalCommunicator>(
-      node().places, impl_->gloo, world_places(), first_place());
+      node().places, impl_->cross, world_places(), first_place());
 }
 
 std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
@@ -337,7 +358,7 @@ std::shared_ptr<Communicator> Cluster::MakePserverCommunicator(
       std::move(trainers), std::move(shards), max_staleness);
 }
 
-Communicator& Cluster::cross() const { return *impl_->gloo; }
+Communicator& Cluster::cross() const { return *impl_->cross; }
 
 // While alive, the Gloo calls this thread makes are the cluster's own (the
 // observer's account, Cluster::collective_time).
@@ -374,7 +395,7 @@ Status Cluster::BroadcastPersistables(Scope* scope,
     }
     Tensor* t = var->GetMutableTensor();
     PlaceTensors one = {t};
-    PAREX_RETURN_IF_ERROR(impl_->gloo->Broadcast("init:" + name, one, 0));
+    PAREX_RETURN_IF_ERROR(impl_->cross->Broadcast("init:" + name, one, 0));
   }
   return Status::Ok();
 }
@@ -385,7 +406,7 @@ Status Cluster::SumAcrossNodes(std::vector<double>* values,
   Tensor t(DType::kFP64, {static_cast<int64_t>(values->size())});
   std::copy(values->begin(), values->end(), t.data<double>());
   PlaceTensors one = {&t};
-  PAREX_RETURN_IF_ERROR(impl_->gloo->AllReduce(what, one));
+  PAREX_RETURN_IF_ERROR(impl_->cross->AllReduce(what, one));
   std::copy(t.data<double>(), t.data<double>() + values->size(),
             values->begin());
   return Status::Ok();
@@ -409,7 +430,8 @@ Status Cluster::Leave() {
     caf::anon_send_exit(impl_->watcher, caf::exit_reason::user_shutdown);
     impl_->watcher = nullptr;
   }
-  if (size() == 1) return Status::Ok();
+  // Gloo's connections only: MPI's finalize at exit waits for every rank.
+  if (size() == 1 || impl_->gloo == nullptr) return Status::Ok();
   CafStore store(*impl_->system, impl_->holder, impl_->token, "leave/",
                  std::chrono::milliseconds(topology_.connect_timeout_ms));
   try {

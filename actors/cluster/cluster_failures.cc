@@ -42,10 +42,10 @@ void Cluster::Impl::OnLost(const std::string& node, const std::string& why) {
   const Status status =
       Aborted(who + " was lost: " + why + "; " + label + " stopped " + where);
   LogError(Subsystem::kNode, status.message());
-  std::shared_ptr<GlooCommunicator> target;
+  std::shared_ptr<Communicator> target;
   {
     std::lock_guard<std::mutex> lock(mu);
-    target = gloo_target;
+    target = cross_target;
   }
   if (target != nullptr) target->Interrupt(status);
   // Under the lock: SetLostHandler(nullptr) returns only once no handler

@@ -55,6 +55,13 @@ struct Cluster::Impl {
   // (Explain). Each Gloo wait is bounded by connect_timeout_ms (the store)
   // and collective_timeout_ms (the calls).
   Status ConnectGloo(Cluster* cluster);
+  // MPI instead (a topology of collective MPI: nodes started by mpirun,
+  // each the topology's node of its rank); the cluster's other traffic
+  // stays on CAF.
+  Status ConnectMpi();
+  // Progress for the peers' stall reports and the step account: each
+  // cross-node call's number, name and time (the backends' observer).
+  CollectiveObserver Observer();
   // Fails when a peer was lost before Gloo was connected.
   Status NoneLostWhileConnecting();
 
@@ -94,10 +101,13 @@ struct Cluster::Impl {
   caf::actor watcher;  // monitors the peers once the handshake is done
   // What a lost peer interrupts (set once they exist; `mu` guards them).
   std::mutex mu;
-  std::shared_ptr<GlooCommunicator> gloo_target;
+  std::shared_ptr<Communicator> cross_target;
   std::function<void(const Status&)> on_lost;
   std::shared_ptr<NodeShared> shared;
   std::map<std::string, caf::actor> peers;  // name -> node actor
+  // The nodes' collectives (one rank per node): Gloo's or MPI's; `gloo`
+  // is set for Gloo only (parameter servers need its point to point).
+  std::shared_ptr<Communicator> cross;
   std::shared_ptr<GlooCommunicator> gloo;
   uint16_t port = 0;
   caf::actor holder;  // rank 0's node actor (the rendezvous keys)

@@ -53,6 +53,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -78,6 +79,11 @@ inline const char* CollectiveName(Collective c) {
   }
   return "?";
 }
+
+// Hears each cross-node call begin (entering) and end: its number (the
+// same on every rank: calls are made in one order), kind and name.
+using CollectiveObserver = std::function<void(
+    int64_t seq, Collective collective, std::string_view name, bool entering)>;
 
 // The tensors of one variable on the local places of a call: entry i is the
 // tensor of local place i (rank first_local_rank() + i). Not owned.

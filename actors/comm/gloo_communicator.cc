@@ -15,6 +15,7 @@
 #include <exception>
 #include <utility>
 
+#include "actors/comm/cross_node_calls.h"
 #include "base/text.h"
 
 namespace parex {
@@ -232,88 +233,26 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
 
 Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
                                  TensorGroups groups, int root) {
-  if (root < 0 || root >= size_) {
-    return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                           std::string(name) + "': root rank " +
-                           std::to_string(root) + " is not in 0.." +
-                           std::to_string(size_ - 1));
-  }
-  DType dtype = DType::kUndefined;
-  int64_t count = 0;
-  for (const PlaceTensors& group : groups) {
-    if (group.size() != 1 || group[0] == nullptr || !group[0]->defined()) {
-      return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                             std::string(name) +
-                             "' across nodes: each group needs " +
-                             "one defined tensor of this rank");
-    }
-    const Tensor& t = *group[0];
-    if (dtype == DType::kUndefined) dtype = t.dtype();
-    if (t.dtype() != dtype) {
-      return InvalidArgument(std::string(CollectiveName(collective)) + " '" +
-                             std::string(name) + "': a fused bucket mixes " +
-                             DTypeName(dtype) + " and " + DTypeName(t.dtype()));
-    }
-    count += t.numel();
-  }
-  if (count == 0) return Status::Ok();  // every rank passes the same counts
-  if (count > INT_MAX) {
-    return OutOfRange(std::string(CollectiveName(collective)) + " '" +
-                      std::string(name) + "': " + std::to_string(count) +
-                      " elements are more than one Gloo call takes (2^31 - 1)");
-  }
+  PAREX_ASSIGN_OR_RETURN(
+      const CrossCall call,
+      CheckCrossCall(collective, name, groups, root, size_, "Gloo"));
+  if (call.count == 0) return Status::Ok();  // every rank passes the same
   if (collective == Collective::kBroadcast)
-    return BroadcastOnce(name, groups, root, dtype, count);
-  if (dtype != DType::kFP32 && dtype != DType::kFP64 &&
-      dtype != DType::kInt32 && dtype != DType::kInt64) {
-    return InvalidArgument(
-        std::string(CollectiveName(collective)) + " '" + std::string(name) +
-        "': dtype " + DTypeName(dtype) +
-        " cannot be summed across nodes (fp32, fp64, int32, int64 can)");
-  }
-
-  if (static_cast<size_t>(count) * SizeOf(dtype) <= direct_max_bytes()) {
-    return AllReduceDirect(collective, name, groups, root, dtype, count);
+    return BroadcastOnce(name, groups, root, call.dtype, call.count);
+  PAREX_RETURN_IF_ERROR(CheckSummable(collective, name, call.dtype));
+  if (static_cast<size_t>(call.count) * SizeOf(call.dtype) <=
+      direct_max_bytes()) {
+    return AllReduceDirect(collective, name, groups, root, call.dtype,
+                           call.count);
   }
   // An all-reduce leaves each tensor viewing its range of the staging
-  // memory the algorithm was built over (dims and LoD kept), so the next
-  // call on tensors written in place (a gradient, each step) copies
-  // nothing; a tensor that holds other memory again is copied in.
-  PAREX_ASSIGN_OR_RETURN(Entry * entry, EntryFor(collective, name, dtype, count,
-                                                 groups[0][0]->place()));
+  // memory the algorithm was built over (cross_node_calls.h).
+  PAREX_ASSIGN_OR_RETURN(Entry * entry,
+                         EntryFor(collective, name, call.dtype, call.count,
+                                  groups[0][0]->place()));
   const bool alias = collective == Collective::kAllReduce;
-  char* const base = static_cast<char*>(entry->staging.raw_data());
-  bool in_place = alias;
-  size_t at = 0;
-  for (const PlaceTensors& group : groups) {
-    in_place = in_place && group[0]->raw_data() == base + at;
-    at += group[0]->bytes();
-  }
-  if (alias && !in_place) {
-    // Copying in would overwrite what tensors of an earlier call still
-    // view: a collective name stands for one set of tensors (the
-    // executor's collective op handles do).
-    long passed = 0;
-    for (const PlaceTensors& group : groups) {
-      if (group[0]->SharesBufferWith(entry->staging)) ++passed;
-    }
-    if (entry->staging.buffer_holders() > 1 + passed) {
-      return FailedPrecondition(std::string(CollectiveName(collective)) + " '" +
-                                std::string(name) +
-                                "' across nodes: called with other tensors "
-                                "while the tensors of its last call still "
-                                "view its memory (a collective name must stand "
-                                "for one set of tensors)");
-    }
-  }
-  if (!in_place) {
-    at = 0;
-    for (const PlaceTensors& group : groups) {
-      const size_t bytes = group[0]->bytes();
-      if (bytes > 0) std::memcpy(base + at, group[0]->raw_data(), bytes);
-      at += bytes;
-    }
-  }
+  PAREX_ASSIGN_OR_RETURN(const bool in_place, StageIn(collective, name, groups,
+                                                      entry->staging, alias));
   try {
     entry->algorithm->run();
   } catch (const std::exception& e) {
@@ -321,23 +260,7 @@ Status GlooCommunicator::RunCall(Collective collective, std::string_view name,
   }
   if (in_place || (collective == Collective::kReduce && rank_ != root))
     return Status::Ok();
-  at = 0;
-  int64_t element = 0;
-  for (const PlaceTensors& group : groups) {
-    Tensor& t = *group[0];
-    const size_t bytes = t.bytes();
-    if (alias) {
-      const Dims dims = t.dims();
-      LoD lod = t.lod();
-      t.ViewElements(entry->staging, element, element + t.numel());
-      t.Reshape(dims);
-      t.set_lod(std::move(lod));
-    } else if (bytes > 0) {
-      std::memcpy(t.raw_data(), base + at, bytes);
-    }
-    at += bytes;
-    element += t.numel();
-  }
+  StageOut(groups, entry->staging, alias);
   return Status::Ok();
 }
 

@@ -157,8 +157,7 @@ class GlooCommunicator final : public Communicator {
   }
   // Hears every call begin (entering) and end: its number, kind and name.
   // Set before the first call; called on the calling thread.
-  using Observer = std::function<void(int64_t seq, Collective collective,
-                                      std::string_view name, bool entering)>;
+  using Observer = CollectiveObserver;
   void SetObserver(Observer observer) { observer_ = std::move(observer); }
 
  private:

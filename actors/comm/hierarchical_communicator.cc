@@ -14,6 +14,7 @@ HierarchicalCommunicator::HierarchicalCommunicator(
       world_size_(world_size),
       first_local_rank_(first_local_rank) {
   PAREX_CHECK(cross_ != nullptr && cross_->local_size() == 1);
+  backend_ = std::string("in_process+") + cross_->backend();
 }
 
 Place HierarchicalCommunicator::place(int rank) const {

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "actors/comm/communicator.h"
@@ -45,7 +46,8 @@ class HierarchicalCommunicator final : public Communicator {
                            std::shared_ptr<Communicator> cross, int world_size,
                            int first_local_rank);
 
-  const char* backend() const override { return "in_process+gloo"; }
+  // "in_process+gloo", "in_process+mpi".
+  const char* backend() const override { return backend_.c_str(); }
   int world_size() const override { return world_size_; }
   int local_size() const override { return local_.world_size(); }
   int first_local_rank() const override { return first_local_rank_; }
@@ -70,6 +72,7 @@ class HierarchicalCommunicator final : public Communicator {
 
   InProcessCommunicator local_;
   std::shared_ptr<Communicator> cross_;
+  std::string backend_;
   int world_size_;
   int first_local_rank_;
   // The root's tensor of each group, rebuilt per call (capacity kept).

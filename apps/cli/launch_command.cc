@@ -327,6 +327,17 @@ int RunLaunch(const LaunchOptions& o) {
   StatusOr<Topology> topology =
       LoadTopology(o.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
+  if (topology->backend == "mpi") {
+    // mpirun gives each process its rank and MPI's connections.
+    return Fail(cmd,
+                InvalidArgument(o.topology +
+                                ": collective MPI: its nodes are started by "
+                                "mpirun, not parex launch (mpirun -np " +
+                                std::to_string(topology->nodes.size()) +
+                                " parex node " + "--topology " + o.topology +
+                                " [training options])"),
+                kExitUsage);
+  }
   bool no_pin = false;
   StatusOr<std::vector<std::string>> node_args = NodeArgs(o, &no_pin);
   if (!node_args.ok()) return Fail(cmd, node_args.status(), kExitUsage);

@@ -2,9 +2,11 @@
 // (its places, the job: an example or a user's program, its outputs; for a
 // node, its cluster) and hands the run to a TrainSession (apps/train/).
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "actors/comm/mpi_communicator.h"
 #include "apps/cli/cli.h"
 #include "apps/cli/program_job.h"
 #include "apps/reader.h"
@@ -30,6 +32,44 @@ StatusOr<int> NodeRank(const Topology& topology, const std::string& node) {
     names += (names.empty() ? "" : ", ") + n.name;
   return NotFound(topology.path + ": no node '" + node + "' (nodes: " + names +
                   ")");
+}
+
+// The node this process is: `node` (--node), else, under mpirun with a
+// topology of collective MPI, the node of the process's rank. Under MPI
+// the rank and the node must agree (MPI's ranks are the topology's).
+StatusOr<std::string> NodeOfMpirunRank(const Topology& topology,
+                                       const std::string& node) {
+  const std::optional<MpirunRank> started = StartedByMpirun();
+  if (topology.backend == "mpi" && !started.has_value()) {
+    return FailedPrecondition(
+        topology.path + ": collective MPI: its nodes are started by mpirun (" +
+        "mpirun -np " + std::to_string(topology.nodes.size()) +
+        " parex node --topology FILE ...; each process is the node of its "
+        "rank)");
+  }
+  if (topology.backend != "mpi") {
+    if (node.empty()) {
+      return InvalidArgument(
+          "--node is required (it may be left out only under mpirun, with a "
+          "topology of collective MPI)");
+    }
+    return node;
+  }
+  if (started->size != static_cast<int>(topology.nodes.size())) {
+    return InvalidArgument(
+        topology.path + ": " + std::to_string(topology.nodes.size()) +
+        " nodes, but mpirun started " + std::to_string(started->size) +
+        " processes (mpirun -np " + std::to_string(topology.nodes.size()) +
+        ")");
+  }
+  const std::string& mine = topology.nodes[started->rank].name;
+  if (!node.empty() && node != mine) {
+    return InvalidArgument(
+        "--node " + node + ": mpirun started this process as rank " +
+        std::to_string(started->rank) + ", which is node '" + mine + "' in " +
+        topology.path + " (leave --node out under mpirun)");
+  }
+  return mine;
 }
 
 // Parameter-server training (a topology with pserver nodes): the program
@@ -161,10 +201,14 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
 
 int RunTrain(const TrainOptions& o) { return TrainMain("train", o, nullptr); }
 
-int RunNode(const TrainOptions& o) {
+int RunNode(const TrainOptions& options) {
   StatusOr<Topology> topology =
-      LoadTopology(o.topology, /*allow_pservers=*/true);
+      LoadTopology(options.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail("node", topology.status(), kExitUsage);
+  TrainOptions o = options;
+  StatusOr<std::string> node = NodeOfMpirunRank(*topology, o.node);
+  if (!node.ok()) return Fail("node", node.status(), kExitUsage);
+  o.node = *node;
   return TrainMain("node", o, &*topology);
 }
 

@@ -90,11 +90,14 @@ std::string ScratchDir(const std::string& name) {
   return dir.string();
 }
 
-CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd) {
+CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd,
+                const std::vector<std::string>& prefix) {
   fs::create_directories(cwd);
   const std::string out = (fs::path(cwd) / ".stdout").string();
   const std::string err = (fs::path(cwd) / ".stderr").string();
-  std::string cmd = "cd " + Quote(cwd) + " && timeout 240 " + Quote(PAREX_CLI);
+  std::string cmd = "cd " + Quote(cwd) + " && timeout 240";
+  for (const std::string& p : prefix) cmd += " " + Quote(p);
+  cmd += " " + Quote(PAREX_CLI);
   for (const std::string& a : args) cmd += " " + Quote(a);
   cmd += " </dev/null >" + Quote(out) + " 2>" + Quote(err);
   const int status = std::system(cmd.c_str());
@@ -218,6 +221,16 @@ std::string ParametersDigest(const std::string& output) {
   const size_t at = output.find(key);
   if (at == std::string::npos) return "";
   return output.substr(at + key.size(), 64);
+}
+
+std::vector<std::string> ParameterDigests(const std::string& output) {
+  const std::string key = "parameters      sha256 ";
+  std::vector<std::string> digests;
+  for (size_t at = output.find(key); at != std::string::npos;
+       at = output.find(key, at + key.size())) {
+    digests.push_back(output.substr(at + key.size(), 64));
+  }
+  return digests;
 }
 
 std::string UndisturbedDigest(const std::string& topology,

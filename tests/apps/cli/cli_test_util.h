@@ -18,8 +18,10 @@ struct CliRun {
 };
 
 // Runs `parex args...` with the working directory `cwd` (created when
-// missing), stdin from /dev/null, under a 240 s timeout(1).
-CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd);
+// missing), stdin from /dev/null, under a 240 s timeout(1); `prefix` runs
+// it (mpirun -np 2, say).
+CliRun RunParex(const std::vector<std::string>& args, const std::string& cwd,
+                const std::vector<std::string>& prefix = {});
 
 // A command that must fail: its exit code and a piece of its stderr.
 struct BadRun {
@@ -106,6 +108,8 @@ int PortOf(const std::string& topology, char node);
 // The trainable parameters' sha256 that `parex train`/`node` printed in
 // `output` ("" when it printed none).
 std::string ParametersDigest(const std::string& output);
+// Every such sha256 in `output` (the nodes of a launch), in order.
+std::vector<std::string> ParameterDigests(const std::string& output);
 
 // The parameters' sha256 after `parex launch --topology T --no-progress
 // train...` in `cwd`: a run nobody disturbed ("" with a gtest failure when

@@ -31,17 +31,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 
 // The digest each node printed ("[a] parameters      sha256 ...").
-std::vector<std::string> Digests(const std::string& out) {
-  std::vector<std::string> digests;
-  std::istringstream in(out);
-  std::string line;
-  while (std::getline(in, line)) {
-    const size_t at = line.find("parameters      sha256 ");
-    if (at != std::string::npos) digests.push_back(line.substr(at + 23, 64));
-  }
-  return digests;
-}
-
 // A "step account" line of parex train / node (ms a step).
 struct StepAccount {
   double total = 0, compute = 0, collectives = 0, waiting = 0, other = 0,
@@ -119,12 +108,12 @@ TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
   for (int s = 0; s < c.steps; ++s) {
     EXPECT_NEAR(got[s], want[s], 1e-5 * std::abs(want[s])) << "step " << s + 1;
   }
-  const std::vector<std::string> digests = Digests(nodes.out);
+  const std::vector<std::string> digests = ParameterDigests(nodes.out);
   ASSERT_EQ(digests.size(), c.places.size()) << nodes.out;
   for (const std::string& d : digests) EXPECT_EQ(d, digests[0]);
   if (c.places.size() == 2 && c.places[0] == c.places[1] && c.places[0] == 1) {
     // Two ranks of one place: the very sums of one process, so the very bits.
-    const std::vector<std::string> single = Digests(one.out);
+    const std::vector<std::string> single = ParameterDigests(one.out);
     ASSERT_EQ(single.size(), 1u);
     EXPECT_EQ(digests[0], single[0]);
   }

@@ -92,8 +92,8 @@ TEST_P(PserverTrainTest, TrainsAsCollectiveModeWithTheSameTrainerPlaces) {
     EXPECT_THAT(ps.out, ::testing::Not(HasSubstr("[p0]   evaluation")));
   }
   // Every node, pservers included, ends with collective mode's parameters.
-  const std::vector<std::string> ps_digests = Digests(ps.out);
-  const std::vector<std::string> coll_digests = Digests(coll.out);
+  const std::vector<std::string> ps_digests = ParameterDigests(ps.out);
+  const std::vector<std::string> coll_digests = ParameterDigests(coll.out);
   ASSERT_EQ(ps_digests.size(), c.places.size() + c.pservers);
   ASSERT_EQ(coll_digests.size(), c.places.size());
   for (const std::string& d : ps_digests) EXPECT_EQ(d, coll_digests[0]);
@@ -185,7 +185,7 @@ TEST(PserverFailureTest, AKilledPserverEndsEveryNodeAndResumeReproduces) {
     EXPECT_NEAR(got[s], want[s], 1e-5 * std::max(1.0, std::abs(want[s])))
         << "step " << s + 1;
   }
-  EXPECT_EQ(Digests(resumed.out), Digests(uninterrupted.out));
+  EXPECT_EQ(ParameterDigests(resumed.out), ParameterDigests(uninterrupted.out));
 }
 
 // The "test accuracy" a launch's node `node` printed, or -1.
@@ -221,7 +221,7 @@ TEST(PserverAsyncTest, StalenessTwoReachesSyncsTestAccuracyWithinOnePercent) {
   EXPECT_GE(got, want * 0.99) << async.out;
   // The nodes end with one model (the digest check), and staleness changed
   // the trajectory: the digests of the two modes differ.
-  EXPECT_NE(Digests(sync.out)[0], Digests(async.out)[0]);
+  EXPECT_NE(ParameterDigests(sync.out)[0], ParameterDigests(async.out)[0]);
 }
 
 // Async mode drains what is in flight at each checkpoint (every 20 steps):
@@ -260,7 +260,7 @@ TEST(PserverAsyncTest, ResumeFromACheckpointReproducesTheRun) {
   EXPECT_THAT(rest.out, HasSubstr("resuming from ck/ckpt-40"));
   EXPECT_EQ(Losses(dir + "/parts.jsonl"), Losses(dir + "/whole.jsonl"));
   EXPECT_EQ(Losses(dir + "/whole.jsonl").size(), 60u);
-  EXPECT_EQ(Digests(rest.out), Digests(whole.out));
+  EXPECT_EQ(ParameterDigests(rest.out), ParameterDigests(whole.out));
 }
 
 // What parameter-server training refuses, each by name: a first node that

@@ -34,16 +34,4 @@ inline std::string PserverTopology(const std::string& dir,
   return path;
 }
 
-// Every node's "parameters sha256" digest in a launch's output.
-inline std::vector<std::string> Digests(const std::string& out) {
-  std::vector<std::string> digests;
-  size_t at = 0;
-  const std::string key = "parameters      sha256 ";
-  while ((at = out.find(key, at)) != std::string::npos) {
-    at += key.size();
-    digests.push_back(out.substr(at, 64));
-  }
-  return digests;
-}
-
 }  // namespace parex::testing

@@ -38,6 +38,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
+#include <mpi.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -52,6 +53,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -59,6 +61,7 @@
 
 #include "actors/cluster/cluster.h"
 #include "actors/comm/gloo_communicator.h"
+#include "actors/comm/mpi_communicator.h"
 #include "actors/runtime/actor_runner.h"
 #include "bench/allreduce_timing.h"
 #include "proto/topology_io.h"
@@ -72,9 +75,12 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+// "mpi": MPI_Allreduce in place, called directly by the workers of a
+// topology of collective MPI (started by mpirun), where parex's path is its
+// MpiCommunicator.
 const char* const kMethods[] = {"parex", "gloo-ring", "gloo-unbound",
-                                "parex-direct"};
-constexpr int kNumMethods = 4;
+                                "parex-direct", "mpi"};
+constexpr int kNumMethods = 5;
 
 struct Options {
   std::vector<int> ranks = {2, 3};
@@ -84,6 +90,7 @@ struct Options {
   std::string mpirun = "mpirun";
   std::string mpi_peer;  // default: mpi_allreduce_peer beside this program
   bool no_mpi = false;
+  std::string backend = "gloo";  // the topology's collective: gloo or mpi
   // Worker mode.
   bool worker = false;
   std::string topology, node, store;
@@ -96,8 +103,13 @@ int Worker(const Options& o) {
     std::fprintf(stderr, "%s\n", topology.status().ToString().c_str());
     return 1;
   }
-  StatusOr<std::unique_ptr<Cluster>> joined = Cluster::Join(
-      *topology, o.node, {{"program", "cluster_allreduce_bench"}});
+  // Under mpirun (collective MPI) each worker is the node of its rank.
+  const bool mpi = topology->backend == "mpi";
+  const std::optional<MpirunRank> started = StartedByMpirun();
+  const std::string node =
+      mpi && started ? topology->nodes[started->rank].name : o.node;
+  StatusOr<std::unique_ptr<Cluster>> joined =
+      Cluster::Join(*topology, node, {{"program", "cluster_allreduce_bench"}});
   if (!joined.ok()) {
     std::fprintf(stderr, "%s\n", joined.status().ToString().c_str());
     return 1;
@@ -117,7 +129,13 @@ int Worker(const Options& o) {
   std::shared_ptr<gloo::transport::Device> device =
       gloo::transport::tcp::CreateDevice(attr);
   context->connectFullMesh(store, device);
+  // Under mpirun MPI's barrier (microseconds, so the ranks start each
+  // batch together), else Gloo's.
   auto barrier = [&] {
+    if (mpi) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      return;
+    }
     gloo::BarrierOptions b(context);
     gloo::barrier(b);
   };
@@ -126,10 +144,12 @@ int Worker(const Options& o) {
   // all-reducing the same gradient: one step is one batch, as a training
   // step issues its gradients' collectives one after another.
   Tensor parex_buffer, direct_buffer;
+  std::vector<float> mpi_buffer;
+  const int num_methods = mpi ? kNumMethods : kNumMethods - 1;
   int64_t step = 0;
   auto make_runner = [&](int ops) -> StatusOr<std::unique_ptr<ActorRunner>> {
     auto graph = std::make_shared<TaskGraph>();
-    graph->communicators.push_back({"gloo", true});
+    graph->communicators.push_back({comm.backend(), comm.blocking()});
     for (int i = 0; i < ops; ++i) {
       TaskNode node;
       node.label = "all_reduce bench #" + std::to_string(i);
@@ -143,7 +163,14 @@ int Worker(const Options& o) {
     };
     PAREX_RETURN_IF_ERROR(graph->Finalize());
     ActorRunnerOptions runner_options;
-    runner_options.num_threads = 2;
+    // Under mpirun (collective MPI, whose calls run on the workers), each
+    // process's share of the cores, as parex node takes by default.
+    runner_options.num_threads =
+        mpi && started
+            ? std::max(1,
+                       static_cast<int>(std::thread::hardware_concurrency()) /
+                           started->local_size)
+            : 2;
     return ActorRunner::Create(graph, runner_options);
   };
 
@@ -158,9 +185,10 @@ int Worker(const Options& o) {
     parex_buffer = Tensor(DType::kFP32, {count});
     direct_buffer = Tensor(DType::kFP32, {count});
     std::vector<float> raw(count), ring_buffer(count);
+    mpi_buffer.resize(count);
     for (int64_t i = 0; i < count; ++i) {
       parex_buffer.data<float>()[i] = direct_buffer.data<float>()[i] = raw[i] =
-          ring_buffer[i] = 1.0f / (1 + i % 7);
+          ring_buffer[i] = mpi_buffer[i] = 1.0f / (1 + i % 7);
     }
     gloo::rendezvous::PrefixStore ring_store("ring" + std::to_string(bytes),
                                              file_store);
@@ -176,6 +204,11 @@ int Worker(const Options& o) {
       }
       if (method == 3)
         return comm.AllReduce("direct", PlaceTensors{&direct_buffer});
+      if (method == 4) {
+        MPI_Allreduce(MPI_IN_PLACE, mpi_buffer.data(), static_cast<int>(count),
+                      MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        return Status::Ok();
+      }
       gloo::AllreduceOptions a(context);
       a.setOutput(raw.data(), raw.size());
       a.setReduceFunction(
@@ -187,8 +220,8 @@ int Worker(const Options& o) {
     };
     std::vector<double> seconds[kNumMethods];
     for (int round = -1; round < o.rounds; ++round) {  // round -1: warm-up
-      for (int k = 0; k < kNumMethods; ++k) {
-        const int method = (k + std::max(round, 0)) % kNumMethods;
+      for (int k = 0; k < num_methods; ++k) {
+        const int method = (k + std::max(round, 0)) % num_methods;
         barrier();
         const auto start = Clock::now();
         for (int i = 0; i < (method == 0 ? 1 : ops); ++i) {
@@ -205,7 +238,7 @@ int Worker(const Options& o) {
       }
     }
     if (rank == 0) {
-      for (int m = 0; m < kNumMethods; ++m) {
+      for (int m = 0; m < num_methods; ++m) {
         std::printf("%lld %s %.9g\n", static_cast<long long>(bytes),
                     kMethods[m], bench::Median(seconds[m]));
       }
@@ -292,8 +325,9 @@ int Driver(const Options& o, const std::string& self) {
       o.mpi_peer.empty()
           ? (fs::path(self).parent_path() / "mpi_allreduce_peer").string()
           : o.mpi_peer;
-  const bool mpi = !o.no_mpi && fs::exists(peer);
-  if (!o.no_mpi && !mpi) {
+  const bool backend_mpi = o.backend == "mpi";
+  const bool mpi = !o.no_mpi && !backend_mpi && fs::exists(peer);
+  if (!o.no_mpi && !backend_mpi && !mpi) {
     std::printf(
         "(no %s: OpenMPI's column is left out; build with libopenmpi-dev)\n",
         peer.c_str());
@@ -305,6 +339,12 @@ int Driver(const Options& o, const std::string& self) {
   std::printf(
       "busbw = bytes/time * 2(N-1)/N in GB/s; /peer = parex's busbw over the "
       "peer's\n");
+  if (backend_mpi) {
+    std::printf(
+        "collective MPI: workers started by mpirun; parex's path is its MPI "
+        "communicator, mpi = MPI_Allreduce called directly (OpenMPI picks "
+        "the transport: shared memory here)\n");
+  }
   bool all_ok = true;
   for (int n : o.ranks) {
     char tmpl[] = "/tmp/parex_allreduce_XXXXXX";
@@ -319,7 +359,8 @@ int Driver(const Options& o, const std::string& self) {
                     fs::perms::owner_read | fs::perms::owner_write);
     {
       std::ofstream t(dir / "topology.pbtxt");
-      t << "cluster: \"bench\"\nsecret_file: \"secret\"\n";
+      t << "cluster: \"bench\"\nsecret_file: \"secret\"\n"
+        << (backend_mpi ? "collective: MPI\n" : "");
       for (int r = 0; r < n; ++r) {
         t << "node { name: \"r" << r
           << "\" host: \"127.0.0.1\" port: " << testing::FreePort()
@@ -327,7 +368,7 @@ int Driver(const Options& o, const std::string& self) {
       }
     }
     std::vector<pid_t> pids;
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0; r < (backend_mpi ? 1 : n); ++r) {
       std::vector<std::string> args = {
           self,          "--worker",
           "--topology",  (dir / "topology.pbtxt").string(),
@@ -336,6 +377,14 @@ int Driver(const Options& o, const std::string& self) {
           "--min-bytes", std::to_string(o.min_bytes),
           "--max-bytes", std::to_string(o.max_bytes),
           "--rounds",    std::to_string(o.rounds)};
+      if (backend_mpi) {
+        // One mpirun starts the n workers; each is the node of its rank.
+        // Not bound to cores (mpirun's default for 2): Gloo's peer runs a
+        // thread of its own, as in the Gloo rows.
+        args.insert(args.begin(),
+                    {o.mpirun, "--allow-run-as-root", "--oversubscribe",
+                     "--bind-to", "none", "-np", std::to_string(n)});
+      }
       const pid_t pid = Spawn(args, r == 0 ? (dir / "gloo.txt").string() : "");
       if (pid < 0) {
         std::perror("posix_spawn");
@@ -407,6 +456,11 @@ int main(int argc, char** argv) {
   app.add_option("--mpirun", o.mpirun, "OpenMPI's launcher");
   app.add_option("--mpi-peer", o.mpi_peer, "the MPI peer program");
   app.add_flag("--no-mpi", o.no_mpi, "leave OpenMPI out");
+  app.add_option("--backend", o.backend,
+                 "the topology's collective: gloo (parex's Gloo against Gloo "
+                 "and OpenMPI's TCP) or mpi (workers under mpirun: parex's "
+                 "MPI communicator against MPI called directly and Gloo)")
+      ->check(CLI::IsMember({"gloo", "mpi"}));
   app.add_flag("--worker", o.worker)->group("");
   app.add_option("--topology", o.topology)->group("");
   app.add_option("--node", o.node)->group("");

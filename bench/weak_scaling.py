@@ -6,7 +6,9 @@ Each round runs, on this machine and in this order:
     `cpu:P` with B rows a step, pinned to disjoint cores as `parex launch`
     pins its nodes: the no-communication limit;
   - `parex launch` with two nodes of `cpu:P` and a global batch of 2B (B rows
-    a node), which all-reduces the gradients every step.
+    a node), which all-reduces the gradients every step; with
+    `--collective mpi`, the same two nodes in a topology of collective MPI,
+    started by `mpirun -np 2` (each bound to its share of the cores).
 A one-node process prints its own samples/s; each cluster node prints the
 cluster's (the global batch's rows a second). The ratio is the cluster's
 samples/s over the independent pair's sum. Prints every round and the
@@ -14,6 +16,7 @@ median. Nothing is asserted; run it by hand on a quiet machine:
 
     python3 bench/weak_scaling.py [--parex build/apps/parex] [--model fashion_cnn]
         [--places 1,2] [--batch 64] [--steps 200] [--rounds 5]
+        [--collective gloo|mpi]
 """
 import argparse
 import os
@@ -32,9 +35,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def topology(folder, places):
+def topology(folder, places, collective):
     path = os.path.join(folder, "two_nodes_cpu%d.pbtxt" % places)
     lines = ['cluster: "bench"', 'secret_file: "cluster.secret"']
+    if collective == "mpi":
+        lines.append("collective: MPI")
     for name in ("a", "b"):
         lines.append('node { name: "%s" host: "127.0.0.1" port: %d '
                      'places: "cpu:%d" }' % (name, free_port(), places))
@@ -83,14 +88,24 @@ def independent(parex, folder, args, places):
 def cluster(parex, folder, args, places):
     """Two nodes of one cluster: the cluster's samples/s and node a's step
     account."""
-    cmd = [parex, "launch", "--topology", topology(folder, places), "--model",
-           args.model, "--batch", str(2 * args.batch), "--steps",
-           str(args.steps), "--no-progress", "--save", "joined"]
+    path = topology(folder, places, args.collective)
+    train = ["--model", args.model, "--batch", str(2 * args.batch), "--steps",
+             str(args.steps), "--no-progress", "--save", "joined"]
+    if args.collective == "mpi":
+        cores = os.cpu_count() or 1
+        cmd = [args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+               "2", "--map-by", "ppr:2:node:pe=%d" % max(1, cores // 2),
+               "--bind-to", "core", parex, "node", "--topology", path]
+        prefix = ""  # mpirun passes the nodes' output on as it is
+    else:
+        cmd = [parex, "launch", "--topology", path]
+        prefix = "[a] "
+    cmd += train
     out = subprocess.run(cmd, cwd=folder, capture_output=True, text=True,
                          timeout=900)
     if out.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), out.stdout, out.stderr))
-    return rates(out.stdout, "[a] ")[-1], account(out.stdout, "[a] ")
+    return rates(out.stdout, prefix)[-1], account(out.stdout, prefix)
 
 
 def main():
@@ -104,6 +119,9 @@ def main():
     ap.add_argument("--batch", type=int, default=64, help="rows a node")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--collective", choices=("gloo", "mpi"), default="gloo",
+                    help="the cluster's collective (mpi: started by mpirun)")
+    ap.add_argument("--mpirun", default="mpirun")
     args = ap.parse_args()
     parex = os.path.abspath(args.parex)
     with tempfile.TemporaryDirectory() as folder:

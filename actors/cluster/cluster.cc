@@ -210,21 +210,25 @@ void Cluster::Impl::StartWatcher(const PeerHandshake& handshake) {
   Witness(watcher);
 }
 
+Status Cluster::Impl::ChooseHolder() {
+  if (rank != 0) {
+    holder = peers[topology.nodes[0].name];
+    token = tokens[topology.nodes[0].name];
+    return Status::Ok();
+  }
+  StatusOr<std::string> own = RandomBytes(16);
+  if (!own.ok()) return own.status();
+  std::lock_guard<std::mutex> lock(shared->mu);
+  shared->tokens.insert(*own);
+  token = *own;
+  holder = node_actor;
+  return Status::Ok();
+}
+
 Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
   std::vector<std::string> names;
   for (const TopologyNode& n : topology.nodes)
     names.push_back("node '" + n.name + "'");
-  if (rank == 0) {
-    StatusOr<std::string> own = RandomBytes(16);
-    if (!own.ok()) return own.status();
-    std::lock_guard<std::mutex> lock(shared->mu);
-    shared->tokens.insert(*own);
-    token = *own;
-    holder = node_actor;
-  } else {
-    holder = peers[topology.nodes[0].name];
-    token = tokens[topology.nodes[0].name];
-  }
   // One node too: a Gloo context of one rank is what the executor talks to.
   // The communicator keeps the store: each collective's first call meets
   // its peers through it (a Gloo context per collective).
@@ -328,6 +332,7 @@ StatusOr<std::unique_ptr<Cluster>> Cluster::Join(
   cluster->clock_offset_us_ = handshake.clock_offset_us();
   cluster->clock_rtt_us_ = handshake.clock_rtt_us();
   impl.StartWatcher(handshake);
+  PAREX_RETURN_IF_ERROR(impl.ChooseHolder());
   PAREX_RETURN_IF_ERROR(topology.backend == "mpi"
                             ? impl.ConnectMpi()
                             : impl.ConnectGloo(cluster.get()));
@@ -430,8 +435,7 @@ Status Cluster::Leave() {
     caf::anon_send_exit(impl_->watcher, caf::exit_reason::user_shutdown);
     impl_->watcher = nullptr;
   }
-  // Gloo's connections only: MPI's finalize at exit waits for every rank.
-  if (size() == 1 || impl_->gloo == nullptr) return Status::Ok();
+  if (size() == 1) return Status::Ok();
   CafStore store(*impl_->system, impl_->holder, impl_->token, "leave/",
                  std::chrono::milliseconds(topology_.connect_timeout_ms));
   try {
@@ -440,6 +444,23 @@ Status Cluster::Leave() {
   } catch (const std::exception& e) {
     LogWarn(Subsystem::kNode,
             "node '" + node().name + "' leaving: " + e.what());
+    return Status::Ok();
+  }
+  // Rank 0 holds the keys: it goes last, once every node has had its
+  // answers (a reply still on its way when rank 0's system stops is lost,
+  // and its asker would wait out connect_timeout_ms). The others' last word
+  // is not waited for long: rank 0 may go as soon as it has it.
+  CafStore gone(*impl_->system, impl_->holder, impl_->token, "gone/",
+                std::chrono::milliseconds(500));
+  try {
+    if (rank_ != 0) {
+      gone.set(std::to_string(rank_), {'1'});
+    } else {
+      for (int r = 1; r < size(); ++r) gone.get(std::to_string(r));
+    }
+  } catch (const std::exception& e) {
+    LogDebug(Subsystem::kNode,
+             "node '" + node().name + "' leaving: " + e.what());
   }
   return Status::Ok();
 }

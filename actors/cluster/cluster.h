@@ -103,9 +103,11 @@ class Cluster {
   // of each over the nodes' connections).
   std::string Explain(int64_t seq, bool timed_out);
 
-  // The last call: a Gloo barrier, then every node tells rank 0's node actor
-  // it is done with Gloo and waits until all have, so that no node closes
-  // its connections while a peer still reads its last message. Errors of
+  // The last call: a barrier (Gloo's or MPI's), then every node tells rank
+  // 0's node actor it is done and waits until all have, so that no node
+  // closes its connections while a peer still reads its last message (or,
+  // under MPI, sees the connection close before it knew the barrier
+  // ended). Errors of
   // the second part are only logged (training is over).
   Status Leave();
 

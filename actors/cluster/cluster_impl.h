@@ -50,6 +50,9 @@ struct Cluster::Impl {
   // Keeps the handshake's peers and tokens, then starts the watcher: from
   // now on a peer that goes is lost (and named). Waits for nothing.
   void StartWatcher(const PeerHandshake& handshake);
+  // Where the rendezvous keys live: rank 0's node actor (`holder`), and
+  // the token this node shows it.
+  Status ChooseHolder();
   // Gloo, one rank per node, meeting through the rendezvous keys of rank
   // 0's node actor (CafStore); `cluster` answers Gloo's failed calls
   // (Explain). Each Gloo wait is bounded by connect_timeout_ms (the store)

@@ -7,24 +7,30 @@
 #include <utility>
 
 #include "actors/comm/cross_node_calls.h"
+#include "base/config.h"
 
 namespace parex {
 namespace {
 
+// An environment variable as a whole number n with 1 <= n + offset <= limit
+// (a rank: offset 1), or -1 when unset or not one.
+long Number(const char* var, long offset, long limit) {
+  if (!ConfigIsSet(var)) return -1;
+  const std::string text = GetConfig(var);
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || n + offset < 1 || n + offset > limit) {
+    return -1;
+  }
+  return n;
+}
+
 // A rank and size from two environment variables, when both are numbers.
 std::optional<MpirunRank> FromEnvironment(const char* rank_var,
                                           const char* size_var) {
-  const char* r = std::getenv(rank_var);
-  const char* s = std::getenv(size_var);
-  if (r == nullptr || s == nullptr) return std::nullopt;
-  char* end_r = nullptr;
-  char* end_s = nullptr;
-  const long rank = std::strtol(r, &end_r, 10);
-  const long size = std::strtol(s, &end_s, 10);
-  if (*r == '\0' || *end_r != '\0' || *s == '\0' || *end_s != '\0' ||
-      size < 1 || size > 1 << 20 || rank < 0 || rank >= size) {
-    return std::nullopt;
-  }
+  const long size = Number(size_var, 0, 1 << 20);
+  const long rank = size < 1 ? -1 : Number(rank_var, 1, size);
+  if (size < 1 || rank < 0) return std::nullopt;
   return MpirunRank{static_cast<int>(rank), static_cast<int>(size)};
 }
 
@@ -93,9 +99,18 @@ MPI_Datatype BytesType(size_t element_size) {
 }  // namespace
 
 std::optional<MpirunRank> StartedByMpirun() {
-  if (auto r = FromEnvironment("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"))
-    return r;
-  return FromEnvironment("PMI_RANK", "PMI_SIZE");
+  std::optional<MpirunRank> r =
+      FromEnvironment("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
+  if (!r.has_value()) r = FromEnvironment("PMI_RANK", "PMI_SIZE");
+  if (!r.has_value()) return r;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const long n = Number(var, 0, r->size);
+    if (n >= 1) {
+      r->local_size = static_cast<int>(n);
+      break;
+    }
+  }
+  return r;
 }
 
 struct MpiCommunicator::State {

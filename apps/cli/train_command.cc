@@ -1,9 +1,13 @@
 // parex train / parex node: works out where and what this process trains
 // (its places, the job: an example or a user's program, its outputs; for a
 // node, its cluster) and hands the run to a TrainSession (apps/train/).
+#include <sched.h>
+
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "actors/comm/mpi_communicator.h"
@@ -72,6 +76,23 @@ StatusOr<std::string> NodeOfMpirunRank(const Topology& topology,
   return mine;
 }
 
+// Under mpirun, a node's default workers are its share of the CPUs it may
+// run on, among the ranks on this machine (as parex launch gives each node
+// its share): spinning workers of several processes on the same cores only
+// take turns (and MPI's waiting polls too). 0 (the executor's default) when
+// not started by mpirun.
+int MpirunThreadShare() {
+  const std::optional<MpirunRank> started = StartedByMpirun();
+  if (!started.has_value()) return 0;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    cpus = CPU_COUNT(&allowed);
+  }
+  return std::max(1, cpus / started->local_size);
+}
+
 // Parameter-server training (a topology with pserver nodes): the program
 // placed over the trainers and pservers; a pserver runs its part on its
 // first place. Errors are the user's (a setup it cannot train).
@@ -131,7 +152,11 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
   plan.build.fuse_all_reduce_ops = bucket > 0;
   if (bucket > 0) plan.build.fuse_bucket_bytes = bucket;
   plan.build.sync_batch_norm = o.sync_batch_norm;
-  if (o.threads) plan.exec.num_threads = *o.threads;
+  if (o.threads) {
+    plan.exec.num_threads = *o.threads;
+  } else if (topology != nullptr) {
+    plan.exec.num_threads = MpirunThreadShare();
+  }
   plan.exec.cuda_graphs = o.cuda_graphs;
 
   const auto load_start = train::Clock::now();
@@ -209,6 +234,11 @@ int RunNode(const TrainOptions& options) {
   StatusOr<std::string> node = NodeOfMpirunRank(*topology, o.node);
   if (!node.ok()) return Fail("node", node.status(), kExitUsage);
   o.node = *node;
+  // mpirun merges its processes' output into one terminal: rank 0 alone
+  // draws the live line.
+  if (StartedByMpirun().has_value() && topology->Rank(o.node) != 0) {
+    o.progress = false;
+  }
   return TrainMain("node", o, &*topology);
 }
 

@@ -28,8 +28,10 @@ const std::vector<ConfigVar>& ConfigVars() {
        "fp32 conv2d through oneDNN: 1 always, 0 never, unset where it is "
        "faster"},
       // Set by mpirun (OpenMPI's, else a PMI launcher's): which node of a
-      // topology of collective MPI a process is (actors/comm/mpi_communicator.h).
-      {"OMPI_COMM_WORLD_RANK", "", "this process's rank, from OpenMPI's mpirun"},
+      // topology of collective MPI a process is
+      // (actors/comm/mpi_communicator.h).
+      {"OMPI_COMM_WORLD_RANK", "",
+       "this process's rank, from OpenMPI's mpirun"},
       {"OMPI_COMM_WORLD_SIZE", "", "the processes OpenMPI's mpirun started"},
       {"OMPI_COMM_WORLD_LOCAL_SIZE", "",
        "of them, those on this machine (OpenMPI's mpirun)"},

@@ -54,6 +54,33 @@ TEST(TopologyIoTest, ParsesNodesPlacesAndRanks) {
   EXPECT_EQ(t->fingerprint.size(), 64u);
 }
 
+// collective: MPI is its own backend (and part of the fingerprint: every
+// node must say the same); parameter servers need Gloo.
+TEST(TopologyIoTest, CollectiveMpiIsABackendOfTrainersOnly) {
+  const std::string dir = Scratch();
+  const std::string mpi = std::string(kGood).insert(
+      std::string(kGood).find("node {"), "collective: MPI\n");
+  StatusOr<Topology> t = ParseTopology(mpi, dir + "/mpi.pbtxt");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->backend, "mpi");
+  StatusOr<Topology> gloo = ParseTopology(kGood, dir + "/gloo.pbtxt");
+  ASSERT_TRUE(gloo.ok());
+  EXPECT_EQ(gloo->backend, "gloo");
+  EXPECT_NE(t->fingerprint, gloo->fingerprint);
+  const std::string ps =
+      mpi +
+      "node { name: \"p\" host: \"127.0.0.1\" port: 47102 places: "
+      "\"cpu:1\" role: PSERVER }\n";
+  StatusOr<Topology> refused =
+      ParseTopology(ps, dir + "/ps.pbtxt", /*allow_pservers=*/true);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find(
+                "ps.pbtxt:11: node 'p': role PSERVER: parameter servers "
+                "talk over Gloo"),
+            std::string::npos)
+      << refused.status().message();
+}
+
 // Pserver nodes parse for the placement commands; the training commands
 // (the default) refuse them.
 TEST(TopologyIoTest, PserverNodesParseOnlyWhenAllowed) {

@@ -75,7 +75,7 @@ TEST(TopologyIoTest, CollectiveMpiIsABackendOfTrainersOnly) {
       ParseTopology(ps, dir + "/ps.pbtxt", /*allow_pservers=*/true);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find(
-                "ps.pbtxt:11: node 'p': role PSERVER: parameter servers "
+                "ps.pbtxt:12: node 'p': role PSERVER: parameter servers "
                 "talk over Gloo"),
             std::string::npos)
       << refused.status().message();

@@ -91,6 +91,7 @@ struct Options {
   std::string mpi_peer;  // default: mpi_allreduce_peer beside this program
   bool no_mpi = false;
   std::string backend = "gloo";  // the topology's collective: gloo or mpi
+  std::string bind = "none";     // mpirun --bind-to (--backend mpi)
   // Worker mode.
   bool worker = false;
   std::string topology, node, store;
@@ -143,7 +144,10 @@ int Worker(const Options& o) {
   // parex: per size, a step graph of `ops` collectives in a chain, each
   // all-reducing the same gradient: one step is one batch, as a training
   // step issues its gradients' collectives one after another.
+  // The groups are made once, as the executor binds its op handles' groups.
   Tensor parex_buffer, direct_buffer;
+  const PlaceTensors parex_group = {&parex_buffer};
+  const PlaceTensors direct_group = {&direct_buffer};
   std::vector<float> mpi_buffer;
   const int num_methods = mpi ? kNumMethods : kNumMethods - 1;
   int64_t step = 0;
@@ -159,7 +163,7 @@ int Worker(const Options& o) {
       graph->nodes.push_back(node);
     }
     graph->task = [&](int, int64_t) {
-      return comm.AllReduce("bench", PlaceTensors{&parex_buffer});
+      return comm.AllReduce("bench", parex_group);
     };
     PAREX_RETURN_IF_ERROR(graph->Finalize());
     ActorRunnerOptions runner_options;
@@ -202,8 +206,7 @@ int Worker(const Options& o) {
         ring.run();
         return Status::Ok();
       }
-      if (method == 3)
-        return comm.AllReduce("direct", PlaceTensors{&direct_buffer});
+      if (method == 3) return comm.AllReduce("direct", direct_group);
       if (method == 4) {
         MPI_Allreduce(MPI_IN_PLACE, mpi_buffer.data(), static_cast<int>(count),
                       MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -383,7 +386,7 @@ int Driver(const Options& o, const std::string& self) {
         // thread of its own, as in the Gloo rows.
         args.insert(args.begin(),
                     {o.mpirun, "--allow-run-as-root", "--oversubscribe",
-                     "--bind-to", "none", "-np", std::to_string(n)});
+                     "--bind-to", o.bind, "-np", std::to_string(n)});
       }
       const pid_t pid = Spawn(args, r == 0 ? (dir / "gloo.txt").string() : "");
       if (pid < 0) {
@@ -461,6 +464,9 @@ int main(int argc, char** argv) {
                  "and OpenMPI's TCP) or mpi (workers under mpirun: parex's "
                  "MPI communicator against MPI called directly and Gloo)")
       ->check(CLI::IsMember({"gloo", "mpi"}));
+  app.add_option("--bind-to", o.bind,
+                 "--backend mpi: mpirun's --bind-to (none: the Gloo peer's "
+                 "thread is free to run beside the worker; core)");
   app.add_flag("--worker", o.worker)->group("");
   app.add_option("--topology", o.topology)->group("");
   app.add_option("--node", o.node)->group("");

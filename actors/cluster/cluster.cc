@@ -275,10 +275,17 @@ CollectiveObserver Cluster::Impl::Observer() {
     shared->seq = seq;
     shared->in_call = entering;
     if (entering) {
-      shared->call.assign(CollectiveName(collective));
-      shared->call += " '";
-      shared->call.append(name.data(), name.size());
-      shared->call += "'";
+      // A step's calls come round again by name: the text is made anew
+      // only for another call (a microsecond all-reduce pays for this).
+      if (shared->call_kind != static_cast<int>(collective) ||
+          shared->call_name != name) {
+        shared->call_kind = static_cast<int>(collective);
+        shared->call_name.assign(name.data(), name.size());
+        shared->call.assign(CollectiveName(collective));
+        shared->call += " '";
+        shared->call.append(name.data(), name.size());
+        shared->call += "'";
+      }
       shared->call_began = now;
     } else {
       const double s =

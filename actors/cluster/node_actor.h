@@ -89,7 +89,9 @@ struct NodeShared {
   // communicator's observer sets it): the call's number, what it is, and
   // whether it is inside it.
   int64_t seq = 0;
-  std::string call;
+  std::string call;       // "all_reduce 'w@GRAD'"
+  std::string call_name;  // "w@GRAD", and its kind: what `call` was made of
+  int call_kind = -1;
   bool in_call = false;
   // Time inside those calls (the observer's clock): the steps' (the
   // graph's collectives) and Cluster's own (own_calls > 0 while one of

@@ -174,18 +174,20 @@ MpiCommunicator::~MpiCommunicator() = default;
 void MpiCommunicator::Interrupt(const Status& reason) {
   std::lock_guard<std::mutex> lock(mu_);
   if (interrupted_.ok()) interrupted_ = reason;
+  stopped_.store(true, std::memory_order_release);
 }
 
 void MpiCommunicator::Resume() {
   std::lock_guard<std::mutex> lock(mu_);
   interrupted_ = Status::Ok();
+  stopped_.store(!broken_.ok(), std::memory_order_release);
 }
 
 Status MpiCommunicator::Run(Collective collective, std::string_view name,
                             TensorGroups groups, int root) {
   std::lock_guard<std::mutex> call(call_mu_);
   const int64_t seq = ++seq_;  // the same numbers on every rank
-  {
+  if (stopped_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!interrupted_.ok()) return interrupted_;
     if (!broken_.ok()) return broken_;
@@ -271,6 +273,7 @@ Status MpiCommunicator::Failed(Collective collective, std::string_view name,
       ") through MPI: " + std::string(text, static_cast<size_t>(length)));
   std::lock_guard<std::mutex> lock(mu_);
   if (broken_.ok()) broken_ = s;
+  stopped_.store(true, std::memory_order_release);
   return s;
 }
 

@@ -38,6 +38,7 @@
 // MPI_Finalize runs at process exit.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -114,6 +115,8 @@ class MpiCommunicator final : public Communicator {
   std::mutex mu_;       // guards interrupted_ and broken_
   Status interrupted_;
   Status broken_;  // the first MPI failure: later calls fail with it
+  // Whether either is set (written under mu_): a call reads this alone.
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace parex

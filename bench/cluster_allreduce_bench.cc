@@ -97,6 +97,31 @@ struct Options {
   std::string topology, node, store;
 };
 
+// parex: per size, a step graph of `ops` collectives in a chain, each
+// all-reducing `group`: one step is one batch, as a training step issues
+// its gradients' collectives one after another.
+StatusOr<std::unique_ptr<ActorRunner>> ChainRunner(Communicator& comm,
+                                                   const PlaceTensors& group,
+                                                   int ops, int threads) {
+  auto graph = std::make_shared<TaskGraph>();
+  graph->communicators.push_back({comm.backend(), comm.blocking()});
+  for (int i = 0; i < ops; ++i) {
+    TaskNode node;
+    node.label = "all_reduce bench #" + std::to_string(i);
+    node.stream = TaskStream::kCommunication;
+    node.communicator = 0;
+    if (i + 1 < ops) node.successors = {i + 1};
+    graph->nodes.push_back(node);
+  }
+  graph->task = [&comm, &group](int, int64_t) {
+    return comm.AllReduce("bench", group);
+  };
+  PAREX_RETURN_IF_ERROR(graph->Finalize());
+  ActorRunnerOptions runner_options;
+  runner_options.num_threads = threads;
+  return ActorRunner::Create(graph, runner_options);
+}
+
 // One worker: joins, measures, rank 0 prints "bytes method seconds_per_op".
 int Worker(const Options& o) {
   StatusOr<Topology> topology = LoadTopology(o.topology);
@@ -141,9 +166,6 @@ int Worker(const Options& o) {
     gloo::barrier(b);
   };
 
-  // parex: per size, a step graph of `ops` collectives in a chain, each
-  // all-reducing the same gradient: one step is one batch, as a training
-  // step issues its gradients' collectives one after another.
   // The groups are made once, as the executor binds its op handles' groups.
   Tensor parex_buffer, direct_buffer;
   const PlaceTensors parex_group = {&parex_buffer};
@@ -151,37 +173,19 @@ int Worker(const Options& o) {
   std::vector<float> mpi_buffer;
   const int num_methods = mpi ? kNumMethods : kNumMethods - 1;
   int64_t step = 0;
-  auto make_runner = [&](int ops) -> StatusOr<std::unique_ptr<ActorRunner>> {
-    auto graph = std::make_shared<TaskGraph>();
-    graph->communicators.push_back({comm.backend(), comm.blocking()});
-    for (int i = 0; i < ops; ++i) {
-      TaskNode node;
-      node.label = "all_reduce bench #" + std::to_string(i);
-      node.stream = TaskStream::kCommunication;
-      node.communicator = 0;
-      if (i + 1 < ops) node.successors = {i + 1};
-      graph->nodes.push_back(node);
-    }
-    graph->task = [&](int, int64_t) {
-      return comm.AllReduce("bench", parex_group);
-    };
-    PAREX_RETURN_IF_ERROR(graph->Finalize());
-    ActorRunnerOptions runner_options;
-    // Under mpirun (collective MPI, whose calls run on the workers), each
-    // process's share of the cores, as parex node takes by default.
-    runner_options.num_threads =
-        mpi && started
-            ? std::max(1,
-                       static_cast<int>(std::thread::hardware_concurrency()) /
-                           started->local_size)
-            : 2;
-    return ActorRunner::Create(graph, runner_options);
-  };
+  // Under mpirun (collective MPI, whose calls run on the workers), each
+  // process's share of the cores, as parex node takes by default.
+  const int threads =
+      mpi && started
+          ? std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                            started->local_size)
+          : 2;
 
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
     const int64_t count = bytes / 4;
     const int ops = bench::OpsPerBatch(bytes);
-    StatusOr<std::unique_ptr<ActorRunner>> runner = make_runner(ops);
+    StatusOr<std::unique_ptr<ActorRunner>> runner =
+        ChainRunner(comm, parex_group, ops, threads);
     if (!runner.ok()) {
       std::fprintf(stderr, "%s\n", runner.status().ToString().c_str());
       return 1;

@@ -18,13 +18,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// mpirun as the tests start it: as root too (CI's containers), and more
-// processes than this machine's 2 cores. Under LeakSanitizer the ranks
-// unwind malloc's stacks whole, so that OpenMPI's leaks at exit match
-// tests/lsan.supp.
+// mpirun as the tests start it (as tests/mpirun_test.sh does): as root too
+// (CI's containers), more processes than this machine's 2 cores, shared
+// memory without the single-copy path that needs ptrace rights. Under
+// LeakSanitizer the ranks unwind malloc's stacks whole, so that OpenMPI's
+// leaks at exit match tests/lsan.supp.
 std::vector<std::string> Mpirun(int processes) {
-  std::vector<std::string> args = {PAREX_MPIRUN, "--allow-run-as-root",
-                                   "--oversubscribe", "-np",
+  std::vector<std::string> args = {PAREX_MPIRUN,
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--mca",
+                                   "btl_vader_single_copy_mechanism",
+                                   "none",
+                                   "-np",
                                    std::to_string(processes)};
   if (const char* lsan = std::getenv("LSAN_OPTIONS")) {
     args.insert(args.end() - 2, {"-x", std::string("LSAN_OPTIONS=") + lsan +

@@ -41,4 +41,15 @@ StatusOr<bool> StageIn(Collective collective, std::string_view name,
 // (dims and LoD kept); else each gets its bytes copied back.
 void StageOut(TensorGroups groups, const Tensor& staging, bool alias);
 
+// Runs `call` (call #`seq`, the same number on every rank), telling
+// `observer` (when set) as it begins and as it ends.
+template <class Call>
+Status Observed(const CollectiveObserver& observer, int64_t seq,
+                Collective collective, std::string_view name, Call&& call) {
+  if (observer) observer(seq, collective, name, true);
+  Status s = call();
+  if (observer) observer(seq, collective, name, false);
+  return s;
+}
+
 }  // namespace parex

@@ -225,10 +225,8 @@ Status GlooCommunicator::Run(Collective collective, std::string_view name,
     if (!interrupted_.ok()) return interrupted_;
     if (!broken_.ok()) return broken_;
   }
-  if (observer_) observer_(seq, collective, name, true);
-  Status s = RunCall(collective, name, groups, root);
-  if (observer_) observer_(seq, collective, name, false);
-  return s;
+  return Observed(observer_, seq, collective, name,
+                  [&] { return RunCall(collective, name, groups, root); });
 }
 
 Status GlooCommunicator::RunCall(Collective collective, std::string_view name,

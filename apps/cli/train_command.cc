@@ -38,44 +38,6 @@ StatusOr<int> NodeRank(const Topology& topology, const std::string& node) {
                   ")");
 }
 
-// The node this process is: `node` (--node), else, under mpirun with a
-// topology of collective MPI, the node of the process's rank. Under MPI
-// the rank and the node must agree (MPI's ranks are the topology's).
-StatusOr<std::string> NodeOfMpirunRank(const Topology& topology,
-                                       const std::string& node) {
-  const std::optional<MpirunRank> started = StartedByMpirun();
-  if (topology.backend == "mpi" && !started.has_value()) {
-    return FailedPrecondition(
-        topology.path + ": collective MPI: its nodes are started by mpirun (" +
-        "mpirun -np " + std::to_string(topology.nodes.size()) +
-        " parex node --topology FILE ...; each process is the node of its "
-        "rank)");
-  }
-  if (topology.backend != "mpi") {
-    if (node.empty()) {
-      return InvalidArgument(
-          "--node is required (it may be left out only under mpirun, with a "
-          "topology of collective MPI)");
-    }
-    return node;
-  }
-  if (started->size != static_cast<int>(topology.nodes.size())) {
-    return InvalidArgument(
-        topology.path + ": " + std::to_string(topology.nodes.size()) +
-        " nodes, but mpirun started " + std::to_string(started->size) +
-        " processes (mpirun -np " + std::to_string(topology.nodes.size()) +
-        ")");
-  }
-  const std::string& mine = topology.nodes[started->rank].name;
-  if (!node.empty() && node != mine) {
-    return InvalidArgument(
-        "--node " + node + ": mpirun started this process as rank " +
-        std::to_string(started->rank) + ", which is node '" + mine + "' in " +
-        topology.path + " (leave --node out under mpirun)");
-  }
-  return mine;
-}
-
 // Under mpirun, a node's default workers are its share of the CPUs it may
 // run on, among the ranks on this machine (as parex launch gives each node
 // its share): spinning workers of several processes on the same cores only
@@ -228,7 +190,8 @@ int RunNode(const TrainOptions& options) {
       LoadTopology(options.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail("node", topology.status(), kExitUsage);
   TrainOptions o = options;
-  StatusOr<std::string> node = NodeOfMpirunRank(*topology, o.node);
+  StatusOr<std::string> node =
+      train::NodeOfThisProcess(*topology, o.node, "--node");
   if (!node.ok()) return Fail("node", node.status(), kExitUsage);
   o.node = *node;
   // mpirun merges its processes' output into one terminal: rank 0 alone

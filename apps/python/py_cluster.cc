@@ -7,9 +7,12 @@
 
 namespace parex::python {
 
-PyCluster::PyCluster(const std::string& topology_path, const std::string& node)
-    : node_(node) {
+PyCluster::PyCluster(const std::string& topology_path,
+                     const std::string& given) {
   topology_ = ValueOrThrow(LoadTopology(topology_path));
+  // Under mpirun (a topology of collective MPI) the node of the rank.
+  node_ = ValueOrThrow(train::NodeOfThisProcess(topology_, given, "node"));
+  const std::string& node = node_;
   rank_ = topology_.Rank(node);
   if (rank_ < 0) {
     std::string names;
@@ -88,7 +91,7 @@ void PyCluster::Leave() {
 void BindCluster(py::module_& m) {
   py::class_<PyCluster>(m, "Cluster")
       .def(py::init<const std::string&, const std::string&>(),
-           py::arg("topology"), py::arg("node"))
+           py::arg("topology"), py::arg("node") = "")
       .def_property_readonly("rank", &PyCluster::rank)
       .def_property_readonly("size", &PyCluster::size)
       .def_property_readonly("node", &PyCluster::node)

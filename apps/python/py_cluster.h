@@ -21,6 +21,8 @@ namespace parex::python {
 
 class PyCluster {
  public:
+  // `node` "" under mpirun with a topology of collective MPI: the node of
+  // the process's rank (train::NodeOfThisProcess).
   PyCluster(const std::string& topology_path, const std::string& node);
   ~PyCluster();
 

@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "actors/comm/mpi_communicator.h"
 #include "apps/exit_codes.h"
 #include "base/digest.h"
 #include "proto/program_io.h"
@@ -135,6 +136,43 @@ std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
          (o.max_staleness > 0
               ? " --max-staleness " + std::to_string(o.max_staleness)
               : "");
+}
+
+StatusOr<std::string> NodeOfThisProcess(const Topology& topology,
+                                        const std::string& node,
+                                        const std::string& option) {
+  const std::optional<MpirunRank> started = StartedByMpirun();
+  if (topology.backend == "mpi" && !started.has_value()) {
+    return FailedPrecondition(
+        topology.path + ": collective MPI: its nodes are started by mpirun (" +
+        "mpirun -np " + std::to_string(topology.nodes.size()) +
+        " parex node --topology FILE ...; each process is the node of its "
+        "rank)");
+  }
+  if (topology.backend != "mpi") {
+    if (node.empty()) {
+      return InvalidArgument(
+          option +
+          " is required (it may be left out only under mpirun, with a "
+          "topology of collective MPI)");
+    }
+    return node;
+  }
+  if (started->size != static_cast<int>(topology.nodes.size())) {
+    return InvalidArgument(
+        topology.path + ": " + std::to_string(topology.nodes.size()) +
+        " nodes, but mpirun started " + std::to_string(started->size) +
+        " processes (mpirun -np " + std::to_string(topology.nodes.size()) +
+        ")");
+  }
+  const std::string& mine = topology.nodes[started->rank].name;
+  if (!node.empty() && node != mine) {
+    return InvalidArgument(
+        option + " " + node + ": mpirun started this process as rank " +
+        std::to_string(started->rank) + ", which is node '" + mine + "' in " +
+        topology.path + " (leave " + option + " out under mpirun)");
+  }
+  return mine;
 }
 
 void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,

@@ -105,6 +105,16 @@ std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
 void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
                            std::chrono::milliseconds grace);
 
+// The node this process is in `topology`: `node` (given as `option`:
+// parex node's "--node", parex.Cluster's "node"), else, under mpirun with
+// a topology of collective MPI, the node of the process's rank. Under
+// mpirun an MPI topology's ranks are its nodes: another count or node is
+// InvalidArgument, and an MPI topology without mpirun FailedPrecondition,
+// each saying how to start the nodes.
+StatusOr<std::string> NodeOfThisProcess(const Topology& topology,
+                                        const std::string& node,
+                                        const std::string& option);
+
 // A node's share of the global batch `feed` of `rows` rows: for each of its
 // `n` places, the rows place first_place + p would take in one process of
 // `world` places (the last place of the world takes the remainder).

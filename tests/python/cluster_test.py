@@ -12,6 +12,7 @@ Run by ctest with PYTHONPATH=<build>/python.
 """
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -47,7 +48,7 @@ with fluid.Cluster(topology, node) as cluster:
         loss, = train_exe.run([ "mean_0.tmp_0"],
                               feed={"x": data["x"][rows], "label": data["label"][rows]})
         losses.append([float(v) for v in loss])
-    print(json.dumps({"node": node, "rank": cluster.rank,
+    print(json.dumps({"node": cluster.node, "rank": cluster.rank,
                       "places": [str(p) for p in cluster.places],
                       "losses": losses}), flush=True)
 """
@@ -59,7 +60,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def write_topology(directory):
+def write_topology(directory, extra=""):
     secret = os.path.join(directory, "cluster.secret")
     with open(secret, "w") as f:
         f.write("a-python-test-secret-of-more-than-16-bytes")
@@ -67,7 +68,8 @@ def write_topology(directory):
     path = os.path.join(directory, "cluster.pbtxt")
     with open(path, "w") as f:
         f.write('cluster: "python"\nsecret_file: "cluster.secret"\n'
-                "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n")
+                "connect_timeout_ms: 30000\ncollective_timeout_ms: 60000\n" +
+                extra)
         for name in ("a", "b"):
             f.write('node { name: "%s" host: "127.0.0.1" port: %d '
                     'places: "cpu:1" }\n' % (name, free_port()))
@@ -118,6 +120,32 @@ class ClusterFromPythonTest(unittest.TestCase):
                 # float32 values carried as Python floats: exact.
                 self.assertEqual(np.float32(mine[0]), theirs[rank],
                                  "node %s step %d" % (result["node"], step))
+
+    def test_nodes_started_by_mpirun_train_as_one_process(self):
+        # A topology of collective MPI: mpirun starts the two scripts, each
+        # the node of its rank (no node given), the sums through OpenMPI.
+        expected = one_process_losses()
+        mpirun = shutil.which("mpirun")
+        self.assertIsNotNone(mpirun, "mpirun (openmpi-bin) is not installed")
+        with tempfile.TemporaryDirectory() as directory:
+            topology = write_topology(directory, "collective: MPI\n")
+            run = subprocess.run(
+                [mpirun, "--allow-run-as-root", "--oversubscribe", "--mca",
+                 "btl_vader_single_copy_mechanism", "none", "-np", "2",
+                 sys.executable, "-c", NODE_SCRIPT, topology, "", FIXTURE],
+                capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        outputs = sorted((json.loads(line) for line in run.stdout.splitlines()
+                          if line.startswith("{")),
+                         key=lambda result: result["rank"])
+        self.assertEqual([o["node"] for o in outputs], ["a", "b"])
+        for rank, result in enumerate(outputs):
+            self.assertEqual(result["rank"], rank)
+            self.assertEqual(len(result["losses"]), len(expected))
+            for step, (mine, theirs) in enumerate(zip(result["losses"],
+                                                      expected)):
+                self.assertEqual(np.float32(mine[0]), theirs[rank],
+                                 "rank %d step %d" % (rank, step))
 
     def test_wrong_node_and_trainer_numbers_are_refused(self):
         with tempfile.TemporaryDirectory() as directory:

@@ -112,17 +112,32 @@ FeedMap BatchReader::Batch(int64_t epoch, int64_t index) const {
   return Gather(order, begin, std::min(num_rows_, begin + options_.batch_size));
 }
 
-BatchReader::Iterator BatchReader::Begin(int64_t epoch,
-                                         int64_t first_batch) const {
-  return Iterator(this, EpochOrder(epoch), std::max<int64_t>(first_batch, 0));
+std::pair<int64_t, int64_t> RowShare::Range(int64_t rows) const {
+  if (places <= 0 || first >= world) return {rows, rows};
+  const int64_t chunk = rows / world;
+  const int64_t begin = int64_t{first} * chunk;
+  const int64_t end =
+      first + places >= world ? rows : int64_t{first + places} * chunk;
+  return {begin, end};
+}
+
+int64_t BatchReader::batch_rows(int64_t index) const {
+  const int64_t begin = index * options_.batch_size;
+  return std::min(num_rows_, begin + options_.batch_size) - begin;
+}
+
+BatchReader::Iterator BatchReader::Begin(int64_t epoch, int64_t first_batch,
+                                         std::optional<RowShare> share) const {
+  return Iterator(this, EpochOrder(epoch), std::max<int64_t>(first_batch, 0),
+                  share);
 }
 
 bool BatchReader::Iterator::Next(FeedMap* batch) {
   if (index_ >= reader_->num_batches()) return false;
-  const int64_t size = reader_->options_.batch_size;
-  const int64_t begin = index_ * size;
-  *batch = reader_->Gather(order_, begin,
-                           std::min(reader_->num_rows_, begin + size));
+  const int64_t begin = index_ * reader_->options_.batch_size;
+  std::pair<int64_t, int64_t> rows = {0, reader_->batch_rows(index_)};
+  if (share_.has_value()) rows = share_->Range(rows.second);
+  *batch = reader_->Gather(order_, begin + rows.first, begin + rows.second);
   ++index_;
   return true;
 }

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -23,6 +24,18 @@
 #include "kernels/tensor.h"
 
 namespace parex {
+
+// A cluster node's share of every batch: a batch of R rows is split over
+// `world` places, place q taking rows [q c, (q + 1) c), c = R / world, and
+// the world's last place the rest; the node's places are first ..
+// first + places - 1 (a node of none, a parameter server, takes none).
+struct RowShare {
+  int first = 0;
+  int places = 1;
+  int world = 1;
+  // The node's rows [begin, end) of a batch of `rows` rows.
+  std::pair<int64_t, int64_t> Range(int64_t rows) const;
+};
 
 struct BatchReaderOptions {
   int64_t batch_size = 1;
@@ -43,6 +56,8 @@ class BatchReader {
   int64_t batch_size() const { return options_.batch_size; }
   // Batches per epoch.
   int64_t num_batches() const;
+  // Rows of batch `index` of an epoch (the last may be short).
+  int64_t batch_rows(int64_t index) const;
 
   // The order in which epoch `epoch` visits the rows.
   std::vector<int64_t> EpochOrder(int64_t epoch) const;
@@ -51,10 +66,12 @@ class BatchReader {
   FeedMap Batch(int64_t epoch, int64_t index) const;
 
   // The batches of one epoch from `first_batch` on, computing the epoch's
-  // order once. REQUIRES: the reader outlives the iterator.
+  // order once; with a `share`, only its rows of each (a cluster node's:
+  // the other nodes' rows are never copied). REQUIRES: the reader outlives
+  // the iterator.
   class Iterator {
    public:
-    // The next batch, or false after the epoch's last one.
+    // The next batch (or its share), or false after the epoch's last one.
     bool Next(FeedMap* batch);
     // Index within the epoch of the batch the next Next() returns.
     int64_t index() const { return index_; }
@@ -62,13 +79,18 @@ class BatchReader {
    private:
     friend class BatchReader;
     Iterator(const BatchReader* reader, std::vector<int64_t> order,
-             int64_t index)
-        : reader_(reader), order_(std::move(order)), index_(index) {}
+             int64_t index, std::optional<RowShare> share)
+        : reader_(reader),
+          order_(std::move(order)),
+          index_(index),
+          share_(share) {}
     const BatchReader* reader_;
     std::vector<int64_t> order_;
     int64_t index_;
+    std::optional<RowShare> share_;
   };
-  Iterator Begin(int64_t epoch, int64_t first_batch = 0) const;
+  Iterator Begin(int64_t epoch, int64_t first_batch = 0,
+                 std::optional<RowShare> share = std::nullopt) const;
 
  private:
   BatchReader(std::vector<std::pair<std::string, Tensor>> columns,

@@ -185,16 +185,17 @@ void ExitUnlessEndedWithin(const std::string& cmd, const Status& status,
   }).detach();
 }
 
-std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows,
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& share, int64_t rows,
                                       int first_place, int n, int world) {
   std::vector<FeedMap> feeds(n);
   const int64_t chunk = rows / world;
-  for (const auto& [name, value] : feed) {
+  const int64_t first_row = first_place * chunk;  // the share's row 0
+  for (const auto& [name, value] : share) {
     for (int p = 0; p < n; ++p) {
       const int q = first_place + p;
       const int64_t begin = q * chunk;
-      feeds[p][name] =
-          value.Slice(begin, q == world - 1 ? rows : begin + chunk);
+      const int64_t end = q == world - 1 ? rows : begin + chunk;
+      feeds[p][name] = value.Slice(begin - first_row, end - first_row);
     }
   }
   return feeds;

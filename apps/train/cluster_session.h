@@ -115,10 +115,11 @@ StatusOr<std::string> NodeOfThisProcess(const Topology& topology,
                                         const std::string& node,
                                         const std::string& option);
 
-// A node's share of the global batch `feed` of `rows` rows: for each of its
-// `n` places, the rows place first_place + p would take in one process of
-// `world` places (the last place of the world takes the remainder).
-std::vector<FeedMap> NodeShareOfBatch(const FeedMap& feed, int64_t rows,
+// A node's places' feeds from `share`, its rows of a global batch of `rows`
+// rows (RowShare's range: the reader copied no other node's rows): for each
+// of its `n` places, the rows place first_place + p would take in one
+// process of `world` places (the last place of the world takes the rest).
+std::vector<FeedMap> NodeShareOfBatch(const FeedMap& share, int64_t rows,
                                       int first_place, int n, int world);
 
 // CPU numbers as "cpu 3" or "cpus 0-3,6": runs shortened, for the lines that

@@ -229,13 +229,13 @@ Status TrainSession::TrainEpoch(int epoch) {
   const auto epoch_start = Clock::now();
   const CheckpointState& from = checkpointer_.position();
   const int64_t first_batch = epoch == from.epoch ? from.batch : 0;
-  BatchPrefetcher batches(reader_.Begin(epoch, first_batch));
+  BatchPrefetcher batches(reader_.Begin(epoch, first_batch, FeedShare()));
   FeedMap feed;
   for (int64_t b = first_batch;
        step_ < total_steps_ && stop_ == 0 && NextBatch(&batches, &feed); ++b) {
     last_epoch_ = epoch;
     last_batch_ = b + 1;
-    const int64_t rows = feed.at(job_.columns[0].first).dim(0);
+    const int64_t rows = reader_.batch_rows(b);  // the whole batch's
     if (rows < plan_.world) continue;  // a last batch too small to split
     SwitchTrace();
     if (job_.lr_at) {
@@ -249,6 +249,16 @@ Status TrainSession::TrainEpoch(int epoch) {
     if (stopped_ != 0) return Status::Ok();
   }
   return EndEpoch(epoch, epoch_start);
+}
+
+std::optional<RowShare> TrainSession::FeedShare() const {
+  if (cluster_ == nullptr) return std::nullopt;
+  // A parameter server feeds nothing; a trainer its places' rows only.
+  if (plan_.pserver_run != nullptr && plan_.pserver_run->pserver()) {
+    return RowShare{plan_.world, 0, plan_.world};
+  }
+  return RowShare{plan_.first_place, static_cast<int>(plan_.places.size()),
+                  plan_.world};
 }
 
 bool TrainSession::NextBatch(BatchPrefetcher* batches, FeedMap* feed) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,9 @@ class TrainSession {
   Status AfterStep(int epoch, int64_t b);
   Status EndEpoch(int epoch, Clock::time_point epoch_start);
   Status Settle();
+  // What of each batch this process feeds: a cluster node its places' rows
+  // (a parameter server none), one process all (nullopt).
+  std::optional<RowShare> FeedShare() const;
   // Parameter-server training (every node, at the same step): what async
   // mode has in flight received (Drain), then (Gather) the pservers' state
   // on every node, the prefetched tables included (the end of the run).

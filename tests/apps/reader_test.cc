@@ -57,6 +57,44 @@ TEST(ReaderTest, BatchesInOrderWithAShortLastBatch) {
   EXPECT_EQ(Labels(reader->Batch(5, 1)), (std::vector<int64_t>{4, 5, 6, 7}));
 }
 
+// A cluster node's share: of each (shuffled) batch only its places' rows,
+// the world's last place taking the rest; the nodes' shares put end to end
+// are the batch, and a node of no places (a parameter server) gets none.
+TEST(ReaderTest, ANodesShareHoldsOnlyItsPlacesRowsOfEachBatch) {
+  auto reader = BatchReader::Create(Columns(23), {7, true, 5, false});
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_EQ(reader->num_batches(), 4);
+  EXPECT_EQ(reader->batch_rows(0), 7);
+  EXPECT_EQ(reader->batch_rows(3), 2);
+  // World of 3 places: node a has place 0, node b places 1-2.
+  const RowShare a{0, 1, 3};
+  const RowShare b{1, 2, 3};
+  const RowShare server{3, 0, 3};
+  EXPECT_EQ(a.Range(7), (std::pair<int64_t, int64_t>{0, 2}));
+  EXPECT_EQ(b.Range(7), (std::pair<int64_t, int64_t>{2, 7}));
+  EXPECT_EQ(server.Range(7), (std::pair<int64_t, int64_t>{7, 7}));
+  auto whole = reader->Begin(2, 1);
+  auto of_a = reader->Begin(2, 1, a);
+  auto of_b = reader->Begin(2, 1, b);
+  auto of_server = reader->Begin(2, 1, server);
+  FeedMap batch, part_a, part_b, none;
+  int batches = 0;
+  while (whole.Next(&batch)) {
+    ASSERT_TRUE(of_a.Next(&part_a));
+    ASSERT_TRUE(of_b.Next(&part_b));
+    ASSERT_TRUE(of_server.Next(&none));
+    std::vector<int64_t> joined = Labels(part_a);
+    for (int64_t y : Labels(part_b)) joined.push_back(y);
+    EXPECT_EQ(joined, Labels(batch)) << "batch " << batches;
+    EXPECT_EQ(part_a.at("y").dim(0), batch.at("y").dim(0) / 3);
+    EXPECT_EQ(none.at("x").dim(0), 0);
+    EXPECT_EQ(none.at("x").dims(), (Dims{0, 2}));
+    ++batches;
+  }
+  EXPECT_EQ(batches, 3);
+  EXPECT_FALSE(of_a.Next(&part_a));
+}
+
 TEST(ReaderTest, DropLastDropsTheShortBatch) {
   auto reader = BatchReader::Create(Columns(10), {4, false, 0, true});
   ASSERT_TRUE(reader.ok());

@@ -93,6 +93,35 @@ TEST(ClusterMpiTest, NodesStartedByMpirunTrainAsOneProcess) {
   }
 }
 
+// A node killed mid-training (its process gone, as a crash): the other
+// names it, from its CAF connection, and the job ends nonzero long before
+// any timeout (mpirun stops what is left). Every wait is bounded.
+TEST(ClusterMpiTest, AKilledNodeEndsTheJobNamingIt) {
+  const std::string dir = ScratchDir("mpi_killed");
+  const std::string topology = WriteTopology(dir, {1, 1}, "collective: MPI\n");
+  std::string mpirun;
+  for (const std::string& a : Mpirun(2)) mpirun += "'" + a + "' ";
+  const std::string script =
+      "cd " + dir + " || exit 1; timeout 120 " + mpirun + "'" + PAREX_CLI +
+      "' node --topology " + topology +
+      " --model fashion_cnn --epochs 1 --no-progress > job.out 2>&1 & "
+      "job=$!; for i in $(seq 1 600); do grep -q 'parex node: b, rank' "
+      "job.out 2>/dev/null && break; sleep 0.1; done; sleep 1; "
+      "pkill -9 -n -f '^" +
+      std::string(PAREX_CLI) + " node --topology " + topology +
+      "'; start=$(date +%s%N); wait $job; echo $? > job.rc; "
+      "echo $(( ($(date +%s%N) - start) / 1000000 )) > job.ms";
+  std::ofstream(dir + "/kill.sh") << script << "\n";
+  ASSERT_EQ(std::system(("bash " + dir + "/kill.sh").c_str()), 0);
+  const std::string out = ReadFile(dir + "/job.out");
+  EXPECT_NE(std::stoi(ReadFile(dir + "/job.rc")), 0) << out;
+  EXPECT_LT(std::stoi(ReadFile(dir + "/job.ms")), 20000) << out;
+  EXPECT_THAT(out, HasSubstr("was lost")) << out;
+  EXPECT_THAT(out, ::testing::ContainsRegex("node '[ab]' \\(rank [01], "
+                                            "127\\.0\\.0\\.1:"))
+      << out;
+}
+
 // Each way of starting a topology of collective MPI that cannot work fails
 // at once with a usage error saying how to start it.
 TEST(ClusterMpiTest, WhatMpiCannotRunIsRefusedBeforeAnyNodeWaits) {

@@ -253,7 +253,8 @@ void AddLaunch(CLI::App* app, Commands* c) {
   CLI::App* la = c->launch_app = app->add_subcommand(
       "launch",
       "start every node of a topology on this machine (parex node each), "
-      "output prefixed by node");
+      "output prefixed by node; a topology of collective MPI through "
+      "mpirun");
   la->add_option("--topology", c->launch.topology,
                  "the cluster's topology file")
       ->required();

@@ -320,6 +320,51 @@ Failed SuperviseNodes(std::vector<Child>& children) {
   }
 }
 
+// A topology of collective MPI: one mpirun starts all its nodes, here
+// (each process the node of its rank), binds each to its cores (unless
+// --no-pin), passes their output on and stops the others when one fails.
+// Replaces this process; returns only when that cannot be done.
+int ExecMpirun(const LaunchOptions& o, const Topology& topology,
+               const std::vector<std::string>& node_args, bool no_pin) {
+  const std::set<std::string> local = LocalNames();
+  for (const TopologyNode& n : topology.nodes) {
+    if (!o.only.empty() || !IsLocal(n.host, local)) {
+      return Fail("launch",
+                  InvalidArgument(
+                      o.topology +
+                      ": collective MPI: parex launch starts "
+                      "every node of the topology on this machine, and node '" +
+                      n.name + "' (" + n.host + ") is not here (" +
+                      (o.only.empty() ? "" : "no --only; ") +
+                      "on several machines: mpirun -np " +
+                      std::to_string(topology.nodes.size()) +
+                      " --host ... parex node --topology FILE ...)"),
+                  kExitUsage);
+    }
+  }
+  const size_t n = topology.nodes.size();
+  std::vector<std::string> argv = {"mpirun"};
+  if (geteuid() == 0) argv.push_back("--allow-run-as-root");
+  if (n > std::thread::hardware_concurrency()) {
+    argv.push_back("--oversubscribe");
+  }
+  if (no_pin) argv.insert(argv.end(), {"--bind-to", "none"});
+  argv.insert(argv.end(), {"-np", std::to_string(n), o.parex, "node",
+                           "--topology", o.topology});
+  argv.insert(argv.end(), node_args.begin(), node_args.end());
+  std::printf("parex launch: %zu nodes of %s through mpirun (collective MPI)\n",
+              n, o.topology.c_str());
+  std::fflush(stdout);
+  std::vector<char*> raw;
+  for (std::string& a : argv) raw.push_back(a.data());
+  raw.push_back(nullptr);
+  execvp(raw[0], raw.data());
+  return Fail("launch",
+              IoError(std::string("cannot run mpirun (package openmpi-bin): ") +
+                      std::strerror(errno)),
+              kExitRuntime);
+}
+
 }  // namespace
 
 int RunLaunch(const LaunchOptions& o) {
@@ -327,20 +372,12 @@ int RunLaunch(const LaunchOptions& o) {
   StatusOr<Topology> topology =
       LoadTopology(o.topology, /*allow_pservers=*/true);
   if (!topology.ok()) return Fail(cmd, topology.status(), kExitUsage);
-  if (topology->backend == "mpi") {
-    // mpirun gives each process its rank and MPI's connections.
-    return Fail(cmd,
-                InvalidArgument(o.topology +
-                                ": collective MPI: its nodes are started by "
-                                "mpirun, not parex launch (mpirun -np " +
-                                std::to_string(topology->nodes.size()) +
-                                " parex node " + "--topology " + o.topology +
-                                " [training options])"),
-                kExitUsage);
-  }
   bool no_pin = false;
   StatusOr<std::vector<std::string>> node_args = NodeArgs(o, &no_pin);
   if (!node_args.ok()) return Fail(cmd, node_args.status(), kExitUsage);
+  if (topology->backend == "mpi") {
+    return ExecMpirun(o, *topology, *node_args, no_pin);
+  }
   StatusOr<std::vector<const TopologyNode*>> nodes = ChooseNodes(o, *topology);
   if (!nodes.ok()) return Fail(cmd, nodes.status(), kExitUsage);
   if (nodes->empty()) {

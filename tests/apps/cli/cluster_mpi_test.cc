@@ -122,6 +122,31 @@ TEST(ClusterMpiTest, AKilledNodeEndsTheJobNamingIt) {
       << out;
 }
 
+// parex launch starts an MPI topology's nodes through mpirun: they train
+// as the nodes mpirun starts by hand, to the same parameters.
+TEST(ClusterMpiTest, LaunchStartsTheNodesThroughMpirun) {
+  const std::string dir = ScratchDir("mpi_launch");
+  const std::string topology = WriteTopology(dir, {1, 1}, "collective: MPI\n");
+  const std::vector<std::string> train = {"--model", "fashion_mlp", "--steps",
+                                          "20", "--no-progress"};
+  std::vector<std::string> launch = {"launch", "--topology", topology};
+  launch.insert(launch.end(), train.begin(), train.end());
+  // (Without the single-copy path, as Mpirun's; mpirun reads OMPI_MCA_*.)
+  CliRun launched = RunParex(
+      launch, dir, {"env", "OMPI_MCA_btl_vader_single_copy_mechanism=none"});
+  ASSERT_EQ(launched.exit_code, 0) << launched.out << launched.err;
+  EXPECT_THAT(launched.out, HasSubstr("2 nodes of " + topology +
+                                      " through mpirun (collective MPI)"));
+  std::vector<std::string> node = {"node", "--topology", topology};
+  node.insert(node.end(), train.begin(), train.end());
+  CliRun by_hand = RunParex(node, dir + "/by_hand", Mpirun(2));
+  ASSERT_EQ(by_hand.exit_code, 0) << by_hand.err;
+  const std::vector<std::string> digests = ParameterDigests(launched.out);
+  ASSERT_EQ(digests.size(), 2u) << launched.out;
+  EXPECT_EQ(digests[0], digests[1]);
+  EXPECT_EQ(digests[0], ParametersDigest(by_hand.out));
+}
+
 // Each way of starting a topology of collective MPI that cannot work fails
 // at once with a usage error saying how to start it.
 TEST(ClusterMpiTest, WhatMpiCannotRunIsRefusedBeforeAnyNodeWaits) {
@@ -144,9 +169,13 @@ TEST(ClusterMpiTest, WhatMpiCannotRunIsRefusedBeforeAnyNodeWaits) {
       {"a node started without mpirun", RunParex(node({"--node", "a"}), dir),
        "collective MPI: its nodes are started by mpirun (mpirun -np 2 parex "
        "node"},
-      {"parex launch",
-       RunParex({"launch", "--topology", topology, "--steps", "3"}, dir),
-       "not parex launch (mpirun -np 2 parex node"},
+      {"parex launch of a node on another machine",
+       RunParex({"launch", "--topology",
+                 WriteTopology(ScratchDir("mpi_refused_remote"), {1, 1},
+                               "collective: MPI\n", {"127.0.0.1", "192.0.2.7"}),
+                 "--steps", "3"},
+                dir),
+       "node 'b' (192.0.2.7) is not here"},
       {"mpirun -np 3 for 2 nodes", RunParex(node({}), dir, Mpirun(3)),
        "2 nodes, but mpirun started 3 processes (mpirun -np 2)"},
       {"--node b on rank 0", RunParex(node({"--node", "b"}), dir, Mpirun(2)),

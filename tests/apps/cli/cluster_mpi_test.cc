@@ -131,9 +131,15 @@ TEST(ClusterMpiTest, LaunchStartsTheNodesThroughMpirun) {
                                           "20", "--no-progress"};
   std::vector<std::string> launch = {"launch", "--topology", topology};
   launch.insert(launch.end(), train.begin(), train.end());
-  // (Without the single-copy path, as Mpirun's; mpirun reads OMPI_MCA_*.)
-  CliRun launched = RunParex(
-      launch, dir, {"env", "OMPI_MCA_btl_vader_single_copy_mechanism=none"});
+  // As Mpirun's: without the single-copy path (mpirun reads OMPI_MCA_*),
+  // whole stacks under LeakSanitizer (mpirun's children inherit them).
+  std::vector<std::string> env = {
+      "env", "OMPI_MCA_btl_vader_single_copy_mechanism=none"};
+  if (const char* lsan = std::getenv("LSAN_OPTIONS")) {
+    env.push_back(std::string("LSAN_OPTIONS=") + lsan +
+                  ":fast_unwind_on_malloc=0");
+  }
+  CliRun launched = RunParex(launch, dir, env);
   ASSERT_EQ(launched.exit_code, 0) << launched.out << launched.err;
   EXPECT_THAT(launched.out, HasSubstr("2 nodes of " + topology +
                                       " through mpirun (collective MPI)"));

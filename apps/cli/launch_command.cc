@@ -326,20 +326,26 @@ Failed SuperviseNodes(std::vector<Child>& children) {
 // Replaces this process; returns only when that cannot be done.
 int ExecMpirun(const LaunchOptions& o, const Topology& topology,
                const std::vector<std::string>& node_args, bool no_pin) {
+  if (!o.only.empty()) {
+    return Fail("launch",
+                InvalidArgument("--only: " + o.topology +
+                                " is of collective MPI, whose nodes mpirun "
+                                "starts together (all of them)"),
+                kExitUsage);
+  }
   const std::set<std::string> local = LocalNames();
   for (const TopologyNode& n : topology.nodes) {
-    if (!o.only.empty() || !IsLocal(n.host, local)) {
-      return Fail("launch",
-                  InvalidArgument(
-                      o.topology +
-                      ": collective MPI: parex launch starts "
-                      "every node of the topology on this machine, and node '" +
-                      n.name + "' (" + n.host + ") is not here (" +
-                      (o.only.empty() ? "" : "no --only; ") +
-                      "on several machines: mpirun -np " +
-                      std::to_string(topology.nodes.size()) +
-                      " --host ... parex node --topology FILE ...)"),
-                  kExitUsage);
+    if (!IsLocal(n.host, local)) {
+      return Fail(
+          "launch",
+          InvalidArgument(
+              o.topology +
+              ": collective MPI: parex launch starts "
+              "every node of the topology on this machine, and node '" +
+              n.name + "' (" + n.host + ") is not here (on several " +
+              "machines: mpirun -np " + std::to_string(topology.nodes.size()) +
+              " --host ... parex node --topology FILE ...)"),
+          kExitUsage);
     }
   }
   const size_t n = topology.nodes.size();

@@ -225,10 +225,15 @@ Status Cluster::Impl::ChooseHolder() {
   return Status::Ok();
 }
 
-Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
+std::vector<std::string> Cluster::Impl::RankNames() const {
   std::vector<std::string> names;
   for (const TopologyNode& n : topology.nodes)
     names.push_back("node '" + n.name + "'");
+  return names;
+}
+
+Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
+  const std::vector<std::string> names = RankNames();
   // One node too: a Gloo context of one rank is what the executor talks to.
   // The communicator keeps the store: each collective's first call meets
   // its peers through it (a Gloo context per collective).
@@ -253,13 +258,10 @@ Status Cluster::Impl::ConnectGloo(Cluster* cluster) {
 }
 
 Status Cluster::Impl::ConnectMpi() {
-  std::vector<std::string> names;
-  for (const TopologyNode& n : topology.nodes)
-    names.push_back("node '" + n.name + "'");
   PAREX_ASSIGN_OR_RETURN(
       std::shared_ptr<MpiCommunicator> mpi,
       MpiCommunicator::Connect(rank, static_cast<int>(topology.nodes.size()),
-                               std::move(names)));
+                               RankNames()));
   mpi->SetObserver(Observer());
   cross = mpi;
   std::lock_guard<std::mutex> lock(mu);

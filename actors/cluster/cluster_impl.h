@@ -53,6 +53,8 @@ struct Cluster::Impl {
   // Where the rendezvous keys live: rank 0's node actor (`holder`), and
   // the token this node shows it.
   Status ChooseHolder();
+  // "node 'a'", ... in rank order (how the backends name ranks).
+  std::vector<std::string> RankNames() const;
   // Gloo, one rank per node, meeting through the rendezvous keys of rank
   // 0's node actor (CafStore); `cluster` answers Gloo's failed calls
   // (Explain). Each Gloo wait is bounded by connect_timeout_ms (the store)

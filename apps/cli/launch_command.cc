@@ -166,14 +166,7 @@ StatusOr<std::vector<const TopologyNode*>> ChooseNodes(
 // out). Empty shares when they do not divide.
 std::vector<std::vector<int>> CpuShares(size_t nodes) {
   std::vector<std::vector<int>> pins(nodes);
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
-    }
-  }
+  const std::vector<int> cpus = train::AllowedCpus();
   const size_t per = cpus.size() / nodes;
   for (size_t k = 0; per > 0 && k < nodes; ++k) {
     pins[k].assign(cpus.begin() + k * per, cpus.begin() + (k + 1) * per);

@@ -1,8 +1,6 @@
 // parex train / parex node: works out where and what this process trains
 // (its places, the job: an example or a user's program, its outputs; for a
 // node, its cluster) and hands the run to a TrainSession (apps/train/).
-#include <sched.h>
-
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -46,12 +44,10 @@ StatusOr<int> NodeRank(const Topology& topology, const std::string& node) {
 int MpirunThreadShare() {
   const std::optional<MpirunRank> started = StartedByMpirun();
   if (!started.has_value()) return 0;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  int cpus = static_cast<int>(std::thread::hardware_concurrency());
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
-    cpus = CPU_COUNT(&allowed);
-  }
+  const size_t allowed = train::AllowedCpus().size();
+  const int cpus = allowed > 0
+                       ? static_cast<int>(allowed)
+                       : static_cast<int>(std::thread::hardware_concurrency());
   return std::max(1, cpus / started->local_size);
 }
 

@@ -214,14 +214,19 @@ std::string CpuList(const std::vector<int>& cpus) {
   return (cpus.size() > 1 ? "cpus " : "cpu ") + list;
 }
 
-std::string PinnedCpus() {
+std::vector<int> AllowedCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "";
   std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   }
+  return cpus;
+}
+
+std::string PinnedCpus() {
+  const std::vector<int> cpus = AllowedCpus();
   if (cpus.empty() ||
       cpus.size() >= static_cast<size_t>(std::thread::hardware_concurrency())) {
     return "";

@@ -126,6 +126,10 @@ std::vector<FeedMap> NodeShareOfBatch(const FeedMap& share, int64_t rows,
 // say where a node runs. REQUIRES: ascending, not empty.
 std::string CpuList(const std::vector<int>& cpus);
 
+// The CPUs this process may run on (its affinity), ascending; empty when
+// the system does not say.
+std::vector<int> AllowedCpus();
+
 // ", on cpu 0" / ", on cpus 2-3" when this process may run on fewer CPUs
 // than the machine has (parex launch pins each node to its share), else "".
 std::string PinnedCpus();

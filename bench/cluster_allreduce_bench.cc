@@ -28,6 +28,8 @@
 // Then `mpirun -np N` runs mpi_allreduce_peer (MPI_Allreduce in place,
 // OpenMPI's TCP transport over the loopback, as between machines) with the
 // same sizes, rounds and batch lengths.
+// A batch is about 32 MiB of calls, at most 200 (under mpirun: parex's,
+// the communicator's and MPI's at most 2000; allreduce_timing.h).
 // Each cell is the median over rounds of (batch time / ops in the batch);
 // algbw = bytes / time, busbw = algbw * 2(N-1)/N (nccl-tests' convention).
 #include <fcntl.h>
@@ -90,6 +92,7 @@ struct Options {
   std::string mpirun = "mpirun";
   std::string mpi_peer;  // default: mpi_allreduce_peer beside this program
   bool no_mpi = false;
+  bool no_gloo = false;          // --backend mpi: leave the raw Gloo rows out
   std::string backend = "gloo";  // the topology's collective: gloo or mpi
   std::string bind = "none";     // mpirun --bind-to (--backend mpi)
   // Worker mode.
@@ -145,16 +148,21 @@ int Worker(const Options& o) {
   const int size = cluster.size();
   Communicator& comm = cluster.cross();
 
-  // The raw Gloo peer: its own context, as a Gloo user would connect it.
+  // The raw Gloo peer: its own context, as a Gloo user would connect it
+  // (under mpirun, unless --no-gloo: its transport thread then shares the
+  // rank's core with the other methods).
+  const bool raw_gloo = !(mpi && o.no_gloo);
   gloo::rendezvous::FileStore file_store(o.store);
   gloo::rendezvous::PrefixStore store("raw", file_store);
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
   context->setTimeout(std::chrono::seconds(120));
-  std::shared_ptr<gloo::transport::Device> device =
-      gloo::transport::tcp::CreateDevice(attr);
-  context->connectFullMesh(store, device);
+  std::shared_ptr<gloo::transport::Device> device;
+  if (raw_gloo) {
+    device = gloo::transport::tcp::CreateDevice(attr);
+    context->connectFullMesh(store, device);
+  }
   // Under mpirun MPI's barrier (microseconds, so the ranks start each
   // batch together), else Gloo's.
   auto barrier = [&] {
@@ -183,9 +191,15 @@ int Worker(const Options& o) {
 
   for (int64_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes *= 4) {
     const int64_t count = bytes / 4;
+    // Under mpirun, parex's path, the communicator and MPI are microsecond
+    // calls: longer batches (allreduce_timing.h).
     const int ops = bench::OpsPerBatch(bytes);
+    const int fast_ops = bench::OpsPerBatch(bytes, mpi ? 2000 : 200);
+    auto ops_of = [&](int method) {
+      return method == 0 || method == 3 || method == 4 ? fast_ops : ops;
+    };
     StatusOr<std::unique_ptr<ActorRunner>> runner =
-        ChainRunner(comm, parex_group, ops, threads);
+        ChainRunner(comm, parex_group, fast_ops, threads);
     if (!runner.ok()) {
       std::fprintf(stderr, "%s\n", runner.status().ToString().c_str());
       return 1;
@@ -202,12 +216,16 @@ int Worker(const Options& o) {
                                              file_store);
     auto ring_context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     ring_context->setTimeout(std::chrono::seconds(120));
-    ring_context->connectFullMesh(ring_store, device);
-    gloo::AllreduceRingChunked<float> ring(ring_context, {ring_buffer.data()},
-                                           static_cast<int>(count));
+    std::unique_ptr<gloo::AllreduceRingChunked<float>> ring;
+    if (raw_gloo) {
+      ring_context->connectFullMesh(ring_store, device);
+      ring = std::make_unique<gloo::AllreduceRingChunked<float>>(
+          ring_context, std::vector<float*>{ring_buffer.data()},
+          static_cast<int>(count));
+    }
     auto run = [&](int method) -> Status {
       if (method == 1) {
-        ring.run();
+        ring->run();
         return Status::Ok();
       }
       if (method == 3) return comm.AllReduce("direct", direct_group);
@@ -229,9 +247,10 @@ int Worker(const Options& o) {
     for (int round = -1; round < o.rounds; ++round) {  // round -1: warm-up
       for (int k = 0; k < num_methods; ++k) {
         const int method = (k + std::max(round, 0)) % num_methods;
+        if (!raw_gloo && (method == 1 || method == 2)) continue;
         barrier();
         const auto start = Clock::now();
-        for (int i = 0; i < (method == 0 ? 1 : ops); ++i) {
+        for (int i = 0; i < (method == 0 ? 1 : ops_of(method)); ++i) {
           if (Status s = method == 0 ? (*runner)->Run(step++) : run(method);
               !s.ok()) {
             std::fprintf(stderr, "%s: %s\n", kMethods[method],
@@ -241,7 +260,7 @@ int Worker(const Options& o) {
         }
         const double t =
             std::chrono::duration<double>(Clock::now() - start).count();
-        if (round >= 0) seconds[method].push_back(t / ops);
+        if (round >= 0) seconds[method].push_back(t / ops_of(method));
       }
     }
     if (rank == 0) {
@@ -384,6 +403,7 @@ int Driver(const Options& o, const std::string& self) {
           "--min-bytes", std::to_string(o.min_bytes),
           "--max-bytes", std::to_string(o.max_bytes),
           "--rounds",    std::to_string(o.rounds)};
+      if (o.no_gloo) args.push_back("--no-gloo");
       if (backend_mpi) {
         // One mpirun starts the n workers; each is the node of its rank.
         // Not bound to cores (mpirun's default for 2): Gloo's peer runs a
@@ -434,11 +454,25 @@ int Driver(const Options& o, const std::string& self) {
         const double p = busbw("parex"), q = busbw(m);
         return q > 0 ? p / q : 0.0;
       };
-      std::printf(
-          "%9s %10.3f %13.3f %10.3f %13.3f %10.3f %10.2f %13.2f %10.2f\n",
-          HumanBytes(bytes).c_str(), busbw("parex"), busbw("parex-direct"),
-          busbw("gloo-ring"), busbw("gloo-unbound"), busbw("mpi"),
-          ratio("gloo-ring"), ratio("gloo-unbound"), ratio("mpi"));
+      // A cell not measured (--no-gloo, --no-mpi) is "-".
+      auto cell = [](double v, int width, int digits) {
+        char text[32];
+        if (v > 0) {
+          std::snprintf(text, sizeof(text), "%*.*f", width, digits, v);
+        } else {
+          std::snprintf(text, sizeof(text), "%*s", width, "-");
+        }
+        return std::string(text);
+      };
+      std::printf("%9s %s %s %s %s %s %s %s %s\n", HumanBytes(bytes).c_str(),
+                  cell(busbw("parex"), 10, 3).c_str(),
+                  cell(busbw("parex-direct"), 13, 3).c_str(),
+                  cell(busbw("gloo-ring"), 10, 3).c_str(),
+                  cell(busbw("gloo-unbound"), 13, 3).c_str(),
+                  cell(busbw("mpi"), 10, 3).c_str(),
+                  cell(ratio("gloo-ring"), 10, 2).c_str(),
+                  cell(ratio("gloo-unbound"), 13, 2).c_str(),
+                  cell(ratio("mpi"), 10, 2).c_str());
     }
     std::fflush(stdout);
     std::error_code ec;
@@ -471,6 +505,9 @@ int main(int argc, char** argv) {
   app.add_option("--bind-to", o.bind,
                  "--backend mpi: mpirun's --bind-to (none: the Gloo peer's "
                  "thread is free to run beside the worker; core)");
+  app.add_flag("--no-gloo", o.no_gloo,
+               "--backend mpi: leave raw Gloo out (its transport thread "
+               "shares each rank's core under --bind-to core)");
   app.add_flag("--worker", o.worker)->group("");
   app.add_option("--topology", o.topology)->group("");
   app.add_option("--node", o.node)->group("");

@@ -14,6 +14,7 @@
 #include "actors/cluster/tls_material.h"
 #include "actors/comm/hierarchical_communicator.h"
 #include "actors/comm/mpi_communicator.h"
+#include "base/cycle_clock.h"
 #include "base/digest.h"
 #include "base/logging.h"
 
@@ -270,30 +271,34 @@ Status Cluster::Impl::ConnectMpi() {
 }
 
 CollectiveObserver Cluster::Impl::Observer() {
+  // Called around every call (one at a time): the lock is taken only when
+  // the call's text is made anew, for a call of another name or kind (a
+  // step's calls come round again by name).
+  CycleClock::Start();
   return [shared = shared.get()](int64_t seq, Collective collective,
                                  std::string_view name, bool entering) {
-    const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lock(shared->mu);
-    shared->seq = seq;
-    shared->in_call = entering;
-    if (entering) {
-      // A step's calls come round again by name: the text is made anew
-      // only for another call (a microsecond all-reduce pays for this).
-      if (shared->call_kind != static_cast<int>(collective) ||
-          shared->call_name != name) {
-        shared->call_kind = static_cast<int>(collective);
-        shared->call_name.assign(name.data(), name.size());
-        shared->call.assign(CollectiveName(collective));
-        shared->call += " '";
-        shared->call.append(name.data(), name.size());
-        shared->call += "'";
-      }
-      shared->call_began = now;
-    } else {
-      const double s =
-          std::chrono::duration<double>(now - shared->call_began).count();
-      (shared->own_calls > 0 ? shared->own_call_s : shared->step_call_s) += s;
+    const int64_t now = CycleClock::Now();
+    if (!entering) {
+      shared->in_call.store(false, std::memory_order_release);
+      (shared->own_calls.load(std::memory_order_relaxed) > 0
+           ? shared->own_call_ticks
+           : shared->step_call_ticks)
+          .fetch_add(now - shared->call_began, std::memory_order_relaxed);
+      return;
     }
+    if (shared->call_kind != static_cast<int>(collective) ||
+        shared->call_name != name) {
+      std::lock_guard<std::mutex> lock(shared->mu);
+      shared->call_kind = static_cast<int>(collective);
+      shared->call_name.assign(name.data(), name.size());
+      shared->call.assign(CollectiveName(collective));
+      shared->call += " '";
+      shared->call.append(name.data(), name.size());
+      shared->call += "'";
+    }
+    shared->call_began = now;
+    shared->seq.store(seq, std::memory_order_relaxed);
+    shared->in_call.store(true, std::memory_order_release);
   };
 }
 
@@ -379,13 +384,9 @@ Communicator& Cluster::cross() const { return *impl_->cross; }
 class Cluster::OwnCalls {
  public:
   explicit OwnCalls(NodeShared* shared) : shared_(shared) {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    ++shared_->own_calls;
+    shared_->own_calls.fetch_add(1, std::memory_order_relaxed);
   }
-  ~OwnCalls() {
-    std::lock_guard<std::mutex> lock(shared_->mu);
-    --shared_->own_calls;
-  }
+  ~OwnCalls() { shared_->own_calls.fetch_sub(1, std::memory_order_relaxed); }
   OwnCalls(const OwnCalls&) = delete;
   OwnCalls& operator=(const OwnCalls&) = delete;
 
@@ -394,8 +395,11 @@ class Cluster::OwnCalls {
 };
 
 Cluster::CollectiveTime Cluster::collective_time() const {
-  std::lock_guard<std::mutex> lock(impl_->shared->mu);
-  return CollectiveTime{impl_->shared->step_call_s, impl_->shared->own_call_s};
+  const NodeShared& shared = *impl_->shared;
+  return CollectiveTime{CycleClock::Seconds(shared.step_call_ticks.load(
+                            std::memory_order_relaxed)),
+                        CycleClock::Seconds(shared.own_call_ticks.load(
+                            std::memory_order_relaxed))};
 }
 
 Status Cluster::BroadcastPersistables(Scope* scope,

@@ -24,14 +24,15 @@ void Cluster::Impl::OnLost(const std::string& node, const std::string& why) {
     }
     shared->lost.emplace_back(node, why);
     shared->changed.notify_all();
-    where = shared->in_call
-                ? "in " + shared->call + " (collective #" +
-                      std::to_string(shared->seq) + ")"
-                : "while computing (its last collective: " +
-                      (shared->seq == 0 ? std::string("none")
-                                        : "#" + std::to_string(shared->seq) +
-                                              " " + shared->call) +
-                      ")";
+    const int64_t seq = shared->seq.load(std::memory_order_relaxed);
+    where =
+        shared->in_call.load(std::memory_order_acquire)
+            ? "in " + shared->call + " (collective #" + std::to_string(seq) +
+                  ")"
+            : "while computing (its last collective: " +
+                  (seq == 0 ? std::string("none")
+                            : "#" + std::to_string(seq) + " " + shared->call) +
+                  ")";
   }
   const int r = topology.Rank(node);
   const std::string who =

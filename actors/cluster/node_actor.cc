@@ -513,7 +513,9 @@ caf::behavior NodeActor(caf::event_based_actor* self,
         if (!TokenValid(*shared, msg.token))
           return NoToken(self, *shared, "this node's progress");
         std::lock_guard<std::mutex> lock(shared->mu);
-        return Progress{shared->seq, shared->call, shared->in_call};
+        return Progress{shared->seq.load(std::memory_order_relaxed),
+                        shared->call,
+                        shared->in_call.load(std::memory_order_acquire)};
       },
   };
 }

@@ -37,6 +37,7 @@
 // watches the handshake through NodeShared.
 #pragma once
 
+#include <atomic>
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/behavior.hpp>
@@ -85,20 +86,22 @@ struct NodeShared {
   // of a handshake that times out.
   std::vector<std::string> rejected;
 
-  // This node's progress through the cross-node collectives (the Gloo
-  // communicator's observer sets it): the call's number, what it is, and
-  // whether it is inside it.
-  int64_t seq = 0;
+  // This node's progress through the cross-node collectives (the
+  // communicator's observer sets it, one call at a time): the call's
+  // number and whether it is inside it, written without the lock (a
+  // microsecond all-reduce pays for every lock), and what it is (`call`,
+  // under mu, made anew only when a call of another name or kind begins).
+  std::atomic<int64_t> seq{0};
+  std::atomic<bool> in_call{false};
   std::string call;       // "all_reduce 'w@GRAD'"
   std::string call_name;  // "w@GRAD", and its kind: what `call` was made of
-  int call_kind = -1;
-  bool in_call = false;
-  // Time inside those calls (the observer's clock): the steps' (the
-  // graph's collectives) and Cluster's own (own_calls > 0 while one of
-  // its methods calls Gloo), in seconds.
-  std::chrono::steady_clock::time_point call_began;
-  int own_calls = 0;
-  double step_call_s = 0, own_call_s = 0;
+  int call_kind = -1;     // (the observer's own: read and written by it)
+  // Time inside those calls (in CycleClock ticks: base/cycle_clock.h): the
+  // steps' (the graph's collectives) and Cluster's own (own_calls > 0 while
+  // one of its methods calls the communicator).
+  int64_t call_began = 0;  // the observer's own
+  std::atomic<int> own_calls{0};
+  std::atomic<int64_t> step_call_ticks{0}, own_call_ticks{0};
   bool leaving = false;   // Leave began: peers that go are no longer lost
   bool stopping = false;  // this process stops its actors (exit messages)
   // Peers lost, in the order they were (node, why).

@@ -41,7 +41,8 @@ int64_t Covered(const std::vector<Interval>& cover, int64_t a, int64_t b) {
 
 TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
                             const std::vector<bool>& collective_node,
-                            int workers, const std::vector<bool>* backward) {
+                            int workers, const std::vector<bool>* backward,
+                            const std::vector<bool>* broadcast) {
   TraceSummary s;
   std::map<int64_t, Interval> window;  // per step
   std::vector<Interval> compute, backward_compute;
@@ -62,6 +63,11 @@ TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
     busy += span.end_ns - span.begin_ns;
     if (collective_node[span.node]) {
       s.collective_ms += task / 1e6;
+      if (broadcast != nullptr &&
+          span.node < static_cast<int>(broadcast->size()) &&
+          (*broadcast)[span.node]) {
+        s.broadcast_ms += task / 1e6;
+      }
       collectives.push_back(&span);
     } else {
       s.compute_ms += task / 1e6;
@@ -102,12 +108,18 @@ std::string TraceSummary::ToString() const {
     std::snprintf(backward, sizeof(backward), ", %.0f%% behind backward",
                   100 * collective_hidden_backward);
   }
-  char buf[320];
+  char split[96] = "";
+  if (broadcast_ms > 0) {
+    std::snprintf(split, sizeof(split),
+                  ": gradients %.1f ms, parameters' broadcasts %.1f ms",
+                  collective_ms - broadcast_ms, broadcast_ms);
+  }
+  char buf[400];
   std::snprintf(
       buf, sizeof(buf),
       "%lld traced steps, %.1f ms: compute %.1f ms, collectives "
-      "%.1f ms (%.0f%% hidden behind compute%s), scheduler idle %.0f%%",
-      static_cast<long long>(steps), wall_ms, compute_ms, collective_ms,
+      "%.1f ms%s (%.0f%% hidden behind compute%s), scheduler idle %.0f%%",
+      static_cast<long long>(steps), wall_ms, compute_ms, collective_ms, split,
       100 * collective_hidden, backward, 100 * scheduler_idle);
   return buf;
 }

@@ -14,6 +14,9 @@ struct TraceSummary {
   double wall_ms = 0;        // sum over steps of (last end - first begin)
   double compute_ms = 0;     // compute and fetch spans (task time)
   double collective_ms = 0;  // communication-stream spans (task time)
+  // Of those, the parameters' broadcasts (Reduce mode's owners send the
+  // updated parameters); the rest are the gradients' collectives.
+  double broadcast_ms = 0;
   // Share of collective time during which some other span computed: the
   // communication hidden behind compute. 0 when there is no collective.
   double collective_hidden = 0;
@@ -33,9 +36,11 @@ struct TraceSummary {
 
 // Summarises `spans`; `collective[node]` tells the nodes on a
 // communication stream from the rest; `workers` is the worker count;
-// `backward[node]` (optional) tells the backward ops.
+// `backward[node]` (optional) tells the backward ops, `broadcast[node]`
+// (optional) the collectives that broadcast parameters.
 TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
                             const std::vector<bool>& collective, int workers,
-                            const std::vector<bool>* backward = nullptr);
+                            const std::vector<bool>* backward = nullptr,
+                            const std::vector<bool>* broadcast = nullptr);
 
 }  // namespace parex

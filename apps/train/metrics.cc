@@ -27,6 +27,14 @@ Status MetricsWindow::SumAcrossNodes(Cluster* cluster, int* stop) {
     sums.push_back(m.accuracy);
     sums.insert(sums.end(), m.fetched.begin(), m.fetched.end());
   }
+  // Each node's time in the steps' collectives, in its own slots: the
+  // least of them is what the collectives took, the rest was waiting.
+  const size_t times = sums.size();
+  const size_t steps = pending_.size();
+  sums.resize(times + steps * cluster->size(), 0.0);
+  for (size_t i = 0; i < steps; ++i) {
+    sums[times + cluster->rank() * steps + i] = pending_[i].collective_ms;
+  }
   // A node told to stop tells the others here, at a step all reach.
   sums.push_back(StopSignals::Received() != 0 ? 1 : 0);
   PAREX_RETURN_IF_ERROR(
@@ -40,6 +48,11 @@ Status MetricsWindow::SumAcrossNodes(Cluster* cluster, int* stop) {
     for (size_t f = 0; f < fetches_.size(); ++f) {
       pending_[i].fetched[f] = sums[width * i + 2 + f] / world_;
     }
+    double least = pending_[i].collective_ms;
+    for (int node = 0; node < cluster->size(); ++node) {
+      least = std::min(least, sums[times + node * steps + i]);
+    }
+    pending_[i].waiting_ms = pending_[i].collective_ms - least;
   }
   if (sums.back() > 0) {
     *stop = StopSignals::Received() != 0 ? StopSignals::Received() : SIGTERM;
@@ -90,10 +103,11 @@ void MetricsWindow::AddLine(const StepMetrics& m) {
   std::snprintf(line, sizeof(line),
                 "{\"step\": %lld, \"epoch\": %d, \"loss\": %.9g%s, "
                 "\"samples_per_s\": %.1f, \"wall_s\": %.6f, \"step_ms\": "
-                "%.3f, \"collective_ms\": %.3f, \"feed_ms\": %.3f",
+                "%.3f, \"collective_ms\": %.3f, \"waiting_ms\": %.3f, "
+                "\"other_collective_ms\": %.3f, \"feed_ms\": %.3f",
                 static_cast<long long>(m.step), m.epoch + 1, m.loss, accuracy,
                 m.samples_per_s, m.wall_s, m.step_ms, m.collective_ms,
-                m.feed_ms);
+                m.waiting_ms, m.other_ms, m.feed_ms);
   lines_ += line;
   lines_ += fetched;  // (any length)
   lines_ += "}\n";

@@ -24,8 +24,12 @@ struct StepMetrics {
   std::vector<double> fetched;  // --fetch: means, summed like the loss
   double samples_per_s = 0, wall_s = 0;
   // This node's step account of the step (ms): the step's run, its time
-  // in cross-node collectives, the wait for its batch.
-  double step_ms = 0, collective_ms = 0, feed_ms = 0;
+  // in cross-node collectives (of which waiting for the slowest node's
+  // arrival: this node's time less the least of any node's, settled with
+  // the window), the cluster's own collectives since the step before
+  // (metrics, stop agreement), the wait for its batch.
+  double step_ms = 0, collective_ms = 0, waiting_ms = 0, other_ms = 0,
+         feed_ms = 0;
 };
 
 // The steps run but not settled yet, the sums of the epoch's settled steps,

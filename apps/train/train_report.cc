@@ -71,19 +71,20 @@ Status TrainSession::WriteTrace() {
 
 void TrainSession::PrintTraceSummary() const {
   if (plan_.trace.empty()) return;
-  std::vector<bool> collective, backward;
+  std::vector<bool> collective, backward, broadcast;
   for (const SsaOp& op : pe_->graph().ops()) {
     collective.push_back(IsCollective(op.kind));
+    broadcast.push_back(op.kind == SsaOpKind::kBroadcast);
     backward.push_back(op.kind == SsaOpKind::kComputation &&
                        op.type.size() > 5 &&
                        op.type.compare(op.type.size() - 5, 5, "_grad") == 0);
   }
   std::printf("trace           %s\n", plan_.trace.c_str());
-  std::printf(
-      "trace summary   %s\n",
-      SummarizeTrace(trace_.Spans(), collective, pe_->num_threads(), &backward)
-          .ToString()
-          .c_str());
+  std::printf("trace summary   %s\n",
+              SummarizeTrace(trace_.Spans(), collective, pe_->num_threads(),
+                             &backward, &broadcast)
+                  .ToString()
+                  .c_str());
 }
 
 }  // namespace parex::train

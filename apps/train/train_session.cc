@@ -102,6 +102,7 @@ int TrainSession::Run() {
   train_start_ = Clock::now();
   first_step_ = step_;
   collective_at_start_ = CollectiveTimeNow();
+  own_at_last_step_ = collective_at_start_.own_s;
   StopSignals signals;
   last_epoch_ = from.epoch;
   last_batch_ = from.batch;
@@ -311,13 +312,18 @@ Status TrainSession::RunStep(const FeedMap& feed, int64_t rows, int epoch,
   StepMetrics m;
   m.batch = b;
   m.epoch = epoch;
-  const double collective_before = CollectiveTimeNow().step_s;
+  const Cluster::CollectiveTime before = CollectiveTimeNow();
   const Clock::time_point start = Clock::now();
   const Status ran = Fetch(feed, rows, &m);
   const double step_s = Seconds(start);
   step_s_ += step_s;
   m.step_ms = step_s * 1e3;
-  m.collective_ms = (CollectiveTimeNow().step_s - collective_before) * 1e3;
+  const Cluster::CollectiveTime after = CollectiveTimeNow();
+  // (Each reading converts all the ticks so far at the clock's latest rate:
+  // a part that did not grow can read a hair below 0.)
+  m.collective_ms = std::max(0.0, after.step_s - before.step_s) * 1e3;
+  m.other_ms = std::max(0.0, after.own_s - own_at_last_step_) * 1e3;
+  own_at_last_step_ = after.own_s;
   m.feed_ms = last_feed_s_ * 1e3;
   ++step_;
   samples_ += rows;

@@ -145,6 +145,7 @@ class TrainSession {
   int64_t first_step_ = 0;
   double feed_s_ = 0, last_feed_s_ = 0, step_s_ = 0;
   Cluster::CollectiveTime collective_at_start_;
+  double own_at_last_step_ = 0;  // the cluster's own collectives' time then
 };
 
 }  // namespace parex::train

@@ -67,5 +67,25 @@ TEST(TraceSummaryTest, HiddenBehindBackward) {
                   "(100% hidden behind compute, 50% behind backward)"));
 }
 
+TEST(TraceSummaryTest, ParametersBroadcastsApartFromGradients) {
+  // Nodes 1 and 2 are collectives: 1 reduces a gradient [0, 3) ms, 2
+  // broadcasts the parameter [4, 5) ms. Without the broadcast flags the
+  // line has no split.
+  const std::vector<bool> collective = {false, true, true};
+  const std::vector<bool> broadcast = {false, false, true};
+  const std::vector<TraceSpan> spans = {Span(0, 0, 0, 4000, 0),
+                                        Span(0, 1, 0, 3000, 1),
+                                        Span(0, 2, 4000, 5000, 1)};
+  const TraceSummary s =
+      SummarizeTrace(spans, collective, 2, nullptr, &broadcast);
+  EXPECT_DOUBLE_EQ(s.collective_ms, 4.0);
+  EXPECT_DOUBLE_EQ(s.broadcast_ms, 1.0);
+  EXPECT_THAT(s.ToString(),
+              ::testing::HasSubstr("collectives 4.0 ms: gradients 3.0 ms, "
+                                   "parameters' broadcasts 1.0 ms ("));
+  EXPECT_THAT(SummarizeTrace(spans, collective, 2).ToString(),
+              ::testing::Not(::testing::HasSubstr("broadcasts")));
+}
+
 }  // namespace
 }  // namespace parex

@@ -149,6 +149,18 @@ TEST_P(ClusterTrainTest, EveryStepsLossMatchesOneProcessWithTheSamePlaces) {
     with_collective += std::stod((*it)[1]) > 0;
   }
   EXPECT_EQ(with_collective, c.steps) << lines;
+  // Each step's wait for peers is a part of its collectives' time; the
+  // cluster's own collectives since the step before are on the line too.
+  const std::regex waiting(
+      "\"collective_ms\": ([0-9.]+), \"waiting_ms\": ([0-9.]+), "
+      "\"other_collective_ms\": ([0-9.]+)");
+  int with_waiting = 0;
+  for (auto it = std::sregex_iterator(lines.begin(), lines.end(), waiting);
+       it != std::sregex_iterator(); ++it) {
+    ++with_waiting;
+    EXPECT_LE(std::stod((*it)[2]), std::stod((*it)[1])) << it->str();
+  }
+  EXPECT_EQ(with_waiting, c.steps) << lines;
 }
 
 INSTANTIATE_TEST_SUITE_P(

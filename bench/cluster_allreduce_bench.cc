@@ -126,23 +126,26 @@ StatusOr<std::unique_ptr<ActorRunner>> ChainRunner(Communicator& comm,
 }
 
 // One worker: joins, measures, rank 0 prints "bytes method seconds_per_op".
-int Worker(const Options& o) {
-  StatusOr<Topology> topology = LoadTopology(o.topology);
-  if (!topology.ok()) {
-    std::fprintf(stderr, "%s\n", topology.status().ToString().c_str());
-    return 1;
-  }
-  // Under mpirun (collective MPI) each worker is the node of its rank.
-  const bool mpi = topology->backend == "mpi";
+// Joins the cluster as `parex node` does: under mpirun (collective MPI)
+// as the node of the rank, else as --node. Sets `mpi` to the backend.
+StatusOr<std::unique_ptr<Cluster>> JoinAsWorker(const Options& o, bool* mpi) {
+  PAREX_ASSIGN_OR_RETURN(Topology topology, LoadTopology(o.topology));
+  *mpi = topology.backend == "mpi";
   const std::optional<MpirunRank> started = StartedByMpirun();
   const std::string node =
-      mpi && started ? topology->nodes[started->rank].name : o.node;
-  StatusOr<std::unique_ptr<Cluster>> joined =
-      Cluster::Join(*topology, node, {{"program", "cluster_allreduce_bench"}});
+      *mpi && started ? topology.nodes[started->rank].name : o.node;
+  return Cluster::Join(topology, node,
+                       {{"program", "cluster_allreduce_bench"}});
+}
+
+int Worker(const Options& o) {
+  bool mpi = false;
+  StatusOr<std::unique_ptr<Cluster>> joined = JoinAsWorker(o, &mpi);
   if (!joined.ok()) {
     std::fprintf(stderr, "%s\n", joined.status().ToString().c_str());
     return 1;
   }
+  const std::optional<MpirunRank> started = StartedByMpirun();
   Cluster& cluster = **joined;
   const int rank = cluster.rank();
   const int size = cluster.size();

@@ -40,6 +40,8 @@ class CycleClock {
   static double Seconds(int64_t ticks) {
     return static_cast<double>(ticks) / TicksPerSecond();
   }
+  // The counter's rate (reads both clocks: convert several sums with one).
+  static double TicksPerSecond();
 
   struct Point {
     std::chrono::steady_clock::time_point steady;
@@ -48,7 +50,6 @@ class CycleClock {
 
  private:
   static const Point& Origin();
-  static double TicksPerSecond();
 };
 
 }  // namespace parex

@@ -396,10 +396,10 @@ class Cluster::OwnCalls {
 
 Cluster::CollectiveTime Cluster::collective_time() const {
   const NodeShared& shared = *impl_->shared;
-  return CollectiveTime{CycleClock::Seconds(shared.step_call_ticks.load(
-                            std::memory_order_relaxed)),
-                        CycleClock::Seconds(shared.own_call_ticks.load(
-                            std::memory_order_relaxed))};
+  const double rate = CycleClock::TicksPerSecond();  // one rate for both
+  return CollectiveTime{
+      shared.step_call_ticks.load(std::memory_order_relaxed) / rate,
+      shared.own_call_ticks.load(std::memory_order_relaxed) / rate};
 }
 
 Status Cluster::BroadcastPersistables(Scope* scope,

@@ -87,7 +87,11 @@ FeedMap BatchReader::Gather(const std::vector<int64_t>& order, int64_t begin,
   for (const auto& [name, column] : columns_) {
     Dims dims = column.dims();
     dims[0] = end - begin;
-    Tensor out(column.dtype(), dims);
+    Tensor out;
+    if (allocator_ == nullptr ||
+        !out.TryAllocateFrom(allocator_, column.dtype(), dims).ok()) {
+      out.Allocate(column.dtype(), dims);
+    }
     const size_t row_bytes =
         column.dim(0) == 0
             ? 0

@@ -59,6 +59,11 @@ class BatchReader {
   // Rows of batch `index` of an epoch (the last may be short).
   int64_t batch_rows(int64_t index) const;
 
+  // Where batches are made from now on (ParallelExecutor::feed_allocator:
+  // pinned host memory for CUDA places); null, or an allocation it
+  // refuses: the CPU allocator. The allocator outlives the reader.
+  void set_batch_allocator(Allocator* allocator) { allocator_ = allocator; }
+
   // The order in which epoch `epoch` visits the rows.
   std::vector<int64_t> EpochOrder(int64_t epoch) const;
   // Batch `index` of epoch `epoch`: every column's rows of that batch.
@@ -102,6 +107,7 @@ class BatchReader {
   std::vector<std::pair<std::string, Tensor>> columns_;
   BatchReaderOptions options_;
   int64_t num_rows_;
+  Allocator* allocator_ = nullptr;
 };
 
 // A permutation of 0..n-1 by Fisher-Yates over std::mt19937_64 seeded from

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/config.h"
+#include "kernels/allocator.h"
 
 namespace parex {
 namespace {
@@ -71,6 +72,24 @@ Status CpuDeviceContext::CopyFromHost(void* dst, const void* src,
                                       size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
   return Status::Ok();
+}
+
+Allocator* CpuDeviceContext::host_allocator() const {
+  // Stands for a device's pinned pool (CPU contexts stand for a device's
+  // streams in the executor's device path, ExecutionStrategy::
+  // device_streams): host memory apart from the CPU allocator's, so a feed
+  // made from it is told from a plain one and both feed paths run.
+  static Allocator* const pool =
+      MakeCachingAllocator(
+          Place::CPU(),
+          [](size_t size) {
+            return std::aligned_alloc(kAllocAlignment,
+                                      (size + kAllocAlignment - 1) /
+                                          kAllocAlignment * kAllocAlignment);
+          },
+          [](void* ptr) { std::free(ptr); })
+          .release();
+  return pool;
 }
 
 Status CpuDeviceContext::CopyOnDevice(void* dst, const void* src,

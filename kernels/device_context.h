@@ -18,6 +18,8 @@
 
 namespace parex {
 
+class Allocator;
+
 class Event {
  public:
   virtual ~Event() = default;
@@ -78,6 +80,14 @@ class DeviceContext {
   // cannot be had. Release with FreeHostStaging of the same context.
   virtual void* AllocateHostStaging(size_t bytes);
   virtual void FreeHostStaging(void* ptr);
+  // Where host tensors are best made when they are to be copied to this
+  // context's place step after step (a reader's batches): a caching
+  // allocator of host memory its copies read without a staging copy of
+  // their own (pinned on CUDA, one for the process; on the CPU a host pool
+  // of its own, so the device path's two feed ways run without a GPU). A
+  // feed from it is copied in directly, any other through a staging
+  // buffer. Null: a plain host tensor serves as well.
+  virtual Allocator* host_allocator() const { return nullptr; }
   // Capture: from BeginCapture until EndCapture the work queued on this
   // context's stream, and on the streams of `joined` (contexts of the same
   // device, which wait for this stream at the start and are waited for at
@@ -130,6 +140,7 @@ class CpuDeviceContext : public DeviceContext {
   Status CopyToHost(void* dst, const void* src, size_t bytes) override;
   Status CopyFromHost(void* dst, const void* src, size_t bytes) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
+  Allocator* host_allocator() const override;
 };
 
 // A new context (and stream) for `place`: a CpuDeviceContext for cpu and

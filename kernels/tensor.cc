@@ -28,6 +28,18 @@ void Tensor::Allocate(DType dtype, const Dims& dims, Place place) {
 }
 
 Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
+  return AllocateIn(dtype, dims, place, nullptr);
+}
+
+Status Tensor::TryAllocateFrom(Allocator* allocator, DType dtype,
+                               const Dims& dims) {
+  PAREX_CHECK(allocator != nullptr, "Tensor::TryAllocateFrom: no allocator");
+  return AllocateIn(dtype, dims, allocator->place(), allocator);
+}
+
+// `allocator` null: the place's own (GetAllocator).
+Status Tensor::AllocateIn(DType dtype, const Dims& dims, Place place,
+                          Allocator* allocator) {
   // The steady step calls this for every output of every op: the checks
   // build no strings unless they fail.
   auto what = [&] {
@@ -47,13 +59,17 @@ Status Tensor::TryAllocate(DType dtype, const Dims& dims, Place place) {
   // Every CPU place is host memory: a buffer of cpu:0 serves cpu:1 (an
   // in-place op of place 1 on a tensor copied from place 0 keeps its data);
   // the places sharing a GPU share its memory likewise.
-  const bool same_memory = SameMemory(place_, place);
+  const bool same_memory =
+      allocator == nullptr
+          ? SameMemory(place_, place)
+          : buffer_ != nullptr && buffer_->allocator() == allocator;
   bool keep =
       buffer_ != nullptr && same_memory && buffer_->size() >= offset_ + need;
   if (!keep) {
     std::shared_ptr<Buffer> buffer;
     if (need > 0) {
-      buffer = Buffer::Make(GetAllocator(place), need);
+      buffer = Buffer::Make(
+          allocator != nullptr ? allocator : GetAllocator(place), need);
       if (buffer == nullptr) {
         return ResourceExhausted("cannot allocate " + std::to_string(need) +
                                  " bytes for " + what() + " on " +

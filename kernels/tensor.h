@@ -40,6 +40,7 @@ class Buffer {
   void* data() const { return data_; }
   size_t size() const { return size_; }
   Place place() const;
+  Allocator* allocator() const { return allocator_; }
 
  private:
   Allocator* allocator_;
@@ -67,6 +68,10 @@ class Tensor {
   // allocator cannot give the bytes; the message names dims, bytes and place
   // (callers add the variable). The tensor is unchanged on error.
   Status TryAllocate(DType dtype, const Dims& dims, Place place = Place::CPU());
+  // TryAllocate on `allocator`'s place from that allocator (a device
+  // context's host_allocator: pinned host memory a device copies from
+  // directly); the buffer is kept only when it came from `allocator`.
+  Status TryAllocateFrom(Allocator* allocator, DType dtype, const Dims& dims);
 
   bool initialized() const { return buffer_ != nullptr || numel() == 0; }
   bool defined() const { return dtype_ != DType::kUndefined; }
@@ -86,6 +91,10 @@ class Tensor {
     return b;
   }
   Place place() const { return place_; }
+  // The allocator of the tensor's buffer; null without one.
+  const Allocator* allocator() const {
+    return buffer_ ? buffer_->allocator() : nullptr;
+  }
   const LoD& lod() const { return lod_; }
   void set_lod(LoD lod) { lod_ = std::move(lod); }
 
@@ -136,6 +145,8 @@ class Tensor {
   std::string DebugString() const;
 
  private:
+  Status AllocateIn(DType dtype, const Dims& dims, Place place,
+                    Allocator* allocator);
   void CheckType(DType want) const {
     PAREX_CHECK(dtype_ == want, std::string("tensor is ") + DTypeName(dtype_) +
                                     ", accessed as " + DTypeName(want));

@@ -96,10 +96,13 @@ StatusOr<void*> DevicePlaces::HostBuffer(const void* owner, int op, int place,
 
 Status DevicePlaces::Feed(int place, const std::string& name, const Tensor& src,
                           Tensor* dst) {
+  DeviceContext* context = compute_[place].get();
+  const Allocator* host = context->host_allocator();
+  if (host != nullptr && src.allocator() == host)
+    return CopyIn(place, src, dst);
   Staging& staging = staging_[{place, name}];
   const size_t bytes = src.bytes();
   if (staging.data == nullptr || staging.bytes < bytes) {
-    DeviceContext* context = compute_[place].get();
     context->FreeHostStaging(staging.data);
     staging = Staging{context->AllocateHostStaging(bytes), bytes};
     if (staging.data == nullptr) {
@@ -113,19 +116,7 @@ Status DevicePlaces::Feed(int place, const std::string& name, const Tensor& src,
   PAREX_RETURN_IF_ERROR(
       dst->TryAllocate(src.dtype(), src.dims(), places_[place]));
   dst->set_lod(src.lod());
-  return compute_[place]->CopyFromHost(dst->raw_data(), staging.data, bytes);
-}
-
-Status DevicePlaces::StageFeed(int place, const std::string& name,
-                               const Tensor& src) {
-  auto it = staging_.find({place, name});
-  if (it == staging_.end() || it->second.bytes < src.bytes()) {
-    return FailedPrecondition("no staging buffer of " +
-                              std::to_string(src.bytes()) + " bytes");
-  }
-  if (src.bytes() > 0)
-    std::memcpy(it->second.data, src.raw_data(), src.bytes());
-  return Status::Ok();
+  return context->CopyFromHost(dst->raw_data(), staging.data, bytes);
 }
 
 Status DevicePlaces::CopyIn(int place, const Tensor& src, Tensor* dst) const {

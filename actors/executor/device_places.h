@@ -61,17 +61,15 @@ class DevicePlaces {
   // copy of host tensor `src` (dtype, dims, LoD and data), queued on the
   // place's compute stream. `src` may be freed once this returns.
   Status CopyIn(int place, const Tensor& src, Tensor* dst) const;
-  // The same for a feed: `src` goes through the place's staging buffer for
-  // `name` (pinned on CUDA, reused step after step, grown when a batch is
-  // larger), so the copy to the device is asynchronous.
+  // The same for a feed. A `src` made by the place's host_allocator (pinned
+  // on CUDA) is copied directly: it must stay as it is until the step's
+  // streams are synchronised (a step holds its feeds until then). Any
+  // other goes through the place's staging buffer for `name` (pinned on
+  // CUDA, reused step after step, grown when a batch is larger), so the
+  // copy to the device is asynchronous either way.
   // REQUIRES: the previous step's copies finished (SynchronizeAll).
   Status Feed(int place, const std::string& name, const Tensor& src,
               Tensor* dst);
-  // A replay of a captured step: `src` (the captured dtype and dims) is
-  // written into the staging buffer Feed copied it from when the step was
-  // captured, which the graph's copy reads. FailedPrecondition when there
-  // is no such buffer or it is too small.
-  Status StageFeed(int place, const std::string& name, const Tensor& src);
   // A host buffer of at least `bytes` kept for op handle `op` of `owner`
   // (its OpHandleTasks) on place `place`, reused step after step (pinned
   // on CUDA, so copies from and to it are asynchronous and can be captured

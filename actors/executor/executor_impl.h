@@ -73,8 +73,14 @@ struct ParallelExecutor::Impl {
     bool off = false;    // cannot be captured, or a capture failed
     int warm_steps = 0;  // steps run on the actors since the scopes changed
     std::unique_ptr<DeviceGraph> graph;
-    // Per place: each feed's dtype and dims as captured.
-    std::vector<std::map<std::string, std::pair<DType, Dims>>> feeds;
+    // Each feed as captured (one place): its dtype and dims, and the
+    // device buffer the graph reads it from.
+    struct Feed {
+      DType dtype = DType::kUndefined;
+      Dims dims;
+      const void* data = nullptr;
+    };
+    std::map<std::string, Feed> feeds;
   };
   std::map<const CompiledStep*, StepGraph> graphs;
 
@@ -83,6 +89,10 @@ struct ParallelExecutor::Impl {
   // replay of a captured step (false: none applies, run on the actors);
   // the bookkeeping after a step on the actors (`ok`, `captured`).
   bool WantsCapture(CompiledStep* step, const std::vector<FeedMap>& feeds);
+  // The step to be captured is fed before the capture begins (a graph
+  // starts from its fed tensors, so a replay can copy a feed from wherever
+  // it is); notes where each feed went.
+  Status FeedCapturedStep(CompiledStep* step, const FeedMap& feed);
   StatusOr<bool> Replay(CompiledStep* step, const std::vector<FeedMap>& feeds,
                         std::vector<std::vector<Tensor>>* fetched);
   std::vector<DeviceContext*> JoinedStreams() const;

@@ -241,6 +241,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   PAREX_ASSIGN_OR_RETURN(bool was_replayed, Replay(step, feeds, &replayed));
   if (was_replayed) return Answer(*step, fetch, replayed);
   const bool capture = WantsCapture(step, feeds);
+  if (capture) PAREX_RETURN_IF_ERROR(FeedCapturedStep(step, feeds[0]));
   // The coordinator actor feeds the places, keeps the drop-scope count and
   // gathers the fetches (DESIGN.md §3.4); this thread waits.
   // The hooks capture two pointers, which std::function holds without a
@@ -249,7 +250,8 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     CompiledStep* step;
     const std::vector<FeedMap>* feeds;
     std::vector<std::vector<Tensor>> fetched;
-  } frame{step, &feeds, {}};
+    bool fed;  // before a capture
+  } frame{step, &feeds, {}, capture};
   StepHooks hooks;
   hooks.begin = [this, &frame]() -> Status {
     CompiledStep* step = frame.step;
@@ -264,7 +266,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     }
     last = step;
     ClearArrays();
-    for (int p = 0; p < n(); ++p) {
+    for (int p = 0; p < n() && !frame.fed; ++p) {
       PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
     }
     step->ops->BeginStep(next_step);
@@ -548,6 +550,11 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::RunPerPlace(
 
 const std::vector<Place>& ParallelExecutor::places() const {
   return impl_->places;
+}
+
+Allocator* ParallelExecutor::feed_allocator() const {
+  const DevicePlaces* d = impl_->devices.get();
+  return d != nullptr ? d->compute(0)->host_allocator() : nullptr;
 }
 
 const SsaGraph& ParallelExecutor::graph() const {

@@ -128,6 +128,12 @@ class ParallelExecutor {
       const std::vector<std::string>& fetch_list);
 
   const std::vector<Place>& places() const;
+  // Where feeds are best made (a reader's batches, Tensor::TryAllocateFrom):
+  // a host tensor from it reaches the places without a staging copy
+  // (pinned host memory on CUDA places; a pool of its own for CPU places
+  // run as devices, ExecutionStrategy::device_streams). Null where a plain
+  // host tensor serves as well (CPU places on the host path).
+  Allocator* feed_allocator() const;
   // The graph of the last fetch list run (or of none, before any Run).
   const SsaGraph& graph() const;
   // The trace of ExecutionStrategy::trace as Chrome trace JSON, labelled

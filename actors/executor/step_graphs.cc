@@ -10,16 +10,19 @@
 // dropout (its mask is drawn on the host) and top_k_v2 (sorted on the host).
 // The captured step itself is then run as the graph.
 //
-// Replay: the feeds of the step must have the captured dtypes and dims; they
-// are written into the same host staging buffers the captured copies read,
-// the graph is launched, the streams drained, and the fetched values read
-// from the buffers the captured copies wrote. The step counters advance as
+// Feeds are not in the graph: the captured step is fed before its capture
+// begins, and a replay feeds as a step on the actors does (a feed in the
+// place's pinned host memory is copied from where it is, any other through
+// its staging buffer; DevicePlaces::Feed) into the same device buffers.
+// Replay: the feeds of the step must have the captured dtypes and dims and
+// land where the captured step's did; the graph is launched after their
+// copies on the same stream, the streams drained, and the fetched values
+// read from the buffers the captured copies wrote. The step counters advance as
 // for a step on the actors. Anything else (other shapes, a scope drop,
 // another fetch list run in between) drops the graph and the step runs on
 // the actors, to be captured again later.
 #include <set>
 #include <string>
-#include <string_view>
 
 #include "actors/executor/executor_impl.h"
 #include "base/config.h"
@@ -62,16 +65,16 @@ std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
 
 bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
                                           const std::vector<FeedMap>& feeds) {
-  // Collectives between GPUs (NCCL) are not captured: a graph of several
-  // devices' streams is not what the capture joins.
+  // One place only. Collectives between GPUs (NCCL) are not captured: a
+  // graph of several devices' streams is not what the capture joins.
   // Places sharing a GPU (cuda:0x2) are not captured either: on an H200,
   // replays of the Fashion MLP's captured step on two slots differed from
   // the same steps on the actors in 11 of 36 runs (2026-11-27), steps on the
   // actors never; until that race is found they run on the actors.
   if (devices == nullptr || !exec.cuda_graphs || !places[0].is_cuda() ||
-      comm->asynchronous() || exec.stream_wait != StreamWaitStrategy::kEvent ||
-      exec.trace != nullptr || exec.dry_run ||
-      (n() > 1 && std::string_view(comm->backend()) == "in_device")) {
+      n() != 1 || comm->asynchronous() ||
+      exec.stream_wait != StreamWaitStrategy::kEvent || exec.trace != nullptr ||
+      exec.dry_run) {
     return false;
   }
   StepGraph& g = graphs[step];
@@ -84,13 +87,21 @@ bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
     g.off = true;
     return false;
   }
-  g.feeds.assign(n(), {});
-  for (int p = 0; p < n(); ++p) {
-    for (const auto& [name, value] : feeds[p]) {
-      g.feeds[p][name] = {value.dtype(), value.dims()};
-    }
+  g.feeds.clear();
+  for (const auto& [name, value] : feeds[0]) {
+    g.feeds[name] = {value.dtype(), value.dims(), nullptr};
   }
   return true;
+}
+
+Status ParallelExecutor::Impl::FeedCapturedStep(CompiledStep* step,
+                                                const FeedMap& feed) {
+  PAREX_RETURN_IF_ERROR(FeedPlace(0, feed));
+  for (auto& [name, captured] : graphs[step].feeds) {
+    captured.data =
+        exec_scopes[0]->FindVar(name)->GetMutableTensor()->raw_data();
+  }
+  return Status::Ok();
 }
 
 StatusOr<bool> ParallelExecutor::Impl::Replay(
@@ -101,30 +112,24 @@ StatusOr<bool> ParallelExecutor::Impl::Replay(
   StepGraph& g = it->second;
   bool same = last == step && exec_scopes[0] != nullptr &&
               steps_since_drop < exec.num_iteration_per_drop_scope &&
-              static_cast<int>(feeds.size()) == n() &&
-              g.feeds.size() == feeds.size();
-  for (int p = 0; same && p < n(); ++p) {
-    same = feeds[p].size() == g.feeds[p].size();
-    for (const auto& [name, value] : feeds[p]) {
-      auto f = g.feeds[p].find(name);
-      if (!same || f == g.feeds[p].end() ||
-          f->second != std::make_pair(value.dtype(), value.dims())) {
-        same = false;
-        break;
-      }
-    }
+              feeds.size() == 1 && feeds[0].size() == g.feeds.size();
+  for (auto f = g.feeds.begin(); same && f != g.feeds.end(); ++f) {
+    auto value = feeds[0].find(f->first);
+    same = value != feeds[0].end() &&
+           value->second.dtype() == f->second.dtype &&
+           value->second.dims() == f->second.dims;
+  }
+  // The feeds' copies go on place 0's compute stream, which the graph is
+  // launched on after them.
+  if (same) PAREX_RETURN_IF_ERROR(FeedPlace(0, feeds[0]));
+  for (auto f = g.feeds.begin(); same && f != g.feeds.end(); ++f) {
+    same = exec_scopes[0]->FindVar(f->first)->GetMutableTensor()->raw_data() ==
+           f->second.data;
   }
   if (!same) {
     g.graph.reset();
     g.warm_steps = 0;
     return false;
-  }
-  for (int p = 0; p < n(); ++p) {
-    for (const auto& [name, value] : feeds[p]) {
-      PAREX_RETURN_IF_ERROR(
-          devices->StageFeed(p, name, value)
-              .WithContext("feed '" + name + "' to " + places[p].ToString()));
-    }
   }
   Status status = g.graph->Launch();
   Status synced = SyncDevices();

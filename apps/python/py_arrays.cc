@@ -66,7 +66,8 @@ py::object ArrayDType(DType dtype) {
 }  // namespace
 
 StatusOr<Tensor> TensorFromArray(const py::array& array,
-                                 const std::string& what) {
+                                 const std::string& what,
+                                 Allocator* allocator) {
   const DType dtype = DTypeOfArray(array.dtype());
   if (dtype == DType::kUndefined) {
     return InvalidArgument(
@@ -78,8 +79,10 @@ StatusOr<Tensor> TensorFromArray(const py::array& array,
   Dims dims;
   for (py::ssize_t i = 0; i < array.ndim(); ++i) dims.push_back(array.shape(i));
   Tensor t;
-  PAREX_RETURN_IF_ERROR(
-      t.TryAllocate(dtype, dims).WithContext("'" + what + "'"));
+  PAREX_RETURN_IF_ERROR((allocator != nullptr
+                             ? t.TryAllocateFrom(allocator, dtype, dims)
+                             : t.TryAllocate(dtype, dims))
+                            .WithContext("'" + what + "'"));
   // A C-contiguous view copies in one go; anything else goes through
   // numpy's own copy into that layout.
   py::array contiguous =

@@ -35,10 +35,13 @@ T ValueOrThrow(StatusOr<T> v) {
 }
 
 // The host tensor of a numpy array (copied; any strides), named `what` in
-// errors (a feed's name). InvalidArgument for an element type parex has no
-// DType for (object, complex, ...).
+// errors (a feed's name); made by `allocator` when given (a
+// ParallelExecutor's feed_allocator: pinned memory for CUDA places).
+// InvalidArgument for an element type parex has no DType for (object,
+// complex, ...).
 StatusOr<Tensor> TensorFromArray(const py::array& array,
-                                 const std::string& what);
+                                 const std::string& what,
+                                 Allocator* allocator = nullptr);
 // A numpy array holding a copy of host tensor `t` (dims, dtype). A tensor
 // not on the host, or with no data, is an error naming `what`.
 StatusOr<py::array> ArrayFromTensor(const Tensor& t, const std::string& what);

@@ -126,7 +126,9 @@ class InterruptibleStep {
 
 // --- feeds and fetches -------------------------------------------------------
 
-FeedMap FeedOf(const py::dict& feed) {
+// `allocator`: where the feed's tensors are made (an executor's
+// feed_allocator), or null.
+FeedMap FeedOf(const py::dict& feed, Allocator* allocator = nullptr) {
   FeedMap map;
   for (const auto& [key, value] : feed) {
     const std::string name = py::str(key).cast<std::string>();
@@ -135,7 +137,8 @@ FeedMap FeedOf(const py::dict& feed) {
       throw StatusError{
           InvalidArgument("feed '" + name + "' is not an array-like value")};
     }
-    map[name] = ValueOrThrow(TensorFromArray(array, "feed '" + name + "'"));
+    map[name] =
+        ValueOrThrow(TensorFromArray(array, "feed '" + name + "'", allocator));
   }
   return map;
 }
@@ -257,7 +260,7 @@ class PyParallelExecutor {
 
   // One feed dict split over the places: the fetches merged along dim 0.
   py::list Run(const py::dict& feed, const std::vector<std::string>& fetch) {
-    FeedMap feeds = FeedOf(feed);
+    FeedMap feeds = FeedOf(feed, pe_->feed_allocator());
     StatusOr<std::vector<Tensor>> r = Internal("not run");
     bool interrupted = false;
     {
@@ -274,7 +277,9 @@ class PyParallelExecutor {
   py::list RunPerPlace(const std::vector<py::dict>& feed,
                        const std::vector<std::string>& fetch) {
     std::vector<FeedMap> feeds;
-    for (const py::dict& f : feed) feeds.push_back(FeedOf(f));
+    for (const py::dict& f : feed) {
+      feeds.push_back(FeedOf(f, pe_->feed_allocator()));
+    }
     StatusOr<std::vector<std::vector<Tensor>>> r = Internal("not run");
     bool interrupted = false;
     {

@@ -43,6 +43,7 @@ StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
   PAREX_ASSIGN_OR_RETURN(
       BatchReader reader,
       BatchReader::Create(job.eval_columns, {batch, false, 0, false}));
+  reader.set_batch_allocator(eval->feed_allocator());
   EvalResult result;
   BatchReader::Iterator it = reader.Begin(0);
   FeedMap feed;

@@ -165,6 +165,9 @@ Status TrainSession::Prepare() {
   // Random ops (training-mode dropout) draw by the step's number: a resumed
   // run draws what the uninterrupted one did at its steps.
   pe_->SetNextStep(checkpointer_.position().step);
+  // Batches gathered where the places copy them from without staging
+  // (pinned host memory for CUDA places).
+  reader_.set_batch_allocator(pe_->feed_allocator());
   if (cluster_ != nullptr) cluster_->AbortOnLoss(pe_.get());
   return Status::Ok();
 }

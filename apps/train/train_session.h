@@ -120,8 +120,8 @@ class TrainSession {
   const std::string cmd_;
   const TrainOptions o_;
   const TrainJob job_;
-  const BatchReader reader_;
-  TrainPlan plan_;  // its exec.communicator is the cluster's (Gloo)
+  BatchReader reader_;  // its batch allocator set once the executor is made
+  TrainPlan plan_;      // its exec.communicator is the cluster's (Gloo)
   std::unique_ptr<ClusterSession> cluster_;
   Scope scope_;
   std::vector<std::string> persistables_;  // the startup's (sorted)

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <string>
 
+#include "kernels/allocator.h"
 #include "kernels/cuda/cuda_allocator.h"
 #include "kernels/cuda/cuda_info.h"
 #include "kernels/cuda/cuda_launchers.h"
@@ -280,6 +281,24 @@ void* CudaDeviceContext::AllocateHostStaging(size_t bytes) {
 
 void CudaDeviceContext::FreeHostStaging(void* ptr) {
   if (ptr != nullptr) (void)cudaFreeHost(ptr);
+}
+
+Allocator* CudaDeviceContext::host_allocator() const {
+  static Allocator* const pinned =
+      MakeCachingAllocator(
+          Place::CPU(),
+          [](size_t size) -> void* {
+            void* ptr = nullptr;
+            if (cudaHostAlloc(&ptr, size, cudaHostAllocPortable) !=
+                cudaSuccess) {
+              (void)cudaGetLastError();
+              return nullptr;
+            }
+            return ptr;
+          },
+          [](void* ptr) { (void)cudaFreeHost(ptr); })
+          .release();
+  return pinned;
 }
 
 Status CudaDeviceContext::CopyOnDevice(void* dst, const void* src,

@@ -96,6 +96,9 @@ class CudaDeviceContext : public DeviceContext {
   // Pinned host memory (cudaMallocHost); null when the driver refuses.
   void* AllocateHostStaging(size_t bytes) override;
   void FreeHostStaging(void* ptr) override;
+  // Pinned host memory (portable: every device's copies read it), cached;
+  // one allocator for the process.
+  Allocator* host_allocator() const override;
 
   int device() const { return place().id; }
   cudaStream_t stream() const { return stream_; }

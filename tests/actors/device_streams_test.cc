@@ -16,6 +16,7 @@
 
 #include "actors/executor/parallel_executor.h"
 #include "graph/builder/examples.h"
+#include "kernels/allocator.h"
 #include "kernels/example_feed.h"
 #include "kernels/reference_executor.h"
 
@@ -48,8 +49,24 @@ std::vector<Mode> Modes() {
   return modes;
 }
 
+// The feed's tensors remade from `allocator` (the executor's
+// feed_allocator: copied to the places without a staging buffer).
+FeedMap FeedFrom(Allocator* allocator, const FeedMap& feed) {
+  FeedMap out;
+  for (const auto& [name, value] : feed) {
+    Tensor t;
+    EXPECT_TRUE(t.TryAllocateFrom(allocator, value.dtype(), value.dims()).ok());
+    if (value.bytes() > 0)
+      std::memcpy(t.raw_data(), value.raw_data(), value.bytes());
+    t.set_lod(value.lod());
+    out.emplace(name, std::move(t));
+  }
+  return out;
+}
+
+// `pool_feeds`: the feeds made by the executor's feed_allocator.
 TrainRun Train(const ExampleProgram& ex, int places, const BuildStrategy& build,
-               bool device, StreamWaitStrategy wait) {
+               bool device, StreamWaitStrategy wait, bool pool_feeds = false) {
   TrainRun run;
   Scope scope;
   ReferenceExecutor startup;
@@ -65,8 +82,14 @@ TrainRun Train(const ExampleProgram& ex, int places, const BuildStrategy& build,
       ParallelExecutor::Create(list, ex.main, ex.loss, &scope, build, exec);
   EXPECT_TRUE(pe.ok()) << pe.status().ToString();
   if (!pe.ok()) return run;
+  Allocator* pool = (*pe)->feed_allocator();
+  // Device places' feeds have a home of their own, apart from the CPU's.
+  EXPECT_EQ(pool != nullptr, device);
+  EXPECT_NE(pool, GetAllocator(Place::CPU()));
   for (uint32_t step = 0; step < 3; ++step) {
-    auto out = (*pe)->Run(RandomExampleFeed(ex, 12, 40 + step), {ex.loss});
+    FeedMap feed = RandomExampleFeed(ex, 12, 40 + step);
+    if (pool_feeds) feed = FeedFrom(pool, feed);
+    auto out = (*pe)->Run(feed, {ex.loss});
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     if (!out.ok()) return run;
     const Tensor& t = (*out)[0];
@@ -100,9 +123,16 @@ TEST(DeviceStreamsTest, TrainLikeTheHostPathBitForBit) {
             Train(*ex, places, mode.build, false, StreamWaitStrategy::kEvent);
         ASSERT_EQ(host.losses.size(), 3u);
         ASSERT_FALSE(host.persistables.empty());
-        for (StreamWaitStrategy wait :
-             {StreamWaitStrategy::kEvent, StreamWaitStrategy::kWait}) {
-          const TrainRun device = Train(*ex, places, mode.build, true, wait);
+        // Feeds through staging buffers, and copied directly from the
+        // executor's feed allocator (with events: the event strategy).
+        for (const auto& [wait, pool_feeds] :
+             {std::pair{StreamWaitStrategy::kEvent, false},
+              std::pair{StreamWaitStrategy::kWait, false},
+              std::pair{StreamWaitStrategy::kEvent, true}}) {
+          SCOPED_TRACE(pool_feeds ? "feeds from the feed allocator"
+                                  : "feeds through staging");
+          const TrainRun device =
+              Train(*ex, places, mode.build, true, wait, pool_feeds);
           EXPECT_EQ(device.losses, host.losses);
           EXPECT_EQ(device.persistables.size(), host.persistables.size());
           for (const auto& [name, bytes] : host.persistables) {

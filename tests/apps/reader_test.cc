@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "apps/datasets.h"
+#include "kernels/allocator.h"
 
 namespace parex {
 namespace {
@@ -55,6 +58,32 @@ TEST(ReaderTest, BatchesInOrderWithAShortLastBatch) {
   EXPECT_FALSE(it.Next(&batch));
   // The same rows in every epoch without shuffling.
   EXPECT_EQ(Labels(reader->Batch(5, 1)), (std::vector<int64_t>{4, 5, 6, 7}));
+}
+
+// Batches are made where the reader is told (a CUDA executor's pinned host
+// memory), with the same rows; none made there before it is told.
+TEST(ReaderTest, BatchesComeFromTheBatchAllocator) {
+  auto reader = BatchReader::Create(Columns(10), {4, false, 0, false});
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  FeedMap before = reader->Batch(0, 1);
+  EXPECT_EQ(before.at("x").allocator(), GetAllocator(Place::CPU()));
+  std::unique_ptr<Allocator> pool = MakeCachingAllocator(
+      Place::CPU(), [](size_t size) { return std::malloc(size); },
+      [](void* p) { std::free(p); });
+  reader->set_batch_allocator(pool.get());
+  auto it = reader->Begin(0);
+  FeedMap batch;
+  std::vector<std::vector<int64_t>> seen;
+  while (it.Next(&batch)) {
+    for (const auto& [name, tensor] : batch) {
+      EXPECT_EQ(tensor.allocator(), pool.get()) << name;
+    }
+    EXPECT_EQ(batch.at("x").data<float>()[0],
+              static_cast<float>(Labels(batch)[0]));
+    seen.push_back(Labels(batch));
+  }
+  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{
+                      {0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
 }
 
 // A cluster node's share: of each (shuffled) batch only its places' rows,

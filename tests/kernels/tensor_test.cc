@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <memory>
+
 #include "kernels/allocator.h"
 
 namespace parex {
@@ -43,6 +46,43 @@ TEST(TensorTest, AllocateKeepsALargeEnoughBuffer) {
   EXPECT_EQ(t.raw_data(), before);
   t.Allocate(DType::kFP64, {51});
   EXPECT_NE(t.raw_data(), before);
+}
+
+// A tensor made from a given allocator (a device context's pinned host
+// pool) knows it; its buffer is kept only while it comes from that
+// allocator, and a plain CPU buffer is not taken for one.
+TEST(TensorTest, TryAllocateFromUsesAndKeepsThatAllocatorOnly) {
+  std::unique_ptr<Allocator> pool = MakeCachingAllocator(
+      Place::CPU(),
+      [](size_t size) { return std::aligned_alloc(64, (size + 63) / 64 * 64); },
+      [](void* p) { std::free(p); });
+  Tensor t;
+  EXPECT_EQ(t.allocator(), nullptr);
+  ASSERT_TRUE(t.TryAllocateFrom(pool.get(), DType::kFP32, {4, 8}).ok());
+  EXPECT_EQ(t.allocator(), pool.get());
+  EXPECT_TRUE(t.place().is_cpu());
+  EXPECT_EQ(pool->stats().num_allocs, 1u);
+  const void* first = t.raw_data();
+  ASSERT_TRUE(t.TryAllocateFrom(pool.get(), DType::kFP32, {2, 8}).ok());
+  EXPECT_EQ(t.raw_data(), first);
+  EXPECT_EQ(pool->stats().num_allocs, 1u);
+  // Slices share the buffer, and so its allocator.
+  EXPECT_EQ(t.Slice(1, 2).allocator(), pool.get());
+
+  Tensor plain(DType::kFP32, {64});
+  EXPECT_EQ(plain.allocator(), GetAllocator(Place::CPU()));
+  ASSERT_TRUE(plain.TryAllocateFrom(pool.get(), DType::kFP32, {4}).ok());
+  EXPECT_EQ(plain.allocator(), pool.get());
+  EXPECT_EQ(pool->stats().num_allocs, 2u);
+  // Back on the place's own allocator, a buffer from the pool serves (host
+  // memory either way).
+  const void* pooled = plain.raw_data();
+  plain.Allocate(DType::kFP32, {4});
+  EXPECT_EQ(plain.raw_data(), pooled);
+  // Too large: refused, the tensor unchanged.
+  Status big = t.TryAllocateFrom(pool.get(), DType::kFP32, {-1});
+  EXPECT_FALSE(big.ok());
+  EXPECT_EQ(t.raw_data(), first);
 }
 
 TEST(TensorTest, ZeroSizedTensors) {

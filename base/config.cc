@@ -14,6 +14,10 @@ const std::vector<ConfigVar>& ConfigVars() {
       {"PAREX_NCCL_TIMEOUT_MS", "300000",
        "how long a step waits for NCCL collectives on GPUs before it aborts "
        "them and fails naming the place"},
+      {"PAREX_CUDA_GRAPHS_SHARED_GPU", "0",
+       "1: steps on places sharing a GPU (cuda:0x2) are captured as CUDA "
+       "graphs too; off because such replays of the Fashion MLP differ from "
+       "its steps on the actors in some runs (docs/device.md)"},
       {"PAREX_SEED", "0",
        "seed of the generator that random ops with seed=0 draw from"},
       {"PAREX_MAX_MEMORY_BYTES", "0",

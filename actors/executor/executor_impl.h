@@ -73,14 +73,17 @@ struct ParallelExecutor::Impl {
     bool off = false;    // cannot be captured, or a capture failed
     int warm_steps = 0;  // steps run on the actors since the scopes changed
     std::unique_ptr<DeviceGraph> graph;
-    // Each feed as captured (one place): its dtype and dims, and the
+    // Per place, each feed as captured: its dtype and dims, and the
     // device buffer the graph reads it from.
     struct Feed {
       DType dtype = DType::kUndefined;
       Dims dims;
       const void* data = nullptr;
     };
-    std::map<std::string, Feed> feeds;
+    std::vector<std::map<std::string, Feed>> feeds;
+    // Recorded after places 1..'s feed copies, waited for by place 0's
+    // stream before the graph is launched there.
+    std::vector<std::unique_ptr<Event>> fed;
   };
   std::map<const CompiledStep*, StepGraph> graphs;
 
@@ -92,7 +95,10 @@ struct ParallelExecutor::Impl {
   // The step to be captured is fed before the capture begins (a graph
   // starts from its fed tensors, so a replay can copy a feed from wherever
   // it is); notes where each feed went.
-  Status FeedCapturedStep(CompiledStep* step, const FeedMap& feed);
+  Status FeedCapturedStep(CompiledStep* step,
+                          const std::vector<FeedMap>& feeds);
+  // Launches `g` on place 0's compute stream after every place's feeds.
+  Status LaunchAfterFeeds(StepGraph* g);
   StatusOr<bool> Replay(CompiledStep* step, const std::vector<FeedMap>& feeds,
                         std::vector<std::vector<Tensor>>* fetched);
   std::vector<DeviceContext*> JoinedStreams() const;

@@ -241,7 +241,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   PAREX_ASSIGN_OR_RETURN(bool was_replayed, Replay(step, feeds, &replayed));
   if (was_replayed) return Answer(*step, fetch, replayed);
   const bool capture = WantsCapture(step, feeds);
-  if (capture) PAREX_RETURN_IF_ERROR(FeedCapturedStep(step, feeds[0]));
+  if (capture) PAREX_RETURN_IF_ERROR(FeedCapturedStep(step, feeds));
   // The coordinator actor feeds the places, keeps the drop-scope count and
   // gathers the fetches (DESIGN.md §3.4); this thread waits.
   // The hooks capture two pointers, which std::function holds without a
@@ -303,7 +303,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
         devices->compute(0)->EndCapture(JoinedStreams());
     if (status.ok() && graph.ok()) {
       graphs[step].graph = std::move(graph).value();
-      status = graphs[step].graph->Launch();
+      status = LaunchAfterFeeds(&graphs[step]);
     } else {
       LogWarn(Subsystem::kActor,
               "a step could not be captured as a device graph; its steps run "

@@ -15,10 +15,11 @@
 // place's pinned host memory is copied from where it is, any other through
 // its staging buffer; DevicePlaces::Feed) into the same device buffers.
 // Replay: the feeds of the step must have the captured dtypes and dims and
-// land where the captured step's did; the graph is launched after their
-// copies on the same stream, the streams drained, and the fetched values
-// read from the buffers the captured copies wrote. The step counters advance as
-// for a step on the actors. Anything else (other shapes, a scope drop,
+// land where the captured step's did; the graph is launched on place 0's
+// compute stream after every place's copies (other places' by an event),
+// the streams drained, and the fetched values read from the buffers the
+// captured copies wrote. The step counters advance as for a step on the
+// actors. Anything else (other shapes, a scope drop,
 // another fetch list run in between) drops the graph and the step runs on
 // the actors, to be captured again later.
 #include <set>
@@ -65,16 +66,17 @@ std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
 
 bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
                                           const std::vector<FeedMap>& feeds) {
-  // One place only. Collectives between GPUs (NCCL) are not captured: a
-  // graph of several devices' streams is not what the capture joins.
-  // Places sharing a GPU (cuda:0x2) are not captured either: on an H200,
-  // replays of the Fashion MLP's captured step on two slots differed from
-  // the same steps on the actors in 11 of 36 runs (2026-11-27), steps on the
-  // actors never; until that race is found they run on the actors.
+  // Collectives between GPUs (NCCL) are not captured: a graph of several
+  // devices' streams is not what the capture joins.
+  // Places sharing a GPU (cuda:0x2) are not captured either, unless
+  // PAREX_CUDA_GRAPHS_SHARED_GPU=1: on an H200, replays of the Fashion
+  // MLP's captured step on two slots differed from the same steps on the
+  // actors in 11 of 36 runs, and in 4 of 16 with every stream one stream
+  // (2026-11-27: not a missing wait between streams); never the CNN's.
   if (devices == nullptr || !exec.cuda_graphs || !places[0].is_cuda() ||
-      n() != 1 || comm->asynchronous() ||
-      exec.stream_wait != StreamWaitStrategy::kEvent || exec.trace != nullptr ||
-      exec.dry_run) {
+      (n() > 1 && GetConfigInt("PAREX_CUDA_GRAPHS_SHARED_GPU") != 1) ||
+      comm->asynchronous() || exec.stream_wait != StreamWaitStrategy::kEvent ||
+      exec.trace != nullptr || exec.dry_run) {
     return false;
   }
   StepGraph& g = graphs[step];
@@ -87,21 +89,39 @@ bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
     g.off = true;
     return false;
   }
-  g.feeds.clear();
-  for (const auto& [name, value] : feeds[0]) {
-    g.feeds[name] = {value.dtype(), value.dims(), nullptr};
+  g.feeds.assign(n(), {});
+  for (int p = 0; p < n(); ++p) {
+    for (const auto& [name, value] : feeds[p]) {
+      g.feeds[p][name] = {value.dtype(), value.dims(), nullptr};
+    }
   }
   return true;
 }
 
-Status ParallelExecutor::Impl::FeedCapturedStep(CompiledStep* step,
-                                                const FeedMap& feed) {
-  PAREX_RETURN_IF_ERROR(FeedPlace(0, feed));
-  for (auto& [name, captured] : graphs[step].feeds) {
-    captured.data =
-        exec_scopes[0]->FindVar(name)->GetMutableTensor()->raw_data();
+Status ParallelExecutor::Impl::FeedCapturedStep(
+    CompiledStep* step, const std::vector<FeedMap>& feeds) {
+  StepGraph& g = graphs[step];
+  for (int p = 0; p < n(); ++p) {
+    PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+    for (auto& [name, captured] : g.feeds[p]) {
+      captured.data =
+          exec_scopes[p]->FindVar(name)->GetMutableTensor()->raw_data();
+    }
   }
   return Status::Ok();
+}
+
+Status ParallelExecutor::Impl::LaunchAfterFeeds(StepGraph* g) {
+  while (static_cast<int>(g->fed.size()) + 1 < n()) {
+    g->fed.push_back(
+        devices->compute(static_cast<int>(g->fed.size()) + 1)->CreateEvent());
+  }
+  for (int p = 1; p < n(); ++p) {
+    PAREX_RETURN_IF_ERROR(
+        devices->compute(p)->RecordEvent(g->fed[p - 1].get()));
+    PAREX_RETURN_IF_ERROR(devices->compute(0)->WaitEvent(g->fed[p - 1].get()));
+  }
+  return g->graph->Launch();
 }
 
 StatusOr<bool> ParallelExecutor::Impl::Replay(
@@ -112,26 +132,32 @@ StatusOr<bool> ParallelExecutor::Impl::Replay(
   StepGraph& g = it->second;
   bool same = last == step && exec_scopes[0] != nullptr &&
               steps_since_drop < exec.num_iteration_per_drop_scope &&
-              feeds.size() == 1 && feeds[0].size() == g.feeds.size();
-  for (auto f = g.feeds.begin(); same && f != g.feeds.end(); ++f) {
-    auto value = feeds[0].find(f->first);
-    same = value != feeds[0].end() &&
-           value->second.dtype() == f->second.dtype &&
-           value->second.dims() == f->second.dims;
+              static_cast<int>(feeds.size()) == n() &&
+              g.feeds.size() == feeds.size();
+  for (int p = 0; same && p < n(); ++p) {
+    same = feeds[p].size() == g.feeds[p].size();
+    for (auto f = g.feeds[p].begin(); same && f != g.feeds[p].end(); ++f) {
+      auto value = feeds[p].find(f->first);
+      same = value != feeds[p].end() &&
+             value->second.dtype() == f->second.dtype &&
+             value->second.dims() == f->second.dims;
+    }
   }
-  // The feeds' copies go on place 0's compute stream, which the graph is
-  // launched on after them.
-  if (same) PAREX_RETURN_IF_ERROR(FeedPlace(0, feeds[0]));
-  for (auto f = g.feeds.begin(); same && f != g.feeds.end(); ++f) {
-    same = exec_scopes[0]->FindVar(f->first)->GetMutableTensor()->raw_data() ==
-           f->second.data;
+  // Fed as a step on the actors is, into the buffers the graph reads.
+  for (int p = 0; same && p < n(); ++p) {
+    PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+    for (auto f = g.feeds[p].begin(); same && f != g.feeds[p].end(); ++f) {
+      same =
+          exec_scopes[p]->FindVar(f->first)->GetMutableTensor()->raw_data() ==
+          f->second.data;
+    }
   }
   if (!same) {
     g.graph.reset();
     g.warm_steps = 0;
     return false;
   }
-  Status status = g.graph->Launch();
+  Status status = LaunchAfterFeeds(&g);
   Status synced = SyncDevices();
   if (status.ok()) status = synced;
   ++steps;

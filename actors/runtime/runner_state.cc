@@ -37,7 +37,12 @@ bool RunnerState::Signal(caf::local_actor* self, int id, int64_t epoch_id,
   bool blocking = false;
   for (int succ : graph->nodes[id].successors) {
     if (succ == skip) continue;
-    if (pending[succ].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    // A successor of one input is ready now (its count, reset each step,
+    // is nobody else's to lower).
+    if (graph->nodes[succ].num_predecessors != 1 &&
+        pending[succ].fetch_sub(1, std::memory_order_acq_rel) != 1) {
+      continue;
+    }
     const int comm = graph->nodes[succ].communicator;
     if (comm >= 0 && !graph->communicators[comm].blocking &&
         num_deferred < kMaxDeferred) {
@@ -108,6 +113,13 @@ void RunnerState::EndSpan(TraceSpan* span) {
   trace->RecordSpan(*span);
 }
 
+namespace {
+
+// The communicator order this thread is draining, if any.
+thread_local const CollectiveOrder* t_draining = nullptr;
+
+}  // namespace
+
 void RunnerState::CollectiveReady(caf::local_actor* self, int id,
                                   int64_t epoch_id, uint64_t flow) {
   CollectiveOrder& o = *collective_order[graph->nodes[id].communicator];
@@ -115,39 +127,57 @@ void RunnerState::CollectiveReady(caf::local_actor* self, int id,
   o.flow[pos].store(flow, std::memory_order_relaxed);
   o.epoch[pos].store(epoch_id, std::memory_order_relaxed);
   o.ready[pos].store(1, std::memory_order_release);
+  // Made ready by a collective this thread is issuing: the drain below (an
+  // outer frame) looks at the flags again before it lets go, and a flag not
+  // yet in turn is reached by whoever asks for the one before it.
+  if (t_draining == &o) return;
   if (o.asks.fetch_add(1, std::memory_order_acq_rel) != 0) return;
   // This actor drains: every ask is answered by a pass over the flags made
   // after it (the asks' read-modify-writes order the flags before it).
+  const CollectiveOrder* outer = t_draining;  // another communicator's
+  t_draining = &o;
   int answered = 1;
   for (;;) {
+    // The collectives run here count towards the step's end once a pass
+    // is over (one read-modify-write, not one each): until then the step
+    // cannot end, so a pass never mixes two steps.
+    int finished = 0;
+    int64_t finished_epoch = 0;
+    int last = -1;
     while (o.ready[o.next].load(std::memory_order_acquire) != 0) {
       const size_t p = o.next;
       o.ready[p].store(0, std::memory_order_relaxed);
       const uint64_t f = o.flow[p].load(std::memory_order_relaxed);
       const int64_t e = o.epoch[p].load(std::memory_order_relaxed);
       o.next = p + 1 == o.order.size() ? 0 : p + 1;  // last: next round
-      IssueCollective(self, o.order[p], e, f);
+      if (IssueCollective(self, o.order[p], e, f)) {
+        ++finished;
+        finished_epoch = e;
+        last = o.order[p];
+      }
     }
+    if (finished > 0) Finish(self, finished, finished_epoch, last);
     const int left =
         o.asks.fetch_sub(answered, std::memory_order_acq_rel) - answered;
-    if (left == 0) return;
+    if (left == 0) break;
     answered = left;
   }
+  t_draining = outer;
 }
 
-void RunnerState::IssueCollective(caf::local_actor* self, int id,
+bool RunnerState::IssueCollective(caf::local_actor* self, int id,
                                   int64_t epoch_id, uint64_t flow) {
   if (graph->nodes[id].stream_actor >= 0) {
     if (tracing() && flow != 0) trace->RecordReceive(flow, id, trace->Now());
     IssueOnStream(self, id, epoch_id);
     Signal(self, id, epoch_id, -1, false);
-    return;
+    return false;
   }
   TraceSpan span;
   RunTask(self, id, epoch_id, flow, &span);
   Signal(self, id, epoch_id, -1, false);
   EndSpan(&span);
-  Finish(self, 1, epoch_id, id);
+  return true;
 }
 
 void RunnerState::IssueOnStream(caf::local_actor* self, int id,

@@ -163,8 +163,9 @@ struct RunnerState {
   void CollectiveReady(caf::local_actor* self, int id, int64_t epoch_id,
                        uint64_t flow);
   // Issues collective `id`: runs it (or puts it on its stream) and tells its
-  // consumers.
-  void IssueCollective(caf::local_actor* self, int id, int64_t epoch_id,
+  // consumers. Returns whether it ran here (the caller then counts it
+  // towards the step's end: Finish).
+  bool IssueCollective(caf::local_actor* self, int id, int64_t epoch_id,
                        uint64_t flow);
   // Issues node `id` of an asynchronous place on its stream actor.
   void IssueOnStream(caf::local_actor* self, int id, int64_t epoch_id);

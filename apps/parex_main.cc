@@ -287,6 +287,10 @@ void AddInfer(CLI::App* app, Commands* c) {
                 "cuda:0, cuda:all, cuda:0x2 (as train's --places)")
       ->capture_default_str();
   i->add_option("--trace", c->infer.trace, "write a Chrome trace of the run");
+  i->add_option("--bench", c->infer.bench,
+                "after the first run, N timed runs of the same batch: median "
+                "and p99 latency, rows/s, peak memory")
+      ->check(CLI::Range(1, 1000000));
 }
 
 // parex inspect: what a program holds.

@@ -92,6 +92,7 @@ struct InferOptions {
   std::string output;               // "": print only
   std::string places = "cpu:1";
   std::string trace;
+  int bench = 0;  // timed runs after the first (0: none)
 };
 int RunInfer(const InferOptions& options);
 

@@ -101,6 +101,43 @@ TEST(CliInferTest, PaddleFitALineOnTheHousingTestRows) {
   EXPECT_NEAR(pred->data<float>()[2], 13.6182, 1e-4);
 }
 
+// --bench N: after the first run (its outputs reported as ever), N timed
+// runs; the line holds the run count, the rows, a median at most the p99,
+// the rows a second at the median, and the peak memory. N below 1 or not a
+// number is a usage error naming the option.
+TEST(CliInferTest, BenchTimesRunsAfterTheFirst) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer_bench");
+  WriteGoldenImages(dir);
+  CliRun run =
+      RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
+                "image=image.npy", "--places", "cpu:2", "--bench", "7"},
+               dir);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  std::smatch m;
+  const std::regex line(
+      "bench: 7 runs of 64 rows: median ([0-9.]+) ms, p99 ([0-9.]+) ms, "
+      "([0-9.]+) rows/s; peak RSS ([0-9.]+) MiB");
+  ASSERT_TRUE(std::regex_search(run.out, m, line)) << run.out;
+  const double median = std::stod(m[1]), p99 = std::stod(m[2]),
+               rows_per_s = std::stod(m[3]), rss = std::stod(m[4]);
+  EXPECT_GT(median, 0);
+  EXPECT_LE(median, p99);
+  // The median is printed to 0.001 ms.
+  EXPECT_NEAR(rows_per_s, 64 / (median / 1e3),
+              rows_per_s * 0.0006 / median + 1);
+  EXPECT_GT(rss, 1);
+  for (const char* bad : {"0", "-3", "many"}) {
+    CliRun refused = RunParex({"infer", "--model", Model("mnist_mlp"),
+                               "--input", "image=image.npy", "--bench", bad},
+                              dir);
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_THAT(refused.err, HasSubstr("--bench")) << bad;
+  }
+}
+
 // A batch of fewer rows than places runs on as many places as it has rows,
 // and gives what one place gives.
 TEST(CliInferTest, OneRowOnTwoPlacesRunsOnOne) {

@@ -42,17 +42,27 @@ void WriteGoldenImages(const std::string& dir) {
   ASSERT_TRUE(WriteNpy(dir + "/image.npy", x).ok());
 }
 
+// `parex infer` of mnist_mlp on the golden images (in scratch dir `dir`),
+// on cpu:2 with `more` arguments; checks it ran and reported the output.
+CliRun InferGoldenImages(const std::string& dir,
+                         const std::vector<std::string>& more) {
+  WriteGoldenImages(dir);
+  std::vector<std::string> args = {
+      "infer",    "--model", Model("mnist_mlp"), "--input", "image=image.npy",
+      "--places", "cpu:2"};
+  args.insert(args.end(), more.begin(), more.end());
+  CliRun run = RunParex(args, dir);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out,
+              HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  return run;
+}
+
 TEST(CliInferTest, MnistMlpReproducesTheGoldenProbabilities) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = ScratchDir("infer");
-  WriteGoldenImages(dir);
-  CliRun run =
-      RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
-                "image=image.npy", "--output", "out", "--places", "cpu:2"},
-               dir);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out,
-              HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  CliRun run = InferGoldenImages(dir, {"--output", "out"});
+  ASSERT_EQ(run.exit_code, 0);
   const std::string out = dir + "/out/save_infer_model_scale_0.tmp_4.npy";
   EXPECT_THAT(run.out,
               HasSubstr("written to out/save_infer_model_scale_0.tmp_4.npy"));
@@ -108,14 +118,8 @@ TEST(CliInferTest, PaddleFitALineOnTheHousingTestRows) {
 TEST(CliInferTest, BenchTimesRunsAfterTheFirst) {
   PAREX_REQUIRE_PADDLE_MODELS();
   const std::string dir = ScratchDir("infer_bench");
-  WriteGoldenImages(dir);
-  CliRun run =
-      RunParex({"infer", "--model", Model("mnist_mlp"), "--input",
-                "image=image.npy", "--places", "cpu:2", "--bench", "7"},
-               dir);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_THAT(run.out,
-              HasSubstr("save_infer_model/scale_0.tmp_4: fp32 [64, 10]"));
+  CliRun run = InferGoldenImages(dir, {"--bench", "7"});
+  ASSERT_EQ(run.exit_code, 0);
   std::smatch m;
   const std::regex line(
       "bench: 7 runs of 64 rows: median ([0-9.]+) ms, p99 ([0-9.]+) ms, "

@@ -37,6 +37,17 @@ Status Tensor::TryAllocateFrom(Allocator* allocator, DType dtype,
   return AllocateIn(dtype, dims, allocator->place(), allocator);
 }
 
+Status Tensor::TryCopyFrom(Allocator* allocator, const Tensor& src) {
+  Tensor copy;
+  PAREX_RETURN_IF_ERROR(
+      copy.TryAllocateFrom(allocator, src.dtype(), src.dims()));
+  if (src.bytes() > 0)
+    std::memcpy(copy.raw_data(), src.raw_data(), src.bytes());
+  copy.set_lod(src.lod());
+  *this = std::move(copy);
+  return Status::Ok();
+}
+
 // `allocator` null: the place's own (GetAllocator).
 Status Tensor::AllocateIn(DType dtype, const Dims& dims, Place place,
                           Allocator* allocator) {

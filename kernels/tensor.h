@@ -72,6 +72,10 @@ class Tensor {
   // context's host_allocator: pinned host memory a device copies from
   // directly); the buffer is kept only when it came from `allocator`.
   Status TryAllocateFrom(Allocator* allocator, DType dtype, const Dims& dims);
+  // This tensor becomes a copy of host tensor `src` (dtype, dims, LoD and
+  // data) in memory from `allocator` (a feed remade where a device copies
+  // from it directly). Errors as TryAllocateFrom's; unchanged on error.
+  Status TryCopyFrom(Allocator* allocator, const Tensor& src);
 
   bool initialized() const { return buffer_ != nullptr || numel() == 0; }
   bool defined() const { return dtype_ != DType::kUndefined; }

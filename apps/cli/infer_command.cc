@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -204,12 +203,7 @@ Status Bench(ParallelExecutor& pe, const FeedMap& feed,
   FeedMap bench_feed = feed;
   if (Allocator* pinned = pe.feed_allocator()) {
     for (auto& [name, t] : bench_feed) {
-      Tensor copy;
-      PAREX_RETURN_IF_ERROR(
-          copy.TryAllocateFrom(pinned, t.dtype(), t.dims()).WithContext(name));
-      if (t.bytes() > 0) std::memcpy(copy.raw_data(), t.raw_data(), t.bytes());
-      copy.set_lod(t.lod());
-      t = std::move(copy);
+      PAREX_RETURN_IF_ERROR(t.TryCopyFrom(pinned, t).WithContext(name));
     }
   }
   std::vector<double> ms;

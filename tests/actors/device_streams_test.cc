@@ -55,10 +55,7 @@ FeedMap FeedFrom(Allocator* allocator, const FeedMap& feed) {
   FeedMap out;
   for (const auto& [name, value] : feed) {
     Tensor t;
-    EXPECT_TRUE(t.TryAllocateFrom(allocator, value.dtype(), value.dims()).ok());
-    if (value.bytes() > 0)
-      std::memcpy(t.raw_data(), value.raw_data(), value.bytes());
-    t.set_lod(value.lod());
+    EXPECT_TRUE(t.TryCopyFrom(allocator, value).ok());
     out.emplace(name, std::move(t));
   }
   return out;

@@ -79,6 +79,16 @@ TEST(TensorTest, TryAllocateFromUsesAndKeepsThatAllocatorOnly) {
   const void* pooled = plain.raw_data();
   plain.Allocate(DType::kFP32, {4});
   EXPECT_EQ(plain.raw_data(), pooled);
+  // A copy of a host tensor made there: data, dims and LoD, apart from it.
+  Tensor src = MakeTensor<int64_t>({3, 1}, {4, 5, 6});
+  src.set_lod({{0, 1, 3}});
+  Tensor copy;
+  ASSERT_TRUE(copy.TryCopyFrom(pool.get(), src).ok());
+  EXPECT_EQ(copy.allocator(), pool.get());
+  EXPECT_FALSE(copy.SharesBufferWith(src));
+  EXPECT_EQ(ToVector<int64_t>(copy), (std::vector<int64_t>{4, 5, 6}));
+  EXPECT_EQ(copy.dims(), src.dims());
+  EXPECT_EQ(copy.lod(), src.lod());
   // Too large: refused, the tensor unchanged.
   Status big = t.TryAllocateFrom(pool.get(), DType::kFP32, {-1});
   EXPECT_FALSE(big.ok());

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -49,10 +48,7 @@ FeedMap Pinned(Allocator* allocator, const FeedMap& feed) {
   FeedMap out;
   for (const auto& [name, value] : feed) {
     Tensor t;
-    EXPECT_TRUE(t.TryAllocateFrom(allocator, value.dtype(), value.dims()).ok());
-    if (value.bytes() > 0) {
-      std::memcpy(t.raw_data(), value.raw_data(), value.bytes());
-    }
+    EXPECT_TRUE(t.TryCopyFrom(allocator, value).ok());
     out.emplace(name, std::move(t));
   }
   return out;

@@ -26,4 +26,14 @@ Status CheckFeed(const VarDesc& var, const Tensor& value) {
   return Status::Ok();
 }
 
+StatusOr<FeedMap> CopyFeed(const FeedMap& feed, Allocator* allocator) {
+  FeedMap out;
+  for (const auto& [name, value] : feed) {
+    PAREX_RETURN_IF_ERROR(out[name]
+                              .TryCopyFrom(allocator, value)
+                              .WithContext("feed '" + name + "'"));
+  }
+  return out;
+}
+
 }  // namespace parex

@@ -18,4 +18,9 @@ using FeedMap = std::map<std::string, Tensor>;
 // dtype, the declared rank and extents (-1 matches any). Errors name the feed.
 Status CheckFeed(const VarDesc& var, const Tensor& value);
 
+// A copy of `feed` with every tensor remade in memory from `allocator` (a
+// ParallelExecutor's feed_allocator: pinned on CUDA places). Errors name the
+// feed.
+StatusOr<FeedMap> CopyFeed(const FeedMap& feed, Allocator* allocator);
+
 }  // namespace parex

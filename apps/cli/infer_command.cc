@@ -202,9 +202,7 @@ Status Bench(ParallelExecutor& pe, const FeedMap& feed,
              int64_t rows) {
   FeedMap bench_feed = feed;
   if (Allocator* pinned = pe.feed_allocator()) {
-    for (auto& [name, t] : bench_feed) {
-      PAREX_RETURN_IF_ERROR(t.TryCopyFrom(pinned, t).WithContext(name));
-    }
+    PAREX_ASSIGN_OR_RETURN(bench_feed, CopyFeed(feed, pinned));
   }
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {

@@ -49,18 +49,6 @@ std::vector<Mode> Modes() {
   return modes;
 }
 
-// The feed's tensors remade from `allocator` (the executor's
-// feed_allocator: copied to the places without a staging buffer).
-FeedMap FeedFrom(Allocator* allocator, const FeedMap& feed) {
-  FeedMap out;
-  for (const auto& [name, value] : feed) {
-    Tensor t;
-    EXPECT_TRUE(t.TryCopyFrom(allocator, value).ok());
-    out.emplace(name, std::move(t));
-  }
-  return out;
-}
-
 // `pool_feeds`: the feeds made by the executor's feed_allocator.
 TrainRun Train(const ExampleProgram& ex, int places, const BuildStrategy& build,
                bool device, StreamWaitStrategy wait, bool pool_feeds = false) {
@@ -85,7 +73,11 @@ TrainRun Train(const ExampleProgram& ex, int places, const BuildStrategy& build,
   EXPECT_NE(pool, GetAllocator(Place::CPU()));
   for (uint32_t step = 0; step < 3; ++step) {
     FeedMap feed = RandomExampleFeed(ex, 12, 40 + step);
-    if (pool_feeds) feed = FeedFrom(pool, feed);
+    if (pool_feeds) {
+      StatusOr<FeedMap> copied = CopyFeed(feed, pool);
+      EXPECT_TRUE(copied.ok()) << copied.status().ToString();
+      if (copied.ok()) feed = std::move(*copied);
+    }
     auto out = (*pe)->Run(feed, {ex.loss});
     EXPECT_TRUE(out.ok()) << out.status().ToString();
     if (!out.ok()) return run;

@@ -42,18 +42,6 @@ struct Losses {
   size_t steady_system_allocs = 0;  // device allocations in steps 3..
 };
 
-// The feed's tensors remade in the executor's feed allocator (pinned host
-// memory, copied to the device without a staging buffer).
-FeedMap Pinned(Allocator* allocator, const FeedMap& feed) {
-  FeedMap out;
-  for (const auto& [name, value] : feed) {
-    Tensor t;
-    EXPECT_TRUE(t.TryCopyFrom(allocator, value).ok());
-    out.emplace(name, std::move(t));
-  }
-  return out;
-}
-
 Losses Train(const ExampleProgram& ex, const std::vector<Place>& places,
              StreamWaitStrategy wait, bool graphs = true,
              bool pinned_feeds = false) {
@@ -82,7 +70,9 @@ Losses Train(const ExampleProgram& ex, const std::vector<Place>& places,
     FeedMap feed = RandomExampleFeed(ex, 16, 100 + step);
     if (pinned_feeds) {
       EXPECT_NE((*pe)->feed_allocator(), nullptr);
-      feed = Pinned((*pe)->feed_allocator(), feed);
+      StatusOr<FeedMap> pinned = CopyFeed(feed, (*pe)->feed_allocator());
+      EXPECT_TRUE(pinned.ok()) << pinned.status().ToString();
+      if (pinned.ok()) feed = std::move(*pinned);
     }
     auto r = (*pe)->Run(feed, {ex.loss});
     EXPECT_TRUE(r.ok()) << r.status().ToString();

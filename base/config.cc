@@ -14,10 +14,14 @@ const std::vector<ConfigVar>& ConfigVars() {
       {"PAREX_NCCL_TIMEOUT_MS", "300000",
        "how long a step waits for NCCL collectives on GPUs before it aborts "
        "them and fails naming the place"},
-      {"PAREX_CUDA_GRAPHS_SHARED_GPU", "0",
-       "1: steps on places sharing a GPU (cuda:0x2) are captured as CUDA "
-       "graphs too; off because such replays of the Fashion MLP differ from "
-       "its steps on the actors in some runs (docs/device.md)"},
+      {"PAREX_CUBLAS_WORKSPACE_MB", "-1",
+       "each CUDA stream's own cuBLAS workspace in MiB (-1: cuBLAS's "
+       "recommended size for the GPU, 32 from Hopper on, else 4; 0: cuBLAS's "
+       "shared default pool, whose GEMMs may pick other algorithms run to "
+       "run)"},
+      {"PAREX_CUDA_GRAPH_DOT", "",
+       "a path prefix: each captured CUDA graph is written as "
+       "<prefix>.<n>.dot (cudaGraphDebugDotPrint, verbose) for debugging"},
       {"PAREX_SEED", "0",
        "seed of the generator that random ops with seed=0 draw from"},
       {"PAREX_MAX_MEMORY_BYTES", "0",

@@ -67,14 +67,9 @@ std::vector<DeviceContext*> ParallelExecutor::Impl::JoinedStreams() const {
 bool ParallelExecutor::Impl::WantsCapture(CompiledStep* step,
                                           const std::vector<FeedMap>& feeds) {
   // Collectives between GPUs (NCCL) are not captured: a graph of several
-  // devices' streams is not what the capture joins.
-  // Places sharing a GPU (cuda:0x2) are not captured either, unless
-  // PAREX_CUDA_GRAPHS_SHARED_GPU=1: on an H200, replays of the Fashion
-  // MLP's captured step on two slots differed from the same steps on the
-  // actors in 11 of 36 runs, and in 4 of 16 with every stream one stream
-  // (2026-11-27: not a missing wait between streams); never the CNN's.
+  // devices' streams is not what the capture joins. Places sharing a GPU
+  // (cuda:0x2) are: their streams are one device's.
   if (devices == nullptr || !exec.cuda_graphs || !places[0].is_cuda() ||
-      (n() > 1 && GetConfigInt("PAREX_CUDA_GRAPHS_SHARED_GPU") != 1) ||
       comm->asynchronous() || exec.stream_wait != StreamWaitStrategy::kEvent ||
       exec.trace != nullptr || exec.dry_run) {
     return false;

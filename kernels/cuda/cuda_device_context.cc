@@ -1,8 +1,11 @@
 #include "kernels/cuda/cuda_device_context.h"
 
+#include <atomic>
 #include <mutex>
 #include <string>
 
+#include "base/config.h"
+#include "base/logging.h"
 #include "kernels/allocator.h"
 #include "kernels/cuda/cuda_allocator.h"
 #include "kernels/cuda/cuda_info.h"
@@ -45,6 +48,31 @@ Status CudaEvent::Synchronize() {
 
 // ---- CudaDeviceContext ----
 
+namespace {
+
+// Gives a new handle a workspace of its own (PAREX_CUBLAS_WORKSPACE_MB).
+// Without one, cuBLAS takes workspace from its default pool, and a GEMM
+// that finds the pool busy (another stream's GEMM, or a capture holding
+// it) runs an algorithm without workspace: other bits than the same GEMM
+// in the run before. With one per handle, and each handle on one stream,
+// a GEMM's algorithm depends on its shape only, eager or captured.
+Status SetCublasWorkspace(int device, cublasHandle_t cublas, void** workspace) {
+  long mb = GetConfigInt("PAREX_CUBLAS_WORKSPACE_MB");
+  if (mb < 0) {
+    int major = 0;
+    PAREX_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(
+        &major, cudaDevAttrComputeCapabilityMajor, device));
+    mb = major >= 9 ? 32 : 4;  // cuBLAS's recommendation per architecture
+  }
+  if (mb == 0) return Status::Ok();
+  const size_t bytes = static_cast<size_t>(mb) << 20;
+  PAREX_CUDA_RETURN_IF_ERROR(cudaMalloc(workspace, bytes));
+  PAREX_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(cublas, *workspace, bytes));
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::Create(
     Place place) {
   PAREX_RETURN_IF_ERROR(CheckCudaPlace(place));
@@ -66,15 +94,20 @@ StatusOr<std::unique_ptr<CudaDeviceContext>> CudaDeviceContext::Create(
         cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
     return Status::Ok();
   }();
+  void* workspace = nullptr;
+  if (status.ok()) status = SetCublasWorkspace(place.id, cublas, &workspace);
   if (!status.ok()) {
     if (cublas != nullptr) (void)cublasDestroy(cublas);
+    if (workspace != nullptr) (void)cudaFree(workspace);
     (void)cudaStreamDestroy(stream);
     return status.WithContext(place.ToString());
   }
   auto cudnn = std::make_shared<CudnnSlot>();
   cudnn->device = place.id;
-  return std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(
+  auto context = std::unique_ptr<CudaDeviceContext>(new CudaDeviceContext(
       place, stream, cublas, std::move(cudnn), /*owns=*/true));
+  context->cublas_workspace_ = workspace;
+  return context;
 }
 
 CudaDeviceContext::CudaDeviceContext(Place place, cudaStream_t stream,
@@ -133,6 +166,7 @@ CudaDeviceContext::~CudaDeviceContext() {
   if (!owns_) return;
   CudaDeviceGuard guard(device());
   (void)cublasDestroy(cublas_);
+  if (cublas_workspace_ != nullptr) (void)cudaFree(cublas_workspace_);
   (void)cudaStreamDestroy(stream_);
 }
 
@@ -213,6 +247,23 @@ class CudaGraph : public DeviceGraph {
   int device_;
 };
 
+// PAREX_CUDA_GRAPH_DOT=<prefix>: the graph as <prefix>.<n>.dot, n counting
+// the process's captures (a debugging aid; a failed write is logged).
+void WriteGraphDot(cudaGraph_t graph) {
+  const std::string prefix = GetConfig("PAREX_CUDA_GRAPH_DOT");
+  if (prefix.empty()) return;
+  static std::atomic<int> captures{0};
+  const std::string path =
+      prefix + "." + std::to_string(captures.fetch_add(1)) + ".dot";
+  const cudaError_t e = cudaGraphDebugDotPrint(graph, path.c_str(),
+                                               cudaGraphDebugDotFlagsVerbose);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    LogWarn(Subsystem::kKernel, "writing the captured graph to " + path + ": " +
+                                    cudaGetErrorString(e));
+  }
+}
+
 }  // namespace
 
 Status CudaDeviceContext::BeginCapture(
@@ -257,6 +308,7 @@ StatusOr<std::unique_ptr<DeviceGraph>> CudaDeviceContext::EndCapture(
     (void)cudaGetLastError();
     return s.WithContext(place().ToString() + ": ending a capture");
   }
+  WriteGraphDot(graph);
   cudaGraphExec_t exec = nullptr;
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   (void)cudaGraphDestroy(graph);

@@ -129,6 +129,7 @@ class CudaDeviceContext : public DeviceContext {
   cublasHandle_t cublas_;             // bound to stream_
   std::shared_ptr<CudnnSlot> cudnn_;  // never null; shared with same-stream
   bool owns_;  // destroys stream_ and cublas_ with itself
+  void* cublas_workspace_ = nullptr;  // cublas_'s own (owned with it)
   // The fork and join points of a capture (kept until it ends).
   CudaEvent capture_fork_;
   std::vector<std::unique_ptr<CudaEvent>> capture_joins_;

@@ -128,6 +128,13 @@ TEST_F(CudaPlacesTest, ExamplesTrainAsOnCpuPlacesWithoutSteadyAllocations) {
           Train(*ex, places, StreamWaitStrategy::kEvent, /*graphs=*/true);
       EXPECT_EQ(graphed.steps, eager.steps)
           << ExampleName(kind) << " on " << places.size() << " places";
+      // And the steps on the actors run to run (every GEMM's algorithm
+      // fixed by its shape: each stream has its own cuBLAS workspace).
+      const Losses again =
+          Train(*ex, places, StreamWaitStrategy::kEvent, /*graphs=*/false);
+      EXPECT_EQ(again.steps, eager.steps)
+          << ExampleName(kind) << " on " << places.size()
+          << " places, steps on the actors twice";
       // Feeds in pinned host memory are copied from where they are (into
       // the buffers the graph reads): the same bits, no steady allocation.
       const Losses pinned = Train(*ex, places, StreamWaitStrategy::kEvent,

@@ -92,7 +92,8 @@ struct InferOptions {
   std::string output;               // "": print only
   std::string places = "cpu:1";
   std::string trace;
-  int bench = 0;  // timed runs after the first (0: none)
+  int bench = 0;     // timed runs after the first (0: none)
+  bool fuse = true;  // graph/builder/inference_fusion.h, on CPU places
 };
 int RunInfer(const InferOptions& options);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +19,8 @@
 #include "apps/cli/npy.h"
 #include "base/file_io.h"
 #include "base/logging.h"
+#include "graph/builder/inference_fusion.h"
+#include "kernels/reference_executor.h"
 
 namespace parex::cli {
 namespace {
@@ -186,8 +189,17 @@ int64_t FeedRows(const FeedMap& feed) {
   return rows;
 }
 
-// The process's peak resident memory so far, in MiB.
+// The process's peak resident memory so far, in MiB: Linux's VmHWM, which
+// starts afresh at exec (ru_maxrss keeps the high-water mark of the process
+// that forked this one, e.g. a Python script's).
 double PeakRssMiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      return std::strtod(line.c_str() + 6, nullptr) / 1024.0;  // kB
+    }
+  }
   struct rusage usage {};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return usage.ru_maxrss / 1024.0;  // KiB on Linux
@@ -230,6 +242,27 @@ Status Bench(ParallelExecutor& pe, const FeedMap& feed,
   return Status::Ok();
 }
 
+// The inference fusions (graph/builder/inference_fusion.h), on CPU places:
+// the program rewritten, its folded parameters made in `scope` once.
+Status FuseModel(const std::vector<Place>& places, InferenceModel* model,
+                 Scope* scope) {
+  for (const Place& p : places) {
+    if (!p.is_cpu()) return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(FusedProgram fused,
+                         FuseForInference(model->program, model->fetch_names));
+  if (fused.fold.global_block().num_ops() > 0) {
+    ReferenceExecutor fold;
+    PAREX_RETURN_IF_ERROR(fold.Run(fused.fold, scope, {}, {}).status());
+  }
+  LogInfo(Subsystem::kApp,
+          "fused: " + std::to_string(fused.folded_batch_norms) +
+              " batch norms folded into convolutions, " +
+              std::to_string(fused.fused_activations) + " activations");
+  model->program = std::move(fused.main);
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunInfer(const InferOptions& o) {
@@ -257,6 +290,11 @@ int RunInfer(const InferOptions& o) {
                                      "' has no feed or no fetch "
                                      "targets: is it an inference program?"));
   }
+  if (o.fuse) {
+    if (Status s = FuseModel(*places, &*model, &scope); !s.ok()) {
+      return Fail(cmd, s.WithContext("fusing '" + o.model + "'"));
+    }
+  }
   bool usage = false;
   StatusOr<FeedMap> feed = ReadInputs(*named, *model, &usage);
   if (!feed.ok())
@@ -276,8 +314,16 @@ int RunInfer(const InferOptions& o) {
   TraceRecorder trace(/*enabled=*/!o.trace.empty());
   ExecutionStrategy exec;
   exec.trace = o.trace.empty() ? nullptr : &trace;
-  StatusOr<std::unique_ptr<ParallelExecutor>> pe =
-      ParallelExecutor::Create(*places, model->program, "", &scope, {}, exec);
+  // Temporaries share buffers wherever the graph orders their uses apart
+  // (memory_optimize, sized for this batch): peak memory is the largest
+  // live set, not the sum of every intermediate.
+  BuildStrategy build;
+  build.memory_optimize = true;
+  const int64_t num_places = static_cast<int64_t>(places->size());
+  build.memory_plan_batch_per_place =
+      std::max<int64_t>(1, (rows + num_places - 1) / num_places);
+  StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
+      *places, model->program, "", &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
   const auto start = std::chrono::steady_clock::now();
   StatusOr<std::vector<Tensor>> out = (*pe)->Run(*feed, model->fetch_names);

@@ -200,7 +200,15 @@ Status Conv2dKernel(KernelContext& ctx) {
         conv->Forward(cuda, g.ForCudnn(kIsDouble<T>), x, filter->data<T>(), y);
     if (!s.ok()) return s.WithContext(ctx.op().Label());
   }
-  // Bias and ResidualData: the fused forms Paddle files may carry.
+  // Bias and ResidualData: the fused forms Paddle files may carry. A fused
+  // activation (parex's inference fusions run on CPU places only) is
+  // refused rather than left out.
+  if (ctx.op().HasAttr("fuse_activation") &&
+      !ctx.Attr<std::string>("fuse_activation").empty()) {
+    return ctx.Error("fuse_activation '" +
+                     ctx.Attr<std::string>("fuse_activation") +
+                     "' is not supported on CUDA places");
+  }
   const T* bias = nullptr;
   const T* residual = nullptr;
   if (ctx.Input("Bias") != nullptr) {

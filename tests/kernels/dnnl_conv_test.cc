@@ -253,13 +253,16 @@ TEST_F(DnnlConvTest, ANewShapeRebuildsThePrimitives) {
   EXPECT_TRUE(SameBits(Get(*p, "dw"), Get(*fresh, "dw")));
 }
 
-TEST_F(DnnlConvTest, ByDefaultOnlyWholeChannelBlocksGoToOneDnn) {
+TEST_F(DnnlConvTest, ByDefaultWholeChannelBlocksAndDepthwiseGoToOneDnn) {
   // kWhereFaster (the default): oneDNN where both channel counts per group
-  // are multiples of 16 and the filter is larger than 1x1; im2col elsewhere.
+  // are multiples of 16 and the filter is larger than 1x1, and for
+  // depthwise convolutions (one input and one output channel per group);
+  // im2col elsewhere.
   ASSERT_TRUE(cpu::DnnlAvailable());
   ASSERT_EQ(cpu::GetDnnlConvMode(), cpu::DnnlConvMode::kWhereFaster);
   for (const Case& c : Cases()) {
-    const bool blocks = c.name == "blocks_16_to_32_pad1";
+    const bool blocks =
+        c.name == "blocks_16_to_32_pad1" || c.name == "depthwise_stride2";
     const int64_t before = cpu::DnnlConvExecutions();
     auto p = Build(c, DType::kFP32);
     EXPECT_EQ(cpu::DnnlConvExecutions() - before, blocks ? 3 : 0) << c.name;
@@ -278,8 +281,16 @@ TEST_F(DnnlConvTest, ByDefaultOnlyWholeChannelBlocksGoToOneDnn) {
   p.m = 64;
   p.groups = 2;  // 16 and 32 per group
   EXPECT_TRUE(cpu::DnnlConvChosen(p));
-  p.groups = 32;  // 1 input channel per group
+  p.groups = 32;  // 1 input and 2 output channels per group
   EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.m = 32;  // depthwise: 1 and 1
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.kh = p.kw = 1;  // depthwise 1x1 too
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.kh = p.kw = 3;
+  p.groups = 16;  // 2 input channels per group
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.m = 64;
   p.groups = 1;
   cpu::SetDnnlConvMode(cpu::DnnlConvMode::kNever);
   EXPECT_FALSE(cpu::DnnlConvChosen(p));

@@ -228,6 +228,11 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .InferShape(WithChannelsLast(InferConv<2>))
       .Grad("conv2d_grad", {"Input", "Filter", "Output@GRAD"},
             {"Input@GRAD", "Filter@GRAD"});
+  // The activation of the fused form (graph/builder/inference_fusion.h):
+  // "" (none), "relu", or "relu6" (fuse_alpha: its threshold, 6 when 0),
+  // applied after Bias and ResidualData.
+  conv.Attr("fuse_activation", std::string(""));
+  conv.Attr("fuse_alpha", 0.0f);
   r->Add(ConvAttrs(conv));
 
   OpSchema conv_grad("conv2d_grad");

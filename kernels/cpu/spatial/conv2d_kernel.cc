@@ -10,6 +10,7 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -127,6 +128,65 @@ const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
   return scratch;
 }
 
+// plane[i] = act(plane[i] + add (+ res[i])); kAct 0: none, 1: relu, 2:
+// relu6 (min(max(v, 0), threshold), as the relu6 op).
+template <typename T, int kAct, bool kResidual>
+void EpiloguePlane(T* plane, int64_t size, T add, const T* res, T threshold) {
+  for (int64_t i = 0; i < size; ++i) {
+    T v = plane[i] + add;
+    if constexpr (kResidual) v += res[i];
+    if constexpr (kAct == 1) v = v > T(0) ? v : T(0);
+    if constexpr (kAct == 2) v = std::min(std::max(v, T(0)), threshold);
+    plane[i] = v;
+  }
+}
+
+// Bias, ResidualData and fuse_activation: the fused forms (MKLDNN's, which
+// Paddle files may carry, and parex's inference fusions), in one pass over
+// each output plane. The activations compute as the relu and relu6 ops.
+template <typename T>
+Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
+  const Tensor* bias = ctx.Input("Bias");
+  const Tensor* residual = ctx.Input("ResidualData");
+  std::string act;
+  float alpha = 0.0f;
+  if (ctx.op().HasAttr("fuse_activation")) {
+    act = ctx.Attr<std::string>("fuse_activation");
+    if (ctx.op().HasAttr("fuse_alpha")) alpha = ctx.Attr<float>("fuse_alpha");
+  }
+  if (!act.empty() && act != "relu" && act != "relu6") {
+    return ctx.Error("fuse_activation '" + act +
+                     "' is not one parex fuses (relu, relu6)");
+  }
+  if (bias == nullptr && residual == nullptr && act.empty()) {
+    return Status::Ok();
+  }
+  const T* b = bias != nullptr ? bias->data<T>() : nullptr;
+  const T* r = residual != nullptr ? residual->data<T>() : nullptr;
+  const T threshold = static_cast<T>(alpha > 0.0f ? alpha : 6.0f);
+  const int kind = act.empty() ? 0 : act == "relu" ? 1 : 2;
+  auto run = [&](auto plane_fn) {
+    for (int64_t n = 0; n < s.n; ++n) {
+      for (int64_t m = 0; m < s.m; ++m) {
+        const int64_t first = (n * s.m + m) * s.col_cols;
+        plane_fn(out + first, s.col_cols, b != nullptr ? b[m] : T(0),
+                 r != nullptr ? r + first : nullptr, threshold);
+      }
+    }
+  };
+  // One loop per form, each without branches (vectorised at -O2).
+  if (r != nullptr) {
+    if (kind == 0) run(EpiloguePlane<T, 0, true>);
+    if (kind == 1) run(EpiloguePlane<T, 1, true>);
+    if (kind == 2) run(EpiloguePlane<T, 2, true>);
+  } else {
+    if (kind == 0) run(EpiloguePlane<T, 0, false>);
+    if (kind == 1) run(EpiloguePlane<T, 1, false>);
+    if (kind == 2) run(EpiloguePlane<T, 2, false>);
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status Conv2dKernel(KernelContext& ctx) {
   const Tensor& input = *ctx.Input("Input");
@@ -159,21 +219,7 @@ Status Conv2dKernel(KernelContext& ctx) {
       }
     }
   }
-  // Bias and ResidualData: the fused forms (MKLDNN's) Paddle files may carry.
-  if (const Tensor* bias = ctx.Input("Bias")) {
-    const T* b = bias->data<T>();
-    for (int64_t n = 0; n < s.n; ++n) {
-      for (int64_t m = 0; m < s.m; ++m) {
-        T* plane = out + (n * s.m + m) * s.col_cols;
-        for (int64_t i = 0; i < s.col_cols; ++i) plane[i] += b[m];
-      }
-    }
-  }
-  if (const Tensor* residual = ctx.Input("ResidualData")) {
-    const T* r = residual->data<T>();
-    for (int64_t i = 0, i_end = output->numel(); i < i_end; ++i) out[i] += r[i];
-  }
-  return Status::Ok();
+  return AddEpilogue<T>(ctx, s, out);
 }
 
 template <typename T>

@@ -1,0 +1,316 @@
+#include "graph/builder/inference_fusion.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "base/dims.h"
+
+namespace parex {
+namespace {
+
+template <typename T>
+T AttrOr(const OpDesc& op, const char* name, T fallback) {
+  if (!op.HasAttr(name)) return fallback;
+  StatusOr<T> v = op.GetAttr<T>(name);
+  return v.ok() ? *v : fallback;
+}
+
+bool IsConv(const OpDesc& op) {
+  return op.type() == "conv2d" || op.type() == "depthwise_conv2d";
+}
+
+// Who reads and who writes each var, over every block (a sub-block's op
+// reading a var of block 0 counts as a reader).
+struct Uses {
+  std::map<std::string, int> readers, writers;
+};
+
+Uses CountUses(const Program& program) {
+  Uses uses;
+  for (int b = 0; b < program.num_blocks(); ++b) {
+    for (const auto& op : program.block(b).ops()) {
+      for (const std::string& name : op->InputArgumentNames()) {
+        ++uses.readers[name];
+      }
+      for (const std::string& name : op->OutputArgumentNames()) {
+        ++uses.writers[name];
+      }
+    }
+  }
+  return uses;
+}
+
+class Fuser {
+ public:
+  Fuser(const Program& program, const std::vector<std::string>& fetch_names)
+      : block_(program.global_block()),
+        uses_(CountUses(program)),
+        fetched_(fetch_names.begin(), fetch_names.end()),
+        desc_(program.proto()) {}
+
+  // The one op of block 0 reading `var` as its `slot`, when `var` is a
+  // temporary only it reads and only `producer` writes; else -1.
+  int SoleReader(int producer, const std::string& var,
+                 const std::string& slot) const {
+    if (fetched_.count(var) != 0 || Count(uses_.readers, var) != 1 ||
+        Count(uses_.writers, var) != 1) {
+      return -1;
+    }
+    const VarDesc* v = block_.FindVar(var);
+    if (v == nullptr || v->persistable()) return -1;
+    for (int i = producer + 1; i < block_.num_ops(); ++i) {
+      const OpDesc& op = block_.op(i);
+      for (const std::string& name : op.InputArgumentNames()) {
+        if (name != var) continue;
+        return !removed_.count(i) &&
+                       op.Input(slot) == std::vector<std::string>{var}
+                   ? i
+                   : -1;
+      }
+    }
+    return -1;
+  }
+
+  // A parameter the fold may read: persistable, written by no op but
+  // `except` (the batch norm folded away: its running statistics out).
+  bool Constant(const std::string& name, const OpDesc& except) const {
+    const VarDesc* v = block_.FindVar(name);
+    int own = 0;
+    for (const std::string& n : except.OutputArgumentNames()) own += n == name;
+    return v != nullptr && v->persistable() && v->is_tensor() &&
+           Count(uses_.writers, name) == own;
+  }
+
+  // conv (i) + batch_norm -> conv with folded Filter and Bias.
+  bool FoldBatchNorm(int i) {
+    const OpDesc& conv = block_.op(i);
+    if (!IsConv(conv) || conv.HasInput("Bias") ||
+        conv.HasInput("ResidualData") ||
+        !AttrOr<std::string>(conv, "fuse_activation", "").empty() ||
+        AttrOr<std::string>(conv, "data_format", "NCHW") == "NHWC") {
+      return false;
+    }
+    const std::string y = conv.FirstOutput("Output");
+    const int b = SoleReader(i, y, "X");
+    if (b < 0 || block_.op(b).type() != "batch_norm") return false;
+    const OpDesc& bn = block_.op(b);
+    const bool global = (AttrOr<bool>(bn, "is_test", false) &&
+                         !AttrOr<bool>(bn, "trainable_statistics", false)) ||
+                        AttrOr<bool>(bn, "use_global_stats", false);
+    if (!global || AttrOr<std::string>(bn, "data_layout", "NCHW") != "NCHW") {
+      return false;
+    }
+    // Its other outputs (running statistics, saved ones) must be unread.
+    for (const std::string& slot : bn.OutputSlots()) {
+      if (slot == "Y") continue;
+      for (const std::string& name : bn.Output(slot)) {
+        if (fetched_.count(name) != 0 || Count(uses_.readers, name) > 1 ||
+            (Count(uses_.readers, name) == 1 && !ReadBy(bn, name))) {
+          return false;
+        }
+      }
+    }
+    const std::string filter = conv.FirstInput("Filter");
+    const std::string names[] = {filter, bn.FirstInput("Scale"),
+                                 bn.FirstInput("Bias"), bn.FirstInput("Mean"),
+                                 bn.FirstInput("Variance")};
+    for (const std::string& name : names) {
+      if (name.empty() || !Constant(name, bn)) return false;
+    }
+    const VarDesc* w = block_.FindVar(filter);
+    const Dims filter_dims = w->dims();
+    if (w->dtype() != DType::kFP32 && w->dtype() != DType::kFP64) return false;
+    if (filter_dims.empty() || filter_dims[0] <= 0) return false;
+    for (size_t k = 1; k < 5; ++k) {
+      const VarDesc* v = block_.FindVar(names[k]);
+      if (v->dtype() != w->dtype() || Numel(v->dims()) != filter_dims[0]) {
+        return false;
+      }
+    }
+    const std::string tag = bn.FirstOutput("Y");
+    const std::string new_filter = filter + "@bn_folded." + tag;
+    const std::string new_bias = tag + "@bn_folded_bias";
+    AddFold(w->dtype(), filter_dims, names, AttrOr<float>(bn, "epsilon", 1e-5f),
+            new_filter, new_bias);
+    Edit(i).type = "conv2d";
+    Edit(i).inputs["Filter"] = new_filter;
+    Edit(i).inputs["Bias"] = new_bias;
+    Edit(i).outputs["Output"] = tag;
+    removed_.insert(b);
+    AddVar(new_filter, w->dtype(), filter_dims);
+    AddVar(new_bias, w->dtype(), {filter_dims[0]});
+    ++folded_;
+    return true;
+  }
+
+  // conv (i) + relu / relu6 -> conv with fuse_activation.
+  void FuseActivation(int i) {
+    const OpDesc& conv = block_.op(i);
+    if (!IsConv(conv) || conv.HasInput("ResidualData") ||
+        !AttrOr<std::string>(conv, "fuse_activation", "").empty()) {
+      return;
+    }
+    const auto edited = edits_.find(i);
+    const std::string y =
+        edited != edits_.end() && edited->second.outputs.count("Output") != 0
+            ? edited->second.outputs.at("Output")
+            : conv.FirstOutput("Output");
+    const int a = SoleReader(i, y, "X");
+    if (a < 0) return;
+    const OpDesc& act = block_.op(a);
+    float alpha = 0.0f;
+    if (act.type() == "relu6") {
+      alpha = AttrOr<float>(act, "threshold", 6.0f);
+    } else if (act.type() != "relu") {
+      return;
+    }
+    Edit(i).type = "conv2d";
+    Edit(i).outputs["Output"] = act.FirstOutput("Out");
+    Edit(i).activation = act.type();
+    Edit(i).alpha = alpha;
+    removed_.insert(a);
+    ++fused_;
+  }
+
+  StatusOr<FusedProgram> Finish() {
+    proto::BlockDesc* block = desc_.mutable_blocks(0);
+    google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
+    for (int i = 0; i < block->ops_size(); ++i) {
+      if (removed_.count(i) != 0) continue;
+      proto::OpDesc* op = kept.Add();
+      *op = block->ops(i);
+      auto e = edits_.find(i);
+      if (e == edits_.end()) continue;
+      OpDesc view(op, 0, i);
+      op->set_type(e->second.type);
+      for (const auto& [slot, name] : e->second.inputs) {
+        view.SetInput(slot, {name});
+      }
+      for (const auto& [slot, name] : e->second.outputs) {
+        view.SetOutput(slot, {name});
+      }
+      if (!e->second.activation.empty()) {
+        view.SetAttr("fuse_activation", e->second.activation);
+        view.SetAttr("fuse_alpha", e->second.alpha);
+      }
+    }
+    block->mutable_ops()->Swap(&kept);
+    for (const auto& [name, spec] : new_vars_) {
+      VarDesc var(block->add_vars());
+      var.mutable_proto()->set_name(name);
+      var.SetDType(spec.first);
+      var.SetDims(spec.second);
+      var.SetPersistable(true);
+    }
+    FusedProgram out;
+    out.main = Program(desc_);
+    out.fold = std::move(fold_);
+    out.folded_batch_norms = folded_;
+    out.fused_activations = fused_;
+    return out;
+  }
+
+ private:
+  struct OpEdit {
+    std::string type;
+    std::map<std::string, std::string> inputs, outputs;
+    std::string activation;
+    float alpha = 0.0f;
+  };
+
+  static int Count(const std::map<std::string, int>& m,
+                   const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  static bool ReadBy(const OpDesc& op, const std::string& name) {
+    for (const std::string& n : op.InputArgumentNames()) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+
+  OpEdit& Edit(int i) {
+    auto [it, added] = edits_.try_emplace(i);
+    if (added) it->second.type = block_.op(i).type();
+    return it->second;
+  }
+
+  void AddVar(const std::string& name, DType dtype, const Dims& dims) {
+    new_vars_[name] = {dtype, dims};
+  }
+
+  // The fold's ops: s = Scale / sqrt(Variance + eps); Filter' = Filter * s
+  // along dim 0; Bias' = BnBias - Mean * s.
+  void AddFold(DType dtype, const Dims& filter_dims,
+               const std::string (&names)[5], float epsilon,
+               const std::string& new_filter, const std::string& new_bias) {
+    Block& fold = fold_.global_block();
+    const int64_t m = filter_dims[0];
+    auto declare = [&](const std::string& name, const Dims& dims,
+                       bool persistable) {
+      VarDesc* v = fold.Var(name);
+      v->SetDType(dtype);
+      v->SetDims(dims);
+      v->SetPersistable(persistable);
+    };
+    declare(names[0], filter_dims, true);
+    for (int k = 1; k < 5; ++k) declare(names[k], {m}, true);
+    declare(new_filter, filter_dims, true);
+    declare(new_bias, {m}, true);
+    const std::string t = new_bias + "@fold_";
+    for (const char* s : {"var_eps", "std", "s", "mean_s"}) {
+      declare(t + s, {m}, false);
+    }
+    OpDesc* op = fold.AppendOp("scale");
+    op->SetInput("X", {names[4]});
+    op->SetOutput("Out", {t + "var_eps"});
+    op->SetAttr("scale", 1.0f);
+    op->SetAttr("bias", epsilon);
+    op->SetAttr("bias_after_scale", true);
+    op = fold.AppendOp("sqrt");
+    op->SetInput("X", {t + "var_eps"});
+    op->SetOutput("Out", {t + "std"});
+    auto binary = [&](const char* type, const std::string& x,
+                      const std::string& y, const std::string& out, int axis) {
+      OpDesc* e = fold.AppendOp(type);
+      e->SetInput("X", {x});
+      e->SetInput("Y", {y});
+      e->SetOutput("Out", {out});
+      e->SetAttr("axis", axis);
+    };
+    binary("elementwise_div", names[1], t + "std", t + "s", -1);
+    binary("elementwise_mul", names[0], t + "s", new_filter, 0);
+    binary("elementwise_mul", names[3], t + "s", t + "mean_s", -1);
+    binary("elementwise_sub", names[2], t + "mean_s", new_bias, -1);
+  }
+
+  const Block& block_;
+  const Uses uses_;
+  const std::set<std::string> fetched_;
+  proto::ProgramDesc desc_;
+  Program fold_;
+  std::map<int, OpEdit> edits_;
+  std::set<int> removed_;
+  std::map<std::string, std::pair<DType, Dims>> new_vars_;
+  int folded_ = 0, fused_ = 0;
+};
+
+}  // namespace
+
+StatusOr<FusedProgram> FuseForInference(
+    const Program& program, const std::vector<std::string>& fetch_names,
+    const InferenceFusions& fusions) {
+  if (program.num_blocks() == 0) return InvalidArgument("an empty program");
+  Fuser fuser(program, fetch_names);
+  const int n = program.global_block().num_ops();
+  for (int i = 0; i < n; ++i) {
+    if (fusions.fold_batch_norm) fuser.FoldBatchNorm(i);
+    if (fusions.fuse_activation) fuser.FuseActivation(i);
+  }
+  return fuser.Finish();
+}
+
+}  // namespace parex

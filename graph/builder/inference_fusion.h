@@ -1,0 +1,51 @@
+// Inference fusions (issue 34): rewrites of an inference program's block 0
+// that leave its outputs as they were (within rounding) and pass over
+// memory fewer times. Each is switchable; `parex infer` runs them on CPU
+// places unless --no-fuse.
+//
+//   fold_batch_norm   conv2d / depthwise_conv2d (NCHW, no Bias or
+//                     ResidualData) whose output only a batch_norm with
+//                     global statistics reads -> conv2d with the filter
+//                     scaled per output channel and a Bias:
+//                       s = Scale / sqrt(Variance + epsilon)
+//                       Filter' = Filter * s (per output channel)
+//                       Bias' = BnBias - Mean * s
+//                     Filter' and Bias' are new persistables, made from the
+//                     parameters by the `fold` program (ops of parex's own
+//                     kernels), which runs once before `main`.
+//   fuse_activation   conv2d / depthwise_conv2d whose output only a relu or
+//                     relu6 reads -> conv2d with attribute fuse_activation
+//                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
+//                     applied in the pass that adds the bias.
+//
+// A rewrite is skipped where it could change what the program computes:
+// the intermediate is fetched, persistable, read by another op (in any
+// block) or written by more than one; a parameter it reads is written by
+// an op of the program; the layout is not NCHW.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/ir/program.h"
+
+namespace parex {
+
+struct InferenceFusions {
+  bool fold_batch_norm = true;
+  bool fuse_activation = true;
+};
+
+struct FusedProgram {
+  Program main;
+  Program fold;  // no ops when nothing was folded
+  int folded_batch_norms = 0;
+  int fused_activations = 0;
+};
+
+StatusOr<FusedProgram> FuseForInference(
+    const Program& program, const std::vector<std::string>& fetch_names,
+    const InferenceFusions& fusions = {});
+
+}  // namespace parex

@@ -1,0 +1,183 @@
+// graph/builder/inference_fusion.h: the fused program computes what the
+// program as written computes (both run by the reference executor on the
+// CPU kernels), and a rewrite is left out where it could change that.
+#include "graph/builder/inference_fusion.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/reference_executor.h"
+
+namespace parex {
+namespace {
+
+void Declare(Block& block, const std::string& name, Dims dims,
+             bool persistable = false) {
+  VarDesc* v = block.Var(name);
+  v->SetDType(DType::kFP32);
+  v->SetDims(dims);
+  v->SetPersistable(persistable);
+}
+
+Tensor Random(const Dims& dims, float lo, float hi, uint32_t seed) {
+  Tensor t(DType::kFP32, dims);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
+  return t;
+}
+
+// conv `type` of `in` by `w` (groups) -> `name`.c, batch_norm -> `name`.y
+// (is_test), then `act` (none when empty) -> `name`.a. Returns the last
+// var's name. Parameters are made in `scope`.
+std::string ConvBnAct(Program* program, Scope* scope, const std::string& in,
+                      const std::string& name, const std::string& type,
+                      int64_t c, int64_t m, int groups, const std::string& act,
+                      bool is_test = true) {
+  Block& block = program->global_block();
+  const std::string w = name + ".w";
+  Declare(block, w, {m, c / groups, 3, 3}, true);
+  *scope->Var(w)->GetMutableTensor() =
+      Random({m, c / groups, 3, 3}, -0.5f, 0.5f, 1 + m);
+  Declare(block, name + ".c", {-1, m, 6, 6});
+  OpDesc* conv = block.AppendOp(type);
+  conv->SetInput("Input", {in});
+  conv->SetInput("Filter", {w});
+  conv->SetOutput("Output", {name + ".c"});
+  conv->SetAttr("strides", std::vector<int>{1, 1});
+  conv->SetAttr("paddings", std::vector<int>{1, 1});
+  conv->SetAttr("dilations", std::vector<int>{1, 1});
+  conv->SetAttr("groups", groups);
+  const char* params[] = {"scale", "bias", "mean", "var"};
+  const float lows[] = {0.5f, -1.0f, -0.5f, 0.5f};
+  for (int k = 0; k < 4; ++k) {
+    const std::string p = name + "." + params[k];
+    Declare(block, p, {m}, true);
+    *scope->Var(p)->GetMutableTensor() =
+        Random({m}, lows[k], lows[k] + 1.0f, 10 * k + m);
+  }
+  for (const char* t : {".y", ".saved_mean", ".saved_var"}) {
+    Declare(block, name + t, {-1, m, 6, 6});
+  }
+  OpDesc* bn = block.AppendOp("batch_norm");
+  bn->SetInput("X", {name + ".c"});
+  bn->SetInput("Scale", {name + ".scale"});
+  bn->SetInput("Bias", {name + ".bias"});
+  bn->SetInput("Mean", {name + ".mean"});
+  bn->SetInput("Variance", {name + ".var"});
+  bn->SetOutput("Y", {name + ".y"});
+  bn->SetOutput("MeanOut", {name + ".mean"});
+  bn->SetOutput("VarianceOut", {name + ".var"});
+  bn->SetOutput("SavedMean", {name + ".saved_mean"});
+  bn->SetOutput("SavedVariance", {name + ".saved_var"});
+  bn->SetAttr("epsilon", 1e-5f);
+  bn->SetAttr("is_test", is_test);
+  if (act.empty()) return name + ".y";
+  Declare(block, name + ".a", {-1, m, 6, 6});
+  OpDesc* a = block.AppendOp(act);
+  a->SetInput("X", {name + ".y"});
+  a->SetOutput("Out", {name + ".a"});
+  if (act == "relu6") a->SetAttr("threshold", 0.75f);
+  return name + ".a";
+}
+
+// x[2,4,6,6] -> conv+bn+relu -> depthwise+bn+relu6 -> conv+bn -> out
+Program ThreeBlocks(Scope* scope, std::string* out) {
+  Program program;
+  Declare(program.global_block(), "x", {-1, 4, 6, 6});
+  std::string h =
+      ConvBnAct(&program, scope, "x", "b1", "conv2d", 4, 8, 1, "relu");
+  h = ConvBnAct(&program, scope, h, "b2", "depthwise_conv2d", 8, 8, 8, "relu6");
+  *out = ConvBnAct(&program, scope, h, "b3", "conv2d", 8, 4, 1, "");
+  return program;
+}
+
+std::vector<float> RunProgram(const Program& program, Scope* scope,
+                              const std::string& fetch) {
+  ReferenceExecutor executor;
+  auto out = executor.Run(program, scope,
+                          {{"x", Random({2, 4, 6, 6}, -1, 1, 7)}}, {fetch});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return {};
+  const Tensor& t = (*out)[0];
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+int CountOps(const Program& program, const std::string& type) {
+  int n = 0;
+  for (const auto& op : program.global_block().ops()) n += op->type() == type;
+  return n;
+}
+
+TEST(InferenceFusionTest, FoldsBatchNormsAndFusesActivationsKeepingOutputs) {
+  Scope scope;
+  std::string out;
+  const Program program = ThreeBlocks(&scope, &out);
+  const std::vector<float> expected = RunProgram(program, &scope, out);
+  ASSERT_EQ(expected.size(), 2u * 4 * 6 * 6);
+
+  auto fused = FuseForInference(program, {out});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->folded_batch_norms, 3);
+  EXPECT_EQ(fused->fused_activations, 2);
+  EXPECT_EQ(CountOps(fused->main, "batch_norm"), 0);
+  EXPECT_EQ(CountOps(fused->main, "relu"), 0);
+  EXPECT_EQ(CountOps(fused->main, "relu6"), 0);
+  EXPECT_EQ(CountOps(fused->main, "conv2d"), 3);
+  // relu6's threshold travels with the fused conv.
+  const OpDesc& dw = fused->main.global_block().op(1);
+  EXPECT_EQ(*dw.GetAttr<std::string>("fuse_activation"), "relu6");
+  EXPECT_FLOAT_EQ(*dw.GetAttr<float>("fuse_alpha"), 0.75f);
+
+  ReferenceExecutor fold;
+  auto folded = fold.Run(fused->fold, &scope, {}, {});
+  ASSERT_TRUE(folded.ok()) << folded.status().ToString();
+  const std::vector<float> got = RunProgram(fused->main, &scope, out);
+  ASSERT_EQ(got.size(), expected.size());
+  float largest = 0;
+  for (float v : expected) largest = std::max(largest, std::abs(v));
+  ASSERT_GT(largest, 0.1f);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], 1e-5f * largest) << "element " << i;
+  }
+  // The parameters the program as written reads are untouched.
+  EXPECT_EQ(RunProgram(program, &scope, out), expected);
+}
+
+TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
+  Scope scope;
+  std::string out;
+  const Program program = ThreeBlocks(&scope, &out);
+  // The first conv's output fetched: its batch norm stays (and so its
+  // relu, which reads the batch norm). The depthwise's batch norm output
+  // fetched: the batch norm folds (the conv now writes that var), its
+  // relu6 stays.
+  auto fused = FuseForInference(program, {out, "b1.c", "b2.y"});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->folded_batch_norms, 2);  // b2, b3
+  EXPECT_EQ(fused->fused_activations, 0);
+  EXPECT_EQ(CountOps(fused->main, "batch_norm"), 1);
+
+  // A batch norm normalising with the batch's statistics is not folded.
+  Scope training_scope;
+  Program training;
+  Declare(training.global_block(), "x", {-1, 4, 6, 6});
+  ConvBnAct(&training, &training_scope, "x", "t", "conv2d", 4, 8, 1, "relu",
+            /*is_test=*/false);
+  auto kept = FuseForInference(training, {"t.a"});
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->folded_batch_norms, 0);
+  EXPECT_EQ(CountOps(kept->main, "batch_norm"), 1);
+  EXPECT_EQ(kept->fold.global_block().num_ops(), 0);
+
+  // Switched off, nothing changes.
+  auto off = FuseForInference(program, {out}, {false, false});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->main.proto().SerializeAsString(),
+            program.proto().SerializeAsString());
+}
+
+}  // namespace
+}  // namespace parex

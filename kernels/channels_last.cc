@@ -1,6 +1,7 @@
 #include "kernels/channels_last.h"
 
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,26 @@ void Bind(ChannelsLastState* st, const KernelContext& ctx) {
 }
 
 }  // namespace
+
+namespace {
+
+std::map<std::string, NativeChannelsLastFn>& NativeRegistry() {
+  static auto* r = new std::map<std::string, NativeChannelsLastFn>();
+  return *r;
+}
+
+}  // namespace
+
+void RegisterNativeChannelsLast(const std::string& op_type,
+                                NativeChannelsLastFn fn) {
+  NativeRegistry()[op_type] = fn;
+}
+
+bool RunsChannelsLastNatively(KernelContext& ctx, DType dtype) {
+  const auto& r = NativeRegistry();
+  auto it = r.find(ctx.op().type());
+  return it != r.end() && it->second(ctx, dtype);
+}
 
 Status RunChannelsLast(const OpSchema& schema, KernelContext& ctx,
                        KernelFn kernel, DType dtype,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "base/status.h"
 #include "graph/ir/op_schema.h"
@@ -23,6 +24,15 @@ struct ChannelsLastStateDeleter {
 };
 using ChannelsLastStatePtr =
     std::unique_ptr<ChannelsLastState, ChannelsLastStateDeleter>;
+
+// A kernel that runs some channels-last configurations of its op on the
+// NHWC tensors themselves (no copies) registers a predicate for its op
+// type; RunOp and PreparedOp then call the kernel directly whenever the
+// predicate holds for the run (it may prepare what the kernel needs).
+using NativeChannelsLastFn = bool (*)(KernelContext& ctx, DType dtype);
+void RegisterNativeChannelsLast(const std::string& op_type,
+                                NativeChannelsLastFn fn);
+bool RunsChannelsLastNatively(KernelContext& ctx, DType dtype);
 
 // Runs `kernel` (for `dtype`) on the NCHW view of `ctx`'s op. Host places
 // only (an error naming the op and the place elsewhere). `state` is made on

@@ -220,7 +220,7 @@ Status RunOp(const OpDesc& op, Scope* scope, DeviceContext* device_context) {
   if (!kernel.ok()) return kernel.status().WithContext(op.Label());
   PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(**schema, ctx, dtype));
   Status status;
-  if (ChannelsLastOf(op) != nullptr) {
+  if (ChannelsLastOf(op) != nullptr && !RunsChannelsLastNatively(ctx, dtype)) {
     ChannelsLastStatePtr state;
     status = RunChannelsLast(**schema, ctx, *kernel, dtype, &state);
   } else {

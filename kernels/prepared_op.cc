@@ -113,9 +113,10 @@ Status PreparedOp::Run() {
     cached_ = false;
     PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
   }
-  Status status = channels_last_ ? RunChannelsLast(*schema_, ctx_, kernel_,
-                                                   dtype, &channels_last_state_)
-                                 : kernel_(ctx_);
+  Status status = channels_last_ && !RunsChannelsLastNatively(ctx_, dtype)
+                      ? RunChannelsLast(*schema_, ctx_, kernel_, dtype,
+                                        &channels_last_state_)
+                      : kernel_(ctx_);
   // After the kernel: what the next run compares against.
   if (status.ok() && !cached) RememberShapes();
   if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {

@@ -173,16 +173,24 @@ class Fuser {
     ++fused_;
   }
 
-  StatusOr<FusedProgram> Finish() {
+  StatusOr<FusedProgram> Finish(bool mark_constant_filters) {
     proto::BlockDesc* block = desc_.mutable_blocks(0);
     google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
     for (int i = 0; i < block->ops_size(); ++i) {
       if (removed_.count(i) != 0) continue;
       proto::OpDesc* op = kept.Add();
       *op = block->ops(i);
-      auto e = edits_.find(i);
-      if (e == edits_.end()) continue;
       OpDesc view(op, 0, i);
+      auto e = edits_.find(i);
+      const bool folded =
+          e != edits_.end() && e->second.inputs.count("Filter") != 0;
+      if (mark_constant_filters &&
+          (e != edits_.end() ? e->second.type : op->type()) == "conv2d" &&
+          (folded ||
+           Constant(block_.op(i).FirstInput("Filter"), block_.op(i)))) {
+        view.SetAttr("constant_filter", true);
+      }
+      if (e == edits_.end()) continue;
       op->set_type(e->second.type);
       for (const auto& [slot, name] : e->second.inputs) {
         view.SetInput(slot, {name});
@@ -298,6 +306,156 @@ class Fuser {
   int folded_ = 0, fused_ = 0;
 };
 
+// ---- channels_last ----------------------------------------------------------
+
+const std::vector<int> kToNhwc = {0, 2, 3, 1};
+const std::vector<int> kToNchw = {0, 3, 1, 2};
+
+bool LayoutFree(const std::string& type) {
+  static const std::set<std::string> kUnary = {
+      "relu",  "relu6",        "sigmoid",    "tanh", "hard_swish",
+      "swish", "hard_sigmoid", "leaky_relu", "gelu"};
+  return kUnary.count(type) != 0;
+}
+
+bool SameShapeBinary(const std::string& type) {
+  return type == "elementwise_add" || type == "elementwise_sub" ||
+         type == "elementwise_mul";
+}
+
+class ChannelsLast {
+ public:
+  ChannelsLast(Program* program, const std::vector<std::string>& fetch_names)
+      : desc_(program->global_block()),
+        uses_(CountUses(*program)),
+        fetched_(fetch_names.begin(), fetch_names.end()) {}
+
+  void Run(proto::BlockDesc* block, int* converted, int* transposes) {
+    google::protobuf::RepeatedPtrField<proto::OpDesc> out;
+    for (int i = 0; i < block->ops_size(); ++i) {
+      proto::OpDesc op = block->ops(i);
+      OpDesc view(&op, 0, i);
+      if (Convertible(view)) {
+        if (IsConv(view)) {
+          const std::string x = view.FirstInput("Input");
+          if (nhwc_.count(x) == 0) {
+            view.SetInput("Input", {Transposed(x, true, block, &out)});
+          }
+          view.SetAttr("data_format", std::string("NHWC"));
+        }
+        for (const std::string& y : view.OutputArgumentNames()) {
+          nhwc_.insert(y);
+          Permute(block, y);
+        }
+        ++*converted;
+      } else {
+        // Every NHWC input read as NCHW, through one transpose per var.
+        for (const std::string& slot : view.InputSlots()) {
+          std::vector<std::string> args = view.Input(slot);
+          bool changed = false;
+          for (std::string& a : args) {
+            if (nhwc_.count(a) == 0) continue;
+            a = Transposed(a, false, block, &out);
+            changed = true;
+          }
+          if (changed) view.SetInput(slot, args);
+        }
+      }
+      *out.Add() = op;
+    }
+    *transposes = transposes_;
+    block->mutable_ops()->Swap(&out);
+  }
+
+ private:
+  // A 4-D fp32 tensor var of this block, written once, never fetched.
+  bool Plain4d(const std::string& name) const {
+    const VarDesc* v = desc_.FindLocalVar(name);
+    return v != nullptr && v->is_tensor() && !v->persistable() &&
+           v->dtype() == DType::kFP32 && v->rank() == 4 &&
+           fetched_.count(name) == 0 && Count(uses_.writers, name) <= 1;
+  }
+
+  static int Count(const std::map<std::string, int>& m,
+                   const std::string& name) {
+    auto it = m.find(name);
+    return it == m.end() ? 0 : it->second;
+  }
+
+  bool Convertible(const OpDesc& op) const {
+    for (const std::string& y : op.OutputArgumentNames()) {
+      if (!Plain4d(y)) return false;
+    }
+    if (op.OutputArgumentNames().size() != 1) return false;
+    if (IsConv(op)) {
+      return AttrOr<std::string>(op, "data_format", "NCHW") != "NHWC" &&
+             !op.HasInput("ResidualData") &&
+             Plain4dOrFeed(op.FirstInput("Input"));
+    }
+    std::vector<std::string> xs = op.InputArgumentNames();
+    if (LayoutFree(op.type())) {
+      return xs.size() == 1 && nhwc_.count(xs[0]) != 0;
+    }
+    if (SameShapeBinary(op.type()) && xs.size() == 2) {
+      const VarDesc* a = desc_.FindVar(xs[0]);
+      const VarDesc* b = desc_.FindVar(xs[1]);
+      return nhwc_.count(xs[0]) != 0 && nhwc_.count(xs[1]) != 0 &&
+             a != nullptr && b != nullptr && a->dims() == b->dims();
+    }
+    return false;
+  }
+
+  // A conv's input: a NHWC var, or a 4-D fp32 tensor transposed in.
+  bool Plain4dOrFeed(const std::string& name) const {
+    if (nhwc_.count(name) != 0) return true;
+    const VarDesc* v = desc_.FindVar(name);
+    return v != nullptr && v->is_tensor() && v->dtype() == DType::kFP32 &&
+           v->rank() == 4;
+  }
+
+  void Permute(proto::BlockDesc* block, const std::string& name) {
+    for (auto& var : *block->mutable_vars()) {
+      if (var.name() != name) continue;
+      VarDesc v(&var);
+      const Dims d = v.dims();
+      v.SetDims({d[0], d[2], d[3], d[1]});
+    }
+  }
+
+  // The name of `name`'s copy in the other layout, its transpose2 appended
+  // to `out` the first time (declared in `block`).
+  std::string Transposed(
+      const std::string& name, bool to_nhwc, proto::BlockDesc* block,
+      google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
+    std::map<std::string, std::string>& made = to_nhwc ? to_nhwc_ : to_nchw_;
+    auto it = made.find(name);
+    if (it != made.end()) return it->second;
+    const std::string copy = name + (to_nhwc ? "@nhwc" : "@nchw");
+    const VarDesc* from = desc_.FindVar(name);
+    const Dims d = from->dims();  // as declared: NCHW
+    VarDesc v(block->add_vars());
+    v.mutable_proto()->set_name(copy);
+    v.SetDType(from->dtype());
+    v.SetDims(to_nhwc ? Dims{d[0], d[2], d[3], d[1]} : d);
+    proto::OpDesc* t = out->Add();
+    OpDesc view(t, 0, 0);
+    t->set_type("transpose2");
+    view.SetInput("X", {name});
+    view.SetOutput("Out", {copy});
+    view.SetAttr("axis", to_nhwc ? kToNhwc : kToNchw);
+    ++transposes_;
+    made[name] = copy;
+    return copy;
+  }
+
+  const Block& desc_;  // the program as it was: vars declared NCHW
+  const Uses uses_;
+  const std::set<std::string> fetched_;
+  std::set<std::string> nhwc_;
+  std::map<std::string, std::string> to_nhwc_, to_nchw_;
+  int transposes_ = 0;
+};
+
 }  // namespace
 
 StatusOr<FusedProgram> FuseForInference(
@@ -310,7 +468,16 @@ StatusOr<FusedProgram> FuseForInference(
     if (fusions.fold_batch_norm) fuser.FoldBatchNorm(i);
     if (fusions.fuse_activation) fuser.FuseActivation(i);
   }
-  return fuser.Finish();
+  PAREX_ASSIGN_OR_RETURN(FusedProgram fused,
+                         fuser.Finish(fusions.mark_constant_filters));
+  if (fusions.channels_last && fused.main.num_blocks() == 1) {
+    proto::ProgramDesc desc = fused.main.proto();
+    ChannelsLast pass(&fused.main, fetch_names);
+    pass.Run(desc.mutable_blocks(0), &fused.channels_last_ops,
+             &fused.transposes);
+    fused.main = Program(std::move(desc));
+  }
+  return fused;
 }
 
 }  // namespace parex

@@ -17,6 +17,7 @@
 //                     relu6 reads -> conv2d with attribute fuse_activation
 //                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
 //                     applied in the pass that adds the bias.
+//   mark_constant_filters  (below)
 //
 // A rewrite is skipped where it could change what the program computes:
 // the intermediate is fetched, persistable, read by another op (in any
@@ -35,6 +36,17 @@ namespace parex {
 struct InferenceFusions {
   bool fold_batch_norm = true;
   bool fuse_activation = true;
+  // conv2d's constant_filter on every conv2d whose Filter is a persistable
+  // no op of the program writes (the folded ones included): a kernel may
+  // keep what it derives from the filter across runs.
+  bool mark_constant_filters = true;
+  // channels_last: convolutions run channels-last (data_format NHWC, what
+  // oneDNN's kernels read without reordering), with the ops between them
+  // that do not care about the layout (activations, elementwise ops of two
+  // such tensors of one shape); transpose2 where a tensor crosses between
+  // the layouts (feeds, fetches, pools, reshapes, ...). Programs of one
+  // block only; fetched vars keep their layout.
+  bool channels_last = true;
 };
 
 struct FusedProgram {
@@ -42,6 +54,8 @@ struct FusedProgram {
   Program fold;  // no ops when nothing was folded
   int folded_batch_norms = 0;
   int fused_activations = 0;
+  int channels_last_ops = 0;  // ops run channels-last
+  int transposes = 0;         // transpose2 ops added between the layouts
 };
 
 StatusOr<FusedProgram> FuseForInference(

@@ -127,9 +127,19 @@ TEST(InferenceFusionTest, FoldsBatchNormsAndFusesActivationsKeepingOutputs) {
   EXPECT_EQ(CountOps(fused->main, "relu6"), 0);
   EXPECT_EQ(CountOps(fused->main, "conv2d"), 3);
   // relu6's threshold travels with the fused conv.
-  const OpDesc& dw = fused->main.global_block().op(1);
+  const OpDesc& dw = fused->main.global_block().op(2);  // after a transpose
   EXPECT_EQ(*dw.GetAttr<std::string>("fuse_activation"), "relu6");
   EXPECT_FLOAT_EQ(*dw.GetAttr<float>("fuse_alpha"), 0.75f);
+  for (const auto& op : fused->main.global_block().ops()) {
+    if (op->type() != "conv2d") continue;
+    EXPECT_TRUE(*op->GetAttr<bool>("constant_filter")) << op->Label();
+  }
+  // channels_last: the first two convs run NHWC (the third writes the
+  // fetched var), x transposed in, the depthwise's output back out.
+  EXPECT_EQ(fused->channels_last_ops, 2);
+  EXPECT_EQ(fused->transposes, 2);
+  EXPECT_EQ(CountOps(fused->main, "transpose2"), 2);
+  EXPECT_EQ(*dw.GetAttr<std::string>("data_format"), "NHWC");
 
   ReferenceExecutor fold;
   auto folded = fold.Run(fused->fold, &scope, {}, {});
@@ -173,7 +183,7 @@ TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   EXPECT_EQ(kept->fold.global_block().num_ops(), 0);
 
   // Switched off, nothing changes.
-  auto off = FuseForInference(program, {out}, {false, false});
+  auto off = FuseForInference(program, {out}, {false, false, false, false});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->main.proto().SerializeAsString(),
             program.proto().SerializeAsString());

@@ -233,6 +233,9 @@ void RegisterConvOps(OpSchemaRegistry* r) {
   // applied after Bias and ResidualData.
   conv.Attr("fuse_activation", std::string(""));
   conv.Attr("fuse_alpha", 0.0f);
+  // Set by the inference fusions: Filter is a persistable no op writes, so
+  // a kernel may keep what it derives from it (oneDNN's reordered copy).
+  conv.Attr("constant_filter", false);
   r->Add(ConvAttrs(conv));
 
   OpSchema conv_grad("conv2d_grad");

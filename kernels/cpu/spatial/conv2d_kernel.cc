@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "base/checked_math.h"
+#include "graph/ir/spec/channels_last.h"
 #include "kernels/allocator.h"
+#include "kernels/channels_last.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/spatial/column_scratch.h"
@@ -73,10 +75,10 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
   return s;
 }
 
-// oneDNN's terms for `s`; false when `s` is not for oneDNN (fp64, empty, or
-// faster through im2col: cpu::DnnlConvChosen).
+// oneDNN's terms for `s`; false when oneDNN cannot take it (fp64, 3-D,
+// empty).
 template <typename T>
-bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
+bool DnnlParams(const ConvShape& s, cpu::DnnlConvParams* p) {
   if (!std::is_same<T, float>::value || s.volumetric) return false;
   if (s.n <= 0 || s.c <= 0 || s.m <= 0 || s.col_rows <= 0 || s.col_cols <= 0) {
     return false;
@@ -99,7 +101,13 @@ bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
   p->pad_bottom = s.h.pad_after;
   p->pad_left = s.w.pad_before;
   p->pad_right = s.w.pad_after;
-  return cpu::DnnlConvChosen(*p);
+  return true;
+}
+
+// DnnlParams, where oneDNN is also the faster path (cpu::DnnlConvChosen).
+template <typename T>
+bool UseDnnl(const ConvShape& s, cpu::DnnlConvParams* p) {
+  return DnnlParams<T>(s, p) && cpu::DnnlConvChosen(*p);
 }
 
 template <typename T>
@@ -141,6 +149,28 @@ void EpiloguePlane(T* plane, int64_t size, T add, const T* res, T threshold) {
   }
 }
 
+// The fused form's activation: 0 none, 1 relu, 2 relu6 at `threshold`.
+struct FusedActivation {
+  int kind = 0;
+  float threshold = 6.0f;
+};
+
+StatusOr<FusedActivation> ReadFusedActivation(const KernelContext& ctx) {
+  FusedActivation a;
+  if (!ctx.op().HasAttr("fuse_activation")) return a;
+  const std::string act = ctx.Attr<std::string>("fuse_activation");
+  if (act.empty()) return a;
+  if (act != "relu" && act != "relu6") {
+    return ctx.Error("fuse_activation '" + act +
+                     "' is not one parex fuses (relu, relu6)");
+  }
+  a.kind = act == "relu" ? 1 : 2;
+  const float alpha =
+      ctx.op().HasAttr("fuse_alpha") ? ctx.Attr<float>("fuse_alpha") : 0.0f;
+  if (alpha > 0.0f) a.threshold = alpha;
+  return a;
+}
+
 // Bias, ResidualData and fuse_activation: the fused forms (MKLDNN's, which
 // Paddle files may carry, and parex's inference fusions), in one pass over
 // each output plane. The activations compute as the relu and relu6 ops.
@@ -148,23 +178,14 @@ template <typename T>
 Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
   const Tensor* bias = ctx.Input("Bias");
   const Tensor* residual = ctx.Input("ResidualData");
-  std::string act;
-  float alpha = 0.0f;
-  if (ctx.op().HasAttr("fuse_activation")) {
-    act = ctx.Attr<std::string>("fuse_activation");
-    if (ctx.op().HasAttr("fuse_alpha")) alpha = ctx.Attr<float>("fuse_alpha");
-  }
-  if (!act.empty() && act != "relu" && act != "relu6") {
-    return ctx.Error("fuse_activation '" + act +
-                     "' is not one parex fuses (relu, relu6)");
-  }
-  if (bias == nullptr && residual == nullptr && act.empty()) {
+  PAREX_ASSIGN_OR_RETURN(FusedActivation act, ReadFusedActivation(ctx));
+  if (bias == nullptr && residual == nullptr && act.kind == 0) {
     return Status::Ok();
   }
   const T* b = bias != nullptr ? bias->data<T>() : nullptr;
   const T* r = residual != nullptr ? residual->data<T>() : nullptr;
-  const T threshold = static_cast<T>(alpha > 0.0f ? alpha : 6.0f);
-  const int kind = act.empty() ? 0 : act == "relu" ? 1 : 2;
+  const T threshold = static_cast<T>(act.threshold);
+  const int kind = act.kind;
   auto run = [&](auto plane_fn) {
     for (int64_t n = 0; n < s.n; ++n) {
       for (int64_t m = 0; m < s.m; ++m) {
@@ -187,8 +208,110 @@ Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
   return Status::Ok();
 }
 
+// conv2d through oneDNN (fp32 only; UseDnnl said yes). Without
+// ResidualData the fused form's Bias and activation run inside the
+// primitive (*fused), with the filter's reorder kept when the op says the
+// filter is constant (constant_filter, set by the inference fusions).
+// False when oneDNN declines: im2col serves the op.
+template <typename T>
+bool DnnlForward(KernelContext& ctx, cpu::DnnlConvParams params,
+                 const Tensor& input, const Tensor& filter, T* out,
+                 bool* fused) {
+  cpu::DnnlConv* conv = ctx.State<cpu::DnnlConv>();
+  const auto* src = reinterpret_cast<const float*>(input.data<T>());
+  const auto* weights = reinterpret_cast<const float*>(filter.data<T>());
+  const bool constant =
+      ctx.op().HasAttr("constant_filter") && ctx.Attr<bool>("constant_filter");
+  StatusOr<FusedActivation> act = ReadFusedActivation(ctx);
+  const Tensor* bias = ctx.Input("Bias");
+  if (act.ok() && ctx.Input("ResidualData") == nullptr &&
+      (bias != nullptr || act->kind != 0)) {
+    cpu::DnnlConvParams with = params;
+    with.bias = bias != nullptr;
+    with.activation = act->kind;
+    with.threshold = act->kind == 2 ? act->threshold : 0.0f;
+    const float* b = bias != nullptr
+                         ? reinterpret_cast<const float*>(bias->data<T>())
+                         : nullptr;
+    if (conv->Forward(with, src, weights, reinterpret_cast<float*>(out), b,
+                      constant)) {
+      *fused = true;
+      return true;
+    }
+  }
+  return conv->Forward(params, src, weights, reinterpret_cast<float*>(out),
+                       nullptr, constant);
+}
+
+bool IsChannelsLast(const KernelContext& ctx) {
+  return ctx.op().HasAttr("data_format") &&
+         ctx.Attr<std::string>("data_format") == "NHWC";
+}
+
+// A channels-last (NHWC) fp32 conv2d run by oneDNN on the NHWC tensors
+// themselves, its Bias and activation inside the primitive: the params,
+// the primitive made; false where that cannot be (ResidualData, oneDNN
+// off or without real kernels for it), and the op then runs on its NCHW
+// view (kernels/channels_last.h).
+bool NativeNhwcParams(KernelContext& ctx, cpu::DnnlConvParams* p) {
+  if (!cpu::DnnlAvailable() ||
+      cpu::GetDnnlConvMode() == cpu::DnnlConvMode::kNever ||
+      ctx.Input("ResidualData") != nullptr) {
+    return false;
+  }
+  const Tensor* input = ctx.Input("Input");
+  const Tensor* filter = ctx.Input("Filter");
+  const Tensor* output = ctx.Output("Output");
+  if (input == nullptr || filter == nullptr || output == nullptr ||
+      input->rank() != 4 || filter->rank() != 4 || output->rank() != 4) {
+    return false;
+  }
+  const ConvShape s =
+      GetConvShape(ctx, ToChannelsFirst(input->dims()), filter->dims(),
+                   ToChannelsFirst(output->dims()));
+  if (!DnnlParams<float>(s, p)) return false;
+  StatusOr<FusedActivation> act = ReadFusedActivation(ctx);
+  if (!act.ok()) return false;
+  p->bias = ctx.Input("Bias") != nullptr;
+  p->activation = act->kind;
+  p->threshold = act->kind == 2 ? act->threshold : 0.0f;
+  p->nhwc = true;
+  return ctx.State<cpu::DnnlConv>()->ForwardSupported(*p);
+}
+
+bool NativeChannelsLastConv(KernelContext& ctx, DType dtype) {
+  if (dtype != DType::kFP32 || !ctx.place().is_cpu() || !IsChannelsLast(ctx)) {
+    return false;
+  }
+  cpu::DnnlConvParams p;
+  return NativeNhwcParams(ctx, &p);
+}
+
+template <typename T>
+Status Conv2dNhwc(KernelContext& ctx) {
+  cpu::DnnlConvParams p;
+  if (!std::is_same<T, float>::value || !NativeNhwcParams(ctx, &p)) {
+    return Internal(ctx.op().Label() +
+                    ": a channels-last conv2d reached its kernel without its "
+                    "NCHW view");
+  }
+  const Tensor* bias = ctx.Input("Bias");
+  const bool constant =
+      ctx.op().HasAttr("constant_filter") && ctx.Attr<bool>("constant_filter");
+  const bool ran = ctx.State<cpu::DnnlConv>()->Forward(
+      p, reinterpret_cast<const float*>(ctx.Input("Input")->data<T>()),
+      reinterpret_cast<const float*>(ctx.Input("Filter")->data<T>()),
+      reinterpret_cast<float*>(ctx.Output("Output")->data<T>()),
+      bias != nullptr ? reinterpret_cast<const float*>(bias->data<T>())
+                      : nullptr,
+      constant);
+  if (!ran) return Internal(ctx.op().Label() + ": oneDNN declined NHWC");
+  return Status::Ok();
+}
+
 template <typename T>
 Status Conv2dKernel(KernelContext& ctx) {
+  if (IsChannelsLast(ctx)) return Conv2dNhwc<T>(ctx);
   const Tensor& input = *ctx.Input("Input");
   const Tensor& filter = *ctx.Input("Filter");
   Tensor* output = ctx.Output("Output");
@@ -197,13 +320,11 @@ Status Conv2dKernel(KernelContext& ctx) {
   T* out = output->data<T>();
   if (output->numel() == 0) return Status::Ok();
   cpu::DnnlConvParams dnnl_params;
+  bool fused = false;  // oneDNN applied Bias and the activation too
   if (s.col_rows == 0) {
     std::fill_n(out, output->numel(), T(0));
   } else if (UseDnnl<T>(s, &dnnl_params) &&
-             ctx.State<cpu::DnnlConv>()->Forward(
-                 dnnl_params, reinterpret_cast<const float*>(input.data<T>()),
-                 reinterpret_cast<const float*>(filter.data<T>()),
-                 reinterpret_cast<float*>(out))) {
+             DnnlForward(ctx, dnnl_params, input, filter, out, &fused)) {
     // oneDNN wrote the output.
   } else {
     T* scratch = s.direct ? nullptr : ColumnScratch<T>(s);
@@ -219,7 +340,7 @@ Status Conv2dKernel(KernelContext& ctx) {
       }
     }
   }
-  return AddEpilogue<T>(ctx, s, out);
+  return fused ? Status::Ok() : AddEpilogue<T>(ctx, s, out);
 }
 
 template <typename T>
@@ -313,6 +434,8 @@ void RegisterConv2dKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "conv2d_grad", Conv2dGradKernel, float, double);
   // depthwise_conv2d: a grouped conv2d (no Bias / ResidualData slots).
   PAREX_CPU_KERNEL(r, "depthwise_conv2d", Conv2dKernel, float, double);
+  RegisterNativeChannelsLast("conv2d", &NativeChannelsLastConv);
+  RegisterNativeChannelsLast("depthwise_conv2d", &NativeChannelsLastConv);
   PAREX_CPU_KERNEL(r, "depthwise_conv2d_grad", Conv2dGradKernel, float, double);
   // conv3d: the same kernels over volumes (vol2col; never oneDNN).
   PAREX_CPU_KERNEL(r, "conv3d", Conv2dKernel, float, double);

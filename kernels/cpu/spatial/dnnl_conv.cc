@@ -26,10 +26,10 @@ namespace cpu {
 
 bool DnnlConvParams::operator==(const DnnlConvParams& o) const {
   auto key = [](const DnnlConvParams& p) {
-    return std::make_tuple(p.n, p.c, p.h, p.w, p.m, p.groups, p.kh, p.kw, p.oh,
-                           p.ow, p.stride_h, p.stride_w, p.dilation_h,
-                           p.dilation_w, p.pad_top, p.pad_bottom, p.pad_left,
-                           p.pad_right);
+    return std::make_tuple(
+        p.n, p.c, p.h, p.w, p.m, p.groups, p.kh, p.kw, p.oh, p.ow, p.stride_h,
+        p.stride_w, p.dilation_h, p.dilation_w, p.pad_top, p.pad_bottom,
+        p.pad_left, p.pad_right, p.bias, p.activation, p.threshold, p.nhwc);
   };
   return key(*this) == key(o);
 }
@@ -83,9 +83,10 @@ struct DnnlConv::Impl {};
 DnnlConv::DnnlConv() : impl_(nullptr) {}
 DnnlConv::~DnnlConv() = default;
 bool DnnlConv::Forward(const DnnlConvParams&, const float*, const float*,
-                       float*) {
+                       float*, const float*, bool) {
   return false;
 }
+bool DnnlConv::ForwardSupported(const DnnlConvParams&) { return false; }
 bool DnnlConv::BackwardData(const DnnlConvParams&, const float*, const float*,
                             float*) {
   return false;
@@ -144,11 +145,14 @@ Descs MakeDescs(const DnnlConvParams& p) {
     weights = {p.groups, p.m / p.groups, p.c / p.groups, p.kh, p.kw};
     weights_tag = Tag::goihw;
   }
-  d.src = Plain(src, Tag::nchw);
-  d.dst = Plain(dst, Tag::nchw);
+  const Tag act = p.nhwc ? Tag::nhwc : Tag::nchw;
+  d.src = Plain(src, act);
+  d.dst = Plain(dst, act);
   d.weights = Plain(weights, weights_tag);
-  d.any_src = Plain(src, Tag::any);
-  d.any_dst = Plain(dst, Tag::any);
+  // Channels-last activations stay as they are (oneDNN's kernels read
+  // NHWC); channels-first ones go to the layout oneDNN picks.
+  d.any_src = p.nhwc ? d.src : Plain(src, Tag::any);
+  d.any_dst = p.nhwc ? d.dst : Plain(dst, Tag::any);
   d.any_weights = Plain(weights, Tag::any);
   d.strides = {p.stride_h, p.stride_w};
   // oneDNN counts dilation from 0 (0: dense), Paddle from 1.
@@ -171,6 +175,34 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const Descs& d) {
       d.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, UserScratchpad(),
                                                    Engine());
+}
+
+// The fused form's forward: bias and activation inside the primitive.
+dnnl::convolution_forward::primitive_desc FusedForwardPd(
+    const Descs& d, const DnnlConvParams& p) {
+  const memory::desc bias = Plain({p.m}, Tag::a);
+  dnnl::convolution_forward::desc desc =
+      p.bias
+          ? dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_inference,
+                dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+                bias, d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r)
+          : dnnl::convolution_forward::desc(
+                dnnl::prop_kind::forward_inference,
+                dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+                d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
+  dnnl::primitive_attr attr = UserScratchpad();
+  if (p.activation != 0) {
+    dnnl::post_ops ops;
+    if (p.activation == 1) {
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    } else {
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f,
+                         p.threshold);
+    }
+    attr.set_post_ops(ops);
+  }
+  return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
 }
 
 }  // namespace
@@ -236,7 +268,12 @@ struct DnnlConv::Impl {
     Arg args[3];
     memory::desc scratch;
     memory scratch_mem;
+    memory bias_mem;  // the fused forward's, when params.bias
     std::unordered_map<int, memory> run_args;  // empty until the first run
+    // Forward with constant weights: their reorder, kept, and the buffer it
+    // was made from (null: none kept).
+    std::vector<uint8_t> kept_weights;
+    const void* kept_from = nullptr;
   };
   Prepared forward, backward_data, backward_weights;
 
@@ -263,6 +300,8 @@ struct DnnlConv::Impl {
     prep->made = true;
     prep->params = p;
     prep->run_args.clear();
+    prep->kept_weights.clear();
+    prep->kept_from = nullptr;
     try {
       make(prep);
       prep->supported = true;
@@ -276,7 +315,8 @@ struct DnnlConv::Impl {
   // inputs reordered into the primitive's layout first, outputs back after.
   // The memory objects and the argument map are made once per shape and only
   // pointed at this run's buffers, so a steady step allocates nothing here.
-  void Execute(Prepared& prep, const void* const (&ptrs)[3]) {
+  void Execute(Prepared& prep, const void* const (&ptrs)[3],
+               const void* bias = nullptr, bool constant_weights = false) {
     SingleThreaded();
     dnnl::stream& stream = ThreadStream();
     BorrowedBuffers buffers;
@@ -290,19 +330,33 @@ struct DnnlConv::Impl {
       }
       prep.scratch_mem = memory(prep.scratch, Engine(), DNNL_MEMORY_NONE);
       prep.run_args.emplace(DNNL_ARG_SCRATCHPAD, prep.scratch_mem);
+      if (prep.params.bias) {
+        prep.bias_mem =
+            memory(Plain({prep.params.m}, Tag::a), Engine(), DNNL_MEMORY_NONE);
+        prep.run_args.emplace(DNNL_ARG_BIAS, prep.bias_mem);
+      }
+    }
+    if (prep.params.bias) {
+      prep.bias_mem.set_data_handle(const_cast<void*>(bias));
     }
     prep.scratch_mem.set_data_handle(
         Grown(&buffers->scratchpad, prep.scratch.get_size()));
     for (int i = 0; i < 3; ++i) {
       Arg& a = prep.args[i];
       a.user_mem.set_data_handle(const_cast<void*>(ptrs[i]));
-      if (a.reordered) {
+      if (!a.reordered) continue;
+      if (i == 1 && constant_weights) {
+        // Reordered once per weights buffer, kept with the primitive.
+        const bool kept = prep.kept_from == ptrs[i];
         a.chosen_mem.set_data_handle(
-            Grown(&buffers->args[i], a.chosen.get_size()));
+            Grown(&prep.kept_weights, a.chosen.get_size()));
+        if (!kept) a.reorder.execute(stream, a.user_mem, a.chosen_mem);
+        prep.kept_from = ptrs[i];
+        continue;
       }
-      if (a.reordered && !a.output) {
-        a.reorder.execute(stream, a.user_mem, a.chosen_mem);
-      }
+      a.chosen_mem.set_data_handle(
+          Grown(&buffers->args[i], a.chosen.get_size()));
+      if (!a.output) a.reorder.execute(stream, a.user_mem, a.chosen_mem);
     }
     prep.primitive.execute(stream, prep.run_args);
     for (Arg& a : prep.args) {
@@ -318,22 +372,33 @@ struct DnnlConv::Impl {
 DnnlConv::DnnlConv() : impl_(new Impl) {}
 DnnlConv::~DnnlConv() { delete impl_; }
 
-bool DnnlConv::Forward(const DnnlConvParams& p, const float* src,
-                       const float* weights, float* dst) {
+bool DnnlConv::ForwardSupported(const DnnlConvParams& p) {
   Impl& im = *impl_;
-  if (!im.Ensure(&im.forward, p, [&p](Impl::Prepared* prep) {
-        const Descs d = MakeDescs(p);
-        auto pd = ForwardPd(d);
-        prep->primitive = dnnl::convolution_forward(pd);
-        Impl::SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
-        Impl::SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, d.weights,
-                     pd.weights_desc());
-        Impl::SetArg(&prep->args[2], DNNL_ARG_DST, true, d.dst, pd.dst_desc());
-        prep->scratch = pd.scratchpad_desc();
-      })) {
-    return false;
-  }
-  im.Execute(im.forward, {src, weights, dst});
+  return im.Ensure(&im.forward, p, [&p](Impl::Prepared* prep) {
+    const Descs d = MakeDescs(p);
+    auto pd = p.bias || p.activation != 0 || p.nhwc ? FusedForwardPd(d, p)
+                                                    : ForwardPd(d);
+    // NHWC only where oneDNN has real kernels for it: its reference code
+    // would be far slower than parex's copies to NCHW and im2col.
+    if (p.nhwc && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
+      throw dnnl::error(dnnl_unimplemented, "reference NHWC convolution");
+    }
+    prep->primitive = dnnl::convolution_forward(pd);
+    Impl::SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
+    Impl::SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, d.weights,
+                 pd.weights_desc());
+    Impl::SetArg(&prep->args[2], DNNL_ARG_DST, true, d.dst, pd.dst_desc());
+    prep->scratch = pd.scratchpad_desc();
+  });
+}
+
+bool DnnlConv::Forward(const DnnlConvParams& p, const float* src,
+                       const float* weights, float* dst, const float* bias,
+                       bool constant_weights) {
+  Impl& im = *impl_;
+  if (p.bias && bias == nullptr) return false;
+  if (!ForwardSupported(p)) return false;
+  im.Execute(im.forward, {src, weights, dst}, bias, constant_weights);
   return true;
 }
 

@@ -29,6 +29,15 @@ struct DnnlConvParams {
   int64_t stride_h = 1, stride_w = 1;
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  // Forward only, the fused form's epilogue inside the primitive: a bias per
+  // output channel, then an activation (0: none, 1: relu, 2: relu6 clipping
+  // at `threshold`).
+  bool bias = false;
+  int activation = 0;
+  float threshold = 0.0f;
+  // Forward only: src and dst channels-last (NHWC; extents as above), read
+  // and written in place by the primitive, never reordered.
+  bool nhwc = false;
 
   bool operator==(const DnnlConvParams& o) const;
   bool operator!=(const DnnlConvParams& o) const { return !(*this == o); }
@@ -65,9 +74,16 @@ class DnnlConv : public KernelState {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
-  // dst = conv(src, weights).
+  // dst = act(conv(src, weights) + bias) (p.bias, p.activation; `bias`
+  // null without). `constant_weights`: `weights` hold the same values on
+  // every call with the same pointer (a filter no op writes), so their
+  // reorder into the primitive's layout is kept rather than redone.
   bool Forward(const DnnlConvParams& p, const float* src, const float* weights,
-               float* dst);
+               float* dst, const float* bias = nullptr,
+               bool constant_weights = false);
+  // Whether Forward(p, ...) runs here, the primitive made (p.nhwc: false
+  // where oneDNN would serve it only with its reference code).
+  bool ForwardSupported(const DnnlConvParams& p);
   // dsrc = conv_backward_data(weights, ddst) (overwrites dsrc).
   bool BackwardData(const DnnlConvParams& p, const float* weights,
                     const float* ddst, float* dsrc);

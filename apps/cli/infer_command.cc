@@ -20,6 +20,7 @@
 #include "base/file_io.h"
 #include "base/logging.h"
 #include "graph/builder/inference_fusion.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/reference_executor.h"
 
 namespace parex::cli {
@@ -306,6 +307,11 @@ int RunInfer(const InferOptions& o) {
     LogInfo(Subsystem::kApp, std::to_string(rows) + " rows: running on " +
                                  std::to_string(rows) + " of " +
                                  std::to_string(places->size()) + " places");
+    // The places left idle lend their cores to oneDNN's calls.
+    if ((*places)[0].is_cpu()) {
+      cpu::SetIntraOpThreads(
+          static_cast<int>(static_cast<int64_t>(places->size()) / rows));
+    }
     places->resize(static_cast<size_t>(rows));
   }
   StatusOr<std::vector<std::string>> out_paths =
@@ -314,6 +320,11 @@ int RunInfer(const InferOptions& o) {
   TraceRecorder trace(/*enabled=*/!o.trace.empty());
   ExecutionStrategy exec;
   exec.trace = o.trace.empty() ? nullptr : &trace;
+  // Cores lent to oneDNN: one executor worker per place, so its threads
+  // and OpenMP's do not take turns on the same cores.
+  if (cpu::IntraOpThreads() > 1) {
+    exec.num_threads = static_cast<int>(places->size());
+  }
   // Temporaries share buffers wherever the graph orders their uses apart
   // (memory_optimize, sized for this batch): peak memory is the largest
   // live set, not the sum of every intermediate.

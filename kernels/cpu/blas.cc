@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <mutex>
 
 #ifdef PAREX_WITH_DNNL
@@ -20,13 +21,9 @@ void SingleThreadedOpenBlas() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+std::atomic<int> g_intra_op_threads{1};
+
 #ifdef PAREX_WITH_DNNL
-// OpenMP's thread count is per calling thread: each executor worker tells it
-// once to run oneDNN's GEMM on the caller alone.
-void SingleThreadedDnnl() {
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-}
 
 // Below this many multiply-adds OpenBLAS's lighter entry wins (an 8x8x8
 // product: 0.1 us against oneDNN's 0.3); above it oneDNN's JIT sgemm is
@@ -37,13 +34,35 @@ constexpr int64_t kDnnlMinWork = 16 * 1024;
 
 }  // namespace
 
+void SetIntraOpThreads(int threads) {
+  g_intra_op_threads.store(threads < 1 ? 1 : threads,
+                           std::memory_order_relaxed);
+}
+
+int IntraOpThreads() {
+  return g_intra_op_threads.load(std::memory_order_relaxed);
+}
+
+// OpenMP's thread count is per calling thread: each executor worker sets
+// it when it differs from what the thread last applied.
+void UseIntraOpThreads() {
+#ifdef PAREX_WITH_DNNL
+  thread_local int applied = 0;
+  const int want = IntraOpThreads();
+  if (applied != want) {
+    omp_set_num_threads(want);
+    applied = want;
+  }
+#endif
+}
+
 template <>
 void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                  float alpha, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float beta, float* c, int64_t ldc) {
 #ifdef PAREX_WITH_DNNL
   if (m * n * k >= kDnnlMinWork) {
-    SingleThreadedDnnl();
+    UseIntraOpThreads();
     // Row-major like the call below; it fails only on bad arguments, which
     // the callers' shapes rule out, so a failure falls through to OpenBLAS.
     if (dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,

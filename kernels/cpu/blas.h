@@ -7,6 +7,16 @@
 
 namespace parex::cpu {
 
+// The threads a oneDNN call (convolution, GEMM) may use on the calling
+// thread's OpenMP team: 1 unless set (the executor's places are the
+// parallelism); more where a run has fewer places busy than cores to fill
+// (parex infer on a batch of fewer rows than places). Process-wide.
+void SetIntraOpThreads(int threads);
+int IntraOpThreads();
+// Makes the calling thread's OpenMP team IntraOpThreads() wide; called
+// before each oneDNN primitive is made or run.
+void UseIntraOpThreads();
+
 // C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op transposes when
 // the flag is set. lda/ldb/ldc are the row strides of A, B and C as stored.
 template <typename T>

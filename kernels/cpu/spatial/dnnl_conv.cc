@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/config.h"
+#include "kernels/cpu/blas.h"
 
 #ifdef PAREX_WITH_DNNL
 #include <memory>
@@ -110,13 +111,11 @@ dnnl::engine& Engine() {
   return engine;
 }
 
-// OpenMP told to run oneDNN's work on the calling thread alone, before the
-// thread creates or runs a primitive (oneDNN picks its blocking for the
-// thread count it sees at creation).
-void SingleThreaded() {
-  thread_local bool single = (omp_set_num_threads(1), true);
-  (void)single;
-}
+// OpenMP told how many threads run oneDNN's work for the calling thread
+// (cpu::IntraOpThreads, 1 by default), before the thread creates or runs a
+// primitive (oneDNN picks its blocking for the thread count it sees at
+// creation).
+void SingleThreaded() { UseIntraOpThreads(); }
 
 // The calling thread's stream.
 dnnl::stream& ThreadStream() {

@@ -49,8 +49,12 @@ bool DnnlAvailable();
 // oneDNN 2.6's fast convolutions work on 16-channel blocks, and reordering
 // parex's NCHW tensors into them and back costs more than they save unless
 // both channel counts (per group) fill whole blocks and the filter is larger
-// than 1x1; elsewhere (LeNet's 1->20 and 20->50, 1x1, depthwise) im2col + GEMM
-// is faster. kWhereFaster applies that rule; tests force either path.
+// than 1x1; elsewhere (LeNet's 1->20 and 20->50, 1x1) im2col + GEMM is
+// faster, except depthwise convolutions (one input and output channel per
+// group), where im2col makes one tiny GEMM per channel and oneDNN wins
+// 2-3x (issue 34). kWhereFaster applies that rule; tests force either path.
+// Channels-last convolutions (NHWC) go to oneDNN whatever their shape,
+// unless kNever: they need no reorder there (NativeChannelsLastConv).
 // Process-wide; PAREX_DNNL_CONV=0 / 1 in the environment starts a process
 // with kNever / kAlways.
 enum class DnnlConvMode { kNever, kWhereFaster, kAlways };

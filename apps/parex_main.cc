@@ -11,8 +11,7 @@
 #include "apps/datasets.h"
 #include "base/logging.h"
 #ifdef PAREX_WITH_CUDA
-#include "actors/comm/nccl_communicator.h"
-#include "kernels/cuda/cuda_kernels.h"
+#include "apps/cuda_loader.h"
 #endif
 
 namespace {
@@ -427,9 +426,8 @@ bool UnknownCommand(const CLI::App& app, const std::string& first) {
 int main(int argc, char** argv) {
 #ifdef PAREX_WITH_CUDA
   // cuda places: kernels, allocator, device contexts, the visible devices;
-  // NCCL between GPUs.
-  parex::RegisterCudaKernels(&parex::KernelRegistry::Global());
-  parex::RegisterNcclCommunicator();
+  // NCCL between GPUs; loaded when a place list first names cuda.
+  parex::InstallCudaLoader();
 #endif
   CLI::App app{
       "parex: a data-parallel executor for Paddle Fluid programs, on CAF "

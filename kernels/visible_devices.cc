@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "base/config.h"
@@ -12,11 +14,29 @@ namespace parex {
 namespace {
 
 std::atomic<CudaDeviceCounter> cuda_counter{nullptr};
+std::atomic<CudaLoader> cuda_loader{nullptr};
+std::once_flag cuda_loaded;
+std::string cuda_load_error;  // written once, under cuda_loaded
+
+void EnsureCudaLoaded() {
+  CudaLoader loader = cuda_loader.load(std::memory_order_acquire);
+  if (loader == nullptr) return;
+  std::call_once(cuda_loaded, [loader] { cuda_load_error = loader(); });
+}
+
+// The count without loading CUDA: 0 until it is loaded.
+int LoadedCudaDevices() {
+  CudaDeviceCounter counter = cuda_counter.load(std::memory_order_acquire);
+  return counter != nullptr ? std::max(0, counter()) : 0;
+}
 
 // Why CUDA devices are missing: no CUDA in this parex, or how many are
 // visible and what CUDA_VISIBLE_DEVICES says.
 std::string CudaVisibility(int visible) {
   if (!HasCuda()) {
+    if (!cuda_load_error.empty()) {
+      return "this parex could not load its CUDA support: " + cuda_load_error;
+    }
     return "this parex was built without CUDA support (it runs cpu and sim "
            "places)";
   }
@@ -38,13 +58,18 @@ void SetCudaDeviceCounter(CudaDeviceCounter counter) {
   cuda_counter.store(counter, std::memory_order_release);
 }
 
+void SetCudaLoader(CudaLoader loader) {
+  cuda_loader.store(loader, std::memory_order_release);
+}
+
 bool HasCuda() {
+  EnsureCudaLoaded();
   return cuda_counter.load(std::memory_order_acquire) != nullptr;
 }
 
 int VisibleCudaDevices() {
-  CudaDeviceCounter counter = cuda_counter.load(std::memory_order_acquire);
-  return counter != nullptr ? std::max(0, counter()) : 0;
+  EnsureCudaLoaded();
+  return LoadedCudaDevices();
 }
 
 int UsableCpuCores() {
@@ -59,11 +84,12 @@ int UsableCpuCores() {
 PlaceCounts MachinePlaceCounts() {
   PlaceCounts counts;
   counts.cpu = UsableCpuCores();
-  counts.cuda = VisibleCudaDevices();
+  counts.cuda = LoadedCudaDevices();  // a list naming cuda loaded it
   return counts;
 }
 
 StatusOr<std::vector<Place>> ParseMachinePlaceList(const std::string& spec) {
+  if (spec.find("cuda") != std::string::npos) EnsureCudaLoaded();
   const PlaceCounts counts = MachinePlaceCounts();
   StatusOr<std::vector<Place>> places = ParsePlaceList(spec, counts);
   if (places.status().code() == StatusCode::kFailedPrecondition) {

@@ -18,7 +18,16 @@ using CudaDeviceCounter = int (*)();
 // Installs `counter`; nullptr removes it (this parex then has no CUDA).
 void SetCudaDeviceCounter(CudaDeviceCounter counter);
 
-bool HasCuda();            // a counter is installed
+// A program may load its CUDA support on demand: `loader` runs once, the
+// first time CUDA is asked about (HasCuda, VisibleCudaDevices, a place list
+// naming cuda, CheckPlacesVisible with a CUDA place), and installs the
+// counter; it returns "" or why CUDA could not be loaded (said in the
+// errors about CUDA places). The `parex` executable loads libparex_cuda.so
+// so (apps/cuda_loader.h): CPU runs never map cuBLAS or cuDNN.
+using CudaLoader = std::string (*)();
+void SetCudaLoader(CudaLoader loader);
+
+bool HasCuda();            // a counter is installed (after loading)
 int VisibleCudaDevices();  // 0 without CUDA
 int UsableCpuCores();      // in this process's affinity mask; at least 1
 

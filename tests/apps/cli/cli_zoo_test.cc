@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "apps/cli/npy.h"
 #include "tests/apps/cli/cli_test_util.h"
@@ -35,30 +36,43 @@ TEST(CliZooTest, PaddleModelsRunAsInPaddleOnOneAndTwoPlaces) {
     const std::string model = kZoo + "/" + m.name;
     StatusOr<Tensor> want = ReadNpy(model + "/y.npy");
     ASSERT_TRUE(want.ok()) << want.status().ToString();
-    for (const char* places : {"cpu:1", "cpu:2"}) {
-      SCOPED_TRACE(std::string(m.name) + " on " + places);
-      const std::string dir = ScratchDir(std::string("zoo_") + m.name);
-      CliRun run = RunParex({"infer", "--model", model + "/model.pdmodel",
-                             "--params", model + "/model.pdiparams", "--input",
-                             std::string(m.feed) + "=" + model + "/x.npy",
-                             "--output", "out", "--places", places},
-                            dir);
-      ASSERT_EQ(run.exit_code, 0) << run.err;
-      const std::string line = run.out.substr(run.out.find("\n  ") + 3);
-      const std::string fetch = line.substr(0, line.find(':'));
-      std::string file = fetch;
-      std::replace(file.begin(), file.end(), '/', '_');
-      StatusOr<Tensor> got = ReadNpy(dir + "/out/" + file + ".npy");
-      ASSERT_TRUE(got.ok()) << got.status().ToString() << "\n" << run.out;
-      ASSERT_EQ(got->dims(), want->dims());
-      double scale = 0, worst = 0;
-      for (int64_t i = 0; i < want->numel(); ++i) {
-        scale = std::max(scale, std::abs(double{want->data<float>()[i]}));
-        worst = std::max(worst, std::abs(double{got->data<float>()[i]} -
-                                         want->data<float>()[i]));
+    // As saved (--no-fuse) and rewritten by the inference fusions (batch
+    // norms folded, activations fused, channels-last convolutions).
+    for (const std::string fuse : {"", "--no-fuse"}) {
+      for (const char* places : {"cpu:1", "cpu:2"}) {
+        SCOPED_TRACE(std::string(m.name) + " on " + places + " " + fuse);
+        const std::string dir = ScratchDir(std::string("zoo_") + m.name);
+        std::vector<std::string> args = {
+            "infer",
+            "--model",
+            model + "/model.pdmodel",
+            "--params",
+            model + "/model.pdiparams",
+            "--input",
+            std::string(m.feed) + "=" + model + "/x.npy",
+            "--output",
+            "out",
+            "--places",
+            places};
+        if (!fuse.empty()) args.push_back(fuse);
+        CliRun run = RunParex(args, dir);
+        ASSERT_EQ(run.exit_code, 0) << run.err;
+        const std::string line = run.out.substr(run.out.find("\n  ") + 3);
+        const std::string fetch = line.substr(0, line.find(':'));
+        std::string file = fetch;
+        std::replace(file.begin(), file.end(), '/', '_');
+        StatusOr<Tensor> got = ReadNpy(dir + "/out/" + file + ".npy");
+        ASSERT_TRUE(got.ok()) << got.status().ToString() << "\n" << run.out;
+        ASSERT_EQ(got->dims(), want->dims());
+        double scale = 0, worst = 0;
+        for (int64_t i = 0; i < want->numel(); ++i) {
+          scale = std::max(scale, std::abs(double{want->data<float>()[i]}));
+          worst = std::max(worst, std::abs(double{got->data<float>()[i]} -
+                                           want->data<float>()[i]));
+        }
+        EXPECT_GT(scale, 0.1);  // outputs that say something
+        EXPECT_LT(worst, 1e-4 * scale);
       }
-      EXPECT_GT(scale, 0.1);  // outputs that say something
-      EXPECT_LT(worst, 1e-4 * scale);
     }
   }
 }

@@ -123,6 +123,12 @@ struct ParallelExecutor::Impl {
       const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch);
 };
 
+// The persistables places share instead of copying (see the definition),
+// and in *persistables every persistable tensor of block 0, sorted.
+std::set<std::string> SharedPersistables(
+    const Program& program, bool share_params, bool on_devices,
+    std::vector<std::string>* persistables);
+
 // Place p's copies of the initialised persistables of `scope` (sorted
 // names), in its local scope `local`: plain copies on the host, or copies
 // onto the place's device. `skip`: names the places share (no copy).

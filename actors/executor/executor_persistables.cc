@@ -1,13 +1,52 @@
 // ParallelExecutor's persistables: onto every place at creation
 // (CopyPersistables), back to the caller's scope (SyncPersistables), and a
 // value set on every place between steps (SetOnPlaces).
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "actors/executor/executor_impl.h"
+#include "graph/ir/op_role.h"
 
 namespace parex {
+
+// The persistables places share rather than copy (and every persistable
+// tensor of block 0, sorted, in *persistables). With `share_params`
+// (Reduce mode's shared parameters): the trained parameters, whose
+// gradients the graph merges and whose one update the owner makes
+// (SsaGraph::IsSharedStorage); other persistables, batch norm's running
+// statistics included (Paddle makes them untrained parameters), are
+// written by every place: each has its own copy. On CPU places also every
+// persistable no op of the program writes (an inference program's
+// parameters, a learning rate set between steps): one copy, read by all.
+std::set<std::string> SharedPersistables(
+    const Program& program, bool share_params, bool on_devices,
+    std::vector<std::string>* persistables) {
+  std::set<std::string> shared;
+  const Block& block = program.global_block();
+  for (const auto& var : block.vars()) {
+    if (var->persistable() && var->is_tensor()) {
+      persistables->push_back(var->name());
+    }
+  }
+  std::sort(persistables->begin(), persistables->end());
+  if (share_params) {
+    for (const auto& op : block.ops()) {
+      if ((OpRole(*op) & kOpRoleBackward) == 0) continue;
+      const std::vector<std::string> role_var = OpRoleVar(*op);
+      for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
+        shared.insert(role_var[k]);
+      }
+    }
+  }
+  if (on_devices) return shared;
+  const std::unordered_set<std::string> written = VarsWrittenByOps(program);
+  for (const std::string& name : *persistables) {
+    if (written.count(name) == 0) shared.insert(name);
+  }
+  return shared;
+}
 
 // Place p's copies of the initialised persistables of `scope` (sorted
 // names), in its local scope `local`: plain copies on the host, or copies

@@ -18,7 +18,6 @@
 #include "actors/runtime/task_graph.h"
 #include "base/config.h"
 #include "base/logging.h"
-#include "graph/ir/op_role.h"
 #include "graph/ssa/multi_device_builder.h"
 #include "kernels/visible_devices.h"
 
@@ -456,32 +455,15 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int n = static_cast<int>(places.size());
   // Local scopes: place 0 uses the caller's persistables; the others get
-  // copies (sorted names), or share them (Reduce mode's shared parameters,
-  // or a test executor reading its trainer's). Device places all get
-  // copies on their device, place 0 too.
-  const bool share_params =
-      impl->build.reduce == BuildStrategy::ReduceStrategy::kReduce &&
-      impl->build.share_cpu_parameters;
-  // Shared: the trained parameters, whose gradients the graph merges and
-  // whose one update the owner makes (SsaGraph::IsSharedStorage). Other
-  // persistables, batch norm's running statistics included (Paddle makes
-  // them untrained parameters), are written by every place: each has its
-  // own copy.
-  std::set<std::string> params;
+  // copies (sorted names), or share them (SharedPersistables; a test
+  // executor reads its trainer's). Device places all get copies on their
+  // device, place 0 too.
   std::vector<std::string> persistables;
-  const Block& block = main_program.global_block();
-  for (const auto& var : block.vars()) {
-    if (!var->persistable() || !var->is_tensor()) continue;
-    persistables.push_back(var->name());
-  }
-  for (const auto& op : block.ops()) {
-    if ((OpRole(*op) & kOpRoleBackward) == 0) continue;
-    const std::vector<std::string> role_var = OpRoleVar(*op);
-    for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
-      params.insert(role_var[k]);
-    }
-  }
-  std::sort(persistables.begin(), persistables.end());
+  const std::set<std::string> shared = SharedPersistables(
+      main_program,
+      impl->build.reduce == BuildStrategy::ReduceStrategy::kReduce &&
+          impl->build.share_cpu_parameters,
+      on_devices, &persistables);
   impl->local.resize(n);
   impl->holder.resize(n);
   impl->exec_scopes.assign(n, nullptr);
@@ -499,8 +481,7 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   for (int p = 0; p < n && share_vars_from == nullptr; ++p) {
     if (p == 0 && !on_devices) continue;
     PAREX_RETURN_IF_ERROR(CopyPersistables(
-        *scope, persistables, share_params ? params : std::set<std::string>{},
-        made.local[p], made.devices.get(), p));
+        *scope, persistables, shared, made.local[p], made.devices.get(), p));
   }
   // Build (and validate) the graph without fetches now, so a bad program
   // fails here rather than at the first Run.

@@ -269,9 +269,11 @@ struct DnnlConv::Impl {
     memory scratch_mem;
     memory bias_mem;  // the fused forward's, when params.bias
     std::unordered_map<int, memory> run_args;  // empty until the first run
-    // Forward with constant weights: their reorder, kept, and the buffer it
+    // Forward with constant weights: their reorder, kept (shared with every
+    // primitive of the process reading the same weights in the same
+    // layout: places sharing a parameter keep one copy), and the buffer it
     // was made from (null: none kept).
-    std::vector<uint8_t> kept_weights;
+    std::shared_ptr<std::vector<uint8_t> > kept_weights;
     const void* kept_from = nullptr;
   };
   Prepared forward, backward_data, backward_weights;
@@ -299,7 +301,7 @@ struct DnnlConv::Impl {
     prep->made = true;
     prep->params = p;
     prep->run_args.clear();
-    prep->kept_weights.clear();
+    prep->kept_weights.reset();
     prep->kept_from = nullptr;
     try {
       make(prep);
@@ -308,6 +310,36 @@ struct DnnlConv::Impl {
       prep->supported = false;  // no implementation: im2col serves it
     }
     return prep->supported;
+  }
+
+  // The weights `a.user_mem` points at, reordered into `a.chosen`: made
+  // once per (buffer, layout) while any primitive keeps them.
+  static std::shared_ptr<std::vector<uint8_t> > KeptWeights(
+      Arg& a, dnnl::stream& stream) {
+    struct Entry {
+      const void* from;
+      memory::desc layout;
+      std::weak_ptr<std::vector<uint8_t> > data;
+    };
+    static std::mutex mu;
+    static auto* entries = new std::vector<Entry>();
+    const void* from = a.user_mem.get_data_handle();
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto it = entries->begin(); it != entries->end();) {
+      std::shared_ptr<std::vector<uint8_t> > data = it->data.lock();
+      if (data == nullptr) {
+        it = entries->erase(it);
+        continue;
+      }
+      if (it->from == from && it->layout == a.chosen) return data;
+      ++it;
+    }
+    auto data = std::make_shared<std::vector<uint8_t> >(a.chosen.get_size());
+    a.chosen_mem.set_data_handle(data->data());
+    a.reorder.execute(stream, a.user_mem, a.chosen_mem);
+    stream.wait();
+    entries->push_back({from, a.chosen, data});
+    return data;
   }
 
   // Runs `prep` on parex's buffers `ptrs` (in the order of prep.args):
@@ -346,11 +378,11 @@ struct DnnlConv::Impl {
       if (!a.reordered) continue;
       if (i == 1 && constant_weights) {
         // Reordered once per weights buffer, kept with the primitive.
-        const bool kept = prep.kept_from == ptrs[i];
-        a.chosen_mem.set_data_handle(
-            Grown(&prep.kept_weights, a.chosen.get_size()));
-        if (!kept) a.reorder.execute(stream, a.user_mem, a.chosen_mem);
-        prep.kept_from = ptrs[i];
+        if (prep.kept_from != ptrs[i] || prep.kept_weights == nullptr) {
+          prep.kept_weights = KeptWeights(a, stream);
+          prep.kept_from = ptrs[i];
+        }
+        a.chosen_mem.set_data_handle(prep.kept_weights->data());
         continue;
       }
       a.chosen_mem.set_data_handle(

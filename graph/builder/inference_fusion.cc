@@ -342,6 +342,19 @@ class ChannelsLast {
             view.SetInput("Input", {Transposed(x, true, block, &out)});
           }
           view.SetAttr("data_format", std::string("NHWC"));
+        } else if (ChannelAxisOp(view)) {
+          view.SetAttr("axis", 3);
+        } else {
+          // Inputs read through their NHWC copies.
+          for (const std::string& slot : view.InputSlots()) {
+            std::vector<std::string> args = view.Input(slot);
+            for (std::string& a : args) {
+              if (nhwc_.count(a) == 0 && to_nhwc_.count(a) != 0) {
+                a = to_nhwc_.at(a);
+              }
+            }
+            view.SetInput(slot, args);
+          }
         }
         for (const std::string& y : view.OutputArgumentNames()) {
           nhwc_.insert(y);
@@ -386,6 +399,7 @@ class ChannelsLast {
     for (const std::string& y : op.OutputArgumentNames()) {
       if (!Plain4d(y)) return false;
     }
+    if (ChannelAxisOp(op)) return true;
     if (op.OutputArgumentNames().size() != 1) return false;
     if (IsConv(op)) {
       return AttrOr<std::string>(op, "data_format", "NCHW") != "NHWC" &&
@@ -399,10 +413,34 @@ class ChannelsLast {
     if (SameShapeBinary(op.type()) && xs.size() == 2) {
       const VarDesc* a = desc_.FindVar(xs[0]);
       const VarDesc* b = desc_.FindVar(xs[1]);
-      return nhwc_.count(xs[0]) != 0 && nhwc_.count(xs[1]) != 0 &&
+      return Available(xs[0]) && Available(xs[1]) &&
+             (nhwc_.count(xs[0]) != 0 || nhwc_.count(xs[1]) != 0) &&
              a != nullptr && b != nullptr && a->dims() == b->dims();
     }
     return false;
+  }
+
+  // `name` is NHWC, or has a NHWC copy already (a residual branch's input
+  // a conv read channels-last).
+  bool Available(const std::string& name) const {
+    return nhwc_.count(name) != 0 || to_nhwc_.count(name) != 0;
+  }
+
+  // concat or split along the channels (axis 1) of NHWC inputs, axis from
+  // the attribute alone: channels-last, the same op along axis 3.
+  bool ChannelAxisOp(const OpDesc& op) const {
+    if (op.type() != "concat" && op.type() != "split") return false;
+    if (op.HasInput("AxisTensor") || op.HasInput("SectionsTensorList")) {
+      return false;
+    }
+    const int axis = AttrOr<int>(op, "axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    const std::vector<std::string> xs = op.Input("X");
+    if (xs.empty()) return false;
+    for (const std::string& x : xs) {
+      if (nhwc_.count(x) == 0) return false;
+    }
+    return true;
   }
 
   // A conv worth running channels-last: depthwise, at least kMinChannels

@@ -156,6 +156,67 @@ TEST(InferenceFusionTest, FoldsBatchNormsAndFusesActivationsKeepingOutputs) {
   EXPECT_EQ(RunProgram(program, &scope, out), expected);
 }
 
+// x[2,16,6,6] -> conv a (16->16) -> add x (a residual) -> concat with a
+// along the channels -> conv b (32->8) -> out (fetched).
+TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
+  Scope scope;
+  Program program;
+  Block& block = program.global_block();
+  Declare(block, "x", {-1, 16, 6, 6});
+  auto conv = [&](const std::string& in, const std::string& name, int64_t c,
+                  int64_t m) {
+    Declare(block, name + ".w", {m, c, 3, 3}, true);
+    *scope.Var(name + ".w")->GetMutableTensor() =
+        Random({m, c, 3, 3}, -0.3f, 0.3f, static_cast<uint32_t>(c + m));
+    Declare(block, name, {-1, m, 6, 6});
+    OpDesc* op = block.AppendOp("conv2d");
+    op->SetInput("Input", {in});
+    op->SetInput("Filter", {name + ".w"});
+    op->SetOutput("Output", {name});
+    op->SetAttr("strides", std::vector<int>{1, 1});
+    op->SetAttr("paddings", std::vector<int>{1, 1});
+    op->SetAttr("dilations", std::vector<int>{1, 1});
+    op->SetAttr("groups", 1);
+  };
+  conv("x", "a", 16, 16);
+  Declare(block, "sum", {-1, 16, 6, 6});
+  OpDesc* add = block.AppendOp("elementwise_add");
+  add->SetInput("X", {"a"});
+  add->SetInput("Y", {"x"});
+  add->SetOutput("Out", {"sum"});
+  add->SetAttr("axis", -1);
+  Declare(block, "cat", {-1, 32, 6, 6});
+  OpDesc* cat = block.AppendOp("concat");
+  cat->SetInput("X", {"sum", "a"});
+  cat->SetOutput("Out", {"cat"});
+  cat->SetAttr("axis", 1);
+  conv("cat", "out", 32, 8);
+  ReferenceExecutor executor;
+  const Tensor x = Random({2, 16, 6, 6}, -1, 1, 3);
+  auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  auto fused = FuseForInference(program, {"out"});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  // conv a, the add (reading x's copy conv a made), the concat (axis 3);
+  // x in, cat out (conv b writes the fetched var: channels-first).
+  EXPECT_EQ(fused->channels_last_ops, 3);
+  EXPECT_EQ(fused->transposes, 2);
+  for (const auto& op : fused->main.global_block().ops()) {
+    if (op->type() == "concat") EXPECT_EQ(*op->GetAttr<int>("axis"), 3);
+    if (op->type() == "elementwise_add") {
+      EXPECT_EQ(op->FirstInput("Y"), "x@nhwc");
+    }
+  }
+  auto got = executor.Run(fused->main, &scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ((*got)[0].dims(), (*want)[0].dims());
+  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
+    EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f)
+        << "element " << i;
+  }
+}
+
 TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   Scope scope;
   std::string out;

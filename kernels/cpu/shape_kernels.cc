@@ -100,6 +100,69 @@ Status SliceGradKernel(KernelContext& ctx) {
 constexpr int kMaxTransposeRank = 16;
 
 // out[i_0, ..., i_r-1] = in[j] with j's index along dim axis[d] equal to i_d.
+// A permutation that is, once neighbouring dims that keep their order are
+// merged, a batch of 2-D transposes ([B, R, C] -> [B, C, R]: NCHW <-> NHWC
+// is [N, C, H*W] <-> [N, H*W, C]): done in square tiles, so both sides are
+// read and written along cache lines. False for any other permutation.
+template <typename T>
+bool BatchedTranspose(const Tensor& in, const std::vector<int>& axis,
+                      const T* src, T* dst) {
+  // Runs of output dims whose input dims are neighbours in order form one
+  // merged dim; `first[g]`: the input dim that starts merged dim g.
+  const int rank = in.rank();
+  std::array<int, kMaxTransposeRank> run_of{};  // input dim -> its run
+  std::array<int, kMaxTransposeRank> out_runs{};
+  int runs = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (d == 0 || axis[d] != axis[d - 1] + 1) out_runs[runs++] = axis[d];
+    run_of[axis[d]] = runs - 1;
+  }
+  if (runs != 2 && runs != 3) return false;
+  // The runs in input order, and each run's extent.
+  std::array<int64_t, kMaxTransposeRank> extent{};
+  std::array<int, kMaxTransposeRank> input_rank{};  // run -> input position
+  int position = 0;
+  for (int i = 0; i < rank; ++i) {
+    if (i == 0 || run_of[i] != run_of[i - 1]) {
+      input_rank[run_of[i]] = position++;
+    }
+    extent[input_rank[run_of[i]]] =
+        (i == 0 || run_of[i] != run_of[i - 1] ? 1
+                                              : extent[input_rank[run_of[i]]]) *
+        in.dim(i);
+  }
+  std::array<int, kMaxTransposeRank> out_order{};
+  for (int g = 0; g < runs; ++g) out_order[g] = input_rank[run_of[out_runs[g]]];
+  int64_t batch = 1, rows = 0, cols = 0;
+  if (runs == 2 && out_order[0] == 1 && out_order[1] == 0) {
+    rows = extent[0];
+    cols = extent[1];
+  } else if (runs == 3 && out_order[0] == 0 && out_order[1] == 2 &&
+             out_order[2] == 1) {
+    batch = extent[0];
+    rows = extent[1];
+    cols = extent[2];
+  } else {
+    return false;
+  }
+  constexpr int64_t kTile = 16;
+  for (int64_t b = 0; b < batch; ++b) {
+    const T* from = src + b * rows * cols;
+    T* to = dst + b * rows * cols;
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile);
+      for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+        const int64_t c1 = std::min(cols, c0 + kTile);
+        for (int64_t c = c0; c < c1; ++c) {
+          for (int64_t r = r0; r < r1; ++r)
+            to[c * rows + r] = from[r * cols + c];
+        }
+      }
+    }
+  }
+  return true;
+}
+
 template <typename T>
 Status Permute(const KernelContext& ctx, const Tensor& in,
                const std::vector<int>& axis, Tensor* out) {
@@ -117,6 +180,7 @@ Status Permute(const KernelContext& ctx, const Tensor& in,
     dst[0] = src[0];
     return Status::Ok();
   }
+  if (BatchedTranspose(in, axis, src, dst)) return Status::Ok();
   std::array<int64_t, kMaxTransposeRank> in_stride{}, step{}, extent{}, index{};
   int64_t s = 1;
   for (int d = rank - 1; d >= 0; --d) {

@@ -299,5 +299,57 @@ TEST_F(DnnlConvTest, ByDefaultWholeChannelBlocksAndDepthwiseGoToOneDnn) {
   EXPECT_TRUE(cpu::DnnlConvChosen(p));
 }
 
+// Channels-last conv2d with the fused form's Bias and activation, run by
+// oneDNN on the NHWC tensors (NativeChannelsLastConv: NHWC kernels, or
+// 16-channel blocks for a wide filter on a tiny plane), against the same
+// op on its NCHW view through im2col (oneDNN off).
+TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
+  struct NhwcCase {
+    const char* name;
+    Dims input, filter;  // input NHWC, filter OIHW
+    int groups;
+    const char* act;
+  };
+  const NhwcCase cases[] = {
+      {"tiny_plane_blocked", {2, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu"},
+      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, "relu6"},
+      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, "relu6"},
+      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, ""}};
+  for (const NhwcCase& c : cases) {
+    const bool one = c.filter[2] == 1;
+    auto run = [&](cpu::DnnlConvMode mode, int64_t* executions) {
+      cpu::SetDnnlConvMode(mode);
+      const int64_t before = cpu::DnnlConvExecutions();
+      OpTester t("conv2d");
+      t.Input("Input", RandomTensor(c.input, -1, 1, 21, DType::kFP32))
+          .Input("Filter", RandomTensor(c.filter, -1, 1, 22, DType::kFP32))
+          .Input("Bias", RandomTensor({c.filter[0]}, -1, 1, 23, DType::kFP32))
+          .Output("Output")
+          .Attr("strides", std::vector<int>{1, 1})
+          .Attr("paddings",
+                one ? std::vector<int>{0, 0} : std::vector<int>{1, 1})
+          .Attr("dilations", std::vector<int>{1, 1})
+          .Attr("groups", c.groups)
+          .Attr("data_format", std::string("NHWC"))
+          .Attr("fuse_activation", std::string(c.act))
+          .Attr("fuse_alpha", 0.5f);
+      EXPECT_TRUE(t.Run().ok()) << c.name;
+      *executions = cpu::DnnlConvExecutions() - before;
+      return t.Out("Output");
+    };
+    int64_t native_runs = 0, view_runs = 0;
+    const Tensor native = run(cpu::DnnlConvMode::kWhereFaster, &native_runs);
+    const Tensor view = run(cpu::DnnlConvMode::kNever, &view_runs);
+    cpu::SetDnnlConvMode(cpu::DnnlConvMode::kWhereFaster);
+    EXPECT_EQ(native_runs, 1) << c.name;  // oneDNN ran it
+    EXPECT_EQ(view_runs, 0) << c.name;    // im2col did
+    ASSERT_EQ(native.dims(), view.dims()) << c.name;
+    for (int64_t i = 0; i < view.numel(); ++i) {
+      ASSERT_NEAR(native.data<float>()[i], view.data<float>()[i], 1e-4f)
+          << c.name << " element " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parex::testing

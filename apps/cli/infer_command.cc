@@ -267,6 +267,33 @@ Status FuseModel(const std::vector<Place>& places, InferenceModel* model,
   return Status::Ok();
 }
 
+// How a batch of `rows` runs: on as many places as it has rows when fewer
+// than the places (the feeds split along dim 0; a place with no row has
+// nothing to do), the places left idle lending their cores to oneDNN's
+// calls (one executor worker per busy place, so its threads and OpenMP's
+// do not take turns on the same cores); temporaries sharing buffers
+// wherever the graph orders their uses apart (memory_optimize, sized for
+// this batch): peak memory is the largest live set, not the sum of every
+// intermediate.
+void PlanRun(int64_t rows, std::vector<Place>* places, BuildStrategy* build,
+             ExecutionStrategy* exec) {
+  if (rows > 0 && rows < static_cast<int64_t>(places->size())) {
+    LogInfo(Subsystem::kApp, std::to_string(rows) + " rows: running on " +
+                                 std::to_string(rows) + " of " +
+                                 std::to_string(places->size()) + " places");
+    if ((*places)[0].is_cpu()) {
+      cpu::SetIntraOpThreads(
+          static_cast<int>(static_cast<int64_t>(places->size()) / rows));
+      exec->num_threads = static_cast<int>(rows);
+    }
+    places->resize(static_cast<size_t>(rows));
+  }
+  build->memory_optimize = true;
+  const int64_t num_places = static_cast<int64_t>(places->size());
+  build->memory_plan_batch_per_place =
+      std::max<int64_t>(1, (rows + num_places - 1) / num_places);
+}
+
 }  // namespace
 
 int RunInfer(const InferOptions& o) {
@@ -303,39 +330,15 @@ int RunInfer(const InferOptions& o) {
   StatusOr<FeedMap> feed = ReadInputs(*named, *model, &usage);
   if (!feed.ok())
     return Fail(cmd, feed.status(), usage ? kExitUsage : kExitRuntime);
-  // A batch of fewer rows than places runs on as many places as it has rows
-  // (the feeds split along dim 0; a place with no row has nothing to do).
   const int64_t rows = FeedRows(*feed);
-  if (rows > 0 && rows < static_cast<int64_t>(places->size())) {
-    LogInfo(Subsystem::kApp, std::to_string(rows) + " rows: running on " +
-                                 std::to_string(rows) + " of " +
-                                 std::to_string(places->size()) + " places");
-    // The places left idle lend their cores to oneDNN's calls.
-    if ((*places)[0].is_cpu()) {
-      cpu::SetIntraOpThreads(
-          static_cast<int>(static_cast<int64_t>(places->size()) / rows));
-    }
-    places->resize(static_cast<size_t>(rows));
-  }
   StatusOr<std::vector<std::string>> out_paths =
       OutputPaths(o.output, model->fetch_names);
   if (!out_paths.ok()) return Fail(cmd, out_paths.status());
   TraceRecorder trace(/*enabled=*/!o.trace.empty());
   ExecutionStrategy exec;
   exec.trace = o.trace.empty() ? nullptr : &trace;
-  // Cores lent to oneDNN: one executor worker per place, so its threads
-  // and OpenMP's do not take turns on the same cores.
-  if (cpu::IntraOpThreads() > 1) {
-    exec.num_threads = static_cast<int>(places->size());
-  }
-  // Temporaries share buffers wherever the graph orders their uses apart
-  // (memory_optimize, sized for this batch): peak memory is the largest
-  // live set, not the sum of every intermediate.
   BuildStrategy build;
-  build.memory_optimize = true;
-  const int64_t num_places = static_cast<int64_t>(places->size());
-  build.memory_plan_batch_per_place =
-      std::max<int64_t>(1, (rows + num_places - 1) / num_places);
+  PlanRun(rows, &*places, &build, &exec);
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, model->program, "", &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());

@@ -83,51 +83,73 @@ class Fuser {
   }
 
   // conv (i) + batch_norm -> conv with folded Filter and Bias.
-  bool FoldBatchNorm(int i) {
-    const OpDesc& conv = block_.op(i);
-    if (!IsConv(conv) || conv.HasInput("Bias") ||
-        conv.HasInput("ResidualData") ||
-        !AttrOr<std::string>(conv, "fuse_activation", "").empty() ||
-        AttrOr<std::string>(conv, "data_format", "NCHW") == "NHWC") {
-      return false;
-    }
-    const std::string y = conv.FirstOutput("Output");
-    const int b = SoleReader(i, y, "X");
-    if (b < 0 || block_.op(b).type() != "batch_norm") return false;
-    const OpDesc& bn = block_.op(b);
+  // A conv a batch norm may fold into: NCHW, no Bias, ResidualData or
+  // activation yet.
+  static bool FoldableConv(const OpDesc& conv) {
+    return IsConv(conv) && !conv.HasInput("Bias") &&
+           !conv.HasInput("ResidualData") &&
+           AttrOr<std::string>(conv, "fuse_activation", "").empty() &&
+           AttrOr<std::string>(conv, "data_format", "NCHW") != "NHWC";
+  }
+
+  // A batch norm with global statistics over NCHW whose outputs but Y
+  // (running statistics, saved ones) no other op reads.
+  bool FoldableBatchNorm(const OpDesc& bn) const {
+    if (bn.type() != "batch_norm") return false;
     const bool global = (AttrOr<bool>(bn, "is_test", false) &&
                          !AttrOr<bool>(bn, "trainable_statistics", false)) ||
                         AttrOr<bool>(bn, "use_global_stats", false);
     if (!global || AttrOr<std::string>(bn, "data_layout", "NCHW") != "NCHW") {
       return false;
     }
-    // Its other outputs (running statistics, saved ones) must be unread.
     for (const std::string& slot : bn.OutputSlots()) {
       if (slot == "Y") continue;
       for (const std::string& name : bn.Output(slot)) {
-        if (fetched_.count(name) != 0 || Count(uses_.readers, name) > 1 ||
-            (Count(uses_.readers, name) == 1 && !ReadBy(bn, name))) {
+        const int readers = Count(uses_.readers, name);
+        if (fetched_.count(name) != 0 || readers > 1 ||
+            (readers == 1 && !ReadBy(bn, name))) {
           return false;
         }
       }
     }
+    return true;
+  }
+
+  // The filter and the batch norm's four parameters: constants, the
+  // filter fp32 or fp64, the others of its dtype, one per output channel.
+  bool FoldableParams(const OpDesc& bn, const std::string (&names)[5]) const {
+    for (const std::string& name : names) {
+      if (name.empty() || !Constant(name, bn)) return false;
+    }
+    const VarDesc* w = block_.FindVar(names[0]);
+    const Dims dims = w->dims();
+    if ((w->dtype() != DType::kFP32 && w->dtype() != DType::kFP64) ||
+        dims.empty() || dims[0] <= 0) {
+      return false;
+    }
+    for (size_t k = 1; k < 5; ++k) {
+      const VarDesc* v = block_.FindVar(names[k]);
+      if (v->dtype() != w->dtype() || Numel(v->dims()) != dims[0]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // conv (i) + batch_norm -> conv with folded Filter and Bias.
+  bool FoldBatchNorm(int i) {
+    const OpDesc& conv = block_.op(i);
+    if (!FoldableConv(conv)) return false;
+    const int b = SoleReader(i, conv.FirstOutput("Output"), "X");
+    if (b < 0 || !FoldableBatchNorm(block_.op(b))) return false;
+    const OpDesc& bn = block_.op(b);
     const std::string filter = conv.FirstInput("Filter");
     const std::string names[] = {filter, bn.FirstInput("Scale"),
                                  bn.FirstInput("Bias"), bn.FirstInput("Mean"),
                                  bn.FirstInput("Variance")};
-    for (const std::string& name : names) {
-      if (name.empty() || !Constant(name, bn)) return false;
-    }
+    if (!FoldableParams(bn, names)) return false;
     const VarDesc* w = block_.FindVar(filter);
     const Dims filter_dims = w->dims();
-    if (w->dtype() != DType::kFP32 && w->dtype() != DType::kFP64) return false;
-    if (filter_dims.empty() || filter_dims[0] <= 0) return false;
-    for (size_t k = 1; k < 5; ++k) {
-      const VarDesc* v = block_.FindVar(names[k]);
-      if (v->dtype() != w->dtype() || Numel(v->dims()) != filter_dims[0]) {
-        return false;
-      }
-    }
     const std::string tag = bn.FirstOutput("Y");
     const std::string new_filter = filter + "@bn_folded." + tag;
     const std::string new_bias = tag + "@bn_folded_bias";
@@ -406,18 +428,23 @@ class ChannelsLast {
              !op.HasInput("ResidualData") && WideEnough(op) &&
              Plain4dOrFeed(op.FirstInput("Input"));
     }
-    std::vector<std::string> xs = op.InputArgumentNames();
+    const std::vector<std::string> xs = op.InputArgumentNames();
     if (LayoutFree(op.type())) {
       return xs.size() == 1 && nhwc_.count(xs[0]) != 0;
     }
-    if (SameShapeBinary(op.type()) && xs.size() == 2) {
-      const VarDesc* a = desc_.FindVar(xs[0]);
-      const VarDesc* b = desc_.FindVar(xs[1]);
-      return Available(xs[0]) && Available(xs[1]) &&
-             (nhwc_.count(xs[0]) != 0 || nhwc_.count(xs[1]) != 0) &&
-             a != nullptr && b != nullptr && a->dims() == b->dims();
+    return SameShapeBinary(op.type()) && SameShapePair(xs);
+  }
+
+  // Two inputs of one declared shape, one NHWC and the other NHWC or with
+  // a NHWC copy.
+  bool SameShapePair(const std::vector<std::string>& xs) const {
+    if (xs.size() != 2 || !Available(xs[0]) || !Available(xs[1]) ||
+        (nhwc_.count(xs[0]) == 0 && nhwc_.count(xs[1]) == 0)) {
+      return false;
     }
-    return false;
+    const VarDesc* a = desc_.FindVar(xs[0]);
+    const VarDesc* b = desc_.FindVar(xs[1]);
+    return a != nullptr && b != nullptr && a->dims() == b->dims();
   }
 
   // `name` is NHWC, or has a NHWC copy already (a residual branch's input

@@ -100,51 +100,55 @@ Status SliceGradKernel(KernelContext& ctx) {
 constexpr int kMaxTransposeRank = 16;
 
 // out[i_0, ..., i_r-1] = in[j] with j's index along dim axis[d] equal to i_d.
-// A permutation that is, once neighbouring dims that keep their order are
-// merged, a batch of 2-D transposes ([B, R, C] -> [B, C, R]: NCHW <-> NHWC
-// is [N, C, H*W] <-> [N, H*W, C]): done in square tiles, so both sides are
-// read and written along cache lines. False for any other permutation.
-template <typename T>
-bool BatchedTranspose(const Tensor& in, const std::vector<int>& axis,
-                      const T* src, T* dst) {
-  // Runs of output dims whose input dims are neighbours in order form one
-  // merged dim; `first[g]`: the input dim that starts merged dim g.
+// Whether `axis` over `in`'s dims is, once runs of output dims whose
+// input dims are neighbours in order are merged, [B, R, C] -> [B, C, R]
+// (B = 1 for a plain 2-D transpose); its extents if so.
+bool MergesToBatchedTranspose(const Tensor& in, const std::vector<int>& axis,
+                              int64_t* batch, int64_t* rows, int64_t* cols) {
   const int rank = in.rank();
-  std::array<int, kMaxTransposeRank> run_of{};  // input dim -> its run
-  std::array<int, kMaxTransposeRank> out_runs{};
+  std::array<int, kMaxTransposeRank> run_of{};     // input dim -> output run
+  std::array<int, kMaxTransposeRank> run_start{};  // output run -> input dim
   int runs = 0;
   for (int d = 0; d < rank; ++d) {
-    if (d == 0 || axis[d] != axis[d - 1] + 1) out_runs[runs++] = axis[d];
+    if (d == 0 || axis[d] != axis[d - 1] + 1) run_start[runs++] = axis[d];
     run_of[axis[d]] = runs - 1;
   }
   if (runs != 2 && runs != 3) return false;
-  // The runs in input order, and each run's extent.
+  // Each run's place among the runs in input order, and its extent.
+  std::array<int, kMaxTransposeRank> position{};
   std::array<int64_t, kMaxTransposeRank> extent{};
-  std::array<int, kMaxTransposeRank> input_rank{};  // run -> input position
-  int position = 0;
+  int next = -1;
   for (int i = 0; i < rank; ++i) {
-    if (i == 0 || run_of[i] != run_of[i - 1]) {
-      input_rank[run_of[i]] = position++;
-    }
-    extent[input_rank[run_of[i]]] =
-        (i == 0 || run_of[i] != run_of[i - 1] ? 1
-                                              : extent[input_rank[run_of[i]]]) *
-        in.dim(i);
+    const bool starts = i == 0 || run_of[i] != run_of[i - 1];
+    if (starts) position[run_of[i]] = ++next;
+    extent[next] = (starts ? 1 : extent[next]) * in.dim(i);
   }
-  std::array<int, kMaxTransposeRank> out_order{};
-  for (int g = 0; g < runs; ++g) out_order[g] = input_rank[run_of[out_runs[g]]];
-  int64_t batch = 1, rows = 0, cols = 0;
-  if (runs == 2 && out_order[0] == 1 && out_order[1] == 0) {
-    rows = extent[0];
-    cols = extent[1];
-  } else if (runs == 3 && out_order[0] == 0 && out_order[1] == 2 &&
-             out_order[2] == 1) {
-    batch = extent[0];
-    rows = extent[1];
-    cols = extent[2];
-  } else {
-    return false;
+  std::array<int, 3> order{};  // output runs as input positions
+  for (int g = 0; g < runs; ++g) order[g] = position[run_of[run_start[g]]];
+  if (runs == 2 && order[0] == 1 && order[1] == 0) {
+    *batch = 1;
+    *rows = extent[0];
+    *cols = extent[1];
+    return true;
   }
+  if (runs == 3 && order[0] == 0 && order[1] == 2 && order[2] == 1) {
+    *batch = extent[0];
+    *rows = extent[1];
+    *cols = extent[2];
+    return true;
+  }
+  return false;
+}
+
+// A permutation that is a batch of 2-D transposes ([B, R, C] -> [B, C, R]:
+// NCHW <-> NHWC is [N, C, H*W] <-> [N, H*W, C]), done in square tiles, so
+// both sides are read and written along cache lines. False for any other
+// permutation.
+template <typename T>
+bool BatchedTranspose(const Tensor& in, const std::vector<int>& axis,
+                      const T* src, T* dst) {
+  int64_t batch = 0, rows = 0, cols = 0;
+  if (!MergesToBatchedTranspose(in, axis, &batch, &rows, &cols)) return false;
   constexpr int64_t kTile = 16;
   for (int64_t b = 0; b < batch; ++b) {
     const T* from = src + b * rows * cols;

@@ -155,9 +155,10 @@ Descs MakeDescs(const DnnlConvParams& p) {
   // those at half speed, its 16-channel blocked ones not, and the reorders
   // of such small tensors cost little (ResNet-18 at batch 32 on one core:
   // 53.8 -> 49.4 ms, ResNet-50 111 -> 105; MobileNet's 1x1s on 2x2 gain
-  // nothing).
+  // nothing). Not for a few images: ResNet-18 on one, 2.95 -> 3.51 ms.
   const bool blocked = p.nhwc && p.groups == 1 && p.c % 16 == 0 &&
-                       p.m % 16 == 0 && p.kh * p.kw > 1 && p.oh * p.ow <= 4;
+                       p.m % 16 == 0 && p.kh * p.kw > 1 && p.oh * p.ow <= 4 &&
+                       p.n >= 8;
   d.any_src = blocked  ? Plain(src, Tag::nChw16c)
               : p.nhwc ? d.src
                        : Plain(src, Tag::any);

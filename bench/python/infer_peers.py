@@ -11,7 +11,8 @@ timed runs in a process of its own; the table gives medians, the ratio
 parex / peer (<= 1.0 is issue 34's target), peak RSS of each process, and
 parex's largest difference from Paddle's output relative to the output's
 largest magnitude. parex's threads are its places (cpu:T splits the batch;
-batch 1 runs on cpu:1).
+a batch of fewer rows than places runs on one place per row, the idle
+places' cores lent to oneDNN).
 
 Never a CI dependency. Run:
     python3 -m venv v && v/bin/pip install paddlepaddle==2.6.2 \
@@ -112,7 +113,7 @@ def run_peer(kind, prefix, xfile, threads, runs):
 
 
 def run_parex(parex, folder, xfile, threads, runs, batch):
-    places = "cpu:%d" % (threads if batch >= threads else 1)
+    places = "cpu:%d" % threads  # fewer rows than places: idle ones lend cores
     out = os.path.join(folder, "parex_out")
     r = subprocess.run([parex, "infer", "--model", folder, "--input",
                         "x=" + xfile, "--output", out, "--places", places,

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "kernels/reference_executor.h"
+#include "tests/kernels/op_tester.h"
 
 namespace parex {
 namespace {
@@ -22,11 +22,7 @@ void Declare(Block& block, const std::string& name, Dims dims,
 }
 
 Tensor Random(const Dims& dims, float lo, float hi, uint32_t seed) {
-  Tensor t(DType::kFP32, dims);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(gen);
-  return t;
+  return testing::RandomTensor(dims, lo, hi, seed, DType::kFP32);
 }
 
 // conv `type` of `in` by `w` (groups) -> `name`.c, batch_norm -> `name`.y

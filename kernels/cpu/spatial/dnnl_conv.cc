@@ -156,7 +156,12 @@ Descs MakeDescs(const DnnlConvParams& p) {
   // of such small tensors cost little (ResNet-18 at batch 32 on one core:
   // 53.8 -> 49.4 ms, ResNet-50 111 -> 105; MobileNet's 1x1s on 2x2 gain
   // nothing). Not for a few images: ResNet-18 on one, 2.95 -> 3.51 ms.
-  const bool blocked = p.nhwc && p.groups == 1 && p.c % 16 == 0 &&
+  // (16-channel blocks are AVX-512's; elsewhere NHWC stays.)
+  static const bool avx512 = [] {
+    const int core = static_cast<int>(dnnl::cpu_isa::avx512_core);
+    return (static_cast<int>(dnnl::get_effective_cpu_isa()) & core) == core;
+  }();
+  const bool blocked = avx512 && p.nhwc && p.groups == 1 && p.c % 16 == 0 &&
                        p.m % 16 == 0 && p.kh * p.kw > 1 && p.oh * p.ow <= 4 &&
                        p.n >= 8;
   d.any_src = blocked  ? Plain(src, Tag::nChw16c)

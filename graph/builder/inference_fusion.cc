@@ -26,6 +26,12 @@ struct Uses {
   std::map<std::string, int> readers, writers;
 };
 
+// How many times `name` is in `m` (0 when it is not).
+int Count(const std::map<std::string, int>& m, const std::string& name) {
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
+
 Uses CountUses(const Program& program) {
   Uses uses;
   for (int b = 0; b < program.num_blocks(); ++b) {
@@ -249,12 +255,6 @@ class Fuser {
     float alpha = 0.0f;
   };
 
-  static int Count(const std::map<std::string, int>& m,
-                   const std::string& name) {
-    auto it = m.find(name);
-    return it == m.end() ? 0 : it->second;
-  }
-
   static bool ReadBy(const OpDesc& op, const std::string& name) {
     for (const std::string& n : op.InputArgumentNames()) {
       if (n == name) return true;
@@ -409,12 +409,6 @@ class ChannelsLast {
     return v != nullptr && v->is_tensor() && !v->persistable() &&
            v->dtype() == DType::kFP32 && v->rank() == 4 &&
            fetched_.count(name) == 0 && Count(uses_.writers, name) <= 1;
-  }
-
-  static int Count(const std::map<std::string, int>& m,
-                   const std::string& name) {
-    auto it = m.find(name);
-    return it == m.end() ? 0 : it->second;
   }
 
   bool Convertible(const OpDesc& op) const {

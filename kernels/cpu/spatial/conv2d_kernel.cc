@@ -208,6 +208,13 @@ Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
   return Status::Ok();
 }
 
+// The op says its Filter is constant (set by the inference fusions): a
+// kernel may keep what it derives from it.
+bool ConstantFilter(const KernelContext& ctx) {
+  return ctx.op().HasAttr("constant_filter") &&
+         ctx.Attr<bool>("constant_filter");
+}
+
 // conv2d through oneDNN (fp32 only; UseDnnl said yes). Without
 // ResidualData the fused form's Bias and activation run inside the
 // primitive (*fused), with the filter's reorder kept when the op says the
@@ -220,8 +227,7 @@ bool DnnlForward(KernelContext& ctx, cpu::DnnlConvParams params,
   cpu::DnnlConv* conv = ctx.State<cpu::DnnlConv>();
   const auto* src = reinterpret_cast<const float*>(input.data<T>());
   const auto* weights = reinterpret_cast<const float*>(filter.data<T>());
-  const bool constant =
-      ctx.op().HasAttr("constant_filter") && ctx.Attr<bool>("constant_filter");
+  const bool constant = ConstantFilter(ctx);
   StatusOr<FusedActivation> act = ReadFusedActivation(ctx);
   const Tensor* bias = ctx.Input("Bias");
   if (act.ok() && ctx.Input("ResidualData") == nullptr &&
@@ -296,8 +302,7 @@ Status Conv2dNhwc(KernelContext& ctx) {
                     "NCHW view");
   }
   const Tensor* bias = ctx.Input("Bias");
-  const bool constant =
-      ctx.op().HasAttr("constant_filter") && ctx.Attr<bool>("constant_filter");
+  const bool constant = ConstantFilter(ctx);
   const bool ran = ctx.State<cpu::DnnlConv>()->Forward(
       p, reinterpret_cast<const float*>(ctx.Input("Input")->data<T>()),
       reinterpret_cast<const float*>(ctx.Input("Filter")->data<T>()),

@@ -4,6 +4,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
+#include <caf/logger.hpp>
 #include <caf/policy/unprofiled.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/coordinator.hpp>
@@ -12,6 +13,8 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+
+#include "base/spin_lock.h"
 
 namespace parex {
 namespace {
@@ -65,12 +68,18 @@ class ResumeHere : public caf::policy::unprofiled {
  public:
   struct coordinator_data {
     explicit coordinator_data(caf::scheduler::abstract_coordinator*) {}
-    std::mutex lock;
-    std::condition_variable cv;
+    // The queue's lock is held for a push or a pop (base/spin_lock.h);
+    // sleeping has its own mutex and condition variable. A producer
+    // publishes `queued` and then reads `sleepers`; a worker going to sleep
+    // counts itself in `sleepers` and then reads `queued` (both sequentially
+    // consistent), so one of the two sees the other: no wake-up is lost.
+    SpinLock lock;
     JobRing queue;               // guarded by lock
-    int sleepers = 0;            // guarded by lock
-    std::atomic<int> queued{0};  // queue.size(), for polling
-    int64_t spin_ns = 50'000;    // set by the module factory
+    std::atomic<int> queued{0};  // queue.size()
+    std::mutex sleep_mu;
+    std::condition_variable cv;
+    std::atomic<int> sleepers{0};
+    int64_t spin_ns = 50'000;  // set by the module factory
   };
 
   struct worker_data {
@@ -85,15 +94,18 @@ class ResumeHere : public caf::policy::unprofiled {
   template <class Coordinator>
   void enqueue(Coordinator* self, caf::resumable* job) {
     coordinator_data& c = d(self);
-    bool wake;
     {
-      std::lock_guard<std::mutex> guard(c.lock);
+      std::lock_guard<SpinLock> guard(c.lock);
       c.queue.push_back(job);
       c.queued.store(static_cast<int>(c.queue.size()),
-                     std::memory_order_release);
-      wake = c.sleepers > 0;
+                     std::memory_order_seq_cst);
     }
-    if (wake) c.cv.notify_one();
+    if (c.sleepers.load(std::memory_order_seq_cst) > 0) {
+      // Taking the sleepers' mutex orders this notify after a sleeper's
+      // check of `queued` (it holds the mutex from there to its wait).
+      { std::lock_guard<std::mutex> sleeping(c.sleep_mu); }
+      c.cv.notify_one();
+    }
   }
 
   template <class Coordinator>
@@ -123,6 +135,7 @@ class ResumeHere : public caf::policy::unprofiled {
 
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {
+    LeaveLoggerOnce();
     std::atomic<caf::resumable*>& box = d(self).next;
     if (box.load(std::memory_order_relaxed) != nullptr) {
       if (caf::resumable* job =
@@ -152,13 +165,13 @@ class ResumeHere : public caf::policy::unprofiled {
         may_steal = now >= steal_after;
       }
     }
-    std::unique_lock<std::mutex> guard(c.lock);
-    while (c.queue.empty()) {
-      ++c.sleepers;
-      c.cv.wait(guard);
-      --c.sleepers;
+    for (;;) {
+      if (caf::resumable* job = TryPop(c)) return job;
+      std::unique_lock<std::mutex> sleeping(c.sleep_mu);
+      c.sleepers.fetch_add(1, std::memory_order_seq_cst);
+      while (c.queued.load(std::memory_order_seq_cst) == 0) c.cv.wait(sleeping);
+      c.sleepers.fetch_sub(1, std::memory_order_seq_cst);
     }
-    return PopLocked(c);
   }
 
   template <class Worker, class UnaryFunction>
@@ -169,11 +182,28 @@ class ResumeHere : public caf::policy::unprofiled {
   template <class Coordinator, class UnaryFunction>
   void foreach_central_resumable(Coordinator* self, UnaryFunction f) {
     coordinator_data& c = d(self);
-    std::lock_guard<std::mutex> guard(c.lock);
+    std::lock_guard<SpinLock> guard(c.lock);
     while (!c.queue.empty()) f(PopLocked(c));
   }
 
  private:
+  // CAF's worker loop and scheduled_actor::resume record the running actor's
+  // id for the logger around every job (CAF_PUSH_AID), each record a reader
+  // lock on one lock word all workers share: two cache-line transfers
+  // between cores per message. Built without logging (CAF_LOG_LEVEL_QUIET,
+  // as Debian's CAF is) the ids are never read, and a worker thread without
+  // a current logger skips them (logger.hpp: the macros test
+  // current_logger()). So a worker leaves the logger on its first dequeue.
+  static void LeaveLoggerOnce() {
+#if CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET
+    thread_local bool left = false;
+    if (!left) {
+      caf::logger::set_current_actor_system(nullptr);
+      left = true;
+    }
+#endif
+  }
+
   static caf::resumable* PopLocked(coordinator_data& c) {
     caf::resumable* job = c.queue.front();
     c.queue.pop_front();
@@ -182,7 +212,7 @@ class ResumeHere : public caf::policy::unprofiled {
   }
 
   static caf::resumable* TryPop(coordinator_data& c) {
-    std::lock_guard<std::mutex> guard(c.lock);
+    std::lock_guard<SpinLock> guard(c.lock);
     return c.queue.empty() ? nullptr : PopLocked(c);
   }
 

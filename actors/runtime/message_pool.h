@@ -111,6 +111,12 @@ class FreeList {
     for (size_t i = 0; i < n; ++i) Add(&shards_[i % kShards]);
   }
 
+  // The elements made so far.
+  size_t made() {
+    std::lock_guard<std::mutex> growing(grow_mu_);
+    return all_.size();
+  }
+
   void Release(PooledElement<T>* e) {
     e->sender = nullptr;
     e->next = nullptr;

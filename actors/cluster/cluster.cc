@@ -280,10 +280,14 @@ CollectiveObserver Cluster::Impl::Observer() {
     const int64_t now = CycleClock::Now();
     if (!entering) {
       shared->in_call.store(false, std::memory_order_release);
-      (shared->own_calls.load(std::memory_order_relaxed) > 0
-           ? shared->own_call_ticks
-           : shared->step_call_ticks)
-          .fetch_add(now - shared->call_began, std::memory_order_relaxed);
+      // The observer is the sums' one writer (one call at a time): a load
+      // and a store, not a locked read-modify-write.
+      std::atomic<int64_t>& sum =
+          shared->own_calls.load(std::memory_order_relaxed) > 0
+              ? shared->own_call_ticks
+              : shared->step_call_ticks;
+      sum.store(sum.load(std::memory_order_relaxed) + now - shared->call_began,
+                std::memory_order_relaxed);
       return;
     }
     if (shared->call_kind != static_cast<int>(collective) ||

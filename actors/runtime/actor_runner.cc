@@ -147,14 +147,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
       order->order.push_back(id);
     }
     const size_t n = order->order.size();
-    order->ready = std::make_unique<std::atomic<uint8_t>[]>(n);
-    order->flow = std::make_unique<std::atomic<uint64_t>[]>(n);
-    order->epoch = std::make_unique<std::atomic<int64_t>[]>(n);
-    for (size_t p = 0; p < n; ++p) {
-      order->ready[p].store(0);
-      order->flow[p].store(0);
-      order->epoch[p].store(0);
-    }
+    order->slots = std::make_unique<CollectiveOrder::Slot[]>(n);
     rt.collective_order.push_back(std::move(order));
   }
   for (size_t c = 0; c < g.communicators.size(); ++c) {

@@ -124,9 +124,10 @@ void RunnerState::CollectiveReady(caf::local_actor* self, int id,
                                   int64_t epoch_id, uint64_t flow) {
   CollectiveOrder& o = *collective_order[graph->nodes[id].communicator];
   const int pos = o.position[id];
-  o.flow[pos].store(flow, std::memory_order_relaxed);
-  o.epoch[pos].store(epoch_id, std::memory_order_relaxed);
-  o.ready[pos].store(1, std::memory_order_release);
+  CollectiveOrder::Slot& slot = o.slots[pos];
+  slot.flow.store(flow, std::memory_order_relaxed);
+  slot.epoch.store(epoch_id, std::memory_order_relaxed);
+  slot.ready.store(1, std::memory_order_release);
   // Made ready by a collective this thread is issuing: the drain below (an
   // outer frame) looks at the flags again before it lets go, and a flag not
   // yet in turn is reached by whoever asks for the one before it.
@@ -144,11 +145,12 @@ void RunnerState::CollectiveReady(caf::local_actor* self, int id,
     int finished = 0;
     int64_t finished_epoch = 0;
     int last = -1;
-    while (o.ready[o.next].load(std::memory_order_acquire) != 0) {
+    while (o.slots[o.next].ready.load(std::memory_order_acquire) != 0) {
       const size_t p = o.next;
-      o.ready[p].store(0, std::memory_order_relaxed);
-      const uint64_t f = o.flow[p].load(std::memory_order_relaxed);
-      const int64_t e = o.epoch[p].load(std::memory_order_relaxed);
+      CollectiveOrder::Slot& slot = o.slots[p];
+      slot.ready.store(0, std::memory_order_relaxed);
+      const uint64_t f = slot.flow.load(std::memory_order_relaxed);
+      const int64_t e = slot.epoch.load(std::memory_order_relaxed);
       o.next = p + 1 == o.order.size() ? 0 : p + 1;  // last: next round
       if (IssueCollective(self, o.order[p], e, f)) {
         ++finished;

@@ -44,11 +44,15 @@ namespace parex {
 struct CollectiveOrder {
   std::vector<int> order;     // the communicator's nodes, in issue order
   std::vector<int> position;  // node -> index in order, -1 if not ours
-  std::unique_ptr<std::atomic<uint8_t>[]> ready;  // per position
-  // Per position: the RunNode that made it ready (its flow, its epoch: a
+  // Per position, together (one cache line touched per collective): its
+  // ready flag and the RunNode that made it ready (its flow, its epoch: a
   // drain may outlast the step and issue the next step's).
-  std::unique_ptr<std::atomic<uint64_t>[]> flow;
-  std::unique_ptr<std::atomic<int64_t>[]> epoch;
+  struct Slot {
+    std::atomic<uint64_t> flow{0};
+    std::atomic<int64_t> epoch{0};
+    std::atomic<uint8_t> ready{0};
+  };
+  std::unique_ptr<Slot[]> slots;
   size_t next = 0;  // the drainer's: the position whose turn it is
   std::atomic<int> asks{0};
 };

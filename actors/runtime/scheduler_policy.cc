@@ -8,6 +8,7 @@
 #include <caf/policy/unprofiled.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/coordinator.hpp>
+#include <caf/scheduler/worker.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -135,7 +136,6 @@ class ResumeHere : public caf::policy::unprofiled {
 
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {
-    LeaveLoggerOnce();
     std::atomic<caf::resumable*>& box = d(self).next;
     if (box.load(std::memory_order_relaxed) != nullptr) {
       if (caf::resumable* job =
@@ -187,23 +187,6 @@ class ResumeHere : public caf::policy::unprofiled {
   }
 
  private:
-  // CAF's worker loop and scheduled_actor::resume record the running actor's
-  // id for the logger around every job (CAF_PUSH_AID), each record a reader
-  // lock on one lock word all workers share: two cache-line transfers
-  // between cores per message. Built without logging (CAF_LOG_LEVEL_QUIET,
-  // as Debian's CAF is) the ids are never read, and a worker thread without
-  // a current logger skips them (logger.hpp: the macros test
-  // current_logger()). So a worker leaves the logger on its first dequeue.
-  static void LeaveLoggerOnce() {
-#if CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET
-    thread_local bool left = false;
-    if (!left) {
-      caf::logger::set_current_actor_system(nullptr);
-      left = true;
-    }
-#endif
-  }
-
   static caf::resumable* PopLocked(coordinator_data& c) {
     caf::resumable* job = c.queue.front();
     c.queue.pop_front();
@@ -233,6 +216,60 @@ class ResumeHere : public caf::policy::unprofiled {
 };
 
 }  // namespace
+}  // namespace parex
+
+namespace caf {
+namespace scheduler {
+
+// The worker loop of the kResumeHere policy: CAF's (worker.hpp) without its
+// bookkeeping for the logger. CAF's loop records each job's actor id for the
+// logger (CAF_PUSH_AID_FROM_PTR), and scheduled_actor::resume records it
+// again, whether or not CAF logs anything:
+//   - the loop's record needs dynamic_cast<abstract_actor*>(job), a
+//     cross-cast CAF evaluates even without a logger: ~40 ns, a fifth of a
+//     message's cost on one worker (perf: __do_dyncast and strcmp);
+//   - each record takes a reader lock on one lock word all workers share:
+//     cache-line transfers between cores on every message.
+// Built without logging (CAF_LOG_LEVEL_QUIET, as Debian's CAF is), the ids
+// are never read: the loop drops its record, and the worker leaves the
+// logger, so resume's record (which tests current_logger()) is skipped too.
+// An explicit specialization of CAF's member for this policy only; the
+// other policies keep CAF's loop.
+template <>
+void worker<::parex::ResumeHere>::run() {
+#if CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET
+  logger::set_current_actor_system(nullptr);
+#endif
+  for (;;) {
+    resumable* job = policy_.dequeue(this);
+    policy_.before_resume(this, job);
+    const resumable::resume_result result = job->resume(this, max_throughput_);
+    policy_.after_resume(this, job);
+    switch (result) {
+      case resumable::resume_later:
+        // Still runnable: it keeps its reference.
+        policy_.resume_job_later(this, job);
+        break;
+      case resumable::done:
+        policy_.after_completion(this, job);
+        intrusive_ptr_release(job);
+        break;
+      case resumable::awaiting_message:
+        // Made runnable again by its next message.
+        intrusive_ptr_release(job);
+        break;
+      case resumable::shutdown_execution_unit:
+        policy_.after_completion(this, job);
+        policy_.before_shutdown(this);
+        return;
+    }
+  }
+}
+
+}  // namespace scheduler
+}  // namespace caf
+
+namespace parex {
 
 const char* SchedulerPolicyName(SchedulerPolicy policy) {
   switch (policy) {

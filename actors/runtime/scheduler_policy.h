@@ -13,6 +13,9 @@
 //   - an idle worker polls for `spin_us` before it blocks on the queue's
 //     condition variable, so a message that arrives soon after costs no
 //     futex wake-up; producers only notify when a worker sleeps.
+//   - its workers run CAF's job loop without the logger's per-job
+//     bookkeeping (a cross-cast and a shared reader lock per message; see
+//     the loop in scheduler_policy.cc), when CAF is built without logging.
 // Written here because no library offers it: it is glue to CAF's policy
 // interface (scheduler/coordinator.hpp, worker.hpp).
 #pragma once

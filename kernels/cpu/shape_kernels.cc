@@ -140,6 +140,31 @@ bool MergesToBatchedTranspose(const Tensor& in, const std::vector<int>& axis,
   return false;
 }
 
+// `axis` over `in`'s dims with each run of output dims whose input dims are
+// neighbours in order merged into one dim: fills `dims` (the merged dims, in
+// input order) and `merged_axis` (the same permutation over them); returns
+// their number.
+int MergeRuns(const Tensor& in, const std::vector<int>& axis,
+              std::array<int64_t, kMaxTransposeRank>* dims,
+              std::array<int, kMaxTransposeRank>* merged_axis) {
+  const int rank = in.rank();
+  std::array<int, kMaxTransposeRank> run_of{};  // input dim -> output run
+  int runs = 0;
+  for (int d = 0; d < rank; ++d) {
+    if (d == 0 || axis[d] != axis[d - 1] + 1) ++runs;
+    run_of[axis[d]] = runs - 1;
+  }
+  std::array<int, kMaxTransposeRank> position{};  // output run -> merged dim
+  int next = -1;
+  for (int i = 0; i < rank; ++i) {
+    const bool starts = i == 0 || run_of[i] != run_of[i - 1];
+    if (starts) position[run_of[i]] = ++next;
+    (*dims)[next] = (starts ? 1 : (*dims)[next]) * in.dim(i);
+  }
+  for (int g = 0; g < runs; ++g) (*merged_axis)[g] = position[g];
+  return runs;
+}
+
 // A permutation that is a batch of 2-D transposes ([B, R, C] -> [B, C, R]:
 // NCHW <-> NHWC is [N, C, H*W] <-> [N, H*W, C]), done in square tiles, so
 // both sides are read and written along cache lines. False for any other
@@ -185,22 +210,34 @@ Status Permute(const KernelContext& ctx, const Tensor& in,
     return Status::Ok();
   }
   if (BatchedTranspose(in, axis, src, dst)) return Status::Ok();
+  // Output dims whose input dims are neighbours in order move together:
+  // merged into one dim, the walk below has fewer, longer levels (a channel
+  // shuffle, [N, 2, C/2, H, W] by [0, 2, 1, 3, 4], copies H*W at a time).
+  std::array<int64_t, kMaxTransposeRank> dims{};  // merged, in input order
+  std::array<int, kMaxTransposeRank> merged_axis{};
+  const int merged = MergeRuns(in, axis, &dims, &merged_axis);
   std::array<int64_t, kMaxTransposeRank> in_stride{}, step{}, extent{}, index{};
   int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
+  for (int d = merged - 1; d >= 0; --d) {
     in_stride[d] = s;
-    s *= in.dim(d);
+    s *= dims[d];
   }
-  for (int d = 0; d < rank; ++d) {
-    step[d] = in_stride[axis[d]];  // input step of output dim d
-    extent[d] = out->dim(d);
+  for (int d = 0; d < merged; ++d) {
+    step[d] = in_stride[merged_axis[d]];  // input step of output dim d
+    extent[d] = dims[merged_axis[d]];
   }
-  // Walk the output in order, moving the input offset along.
-  const int last = rank - 1;
+  // Walk the output in order, moving the input offset along; the last
+  // level is contiguous on both sides when the input's last dim stays last.
+  const int last = merged - 1;
+  const bool contiguous = step[last] == 1;
   int64_t offset = 0;
   for (int64_t i = 0; i < n; i += extent[last]) {
-    for (int64_t k = 0; k < extent[last]; ++k) {
-      dst[i + k] = src[offset + k * step[last]];
+    if (contiguous) {
+      std::memcpy(dst + i, src + offset, extent[last] * sizeof(T));
+    } else {
+      for (int64_t k = 0; k < extent[last]; ++k) {
+        dst[i + k] = src[offset + k * step[last]];
+      }
     }
     for (int d = last - 1; d >= 0; --d) {
       offset += step[d];

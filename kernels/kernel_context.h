@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -55,13 +56,26 @@ class KernelContext {
   // output that is also an input is written in place).
   std::string_view InputSlotOf(const Variable* var) const;
 
-  // The attribute (or its schema default).
+  // The attribute (or its schema default), read from the op once per
+  // context and name and kept: a program's attributes do not change once
+  // its ops are prepared, and a kernel that reads its attributes on every
+  // run (a PreparedOp's context lives as long as the executor) then costs
+  // no search of the op's attributes, no schema lookup for a default and no
+  // allocation for a list. The reference lives as long as this context.
   // REQUIRES: the program was validated, so the attribute has a usable type.
   template <typename T>
-  T Attr(std::string_view name) const {
+  const T& Attr(std::string_view name) const {
+    for (const CachedAttr& c : attrs_) {
+      if (c.type == &typeid(T) && c.name == name) {
+        return *static_cast<const T*>(c.value.get());
+      }
+    }
     auto value = op_.GetAttr<T>(name);
     PAREX_CHECK(value.ok(), value.status().ToString());
-    return *value;
+    auto kept = std::make_shared<const T>(std::move(*value));
+    const T& ref = *kept;
+    attrs_.push_back({std::string(name), &typeid(T), std::move(kept)});
+    return ref;
   }
 
   // Every tensor bound to `slots` is present and of `dtype`, as a kernel
@@ -97,8 +111,17 @@ class KernelContext {
   const std::vector<Variable*>* Find(const std::vector<Binding>& bindings,
                                      std::string_view slot) const;
 
+  // An attribute read as one type (the pointee never moves: references
+  // handed out stay valid as the list grows).
+  struct CachedAttr {
+    std::string name;
+    const std::type_info* type;
+    std::shared_ptr<const void> value;
+  };
+
   const OpDesc& op_;
   DeviceContext* device_context_;
+  mutable std::vector<CachedAttr> attrs_;
   std::vector<Binding> inputs_;
   std::vector<Binding> outputs_;
   std::unique_ptr<KernelState> state_;

@@ -5,47 +5,17 @@
 #include <utility>
 
 #include "base/dims.h"
+#include "graph/builder/channels_last.h"
+#include "graph/builder/program_uses.h"
 
 namespace parex {
 namespace {
 
-template <typename T>
-T AttrOr(const OpDesc& op, const char* name, T fallback) {
-  if (!op.HasAttr(name)) return fallback;
-  StatusOr<T> v = op.GetAttr<T>(name);
-  return v.ok() ? *v : fallback;
-}
-
-bool IsConv(const OpDesc& op) {
-  return op.type() == "conv2d" || op.type() == "depthwise_conv2d";
-}
-
-// Who reads and who writes each var, over every block (a sub-block's op
-// reading a var of block 0 counts as a reader).
-struct Uses {
-  std::map<std::string, int> readers, writers;
-};
-
-// How many times `name` is in `m` (0 when it is not).
-int Count(const std::map<std::string, int>& m, const std::string& name) {
-  auto it = m.find(name);
-  return it == m.end() ? 0 : it->second;
-}
-
-Uses CountUses(const Program& program) {
-  Uses uses;
-  for (int b = 0; b < program.num_blocks(); ++b) {
-    for (const auto& op : program.block(b).ops()) {
-      for (const std::string& name : op->InputArgumentNames()) {
-        ++uses.readers[name];
-      }
-      for (const std::string& name : op->OutputArgumentNames()) {
-        ++uses.writers[name];
-      }
-    }
-  }
-  return uses;
-}
+using fusion::AttrOr;
+using fusion::Count;
+using fusion::CountUses;
+using fusion::IsConv;
+using fusion::Uses;
 
 class Fuser {
  public:
@@ -328,217 +298,6 @@ class Fuser {
   int folded_ = 0, fused_ = 0;
 };
 
-// ---- channels_last ----------------------------------------------------------
-
-const std::vector<int> kToNhwc = {0, 2, 3, 1};
-const std::vector<int> kToNchw = {0, 3, 1, 2};
-
-bool LayoutFree(const std::string& type) {
-  static const std::set<std::string> kUnary = {
-      "relu",  "relu6",        "sigmoid",    "tanh", "hard_swish",
-      "swish", "hard_sigmoid", "leaky_relu", "gelu"};
-  return kUnary.count(type) != 0;
-}
-
-bool SameShapeBinary(const std::string& type) {
-  return type == "elementwise_add" || type == "elementwise_sub" ||
-         type == "elementwise_mul";
-}
-
-class ChannelsLast {
- public:
-  ChannelsLast(Program* program, const std::vector<std::string>& fetch_names)
-      : desc_(program->global_block()),
-        uses_(CountUses(*program)),
-        fetched_(fetch_names.begin(), fetch_names.end()) {}
-
-  void Run(proto::BlockDesc* block, int* converted, int* transposes) {
-    google::protobuf::RepeatedPtrField<proto::OpDesc> out;
-    for (int i = 0; i < block->ops_size(); ++i) {
-      proto::OpDesc op = block->ops(i);
-      OpDesc view(&op, 0, i);
-      if (Convertible(view)) {
-        if (IsConv(view)) {
-          const std::string x = view.FirstInput("Input");
-          if (nhwc_.count(x) == 0) {
-            view.SetInput("Input", {Transposed(x, true, block, &out)});
-          }
-          view.SetAttr("data_format", std::string("NHWC"));
-        } else if (ChannelAxisOp(view)) {
-          view.SetAttr("axis", 3);
-        } else {
-          // Inputs read through their NHWC copies.
-          for (const std::string& slot : view.InputSlots()) {
-            std::vector<std::string> args = view.Input(slot);
-            for (std::string& a : args) {
-              if (nhwc_.count(a) == 0 && to_nhwc_.count(a) != 0) {
-                a = to_nhwc_.at(a);
-              }
-            }
-            view.SetInput(slot, args);
-          }
-        }
-        for (const std::string& y : view.OutputArgumentNames()) {
-          nhwc_.insert(y);
-          Permute(block, y);
-        }
-        ++*converted;
-      } else {
-        // Every NHWC input read as NCHW, through one transpose per var.
-        for (const std::string& slot : view.InputSlots()) {
-          std::vector<std::string> args = view.Input(slot);
-          bool changed = false;
-          for (std::string& a : args) {
-            if (nhwc_.count(a) == 0) continue;
-            a = Transposed(a, false, block, &out);
-            changed = true;
-          }
-          if (changed) view.SetInput(slot, args);
-        }
-      }
-      *out.Add() = op;
-    }
-    *transposes = transposes_;
-    block->mutable_ops()->Swap(&out);
-  }
-
- private:
-  // A 4-D fp32 tensor var of this block, written once, never fetched.
-  bool Plain4d(const std::string& name) const {
-    const VarDesc* v = desc_.FindLocalVar(name);
-    return v != nullptr && v->is_tensor() && !v->persistable() &&
-           v->dtype() == DType::kFP32 && v->rank() == 4 &&
-           fetched_.count(name) == 0 && Count(uses_.writers, name) <= 1;
-  }
-
-  bool Convertible(const OpDesc& op) const {
-    for (const std::string& y : op.OutputArgumentNames()) {
-      if (!Plain4d(y)) return false;
-    }
-    if (ChannelAxisOp(op)) return true;
-    if (op.OutputArgumentNames().size() != 1) return false;
-    if (IsConv(op)) {
-      return AttrOr<std::string>(op, "data_format", "NCHW") != "NHWC" &&
-             !op.HasInput("ResidualData") && WideEnough(op) &&
-             Plain4dOrFeed(op.FirstInput("Input"));
-    }
-    const std::vector<std::string> xs = op.InputArgumentNames();
-    if (LayoutFree(op.type())) {
-      return xs.size() == 1 && nhwc_.count(xs[0]) != 0;
-    }
-    return SameShapeBinary(op.type()) && SameShapePair(xs);
-  }
-
-  // Two inputs of one declared shape, one NHWC and the other NHWC or with
-  // a NHWC copy.
-  bool SameShapePair(const std::vector<std::string>& xs) const {
-    if (xs.size() != 2 || !Available(xs[0]) || !Available(xs[1]) ||
-        (nhwc_.count(xs[0]) == 0 && nhwc_.count(xs[1]) == 0)) {
-      return false;
-    }
-    const VarDesc* a = desc_.FindVar(xs[0]);
-    const VarDesc* b = desc_.FindVar(xs[1]);
-    return a != nullptr && b != nullptr && a->dims() == b->dims();
-  }
-
-  // `name` is NHWC, or has a NHWC copy already (a residual branch's input
-  // a conv read channels-last).
-  bool Available(const std::string& name) const {
-    return nhwc_.count(name) != 0 || to_nhwc_.count(name) != 0;
-  }
-
-  // concat or split along the channels (axis 1) of NHWC inputs, axis from
-  // the attribute alone: channels-last, the same op along axis 3.
-  bool ChannelAxisOp(const OpDesc& op) const {
-    if (op.type() != "concat" && op.type() != "split") return false;
-    if (op.HasInput("AxisTensor") || op.HasInput("SectionsTensorList")) {
-      return false;
-    }
-    const int axis = AttrOr<int>(op, "axis", 0);
-    if (axis != 1 && axis != -3) return false;
-    const std::vector<std::string> xs = op.Input("X");
-    if (xs.empty()) return false;
-    for (const std::string& x : xs) {
-      if (nhwc_.count(x) == 0) return false;
-    }
-    return true;
-  }
-
-  // A conv worth running channels-last: depthwise, at least kMinChannels
-  // input channels per group, or a narrower one (a stem on an image's 3
-  // channels) whose output another conv reads. A stem followed by a pool
-  // runs faster channels-first (im2col; ResNet-18's 7x7 at batch 32: 3.2
-  // against 6.5 ms) and saves two transposes; one followed by a conv
-  // (MobileNet's) saves the transpose of its wider output.
-  bool WideEnough(const OpDesc& op) const {
-    constexpr int64_t kMinChannels = 16;
-    const VarDesc* w = desc_.FindVar(op.FirstInput("Filter"));
-    if (w == nullptr || w->rank() != 4) return false;
-    const int64_t per_group = w->dim(1);
-    if (per_group >= kMinChannels ||
-        (per_group == 1 && AttrOr<int>(op, "groups", 1) > 1)) {
-      return true;
-    }
-    for (const auto& reader : desc_.ops()) {
-      if (!IsConv(*reader)) continue;
-      for (const std::string& x : reader->Input("Input")) {
-        if (x == op.FirstOutput("Output")) return true;
-      }
-    }
-    return false;
-  }
-
-  // A conv's input: a NHWC var, or a 4-D fp32 tensor transposed in.
-  bool Plain4dOrFeed(const std::string& name) const {
-    if (nhwc_.count(name) != 0) return true;
-    const VarDesc* v = desc_.FindVar(name);
-    return v != nullptr && v->is_tensor() && v->dtype() == DType::kFP32 &&
-           v->rank() == 4;
-  }
-
-  void Permute(proto::BlockDesc* block, const std::string& name) {
-    for (auto& var : *block->mutable_vars()) {
-      if (var.name() != name) continue;
-      VarDesc v(&var);
-      const Dims d = v.dims();
-      v.SetDims({d[0], d[2], d[3], d[1]});
-    }
-  }
-
-  // The name of `name`'s copy in the other layout, its transpose2 appended
-  // to `out` the first time (declared in `block`).
-  std::string Transposed(
-      const std::string& name, bool to_nhwc, proto::BlockDesc* block,
-      google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
-    std::map<std::string, std::string>& made = to_nhwc ? to_nhwc_ : to_nchw_;
-    auto it = made.find(name);
-    if (it != made.end()) return it->second;
-    const std::string copy = name + (to_nhwc ? "@nhwc" : "@nchw");
-    const VarDesc* from = desc_.FindVar(name);
-    const Dims d = from->dims();  // as declared: NCHW
-    VarDesc v(block->add_vars());
-    v.mutable_proto()->set_name(copy);
-    v.SetDType(from->dtype());
-    v.SetDims(to_nhwc ? Dims{d[0], d[2], d[3], d[1]} : d);
-    proto::OpDesc* t = out->Add();
-    OpDesc view(t, 0, 0);
-    t->set_type("transpose2");
-    view.SetInput("X", {name});
-    view.SetOutput("Out", {copy});
-    view.SetAttr("axis", to_nhwc ? kToNhwc : kToNchw);
-    ++transposes_;
-    made[name] = copy;
-    return copy;
-  }
-
-  const Block& desc_;  // the program as it was: vars declared NCHW
-  const Uses uses_;
-  const std::set<std::string> fetched_;
-  std::set<std::string> nhwc_;
-  std::map<std::string, std::string> to_nhwc_, to_nchw_;
-  int transposes_ = 0;
-};
-
 }  // namespace
 
 StatusOr<FusedProgram> FuseForInference(
@@ -555,9 +314,8 @@ StatusOr<FusedProgram> FuseForInference(
                          fuser.Finish(fusions.mark_constant_filters));
   if (fusions.channels_last && fused.main.num_blocks() == 1) {
     proto::ProgramDesc desc = fused.main.proto();
-    ChannelsLast pass(&fused.main, fetch_names);
-    pass.Run(desc.mutable_blocks(0), &fused.channels_last_ops,
-             &fused.transposes);
+    RunChannelsLast(fused.main, fetch_names, desc.mutable_blocks(0),
+                    &fused.channels_last_ops, &fused.transposes);
     fused.main = Program(std::move(desc));
   }
   return fused;

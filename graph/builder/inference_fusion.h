@@ -40,12 +40,10 @@ struct InferenceFusions {
   // no op of the program writes (the folded ones included): a kernel may
   // keep what it derives from the filter across runs.
   bool mark_constant_filters = true;
-  // channels_last: convolutions run channels-last (data_format NHWC, what
-  // oneDNN's kernels read without reordering), with the ops between them
-  // that do not care about the layout (activations, elementwise ops of two
-  // such tensors of one shape); transpose2 where a tensor crosses between
-  // the layouts (feeds, fetches, pools, reshapes, ...). Programs of one
-  // block only; fetched vars keep their layout.
+  // channels_last (channels_last.h): convolutions run channels-last, with
+  // the ops between them that do not care about the layout and ShuffleNet's
+  // channel shuffles; transpose2 where a tensor crosses between the layouts.
+  // Programs of one block only; fetched vars keep their layout.
   bool channels_last = true;
 };
 

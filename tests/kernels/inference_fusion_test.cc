@@ -213,6 +213,81 @@ TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
   }
 }
 
+// ShuffleNet's channel shuffle between two channels-last convs: reshape2 /
+// transpose2 / reshape2 shuffle the last dim of the NHWC tensor, with no
+// transpose between the layouts around them.
+TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
+  Scope scope;
+  Program program;
+  Block& block = program.global_block();
+  Declare(block, "x", {-1, 16, 6, 6});
+  auto conv = [&](const std::string& in, const std::string& name, int64_t c,
+                  int64_t m) {
+    Declare(block, name + ".w", {m, c, 3, 3}, true);
+    *scope.Var(name + ".w")->GetMutableTensor() =
+        Random({m, c, 3, 3}, -0.3f, 0.3f, static_cast<uint32_t>(c + m));
+    Declare(block, name, {-1, m, 6, 6});
+    OpDesc* op = block.AppendOp("conv2d");
+    op->SetInput("Input", {in});
+    op->SetInput("Filter", {name + ".w"});
+    op->SetOutput("Output", {name});
+    op->SetAttr("strides", std::vector<int>{1, 1});
+    op->SetAttr("paddings", std::vector<int>{1, 1});
+    op->SetAttr("dilations", std::vector<int>{1, 1});
+    op->SetAttr("groups", 1);
+  };
+  conv("x", "a", 16, 16);
+  auto reshape = [&](const std::string& in, const std::string& out,
+                     std::vector<int> shape, Dims declared) {
+    Declare(block, out, declared);
+    Declare(block, out + ".xshape", {0});
+    OpDesc* op = block.AppendOp("reshape2");
+    op->SetInput("X", {in});
+    op->SetOutput("Out", {out});
+    op->SetOutput("XShape", {out + ".xshape"});
+    op->SetAttr("shape", shape);
+  };
+  reshape("a", "grouped", {-1, 2, 8, 6, 6}, {-1, 2, 8, 6, 6});
+  Declare(block, "swapped", {-1, 8, 2, 6, 6});
+  Declare(block, "swapped.xshape", {0});
+  OpDesc* t = block.AppendOp("transpose2");
+  t->SetInput("X", {"grouped"});
+  t->SetOutput("Out", {"swapped"});
+  t->SetOutput("XShape", {"swapped.xshape"});
+  t->SetAttr("axis", std::vector<int>{0, 2, 1, 3, 4});
+  reshape("swapped", "shuffled", {-1, 16, 6, 6}, {-1, 16, 6, 6});
+  conv("shuffled", "b", 16, 16);
+  Declare(block, "out", {-1, 16, 6, 6});
+  OpDesc* relu = block.AppendOp("relu");
+  relu->SetInput("X", {"b"});
+  relu->SetOutput("Out", {"out"});
+  ReferenceExecutor executor;
+  const Tensor x = Random({2, 16, 6, 6}, -1, 1, 5);
+  auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  InferenceFusions fusions;
+  fusions.fuse_activation = false;  // the relu stays: its output is fetched
+  auto fused = FuseForInference(program, {"out"}, fusions);
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  // conv a, the shuffle's three ops, conv b; x in and b out.
+  EXPECT_EQ(fused->channels_last_ops, 5);
+  EXPECT_EQ(fused->transposes, 2);
+  for (const auto& op : fused->main.global_block().ops()) {
+    if (op->type() == "transpose2" && op->FirstInput("X") == "grouped") {
+      EXPECT_EQ(*op->GetAttr<std::vector<int>>("axis"),
+                (std::vector<int>{0, 1, 2, 4, 3}));
+    }
+  }
+  auto got = executor.Run(fused->main, &scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ((*got)[0].dims(), (*want)[0].dims());
+  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
+    EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f)
+        << "element " << i;
+  }
+}
+
 TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   Scope scope;
   std::string out;

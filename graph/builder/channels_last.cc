@@ -127,18 +127,30 @@ class ChannelsLast {
         return false;
       }
     }
-    const VarDesc* xv = desc_.FindVar(x);
+    return ShuffleShapes(first, swap, last);
+  }
+
+  // The shuffle's attributes over x's declared [N, C, H, W]: to
+  // [B, g, C/g, H, W], by [0, 2, 1, 3, 4], to [B, C, H, W] (B -1 or 0).
+  bool ShuffleShapes(const OpDesc& first, const OpDesc& swap,
+                     const OpDesc& last) const {
+    const VarDesc* xv = desc_.FindVar(first.FirstInput("X"));
     if (xv == nullptr || xv->rank() != 4) return false;
     const Dims d = xv->dims();  // as declared: NCHW
     const std::vector<int> to5 = AttrOr<std::vector<int>>(first, "shape", {});
     const std::vector<int> axis = AttrOr<std::vector<int>>(swap, "axis", {});
     const std::vector<int> to4 = AttrOr<std::vector<int>>(last, "shape", {});
+    if (to5.size() != 5 || to4.size() != 4 ||
+        axis != std::vector<int>{0, 2, 1, 3, 4}) {
+      return false;
+    }
     auto batch = [](int b) { return b == -1 || b == 0; };
-    return to5.size() == 5 && to4.size() == 4 && batch(to5[0]) &&
-           batch(to4[0]) && axis == std::vector<int>{0, 2, 1, 3, 4} &&
-           d[1] > 0 && d[2] > 0 && d[3] > 0 && to5[1] > 0 && to5[2] > 0 &&
-           int64_t{to5[1]} * to5[2] == d[1] && to5[3] == d[2] &&
-           to5[4] == d[3] && to4[1] == d[1] && to4[2] == d[2] && to4[3] == d[3];
+    const bool known = d[1] > 0 && d[2] > 0 && d[3] > 0;
+    const bool grouped = to5[1] > 0 && to5[2] > 0 &&
+                         int64_t{to5[1]} * to5[2] == d[1] && to5[3] == d[2] &&
+                         to5[4] == d[3];
+    const bool back = to4[1] == d[1] && to4[2] == d[2] && to4[3] == d[3];
+    return batch(to5[0]) && batch(to4[0]) && known && grouped && back;
   }
 
   // The shuffle whose three ops `out` ends with, rewritten on NHWC:

@@ -12,9 +12,7 @@ namespace {
 
 using fusion::AttrOr;
 using fusion::Count;
-using fusion::CountUses;
 using fusion::IsConv;
-using fusion::Uses;
 
 const std::vector<int> kToNhwc = {0, 2, 3, 1};
 const std::vector<int> kToNchw = {0, 3, 1, 2};
@@ -36,7 +34,7 @@ class ChannelsLast {
   ChannelsLast(const Program* program,
                const std::vector<std::string>& fetch_names)
       : desc_(program->global_block()),
-        uses_(CountUses(*program)),
+        uses_(fusion::CountUses(*program)),
         fetched_(fetch_names.begin(), fetch_names.end()) {}
 
   void Run(proto::BlockDesc* block, int* converted, int* transposes) {
@@ -317,7 +315,7 @@ class ChannelsLast {
   }
 
   const Block& desc_;  // the program as it was: vars declared NCHW
-  const Uses uses_;
+  const fusion::Uses uses_;
   const std::set<std::string> fetched_;
   std::set<std::string> nhwc_;
   std::map<std::string, std::string> to_nhwc_, to_nchw_;

@@ -107,6 +107,37 @@ int CountOps(const Program& program, const std::string& type) {
   return n;
 }
 
+// A 3x3 conv2d (stride 1, padding 1) of `in` ([-1, c, 6, 6]) to `name`
+// ([-1, m, 6, 6]), its filter `name`.w made in `scope`.
+void AppendConv(Block* block, Scope* scope, const std::string& in,
+                const std::string& name, int64_t c, int64_t m) {
+  Declare(*block, name + ".w", {m, c, 3, 3}, true);
+  *scope->Var(name + ".w")->GetMutableTensor() =
+      Random({m, c, 3, 3}, -0.3f, 0.3f, static_cast<uint32_t>(c + m));
+  Declare(*block, name, {-1, m, 6, 6});
+  OpDesc* op = block->AppendOp("conv2d");
+  op->SetInput("Input", {in});
+  op->SetInput("Filter", {name + ".w"});
+  op->SetOutput("Output", {name});
+  op->SetAttr("strides", std::vector<int>{1, 1});
+  op->SetAttr("paddings", std::vector<int>{1, 1});
+  op->SetAttr("dilations", std::vector<int>{1, 1});
+  op->SetAttr("groups", 1);
+}
+
+// `program` run on x gives `want` as "out" (within 1e-4).
+void ExpectOut(const Program& program, Scope* scope, const Tensor& x,
+               const Tensor& want) {
+  ReferenceExecutor executor;
+  auto got = executor.Run(program, scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ((*got)[0].dims(), want.dims());
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    EXPECT_NEAR((*got)[0].data<float>()[i], want.data<float>()[i], 1e-4f)
+        << "element " << i;
+  }
+}
+
 TEST(InferenceFusionTest, FoldsBatchNormsAndFusesActivationsKeepingOutputs) {
   Scope scope;
   std::string out;
@@ -160,20 +191,7 @@ TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
   Block& block = program.global_block();
   Declare(block, "x", {-1, 16, 6, 6});
   auto conv = [&](const std::string& in, const std::string& name, int64_t c,
-                  int64_t m) {
-    Declare(block, name + ".w", {m, c, 3, 3}, true);
-    *scope.Var(name + ".w")->GetMutableTensor() =
-        Random({m, c, 3, 3}, -0.3f, 0.3f, static_cast<uint32_t>(c + m));
-    Declare(block, name, {-1, m, 6, 6});
-    OpDesc* op = block.AppendOp("conv2d");
-    op->SetInput("Input", {in});
-    op->SetInput("Filter", {name + ".w"});
-    op->SetOutput("Output", {name});
-    op->SetAttr("strides", std::vector<int>{1, 1});
-    op->SetAttr("paddings", std::vector<int>{1, 1});
-    op->SetAttr("dilations", std::vector<int>{1, 1});
-    op->SetAttr("groups", 1);
-  };
+                  int64_t m) { AppendConv(&block, &scope, in, name, c, m); };
   conv("x", "a", 16, 16);
   Declare(block, "sum", {-1, 16, 6, 6});
   OpDesc* add = block.AppendOp("elementwise_add");
@@ -199,18 +217,14 @@ TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
   EXPECT_EQ(fused->channels_last_ops, 3);
   EXPECT_EQ(fused->transposes, 2);
   for (const auto& op : fused->main.global_block().ops()) {
-    if (op->type() == "concat") EXPECT_EQ(*op->GetAttr<int>("axis"), 3);
+    if (op->type() == "concat") {
+      EXPECT_EQ(*op->GetAttr<int>("axis"), 3);
+    }
     if (op->type() == "elementwise_add") {
       EXPECT_EQ(op->FirstInput("Y"), "x@nhwc");
     }
   }
-  auto got = executor.Run(fused->main, &scope, {{"x", x}}, {"out"});
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_EQ((*got)[0].dims(), (*want)[0].dims());
-  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
-    EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f)
-        << "element " << i;
-  }
+  ExpectOut(fused->main, &scope, x, (*want)[0]);
 }
 
 // ShuffleNet's channel shuffle between two channels-last convs: reshape2 /
@@ -222,20 +236,7 @@ TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
   Block& block = program.global_block();
   Declare(block, "x", {-1, 16, 6, 6});
   auto conv = [&](const std::string& in, const std::string& name, int64_t c,
-                  int64_t m) {
-    Declare(block, name + ".w", {m, c, 3, 3}, true);
-    *scope.Var(name + ".w")->GetMutableTensor() =
-        Random({m, c, 3, 3}, -0.3f, 0.3f, static_cast<uint32_t>(c + m));
-    Declare(block, name, {-1, m, 6, 6});
-    OpDesc* op = block.AppendOp("conv2d");
-    op->SetInput("Input", {in});
-    op->SetInput("Filter", {name + ".w"});
-    op->SetOutput("Output", {name});
-    op->SetAttr("strides", std::vector<int>{1, 1});
-    op->SetAttr("paddings", std::vector<int>{1, 1});
-    op->SetAttr("dilations", std::vector<int>{1, 1});
-    op->SetAttr("groups", 1);
-  };
+                  int64_t m) { AppendConv(&block, &scope, in, name, c, m); };
   conv("x", "a", 16, 16);
   auto reshape = [&](const std::string& in, const std::string& out,
                      std::vector<int> shape, Dims declared) {
@@ -279,13 +280,7 @@ TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
                 (std::vector<int>{0, 1, 2, 4, 3}));
     }
   }
-  auto got = executor.Run(fused->main, &scope, {{"x", x}}, {"out"});
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  ASSERT_EQ((*got)[0].dims(), (*want)[0].dims());
-  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
-    EXPECT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4f)
-        << "element " << i;
-  }
+  ExpectOut(fused->main, &scope, x, (*want)[0]);
 }
 
 TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {

@@ -22,6 +22,16 @@
 
 namespace parex {
 
+// The CPU's hint that the caller is polling (x86 pause, Arm yield): a
+// polling loop calls it between reads.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 class SpinLock {
  public:
   SpinLock() = default;
@@ -35,7 +45,7 @@ class SpinLock {
       // holder with writes.
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < kSpinsBeforeYield) {
-          Pause();
+          CpuRelax();
         } else {
           spins = 0;
           std::this_thread::yield();
@@ -53,14 +63,6 @@ class SpinLock {
 
  private:
   static constexpr int kSpinsBeforeYield = 256;
-
-  static void Pause() {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
 
   std::atomic<bool> locked_{false};
 };

@@ -7,17 +7,10 @@
 #include <chrono>
 #include <utility>
 
+#include "base/spin_lock.h"
+
 namespace parex {
 namespace bench {
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-}  // namespace
 
 void FirstError::Record(const Status& status) {
   std::lock_guard<std::mutex> lock(mu_);

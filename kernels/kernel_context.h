@@ -66,7 +66,7 @@ class KernelContext {
   template <typename T>
   const T& Attr(std::string_view name) const {
     for (const CachedAttr& c : attrs_) {
-      if (c.type == &typeid(T) && c.name == name) {
+      if (c.name == name && *c.type == typeid(T)) {
         return *static_cast<const T*>(c.value.get());
       }
     }

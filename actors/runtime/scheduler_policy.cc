@@ -20,12 +20,6 @@
 namespace parex {
 namespace {
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 using Clock = std::chrono::steady_clock;
 
 // A FIFO of jobs in a ring buffer that only grows: unlike std::deque, which

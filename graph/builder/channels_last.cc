@@ -101,7 +101,9 @@ class ChannelsLast {
   // attributes only), the two intermediates temporaries only the next op
   // reads, the result a plain 4-D var.
   bool ChannelShuffleAt(const proto::BlockDesc& block, int i) const {
-    if (i + 2 >= block.ops_size()) return false;
+    if (i + 2 >= block.ops_size() || block.ops(i).type() != "reshape2") {
+      return false;
+    }
     proto::OpDesc ops[3] = {block.ops(i), block.ops(i + 1), block.ops(i + 2)};
     OpDesc first(&ops[0], 0, i), swap(&ops[1], 0, i + 1),
         last(&ops[2], 0, i + 2);

@@ -100,69 +100,50 @@ Status SliceGradKernel(KernelContext& ctx) {
 constexpr int kMaxTransposeRank = 16;
 
 // out[i_0, ..., i_r-1] = in[j] with j's index along dim axis[d] equal to i_d.
-// Whether `axis` over `in`'s dims is, once runs of output dims whose
-// input dims are neighbours in order are merged, [B, R, C] -> [B, C, R]
-// (B = 1 for a plain 2-D transpose); its extents if so.
-bool MergesToBatchedTranspose(const Tensor& in, const std::vector<int>& axis,
-                              int64_t* batch, int64_t* rows, int64_t* cols) {
-  const int rank = in.rank();
-  std::array<int, kMaxTransposeRank> run_of{};     // input dim -> output run
-  std::array<int, kMaxTransposeRank> run_start{};  // output run -> input dim
-  int runs = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (d == 0 || axis[d] != axis[d - 1] + 1) run_start[runs++] = axis[d];
-    run_of[axis[d]] = runs - 1;
-  }
-  if (runs != 2 && runs != 3) return false;
-  // Each run's place among the runs in input order, and its extent.
-  std::array<int, kMaxTransposeRank> position{};
-  std::array<int64_t, kMaxTransposeRank> extent{};
-  int next = -1;
-  for (int i = 0; i < rank; ++i) {
-    const bool starts = i == 0 || run_of[i] != run_of[i - 1];
-    if (starts) position[run_of[i]] = ++next;
-    extent[next] = (starts ? 1 : extent[next]) * in.dim(i);
-  }
-  std::array<int, 3> order{};  // output runs as input positions
-  for (int g = 0; g < runs; ++g) order[g] = position[run_of[run_start[g]]];
-  if (runs == 2 && order[0] == 1 && order[1] == 0) {
-    *batch = 1;
-    *rows = extent[0];
-    *cols = extent[1];
-    return true;
-  }
-  if (runs == 3 && order[0] == 0 && order[1] == 2 && order[2] == 1) {
-    *batch = extent[0];
-    *rows = extent[1];
-    *cols = extent[2];
-    return true;
-  }
-  return false;
-}
+// The same permutation with each run of output dims whose input dims are
+// neighbours in order merged into one dim: `dims` (in input order) and
+// `axis` over them, `rank` of each.
+struct MergedPermutation {
+  int rank = 0;
+  std::array<int64_t, kMaxTransposeRank> dims{};
+  std::array<int, kMaxTransposeRank> axis{};
+};
 
-// `axis` over `in`'s dims with each run of output dims whose input dims are
-// neighbours in order merged into one dim: fills `dims` (the merged dims, in
-// input order) and `merged_axis` (the same permutation over them); returns
-// their number.
-int MergeRuns(const Tensor& in, const std::vector<int>& axis,
-              std::array<int64_t, kMaxTransposeRank>* dims,
-              std::array<int, kMaxTransposeRank>* merged_axis) {
-  const int rank = in.rank();
+MergedPermutation MergeRuns(const Tensor& in, const std::vector<int>& axis) {
   std::array<int, kMaxTransposeRank> run_of{};  // input dim -> output run
-  int runs = 0;
-  for (int d = 0; d < rank; ++d) {
-    if (d == 0 || axis[d] != axis[d - 1] + 1) ++runs;
-    run_of[axis[d]] = runs - 1;
+  MergedPermutation m;
+  for (int d = 0; d < in.rank(); ++d) {
+    if (d == 0 || axis[d] != axis[d - 1] + 1) ++m.rank;
+    run_of[axis[d]] = m.rank - 1;
   }
   std::array<int, kMaxTransposeRank> position{};  // output run -> merged dim
   int next = -1;
-  for (int i = 0; i < rank; ++i) {
+  for (int i = 0; i < in.rank(); ++i) {
     const bool starts = i == 0 || run_of[i] != run_of[i - 1];
     if (starts) position[run_of[i]] = ++next;
-    (*dims)[next] = (starts ? 1 : (*dims)[next]) * in.dim(i);
+    m.dims[next] = (starts ? 1 : m.dims[next]) * in.dim(i);
   }
-  for (int g = 0; g < runs; ++g) (*merged_axis)[g] = position[g];
-  return runs;
+  for (int g = 0; g < m.rank; ++g) m.axis[g] = position[g];
+  return m;
+}
+
+// Whether the merged permutation is [B, R, C] -> [B, C, R] (B = 1 for a
+// plain 2-D transpose); its extents if so.
+bool IsBatchedTranspose(const MergedPermutation& m, int64_t* batch,
+                        int64_t* rows, int64_t* cols) {
+  if (m.rank == 2 && m.axis[0] == 1 && m.axis[1] == 0) {
+    *batch = 1;
+    *rows = m.dims[0];
+    *cols = m.dims[1];
+    return true;
+  }
+  if (m.rank == 3 && m.axis[0] == 0 && m.axis[1] == 2 && m.axis[2] == 1) {
+    *batch = m.dims[0];
+    *rows = m.dims[1];
+    *cols = m.dims[2];
+    return true;
+  }
+  return false;
 }
 
 // A permutation that is a batch of 2-D transposes ([B, R, C] -> [B, C, R]:
@@ -170,10 +151,9 @@ int MergeRuns(const Tensor& in, const std::vector<int>& axis,
 // both sides are read and written along cache lines. False for any other
 // permutation.
 template <typename T>
-bool BatchedTranspose(const Tensor& in, const std::vector<int>& axis,
-                      const T* src, T* dst) {
+bool BatchedTranspose(const MergedPermutation& m, const T* src, T* dst) {
   int64_t batch = 0, rows = 0, cols = 0;
-  if (!MergesToBatchedTranspose(in, axis, &batch, &rows, &cols)) return false;
+  if (!IsBatchedTranspose(m, &batch, &rows, &cols)) return false;
   constexpr int64_t kTile = 16;
   for (int64_t b = 0; b < batch; ++b) {
     const T* from = src + b * rows * cols;
@@ -209,22 +189,21 @@ Status Permute(const KernelContext& ctx, const Tensor& in,
     dst[0] = src[0];
     return Status::Ok();
   }
-  if (BatchedTranspose(in, axis, src, dst)) return Status::Ok();
   // Output dims whose input dims are neighbours in order move together:
   // merged into one dim, the walk below has fewer, longer levels (a channel
   // shuffle, [N, 2, C/2, H, W] by [0, 2, 1, 3, 4], copies H*W at a time).
-  std::array<int64_t, kMaxTransposeRank> dims{};  // merged, in input order
-  std::array<int, kMaxTransposeRank> merged_axis{};
-  const int merged = MergeRuns(in, axis, &dims, &merged_axis);
+  const MergedPermutation m = MergeRuns(in, axis);
+  if (BatchedTranspose(m, src, dst)) return Status::Ok();
+  const int merged = m.rank;
   std::array<int64_t, kMaxTransposeRank> in_stride{}, step{}, extent{}, index{};
   int64_t s = 1;
   for (int d = merged - 1; d >= 0; --d) {
     in_stride[d] = s;
-    s *= dims[d];
+    s *= m.dims[d];
   }
   for (int d = 0; d < merged; ++d) {
-    step[d] = in_stride[merged_axis[d]];  // input step of output dim d
-    extent[d] = dims[merged_axis[d]];
+    step[d] = in_stride[m.axis[d]];  // input step of output dim d
+    extent[d] = m.dims[m.axis[d]];
   }
   // Walk the output in order, moving the input offset along; the last
   // level is contiguous on both sides when the input's last dim stays last.

@@ -125,6 +125,13 @@ void AppendConv(Block* block, Scope* scope, const std::string& in,
   op->SetAttr("groups", 1);
 }
 
+// x [-1, 16, 6, 6] and conv a (16 -> 16) of it, which the channels-last
+// tests start from.
+void StartWithConvA(Block* block, Scope* scope) {
+  Declare(*block, "x", {-1, 16, 6, 6});
+  AppendConv(block, scope, "x", "a", 16, 16);
+}
+
 // `program` run on x gives `want` as "out" (within 1e-4).
 void ExpectOut(const Program& program, Scope* scope, const Tensor& x,
                const Tensor& want) {
@@ -189,10 +196,7 @@ TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
   Scope scope;
   Program program;
   Block& block = program.global_block();
-  Declare(block, "x", {-1, 16, 6, 6});
-  auto conv = [&](const std::string& in, const std::string& name, int64_t c,
-                  int64_t m) { AppendConv(&block, &scope, in, name, c, m); };
-  conv("x", "a", 16, 16);
+  StartWithConvA(&block, &scope);
   Declare(block, "sum", {-1, 16, 6, 6});
   OpDesc* add = block.AppendOp("elementwise_add");
   add->SetInput("X", {"a"});
@@ -204,7 +208,7 @@ TEST(InferenceFusionTest, ChannelsLastKeepsResidualsAndConcatsInside) {
   cat->SetInput("X", {"sum", "a"});
   cat->SetOutput("Out", {"cat"});
   cat->SetAttr("axis", 1);
-  conv("cat", "out", 32, 8);
+  AppendConv(&block, &scope, "cat", "out", 32, 8);
   ReferenceExecutor executor;
   const Tensor x = Random({2, 16, 6, 6}, -1, 1, 3);
   auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
@@ -234,10 +238,7 @@ TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
   Scope scope;
   Program program;
   Block& block = program.global_block();
-  Declare(block, "x", {-1, 16, 6, 6});
-  auto conv = [&](const std::string& in, const std::string& name, int64_t c,
-                  int64_t m) { AppendConv(&block, &scope, in, name, c, m); };
-  conv("x", "a", 16, 16);
+  StartWithConvA(&block, &scope);
   auto reshape = [&](const std::string& in, const std::string& out,
                      std::vector<int> shape, Dims declared) {
     Declare(block, out, declared);
@@ -257,7 +258,7 @@ TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
   t->SetOutput("XShape", {"swapped.xshape"});
   t->SetAttr("axis", std::vector<int>{0, 2, 1, 3, 4});
   reshape("swapped", "shuffled", {-1, 16, 6, 6}, {-1, 16, 6, 6});
-  conv("shuffled", "b", 16, 16);
+  AppendConv(&block, &scope, "shuffled", "b", 16, 16);
   Declare(block, "out", {-1, 16, 6, 6});
   OpDesc* relu = block.AppendOp("relu");
   relu->SetInput("X", {"b"});

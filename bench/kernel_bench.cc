@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "graph/ir/program.h"
+#include "kernels/cpu/blas.h"
 #include "kernels/cpu/spatial/dnnl_conv.h"
 #include "kernels/device_context.h"
 #include "kernels/op_runner.h"
@@ -373,7 +374,7 @@ int main(int argc, char** argv) {
     argv[--argc] = nullptr;
   }
 #endif
-  openblas_set_num_threads(1);
+  parex::cpu::SingleThreadedOpenBlas();  // as parex runs it
   RegisterAll();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -110,10 +110,16 @@ void RegisterNativeChannelsLast(const std::string& op_type,
   NativeRegistry()[op_type] = fn;
 }
 
-bool RunsChannelsLastNatively(KernelContext& ctx, DType dtype) {
+NativeChannelsLastFn NativeChannelsLastOf(const std::string& op_type) {
+  KernelRegistry::Global();  // the kernels register their predicates
   const auto& r = NativeRegistry();
-  auto it = r.find(ctx.op().type());
-  return it != r.end() && it->second(ctx, dtype);
+  auto it = r.find(op_type);
+  return it != r.end() ? it->second : nullptr;
+}
+
+bool RunsChannelsLastNatively(KernelContext& ctx, DType dtype) {
+  NativeChannelsLastFn fn = NativeChannelsLastOf(ctx.op().type());
+  return fn != nullptr && fn(ctx, dtype);
 }
 
 Status RunChannelsLast(const OpSchema& schema, KernelContext& ctx,

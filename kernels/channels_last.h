@@ -33,6 +33,9 @@ using NativeChannelsLastFn = bool (*)(KernelContext& ctx, DType dtype);
 void RegisterNativeChannelsLast(const std::string& op_type,
                                 NativeChannelsLastFn fn);
 bool RunsChannelsLastNatively(KernelContext& ctx, DType dtype);
+// The predicate registered for `op_type`; null when none (PreparedOp
+// looks it up once).
+NativeChannelsLastFn NativeChannelsLastOf(const std::string& op_type);
 
 // Runs `kernel` (for `dtype`) on the NCHW view of `ctx`'s op. Host places
 // only (an error naming the op and the place elsewhere). `state` is made on

@@ -18,6 +18,15 @@ const std::vector<Variable*>* KernelContext::Find(
   return nullptr;
 }
 
+bool KernelContext::HasAttr(std::string_view name) const {
+  for (const auto& [kept, has] : has_attr_) {
+    if (kept == name) return has;
+  }
+  const bool has = op_.HasAttr(name);
+  has_attr_.emplace_back(std::string(name), has);
+  return has;
+}
+
 int KernelContext::InputCount(std::string_view slot) const {
   const auto* vars = Find(inputs_, slot);
   return vars ? static_cast<int>(vars->size()) : 0;

@@ -78,6 +78,11 @@ class KernelContext {
     return ref;
   }
 
+  // Whether the op itself carries the attribute (a schema default does not
+  // count), kept as Attr's values are: the optional attributes of fused
+  // forms (fuse_activation, constant_filter) cost no search after the first.
+  bool HasAttr(std::string_view name) const;
+
   // Every tensor bound to `slots` is present and of `dtype`, as a kernel
   // reads them (empty arguments are skipped: the schema enforced required
   // slots). Errors name the op, slot and dtypes.
@@ -122,6 +127,7 @@ class KernelContext {
   const OpDesc& op_;
   DeviceContext* device_context_;
   mutable std::vector<CachedAttr> attrs_;
+  mutable std::vector<std::pair<std::string, bool>> has_attr_;
   std::vector<Binding> inputs_;
   std::vector<Binding> outputs_;
   std::unique_ptr<KernelState> state_;

@@ -23,6 +23,9 @@ StatusOr<std::unique_ptr<PreparedOp>> PreparedOp::Prepare(
   }
   prepared->shape_from_values_ = (*schema)->ShapeFromValuesOf(op);
   prepared->channels_last_ = ChannelsLastOf(op) != nullptr;
+  if (prepared->channels_last_) {
+    prepared->native_ = NativeChannelsLastOf(op.type());
+  }
   PAREX_RETURN_IF_ERROR(
       BindVariablesDeferred(op, scope, &prepared->ctx_, &prepared->inputs_));
   for (const auto& slot : op.proto().outputs()) {
@@ -113,10 +116,11 @@ Status PreparedOp::Run() {
     cached_ = false;
     PAREX_RETURN_IF_ERROR(InferAndAllocateOutputs(*schema_, ctx_, dtype));
   }
-  Status status = channels_last_ && !RunsChannelsLastNatively(ctx_, dtype)
-                      ? RunChannelsLast(*schema_, ctx_, kernel_, dtype,
-                                        &channels_last_state_)
-                      : kernel_(ctx_);
+  const bool view =
+      channels_last_ && (native_ == nullptr || !native_(ctx_, dtype));
+  Status status = view ? RunChannelsLast(*schema_, ctx_, kernel_, dtype,
+                                         &channels_last_state_)
+                       : kernel_(ctx_);
   // After the kernel: what the next run compares against.
   if (status.ok() && !cached) RememberShapes();
   if (!status.ok() && status.message().rfind(op_.Label(), 0) != 0) {

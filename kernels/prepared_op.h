@@ -51,8 +51,9 @@ class PreparedOp {
   DType kernel_dtype_ = DType::kUndefined;
   KernelFn kernel_ = nullptr;  // for kernel_dtype_, once looked up
   bool cached_ = false;
-  bool shape_from_values_ = false;  // infer at every run (input values)
-  bool channels_last_ = false;      // NHWC: kernels/channels_last.h
+  bool shape_from_values_ = false;         // infer at every run (input values)
+  bool channels_last_ = false;             // NHWC: kernels/channels_last.h
+  NativeChannelsLastFn native_ = nullptr;  // its kernel's predicate, if any
   ChannelsLastStatePtr channels_last_state_;
   Scope* control_flow_scope_ = nullptr;  // a control-flow op's scope
   std::vector<Shape> input_shapes_;      // per inputs_ entry

@@ -259,6 +259,7 @@ Status FuseModel(const std::vector<Place>& places, InferenceModel* model,
   LogInfo(Subsystem::kApp,
           "fused: " + std::to_string(fused.folded_batch_norms) +
               " batch norms folded into convolutions, " +
+              std::to_string(fused.fused_residuals) + " residual adds, " +
               std::to_string(fused.fused_activations) + " activations, " +
               std::to_string(fused.channels_last_ops) +
               " ops channels-last with " + std::to_string(fused.transposes) +

@@ -4,8 +4,9 @@
 // that do not care about the layout (activations, elementwise ops of two
 // such tensors of one shape, concat and split along the channels, and
 // ShuffleNet's channel shuffle: reshape2 / transpose2 / reshape2 rewritten
-// to shuffle the last dim); transpose2 where a tensor crosses between the
-// layouts (feeds, fetches, pools, ...). Fetched vars keep their layout.
+// to shuffle the last dim), and pool2d on a channels-last input (its NHWC
+// kernel); transpose2 where a tensor crosses between the layouts (feeds,
+// fetches, flatten, ...). Fetched vars keep their layout.
 #pragma once
 
 #include <string>

@@ -142,6 +142,57 @@ class Fuser {
     return true;
   }
 
+  // conv (i)'s output as edited so far.
+  std::string ConvOutput(int i) const {
+    const auto edited = edits_.find(i);
+    return edited != edits_.end() && edited->second.outputs.count("Output") != 0
+               ? edited->second.outputs.at("Output")
+               : block_.op(i).FirstOutput("Output");
+  }
+
+  // conv (i) + elementwise_add of its output and a tensor of the same
+  // declared shape and dtype -> conv with that tensor as ResidualData
+  // (added after the Bias, before an activation FuseActivation then fuses),
+  // run where the add was: the shortcut may be computed after the conv
+  // (ResNet's downsampling branch). a + b is b + a in floating point, so
+  // the operands' order does not matter.
+  bool FuseResidual(int i) {
+    const OpDesc& conv = block_.op(i);
+    if (!IsConv(conv) || conv.HasInput("ResidualData") ||
+        !AttrOr<std::string>(conv, "fuse_activation", "").empty() ||
+        AttrOr<std::string>(conv, "data_format", "NCHW") == "NHWC") {
+      return false;
+    }
+    const std::string y = ConvOutput(i);
+    std::string other = "Y";
+    int a = SoleReader(i, y, "X");
+    if (a < 0) {
+      a = SoleReader(i, y, "Y");
+      other = "X";
+    }
+    if (a < 0 || block_.op(a).type() != "elementwise_add") return false;
+    const std::vector<std::string> rs = block_.op(a).Input(other);
+    const VarDesc* yv = block_.FindVar(y);
+    const VarDesc* rv = rs.size() == 1 ? block_.FindVar(rs[0]) : nullptr;
+    if (rv == nullptr || yv == nullptr || rs[0] == y || !rv->is_tensor() ||
+        rv->rank() != 4 || rv->dims() != yv->dims() ||
+        rv->dtype() != yv->dtype() || Count(uses_.writers, rs[0]) > 1) {
+      return false;
+    }
+    // What the conv reads keeps its value until the add (one writer each,
+    // before the conv).
+    for (const std::string& name : conv.InputArgumentNames()) {
+      if (Count(uses_.writers, name) > 1) return false;
+    }
+    Edit(i).type = "conv2d";
+    Edit(i).inputs["ResidualData"] = rs[0];
+    Edit(i).outputs["Output"] = block_.op(a).FirstOutput("Out");
+    removed_.insert(a);
+    moved_[a] = i;
+    ++residuals_;
+    return true;
+  }
+
   // conv (i) + relu / relu6 -> conv with fuse_activation.
   void FuseActivation(int i) {
     const OpDesc& conv = block_.op(i);
@@ -149,11 +200,7 @@ class Fuser {
         !AttrOr<std::string>(conv, "fuse_activation", "").empty()) {
       return;
     }
-    const auto edited = edits_.find(i);
-    const std::string y =
-        edited != edits_.end() && edited->second.outputs.count("Output") != 0
-            ? edited->second.outputs.at("Output")
-            : conv.FirstOutput("Output");
+    const std::string y = ConvOutput(i);
     const int a = SoleReader(i, y, "X");
     if (a < 0) return;
     const OpDesc& act = block_.op(a);
@@ -174,8 +221,20 @@ class Fuser {
   StatusOr<FusedProgram> Finish(bool mark_constant_filters) {
     proto::BlockDesc* block = desc_.mutable_blocks(0);
     google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
+    // The ops kept, in order; a conv that took in a residual add runs
+    // where the add was.
+    std::vector<int> order;
+    std::set<int> moving;
+    for (const auto& [add, conv] : moved_) moving.insert(conv);
     for (int i = 0; i < block->ops_size(); ++i) {
-      if (removed_.count(i) != 0) continue;
+      const auto moved = moved_.find(i);
+      if (moved != moved_.end()) {
+        order.push_back(moved->second);
+      } else if (removed_.count(i) == 0 && moving.count(i) == 0) {
+        order.push_back(i);
+      }
+    }
+    for (const int i : order) {
       proto::OpDesc* op = kept.Add();
       *op = block->ops(i);
       OpDesc view(op, 0, i);
@@ -214,6 +273,7 @@ class Fuser {
     out.fold = std::move(fold_);
     out.folded_batch_norms = folded_;
     out.fused_activations = fused_;
+    out.fused_residuals = residuals_;
     return out;
   }
 
@@ -294,8 +354,9 @@ class Fuser {
   Program fold_;
   std::map<int, OpEdit> edits_;
   std::set<int> removed_;
+  std::map<int, int> moved_;  // a residual add's index -> the conv's
   std::map<std::string, std::pair<DType, Dims>> new_vars_;
-  int folded_ = 0, fused_ = 0;
+  int folded_ = 0, fused_ = 0, residuals_ = 0;
 };
 
 }  // namespace
@@ -308,6 +369,7 @@ StatusOr<FusedProgram> FuseForInference(
   const int n = program.global_block().num_ops();
   for (int i = 0; i < n; ++i) {
     if (fusions.fold_batch_norm) fuser.FoldBatchNorm(i);
+    if (fusions.fuse_residual) fuser.FuseResidual(i);
     if (fusions.fuse_activation) fuser.FuseActivation(i);
   }
   PAREX_ASSIGN_OR_RETURN(FusedProgram fused,

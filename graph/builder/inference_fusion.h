@@ -13,6 +13,11 @@
 //                     Filter' and Bias' are new persistables, made from the
 //                     parameters by the `fold` program (ops of parex's own
 //                     kernels), which runs once before `main`.
+//   fuse_residual     conv2d / depthwise_conv2d whose output only an
+//                     elementwise_add with a tensor of the same shape reads
+//                     (a residual block's shortcut) -> conv2d with that
+//                     tensor as ResidualData, run where the add was; an
+//                     activation after the add then fuses too.
 //   fuse_activation   conv2d / depthwise_conv2d whose output only a relu or
 //                     relu6 reads -> conv2d with attribute fuse_activation
 //                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
@@ -35,6 +40,7 @@ namespace parex {
 
 struct InferenceFusions {
   bool fold_batch_norm = true;
+  bool fuse_residual = true;
   bool fuse_activation = true;
   // conv2d's constant_filter on every conv2d whose Filter is a persistable
   // no op of the program writes (the folded ones included): a kernel may
@@ -52,6 +58,7 @@ struct FusedProgram {
   Program fold;  // no ops when nothing was folded
   int folded_batch_norms = 0;
   int fused_activations = 0;
+  int fused_residuals = 0;
   int channels_last_ops = 0;  // ops run channels-last
   int transposes = 0;         // transpose2 ops added between the layouts
 };

@@ -12,14 +12,12 @@
 extern "C" void omp_set_num_threads(int num_threads);
 #endif
 
+// Ends the pthread build's worker pool (OpenBLAS calls it before a fork);
+// weak, as builds without that pool (serial, OpenMP) need not have it.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace parex::cpu {
 namespace {
-
-// OpenBLAS would otherwise start its own thread pool inside every kernel.
-void SingleThreadedOpenBlas() {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-}
 
 std::atomic<int> g_intra_op_threads{1};
 
@@ -33,6 +31,14 @@ constexpr int64_t kDnnlMinWork = 16 * 1024;
 #endif
 
 }  // namespace
+
+void SingleThreadedOpenBlas() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  });
+}
 
 void SetIntraOpThreads(int threads) {
   g_intra_op_threads.store(threads < 1 ? 1 : threads,

@@ -17,6 +17,14 @@ int IntraOpThreads();
 // before each oneDNN primitive is made or run.
 void UseIntraOpThreads();
 
+// OpenBLAS on one thread, its own worker pool ended (once per process;
+// RegisterCpuKernels calls it, Gemm too). The pthread build starts the pool
+// when the library loads, and each idle worker polls for work about 0.1 s
+// before it sleeps: on a 2-core machine that spell took a core from a
+// run's first steps (parex infer's first ~200 batch-1 runs of a small
+// convnet). parex never asks OpenBLAS for threads.
+void SingleThreadedOpenBlas();
+
 // C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op transposes when
 // the flag is set. lda/ldb/ldc are the row strides of A, B and C as stored.
 template <typename T>

@@ -1,8 +1,11 @@
 #include "kernels/cpu/cpu_kernels.h"
 
+#include "kernels/cpu/blas.h"
+
 namespace parex {
 
 void RegisterCpuKernels(KernelRegistry* r) {
+  cpu::SingleThreadedOpenBlas();
   RegisterIoKernels(r);
   RegisterFillKernels(r);
   RegisterElementwiseKernels(r);

@@ -421,9 +421,8 @@ Status CompareKernel(KernelContext& ctx) {
   PAREX_RETURN_IF_ERROR(ctx.CheckInputs<T>({"X", "Y"}));
   const Tensor* x = ctx.Input("X");
   const Tensor* y = ctx.Input("Y");
-  StatusOr<BroadcastSpec> spec =
-      BroadcastBoth(x->dims(), y->dims(),
-                    ctx.op().HasAttr("axis") ? ctx.Attr<int>("axis") : -1);
+  StatusOr<BroadcastSpec> spec = BroadcastBoth(
+      x->dims(), y->dims(), ctx.HasAttr("axis") ? ctx.Attr<int>("axis") : -1);
   if (!spec.ok()) return ctx.Error(spec.status().message());
   const int rank = static_cast<int>(spec->out.size());
   if (rank > static_cast<int>(kMaxRank)) {

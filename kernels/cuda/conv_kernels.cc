@@ -203,7 +203,7 @@ Status Conv2dKernel(KernelContext& ctx) {
   // Bias and ResidualData: the fused forms Paddle files may carry. A fused
   // activation (parex's inference fusions run on CPU places only) is
   // refused rather than left out.
-  if (ctx.op().HasAttr("fuse_activation") &&
+  if (ctx.HasAttr("fuse_activation") &&
       !ctx.Attr<std::string>("fuse_activation").empty()) {
     return ctx.Error("fuse_activation '" +
                      ctx.Attr<std::string>("fuse_activation") +

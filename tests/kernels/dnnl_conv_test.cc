@@ -299,32 +299,42 @@ TEST_F(DnnlConvTest, ByDefaultWholeChannelBlocksAndDepthwiseGoToOneDnn) {
   EXPECT_TRUE(cpu::DnnlConvChosen(p));
 }
 
-// Channels-last conv2d with the fused form's Bias and activation, run by
-// oneDNN on the NHWC tensors (NativeChannelsLastConv: NHWC kernels, or
-// 16-channel blocks for a wide filter on a tiny plane), against the same
-// op on its NCHW view through im2col (oneDNN off).
+// Channels-last conv2d with the fused form's Bias, ResidualData and
+// activation, run by oneDNN on the NHWC tensors (NativeChannelsLastConv:
+// NHWC kernels, 16-channel blocks for a wide filter on a tiny plane, a
+// matmul for a 1x1 of stride 1; the residual summed into the output),
+// against the same op on its NCHW view through im2col (oneDNN off).
 TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
   struct NhwcCase {
     const char* name;
     Dims input, filter;  // input NHWC, filter OIHW
     int groups;
     const char* act;
+    bool residual;
   };
   const NhwcCase cases[] = {
-      {"tiny_plane_blocked", {2, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu"},
-      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, "relu6"},
-      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, "relu6"},
-      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, ""}};
+      {"tiny_plane_blocked", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu", false},
+      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, "relu6", false},
+      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, "relu6", false},
+      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, "", false},
+      {"one_by_one_relu6", {1, 3, 3, 16}, {40, 16, 1, 1}, 1, "relu6", false},
+      {"residual_3x3_relu", {2, 6, 6, 16}, {16, 16, 3, 3}, 1, "relu", true},
+      {"residual_tiny_plane", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu", true},
+      {"residual_1x1", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, "", true}};
   for (const NhwcCase& c : cases) {
     const bool one = c.filter[2] == 1;
+    const Dims out = {c.input[0], c.input[1], c.input[2], c.filter[0]};
     auto run = [&](cpu::DnnlConvMode mode, int64_t* executions) {
       cpu::SetDnnlConvMode(mode);
       const int64_t before = cpu::DnnlConvExecutions();
       OpTester t("conv2d");
       t.Input("Input", RandomTensor(c.input, -1, 1, 21, DType::kFP32))
           .Input("Filter", RandomTensor(c.filter, -1, 1, 22, DType::kFP32))
-          .Input("Bias", RandomTensor({c.filter[0]}, -1, 1, 23, DType::kFP32))
-          .Output("Output")
+          .Input("Bias", RandomTensor({c.filter[0]}, -1, 1, 23, DType::kFP32));
+      if (c.residual) {
+        t.Input("ResidualData", RandomTensor(out, -2, 2, 24, DType::kFP32));
+      }
+      t.Output("Output")
           .Attr("strides", std::vector<int>{1, 1})
           .Attr("paddings",
                 one ? std::vector<int>{0, 0} : std::vector<int>{1, 1})

@@ -284,6 +284,78 @@ TEST(InferenceFusionTest, ChannelsLastShufflesChannelsInPlace) {
   ExpectOut(fused->main, &scope, x, (*want)[0]);
 }
 
+// A residual block as Paddle's ResNets write it: conv+bn+relu, conv+bn,
+// then the shortcut's conv+bn (after the second conv, as the downsampling
+// branch), the add, a relu, and a conv reading the block (out, fetched).
+// The second conv takes the add in (ResidualData) and the relu, and runs
+// where the add was, after the shortcut; NHWC and NCHW.
+TEST(InferenceFusionTest, ResidualAddsFuseIntoTheConvBeforeThem) {
+  Scope scope;
+  Program program;
+  Block& block = program.global_block();
+  Declare(block, "x", {-1, 16, 6, 6});
+  std::string h =
+      ConvBnAct(&program, &scope, "x", "b1", "conv2d", 16, 16, 1, "relu");
+  const std::string main_path =
+      ConvBnAct(&program, &scope, h, "b2", "conv2d", 16, 16, 1, "");
+  const std::string shortcut =
+      ConvBnAct(&program, &scope, "x", "s", "conv2d", 16, 16, 1, "");
+  Declare(block, "sum", {-1, 16, 6, 6});
+  OpDesc* add = block.AppendOp("elementwise_add");
+  add->SetInput("X", {main_path});
+  add->SetInput("Y", {shortcut});
+  add->SetOutput("Out", {"sum"});
+  add->SetAttr("axis", -1);
+  Declare(block, "r", {-1, 16, 6, 6});
+  OpDesc* relu = block.AppendOp("relu");
+  relu->SetInput("X", {"sum"});
+  relu->SetOutput("Out", {"r"});
+  AppendConv(&block, &scope, "r", "out", 16, 8);
+  ReferenceExecutor executor;
+  const Tensor x = Random({2, 16, 6, 6}, -1, 1, 9);
+  auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+
+  for (const bool channels_last : {true, false}) {
+    InferenceFusions fusions;
+    fusions.channels_last = channels_last;
+    auto fused = FuseForInference(program, {"out"}, fusions);
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    EXPECT_EQ(fused->fused_residuals, 1);
+    EXPECT_EQ(fused->fused_activations, 2);  // b1's relu, the block's
+    EXPECT_EQ(CountOps(fused->main, "elementwise_add"), 0);
+    EXPECT_EQ(CountOps(fused->main, "relu"), 0);
+    int shortcut_at = -1, residual_at = -1;
+    const Block& b = fused->main.global_block();
+    for (int i = 0; i < b.num_ops(); ++i) {
+      const OpDesc& op = b.op(i);
+      if (op.type() != "conv2d") continue;
+      if (op.FirstOutput("Output") == shortcut) shortcut_at = i;
+      if (op.HasInput("ResidualData")) {
+        residual_at = i;
+        EXPECT_EQ(*op.GetAttr<std::string>("fuse_activation"), "relu");
+        EXPECT_EQ(op.FirstOutput("Output"), "r");
+        EXPECT_EQ(op.FirstInput("ResidualData"), shortcut);
+        const auto layout = op.GetAttr<std::string>("data_format");
+        EXPECT_EQ(layout.ok() ? *layout : "NCHW",
+                  channels_last ? "NHWC" : "NCHW");
+      }
+    }
+    ASSERT_GE(shortcut_at, 0);
+    EXPECT_GT(residual_at, shortcut_at);
+    ReferenceExecutor fold;
+    ASSERT_TRUE(fold.Run(fused->fold, &scope, {}, {}).ok());
+    ExpectOut(fused->main, &scope, x, (*want)[0]);
+  }
+  // Switched off, the add stays.
+  InferenceFusions off;
+  off.fuse_residual = false;
+  auto kept = FuseForInference(program, {"out"}, off);
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(kept->fused_residuals, 0);
+  EXPECT_EQ(CountOps(kept->main, "elementwise_add"), 1);
+}
+
 TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   Scope scope;
   std::string out;
@@ -311,7 +383,8 @@ TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   EXPECT_EQ(kept->fold.global_block().num_ops(), 0);
 
   // Switched off, nothing changes.
-  auto off = FuseForInference(program, {out}, {false, false, false, false});
+  auto off =
+      FuseForInference(program, {out}, {false, false, false, false, false});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->main.proto().SerializeAsString(),
             program.proto().SerializeAsString());

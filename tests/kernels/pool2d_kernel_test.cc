@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include "graph/ir/op_schema.h"
 #include "tests/kernels/op_tester.h"
@@ -231,6 +233,139 @@ TEST(Pool2dKernelTest, Gradients) {
         .Attr("adaptive", c.adaptive);
     EXPECT_THAT(t.CheckGrad({"X"}, {"Out"}), IsEmpty());
   }
+}
+
+// [N, C, H, W] <-> [N, H, W, C] of a 4-D tensor of T.
+template <typename T>
+Tensor MoveChannels(const Tensor& x, bool to_last) {
+  const Dims& d = x.dims();
+  const int64_t n = d[0], c = to_last ? d[1] : d[3];
+  const int64_t h = to_last ? d[2] : d[1], w = to_last ? d[3] : d[2];
+  std::vector<T> out(x.numel());
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t k = 0; k < c; ++k) {
+      for (int64_t p = 0; p < h * w; ++p) {
+        const int64_t first = (b * c + k) * h * w + p;
+        const int64_t last = (b * h * w + p) * c + k;
+        out[to_last ? last : first] = x.data<T>()[to_last ? first : last];
+      }
+    }
+  }
+  return MakeTensor<T>(to_last ? Dims{n, h, w, c} : Dims{n, c, h, w}, out);
+}
+
+// pool2d with data_format NHWC runs on the NHWC tensor itself
+// (NativeChannelsLastPool): every mode gives the NCHW kernel's values bit
+// for bit, NaNs and windows wholly in the padding included.
+template <typename T>
+void ExpectNhwcPoolsAsNchw() {
+  struct Case {
+    const char* name;
+    const char* type;
+    std::vector<int> ksize, strides, paddings;
+    bool exclusive, ceil_mode, adaptive, global;
+  };
+  const Case cases[] = {
+      {"max 3x3 s2 p1",
+       "max",
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       true,
+       false,
+       false,
+       false},
+      {"avg 3x3 s1 p1 exclusive",
+       "avg",
+       {3, 3},
+       {1, 1},
+       {1, 1},
+       true,
+       false,
+       false,
+       false},
+      {"avg inclusive",
+       "avg",
+       {3, 3},
+       {2, 2},
+       {1, 1},
+       false,
+       false,
+       false,
+       false},
+      {"max ceil_mode",
+       "max",
+       {2, 2},
+       {3, 3},
+       {1, 1},
+       true,
+       true,
+       false,
+       false},
+      {"avg ceil_mode",
+       "avg",
+       {2, 2},
+       {3, 3},
+       {1, 1},
+       true,
+       true,
+       false,
+       false},
+      {"avg adaptive 3x2",
+       "avg",
+       {3, 2},
+       {1, 1},
+       {0, 0},
+       true,
+       false,
+       true,
+       false},
+      {"max adaptive 1x1",
+       "max",
+       {1, 1},
+       {1, 1},
+       {0, 0},
+       true,
+       false,
+       true,
+       false},
+      {"avg global", "avg", {1, 1}, {1, 1}, {0, 0}, true, false, false, true},
+  };
+  Tensor x = RandomTensor({2, 19, 7, 5}, -1, 1, 41, DTypeOf<T>());
+  x.data<T>()[3] = std::numeric_limits<T>::quiet_NaN();
+  for (const Case& c : cases) {
+    auto run = [&](const Tensor& in, const char* layout) {
+      OpTester t("pool2d");
+      Pool(t, c.type, in, c.ksize)
+          .Attr("strides", c.strides)
+          .Attr("paddings", c.paddings)
+          .Attr("exclusive", c.exclusive)
+          .Attr("ceil_mode", c.ceil_mode)
+          .Attr("adaptive", c.adaptive)
+          .Attr("global_pooling", c.global)
+          .Attr("data_format", std::string(layout));
+      Status s = t.Run();
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s.ToString();
+      return t.Out("Out");
+    };
+    const Tensor nchw = run(x, "NCHW");
+    const Tensor nhwc =
+        MoveChannels<T>(run(MoveChannels<T>(x, true), "NHWC"), false);
+    ASSERT_EQ(nhwc.dims(), nchw.dims()) << c.name;
+    for (int64_t i = 0; i < nchw.numel(); ++i) {
+      const T a = nchw.data<T>()[i], b = nhwc.data<T>()[i];
+      if (std::isnan(a)) {
+        EXPECT_TRUE(std::isnan(b)) << c.name << " element " << i;
+      } else {
+        ASSERT_EQ(a, b) << c.name << " element " << i;
+      }
+    }
+  }
+}
+
+TEST(Pool2dKernelTest, ChannelsLastPoolsAsChannelsFirst) {
+  ExpectNhwcPoolsAsNchw<float>();
+  ExpectNhwcPoolsAsNchw<double>();
 }
 
 TEST(Pool2dKernelTest, WindowLargerThanImageIsAnError) {

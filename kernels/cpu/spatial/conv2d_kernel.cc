@@ -10,6 +10,7 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -157,7 +158,7 @@ struct FusedActivation {
 
 StatusOr<FusedActivation> ReadFusedActivation(const KernelContext& ctx) {
   FusedActivation a;
-  if (!ctx.op().HasAttr("fuse_activation")) return a;
+  if (!ctx.HasAttr("fuse_activation")) return a;
   const std::string act = ctx.Attr<std::string>("fuse_activation");
   if (act.empty()) return a;
   if (act != "relu" && act != "relu6") {
@@ -166,7 +167,7 @@ StatusOr<FusedActivation> ReadFusedActivation(const KernelContext& ctx) {
   }
   a.kind = act == "relu" ? 1 : 2;
   const float alpha =
-      ctx.op().HasAttr("fuse_alpha") ? ctx.Attr<float>("fuse_alpha") : 0.0f;
+      ctx.HasAttr("fuse_alpha") ? ctx.Attr<float>("fuse_alpha") : 0.0f;
   if (alpha > 0.0f) a.threshold = alpha;
   return a;
 }
@@ -211,8 +212,7 @@ Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
 // The op says its Filter is constant (set by the inference fusions): a
 // kernel may keep what it derives from it.
 bool ConstantFilter(const KernelContext& ctx) {
-  return ctx.op().HasAttr("constant_filter") &&
-         ctx.Attr<bool>("constant_filter");
+  return ctx.HasAttr("constant_filter") && ctx.Attr<bool>("constant_filter");
 }
 
 // conv2d through oneDNN (fp32 only; UseDnnl said yes). Without
@@ -250,66 +250,109 @@ bool DnnlForward(KernelContext& ctx, cpu::DnnlConvParams params,
 }
 
 bool IsChannelsLast(const KernelContext& ctx) {
-  return ctx.op().HasAttr("data_format") &&
+  return ctx.HasAttr("data_format") &&
          ctx.Attr<std::string>("data_format") == "NHWC";
 }
 
-// A channels-last (NHWC) fp32 conv2d run by oneDNN on the NHWC tensors
-// themselves, its Bias and activation inside the primitive: the params,
-// the primitive made; false where that cannot be (ResidualData, oneDNN
-// off or without real kernels for it), and the op then runs on its NCHW
-// view (kernels/channels_last.h).
-bool NativeNhwcParams(KernelContext& ctx, cpu::DnnlConvParams* p) {
-  if (!cpu::DnnlAvailable() ||
-      cpu::GetDnnlConvMode() == cpu::DnnlConvMode::kNever ||
-      ctx.Input("ResidualData") != nullptr) {
-    return false;
-  }
-  const Tensor* input = ctx.Input("Input");
-  const Tensor* filter = ctx.Input("Filter");
-  const Tensor* output = ctx.Output("Output");
-  if (input == nullptr || filter == nullptr || output == nullptr ||
-      input->rank() != 4 || filter->rank() != 4 || output->rank() != 4) {
+// What a channels-last conv keeps between runs besides its primitives: the
+// oneDNN terms derived for the dims it last saw and whether oneDNN takes
+// them, so that a steady run (the predicate, then the kernel) reads no
+// attribute and derives no shape again.
+struct NhwcConv : cpu::DnnlConv {
+  bool known = false;
+  cpu::DnnlConvMode mode = cpu::DnnlConvMode::kNever;
+  Dims input, filter, output;
+  bool supported = false;
+  cpu::DnnlConvParams params;
+  bool constant_filter = false;
+};
+
+// The terms of a channels-last fp32 conv2d run by oneDNN on the NHWC tensors
+// themselves, its Bias, ResidualData and activation inside the primitive
+// (the residual copied into the output first, then summed into it); false
+// where that cannot be (a residual of another shape).
+bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
+                      const Tensor& filter, const Tensor& output,
+                      cpu::DnnlConvParams* p) {
+  const Tensor* residual = ctx.Input("ResidualData");
+  if (residual != nullptr && (residual->dims() != output.dims() ||
+                              residual->dtype() != DType::kFP32)) {
     return false;
   }
   const ConvShape s =
-      GetConvShape(ctx, ToChannelsFirst(input->dims()), filter->dims(),
-                   ToChannelsFirst(output->dims()));
+      GetConvShape(ctx, ToChannelsFirst(input.dims()), filter.dims(),
+                   ToChannelsFirst(output.dims()));
   if (!DnnlParams<float>(s, p)) return false;
   StatusOr<FusedActivation> act = ReadFusedActivation(ctx);
   if (!act.ok()) return false;
   p->bias = ctx.Input("Bias") != nullptr;
   p->activation = act->kind;
   p->threshold = act->kind == 2 ? act->threshold : 0.0f;
+  p->residual = residual != nullptr;
   p->nhwc = true;
-  return ctx.State<cpu::DnnlConv>()->ForwardSupported(*p);
+  return true;
+}
+
+// A channels-last conv's state with its terms for this run's dims; null
+// where oneDNN cannot run it on the NHWC tensors (off, or the op's
+// tensors are not 4-D), and the op then runs on its NCHW view
+// (kernels/channels_last.h).
+NhwcConv* NativeNhwc(KernelContext& ctx) {
+  if (!cpu::DnnlAvailable()) return nullptr;
+  const cpu::DnnlConvMode mode = cpu::GetDnnlConvMode();
+  if (mode == cpu::DnnlConvMode::kNever) return nullptr;
+  const Tensor* input = ctx.Input("Input");
+  const Tensor* filter = ctx.Input("Filter");
+  const Tensor* output = ctx.Output("Output");
+  if (input == nullptr || filter == nullptr || output == nullptr ||
+      input->rank() != 4 || filter->rank() != 4 || output->rank() != 4) {
+    return nullptr;
+  }
+  NhwcConv* st = ctx.State<NhwcConv>();
+  if (!st->known || st->mode != mode || st->input != input->dims() ||
+      st->filter != filter->dims() || st->output != output->dims()) {
+    st->known = true;
+    st->mode = mode;
+    st->input = input->dims();
+    st->filter = filter->dims();
+    st->output = output->dims();
+    st->constant_filter = ConstantFilter(ctx);
+    st->supported =
+        DeriveNhwcParams(ctx, *input, *filter, *output, &st->params) &&
+        st->ForwardSupported(st->params);
+  }
+  return st->supported ? st : nullptr;
 }
 
 bool NativeChannelsLastConv(KernelContext& ctx, DType dtype) {
-  if (dtype != DType::kFP32 || !ctx.place().is_cpu() || !IsChannelsLast(ctx)) {
-    return false;
-  }
-  cpu::DnnlConvParams p;
-  return NativeNhwcParams(ctx, &p);
+  return dtype == DType::kFP32 && ctx.place().is_cpu() && IsChannelsLast(ctx) &&
+         NativeNhwc(ctx) != nullptr;
 }
 
 template <typename T>
 Status Conv2dNhwc(KernelContext& ctx) {
-  cpu::DnnlConvParams p;
-  if (!std::is_same<T, float>::value || !NativeNhwcParams(ctx, &p)) {
+  NhwcConv* conv = std::is_same<T, float>::value ? NativeNhwc(ctx) : nullptr;
+  if (conv == nullptr) {
     return Internal(ctx.op().Label() +
                     ": a channels-last conv2d reached its kernel without its "
                     "NCHW view");
   }
   const Tensor* bias = ctx.Input("Bias");
-  const bool constant = ConstantFilter(ctx);
-  const bool ran = ctx.State<cpu::DnnlConv>()->Forward(
-      p, reinterpret_cast<const float*>(ctx.Input("Input")->data<T>()),
+  Tensor* output = ctx.Output("Output");
+  if (conv->params.residual) {
+    const Tensor* residual = ctx.Input("ResidualData");
+    if (residual->raw_data() != output->raw_data()) {
+      std::memcpy(output->raw_data(), residual->raw_data(), output->bytes());
+    }
+  }
+  const bool ran = conv->Forward(
+      conv->params,
+      reinterpret_cast<const float*>(ctx.Input("Input")->data<T>()),
       reinterpret_cast<const float*>(ctx.Input("Filter")->data<T>()),
-      reinterpret_cast<float*>(ctx.Output("Output")->data<T>()),
+      reinterpret_cast<float*>(output->data<T>()),
       bias != nullptr ? reinterpret_cast<const float*>(bias->data<T>())
                       : nullptr,
-      constant);
+      conv->constant_filter);
   if (!ran) return Internal(ctx.op().Label() + ": oneDNN declined NHWC");
   return Status::Ok();
 }

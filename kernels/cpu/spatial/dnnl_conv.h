@@ -35,6 +35,9 @@ struct DnnlConvParams {
   bool bias = false;
   int activation = 0;
   float threshold = 0.0f;
+  // Forward only: dst holds a residual when the primitive runs, added to
+  // the convolution and bias before the activation (ResidualData).
+  bool residual = false;
   // Forward only: src and dst channels-last (NHWC; extents as above), read
   // and written in place by the primitive, never reordered.
   bool nhwc = false;
@@ -78,10 +81,11 @@ class DnnlConv : public KernelState {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
-  // dst = act(conv(src, weights) + bias) (p.bias, p.activation; `bias`
-  // null without). `constant_weights`: `weights` hold the same values on
-  // every call with the same pointer (a filter no op writes), so their
-  // reorder into the primitive's layout is kept rather than redone.
+  // dst = act(conv(src, weights) + bias [+ dst]) (p.bias, p.activation,
+  // p.residual: dst holds the residual; `bias` null without).
+  // `constant_weights`: `weights` hold the same values on every call with the
+  // same pointer (a filter no op writes), so their reorder into the primitive's
+  // layout is kept rather than redone.
   bool Forward(const DnnlConvParams& p, const float* src, const float* weights,
                float* dst, const float* bias = nullptr,
                bool constant_weights = false);

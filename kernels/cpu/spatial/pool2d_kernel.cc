@@ -6,11 +6,15 @@
 // gradients go to the first input equal to the output.
 //
 // REQUIRES (ensured by the schema's shape inference, which runs first):
-// X [N,C,H,W]; Out and Out@GRAD [N,C,oh,ow] as inferred.
+// X [N,C,H,W]; Out and Out@GRAD [N,C,oh,ow] as inferred. pool2d with
+// data_format NHWC (the channels-last pass's, or a program's own) runs on
+// its [N,H,W,C] tensors directly, the same windows and the same sums.
 #include <algorithm>
 #include <limits>
 #include <vector>
 
+#include "graph/ir/spec/channels_last.h"
+#include "kernels/channels_last.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/spatial/im2col.h"
 
@@ -81,6 +85,24 @@ struct PoolSpans : KernelState {
   // clipping, adaptive windows that happen to be so included): the common
   // max pool, which gets a loop without per-window bounds.
   int64_t uniform = 0;
+  // The shape these windows are of, and the dims it was derived from.
+  PoolShape shape;
+  Dims x_dims, out_dims;
+
+  // The op's shape for X and Out of `x` and `out` (NHWC when
+  // `channels_last`), its windows computed: again only when the dims change.
+  const PoolShape& For(const KernelContext& ctx, const Dims& x, const Dims& out,
+                       bool channels_last) {
+    if (x != x_dims || out != out_dims || x_dims.empty()) {
+      shape = channels_last
+                  ? GetPoolShape(ctx, ToChannelsFirst(x), ToChannelsFirst(out))
+                  : GetPoolShape(ctx, x, out);
+      Compute(shape);
+      x_dims = x;
+      out_dims = out;
+    }
+    return shape;
+  }
 
   void Compute(const PoolShape& s) {
     ys.resize(s.h.out);
@@ -132,13 +154,62 @@ void MaxPoolUniform(const T* in, int64_t w_in, int64_t oh, int64_t ow,
   }
 }
 
+bool IsChannelsLast(const KernelContext& ctx) {
+  return ctx.HasAttr("data_format") &&
+         ctx.Attr<std::string>("data_format") == "NHWC";
+}
+
+// pool2d over NHWC: each output pixel the max or mean of its window's
+// pixels, C channels at a time, in the NCHW loop's order per channel (so
+// the same values, NaNs included).
+template <typename T>
+void PoolNhwc(const PoolShape& s, const PoolSpans& spans, int64_t n, int64_t c,
+              const T* in, T* out) {
+  for (int64_t b = 0; b < n; ++b) {
+    const T* image = in + b * s.h.in * s.w.in * c;
+    for (int64_t oy = 0; oy < s.h.out; ++oy) {
+      const Span ys = spans.ys[oy];
+      for (int64_t ox = 0; ox < s.w.out; ++ox, out += c) {
+        const Span xs = spans.xs[ox];
+        if (ys.begin == ys.end || xs.begin == xs.end) {
+          // Wholly in the padding, as the NCHW kernel.
+          std::fill_n(out, c,
+                      s.max ? static_cast<T>(-std::numeric_limits<float>::max())
+                            : T(0));
+          continue;
+        }
+        std::fill_n(out, c, s.max ? std::numeric_limits<T>::lowest() : T(0));
+        for (int64_t y = ys.begin; y < ys.end; ++y) {
+          for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
+            const T* pixel = image + (y * s.w.in + xx) * c;
+            if (s.max) {
+              for (int64_t k = 0; k < c; ++k)
+                out[k] = std::max(out[k], pixel[k]);
+            } else {
+              for (int64_t k = 0; k < c; ++k) out[k] += pixel[k];
+            }
+          }
+        }
+        if (!s.max) {
+          const T divisor = static_cast<T>(ys.divisor * xs.divisor);
+          for (int64_t k = 0; k < c; ++k) out[k] /= divisor;
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 Status Pool2dKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.Input("X");
   Tensor* out_t = ctx.Output("Out");
-  const PoolShape s = GetPoolShape(ctx, x.dims(), out_t->dims());
+  const bool nhwc = IsChannelsLast(ctx);
   PoolSpans& spans = *ctx.State<PoolSpans>();
-  spans.Compute(s);
+  const PoolShape& s = spans.For(ctx, x.dims(), out_t->dims(), nhwc);
+  if (nhwc) {
+    PoolNhwc(s, spans, x.dims()[0], x.dims()[3], x.data<T>(), out_t->data<T>());
+    return Status::Ok();
+  }
   const int64_t in_plane = s.h.in * s.w.in, out_plane = s.h.out * s.w.out;
   for (int64_t p = 0; p < s.planes; ++p) {
     const T* in = x.data<T>() + p * in_plane;
@@ -236,9 +307,8 @@ Status Pool2dGradKernel(KernelContext& ctx) {
   const Tensor& x = *ctx.Input("X");
   const Tensor& out_t = *ctx.Input("Out");
   const Tensor& dout_t = *ctx.Input("Out@GRAD");
-  const PoolShape s = GetPoolShape(ctx, x.dims(), out_t.dims());
   PoolSpans& spans = *ctx.State<PoolSpans>();
-  spans.Compute(s);
+  const PoolShape& s = spans.For(ctx, x.dims(), out_t.dims(), false);
   const int64_t in_plane = s.h.in * s.w.in, out_plane = s.h.out * s.w.out;
   const bool uniform = s.max && spans.uniform > 0;
   if (!uniform) std::fill_n(dx_t->data<T>(), dx_t->numel(), T(0));
@@ -282,10 +352,18 @@ Status Pool2dGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// pool2d NHWC runs on its tensors wherever its kernel does (fp32, fp64).
+bool NativeChannelsLastPool(KernelContext& ctx, DType dtype) {
+  const Tensor* x = ctx.Input("X");
+  return (dtype == DType::kFP32 || dtype == DType::kFP64) &&
+         ctx.place().is_cpu() && x != nullptr && x->rank() == 4;
+}
+
 }  // namespace
 
 void RegisterPool2dKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "pool2d", Pool2dKernel, float, double);
+  RegisterNativeChannelsLast("pool2d", &NativeChannelsLastPool);
   PAREX_CPU_KERNEL(r, "pool2d_grad", Pool2dGradKernel, float, double);
 }
 

@@ -1,4 +1,5 @@
-// kernel_bench: parex's mul, matmul, conv2d and conv2d_grad CPU kernels,
+// kernel_bench: parex's mul, matmul, conv2d and conv2d_grad CPU kernels
+// (and channels-last 1x1 conv2d against oneDNN's own, issue 34),
 // run as the executor runs them (a PreparedOp of a one-op Program on a
 // Scope, fp32: shapes inferred once, oneDNN primitives cached), against
 // peers measured in the same run:
@@ -80,6 +81,24 @@ const ConvShape kConvShapes[] = {
     {"resnet_1x1", 8, 256, 56, 56, 64, 1},
 };
 
+// The 1x1 convolutions of MobileNet-v1 at 64 px (batch 1, and the widest
+// at batch 32), channels-last with a Bias and a fused relu, as `parex
+// infer` runs them: parex takes them as oneDNN matmuls (Pointwise in
+// kernels/cpu/spatial/dnnl_conv.cc); the peer is oneDNN's own 1x1
+// convolution on the same NHWC tensors. The `_cold` runs read 64 MiB
+// between calls, so that the filter comes from memory as in a whole model
+// (MobileNet-v1's filters are 17 MB).
+struct PointwiseShape {
+  const char* name;
+  int64_t n, c, hw, m;
+};
+const PointwiseShape kPointwiseShapes[] = {
+    {"mbv1_512_on_4x4", 1, 512, 4, 512},
+    {"mbv1_1024_on_2x2", 1, 1024, 2, 1024},
+    {"mbv1_128_on_16x16", 1, 128, 16, 128},
+    {"mbv1_1024_on_2x2_b32", 32, 1024, 2, 1024},
+};
+
 std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -114,6 +133,11 @@ class OpFixture {
     op_->SetOutput(slot, {slot + "_0"});
     return *this;
   }
+  template <typename T>
+  OpFixture& Attr(const std::string& name, T value) {
+    op_->SetAttr(name, std::move(value));
+    return *this;
+  }
   parex::Status Run() {
     if (prepared_ == nullptr) {
       auto prepared = parex::PreparedOp::Prepare(*op_, &scope_, &device_);
@@ -132,13 +156,25 @@ class OpFixture {
   uint32_t seed_ = 1;
 };
 
-void RunFixture(benchmark::State& state, OpFixture& op) {
+// Reads 64 MiB outside the timed region: what the next call reads comes
+// from memory, not a cache.
+void EvictCaches(benchmark::State& state) {
+  static std::vector<float> junk(16 << 20, 1.0f);
+  state.PauseTiming();
+  float sum = 0;
+  for (size_t i = 0; i < junk.size(); i += 16) sum += junk[i];
+  benchmark::DoNotOptimize(sum);
+  state.ResumeTiming();
+}
+
+void RunFixture(benchmark::State& state, OpFixture& op, bool cold = false) {
   parex::Status status = op.Run();  // warm-up: allocates the outputs
   if (!status.ok()) {
     state.SkipWithError(status.ToString().c_str());
     return;
   }
   for (auto _ : state) {
+    if (cold) EvictCaches(state);
     status = op.Run();
     if (!status.ok()) {
       state.SkipWithError(status.ToString().c_str());
@@ -201,6 +237,19 @@ void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
   SetGflops(state, (grad ? 2 : 1) * s.flops());
 }
 
+void BM_ParexPointwise(benchmark::State& state, PointwiseShape s, bool cold) {
+  OpFixture op("conv2d");
+  op.Input("Input", {s.n, s.hw, s.hw, s.c})
+      .Input("Filter", {s.m, s.c, 1, 1})
+      .Input("Bias", {s.m})
+      .Output("Output")
+      .Attr("data_format", std::string("NHWC"))
+      .Attr("fuse_activation", std::string("relu"))
+      .Attr("constant_filter", true);
+  RunFixture(state, op, cold);
+  SetGflops(state, 2.0 * s.n * s.hw * s.hw * s.c * s.m);
+}
+
 // The GEMMs of an im2col convolution: per image [M, CKK] x [CKK, OH*OW].
 void BM_CblasIm2colGemm(benchmark::State& state, ConvShape s) {
   const int64_t ckk = s.c * s.k * s.k, cols = s.oh() * s.ow();
@@ -251,6 +300,53 @@ void BM_DnnlConv2d(benchmark::State& state, ConvShape s) {
     stream.wait();
   }
   SetGflops(state, s.flops());
+}
+#endif
+
+#ifdef PAREX_BENCH_WITH_DNNL
+// oneDNN's 1x1 convolution on the NHWC tensors, its filter reordered once
+// into the layout it picks, bias and relu inside.
+void BM_DnnlNhwcConv1x1(benchmark::State& state, PointwiseShape s, bool cold) {
+  using dnnl::memory;
+  using Tag = memory::format_tag;
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  auto md = [](const memory::dims& d, Tag tag) {
+    return memory::desc(d, memory::data_type::f32, tag);
+  };
+  const memory::desc src_md = md({s.n, s.c, s.hw, s.hw}, Tag::nhwc);
+  const memory::desc dst_md = md({s.n, s.m, s.hw, s.hw}, Tag::nhwc);
+  const memory::desc bias_md = md({s.m}, Tag::a);
+  const memory::desc user_weights = md({s.m, s.c, 1, 1}, Tag::oihw);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                       dnnl::algorithm::convolution_direct,
+                                       src_md, md({s.m, s.c, 1, 1}, Tag::any),
+                                       bias_md, dst_md, {1, 1}, {0, 0}, {0, 0});
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+  std::vector<float> src = RandomFloats(s.n * s.c * s.hw * s.hw, 1);
+  std::vector<float> weights = RandomFloats(s.m * s.c, 2);
+  std::vector<float> bias = RandomFloats(s.m, 3);
+  std::vector<float> dst(s.n * s.m * s.hw * s.hw);
+  memory user_weight_mem(user_weights, engine, weights.data());
+  memory weight_mem(pd.weights_desc(), engine);
+  dnnl::reorder(user_weight_mem, weight_mem)
+      .execute(stream, user_weight_mem, weight_mem);
+  const std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, memory(src_md, engine, src.data())},
+      {DNNL_ARG_WEIGHTS, weight_mem},
+      {DNNL_ARG_BIAS, memory(bias_md, engine, bias.data())},
+      {DNNL_ARG_DST, memory(dst_md, engine, dst.data())}};
+  dnnl::convolution_forward conv(pd);
+  for (auto _ : state) {
+    if (cold) EvictCaches(state);
+    conv.execute(stream, args);
+    stream.wait();
+  }
+  SetGflops(state, 2.0 * s.n * s.hw * s.hw * s.c * s.m);
 }
 #endif
 
@@ -315,6 +411,15 @@ void RegisterAll() {
     add(std::string("dnnl_conv2d/") + s.name, BM_DnnlConv2d, s);
 #endif
   }
+  for (const PointwiseShape& s : kPointwiseShapes) {
+    for (const bool cold : {false, true}) {
+      const std::string tail = std::string(s.name) + (cold ? "_cold" : "");
+      add("parex_pointwise/" + tail, BM_ParexPointwise, s, cold);
+#ifdef PAREX_BENCH_WITH_DNNL
+      add("dnnl_nhwc_conv1x1/" + tail, BM_DnnlNhwcConv1x1, s, cold);
+#endif
+    }
+  }
 }
 
 void PrintTable(const RecordingReporter& r) {
@@ -349,6 +454,13 @@ void PrintTable(const RecordingReporter& r) {
     PrintRatio(r, label + " grad", std::string("parex_conv2d_grad/") + s.name,
                "parex im2col grad",
                std::string("parex_conv2d_grad_im2col/") + s.name);
+  }
+  for (const PointwiseShape& s : kPointwiseShapes) {
+    for (const bool cold : {false, true}) {
+      const std::string tail = std::string(s.name) + (cold ? "_cold" : "");
+      PrintRatio(r, "conv2d NHWC 1x1 " + tail, "parex_pointwise/" + tail,
+                 "oneDNN 1x1 conv", "dnnl_nhwc_conv1x1/" + tail);
+    }
   }
   std::printf(
       "ratio = parex time / peer time (lower is better for parex); "

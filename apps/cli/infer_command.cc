@@ -285,9 +285,13 @@ void PlanRun(int64_t rows, std::vector<Place>* places, BuildStrategy* build,
     if ((*places)[0].is_cpu()) {
       cpu::SetIntraOpThreads(
           static_cast<int>(static_cast<int64_t>(places->size()) / rows));
-      exec->num_threads = static_cast<int>(rows);
     }
     places->resize(static_cast<size_t>(rows));
+  }
+  if ((*places)[0].is_cpu()) {
+    // One executor worker per place: with more, a place's ops hop between
+    // workers, each hop a wake-up and the activations crossing cores.
+    exec->num_threads = static_cast<int>(places->size());
   }
   build->memory_optimize = true;
   const int64_t num_places = static_cast<int64_t>(places->size());

@@ -247,6 +247,11 @@ class Fuser {
            Constant(block_.op(i).FirstInput("Filter"), block_.op(i)))) {
         view.SetAttr("constant_filter", true);
       }
+      if (mark_constant_filters &&
+          (op->type() == "matmul" || op->type() == "matmul_v2") &&
+          Constant(block_.op(i).FirstInput("Y"), block_.op(i))) {
+        view.SetAttr("constant_y", true);
+      }
       if (e == edits_.end()) continue;
       op->set_type(e->second.type);
       for (const auto& [slot, name] : e->second.inputs) {

@@ -43,8 +43,9 @@ struct InferenceFusions {
   bool fuse_residual = true;
   bool fuse_activation = true;
   // conv2d's constant_filter on every conv2d whose Filter is a persistable
-  // no op of the program writes (the folded ones included): a kernel may
-  // keep what it derives from the filter across runs.
+  // no op of the program writes (the folded ones included), and matmul's
+  // and matmul_v2's constant_y where Y is one: a kernel may keep what it
+  // derives from the filter or the matrix across runs.
   bool mark_constant_filters = true;
   // channels_last (channels_last.h): convolutions run channels-last, with
   // the ops between them that do not care about the layout and ShuffleNet's

@@ -1,14 +1,18 @@
 // CPU kernels of mul, matmul and matmul_v2 and their gradient ops. Every
 // product is a GEMM through cpu::Gemm; batched matmuls run one GEMM per
-// output batch (or a single one when X's batch folds into its rows).
+// output batch (or a single one when X's batch folds into its rows). An
+// fp32 matmul whose op says its Y is constant (constant_y, the inference
+// fusions') runs through cpu::DnnlConstantMatmul, Y packed once.
 //
 // REQUIRES (ensured by the schemas' shape inference, which runs first):
 // operand dims agree and Out / Out@GRAD have the inferred dims. The matmul
 // geometry below mirrors graph/ir/ops/matmul_ops.cc.
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/dnnl_matmul.h"
 
 namespace parex {
 namespace {
@@ -171,6 +175,15 @@ Status MatmulImpl(KernelContext& ctx, bool v2) {
   const T* y = ctx.Input("Y")->data<T>();
   T* out = ctx.Output("Out")->data<T>();
   if (FoldsX(g)) {
+    if constexpr (std::is_same<T, float>::value) {
+      // A constant Y (an fc's weights): packed once for oneDNN's matmul.
+      if (alpha == 1.0f && ctx.HasAttr("constant_y") &&
+          ctx.Attr<bool>("constant_y") &&
+          ctx.State<cpu::DnnlConstantMatmul>()->Run(
+              g.batch_count * g.m, g.k, g.n, g.trans_y, x, y, out)) {
+        return Status::Ok();
+      }
+    }
     MatMul(false, g.trans_y, g.batch_count * g.m, g.n, g.k, alpha, x, y, T(0),
            out);
     return Status::Ok();

@@ -356,6 +356,47 @@ TEST(InferenceFusionTest, ResidualAddsFuseIntoTheConvBeforeThem) {
   EXPECT_EQ(CountOps(kept->main, "elementwise_add"), 1);
 }
 
+// An fc's matmul_v2 by a parameter: marked constant_y, and its kernel's
+// packed oneDNN product (cpu::DnnlConstantMatmul) gives the plain GEMM's
+// values, Y stored [K, N] or transposed, X with rows folded from a batch.
+TEST(InferenceFusionTest, ConstantMatmulsRunPacked) {
+  for (const bool trans_y : {false, true}) {
+    Scope scope;
+    Program program;
+    Block& block = program.global_block();
+    Declare(block, "x", {-1, 3, 96});
+    const Dims y_dims = trans_y ? Dims{40, 96} : Dims{96, 40};
+    Declare(block, "w", y_dims, true);
+    *scope.Var("w")->GetMutableTensor() = Random(y_dims, -0.5f, 0.5f, 17);
+    Declare(block, "out", {-1, 3, 40});
+    OpDesc* mm = block.AppendOp("matmul_v2");
+    mm->SetInput("X", {"x"});
+    mm->SetInput("Y", {"w"});
+    mm->SetOutput("Out", {"out"});
+    mm->SetAttr("trans_y", trans_y);
+    ReferenceExecutor executor;
+    const Tensor x = Random({2, 3, 96}, -1, 1, 18);
+    auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    auto fused = FuseForInference(program, {"out"});
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    const OpDesc& op = fused->main.global_block().op(0);
+    ASSERT_EQ(op.type(), "matmul_v2");
+    EXPECT_TRUE(*op.GetAttr<bool>("constant_y"));
+    ExpectOut(fused->main, &scope, x, (*want)[0]);
+    // Run twice more on one executor (the packed copy reused).
+    ReferenceExecutor again;
+    for (int run = 0; run < 2; ++run) {
+      auto got = again.Run(fused->main, &scope, {{"x", x}}, {"out"});
+      ASSERT_TRUE(got.ok());
+      for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
+        ASSERT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i],
+                    1e-4f);
+      }
+    }
+  }
+}
+
 TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   Scope scope;
   std::string out;

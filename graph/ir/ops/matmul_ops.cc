@@ -202,6 +202,9 @@ void RegisterMatmulOps(OpSchemaRegistry* r) {
           .Attr("transpose_X", false)
           .Attr("transpose_Y", false)
           .Attr("alpha", 1.0f)
+          // Set by the inference fusions: Y is a persistable no op writes,
+          // so a kernel may keep what it derives from it (a packed copy).
+          .Attr("constant_y", false)
           .InferShape(InferMatmul(/*v2=*/false))
           .Grad("matmul_grad", {"X", "Y", "Out@GRAD"}, {"X@GRAD", "Y@GRAD"}));
   r->Add(OpSchema("matmul_grad")
@@ -223,6 +226,7 @@ void RegisterMatmulOps(OpSchemaRegistry* r) {
              .Output("Out")
              .Attr("trans_x", false)
              .Attr("trans_y", false)
+             .Attr("constant_y", false)  // as matmul's
              .InferShape(InferMatmul(/*v2=*/true))
              .Grad("matmul_v2_grad", {"X", "Y", "Out@GRAD"},
                    {"X@GRAD", "Y@GRAD"}));

@@ -262,7 +262,17 @@ struct DnnlConv::Impl {
     bool reordered = false;
     dnnl::reorder reorder;
     memory user_mem, chosen_mem;  // made on the first run
+    // The buffers they point at now: parex's own, and the kept weights, are
+    // pointed at again only when they change (oneDNN zeroes a padded
+    // layout's padding each time).
+    const void* user_at = nullptr;
+    const void* chosen_at = nullptr;
   };
+  static void PointAt(memory* m, const void** at, const void* buffer) {
+    if (*at == buffer) return;
+    m->set_data_handle(const_cast<void*>(buffer));
+    *at = buffer;
+  }
   // Where reordered arguments and the scratchpad live while a primitive
   // runs: a set borrowed from the process's pool for the call (Execute
   // returns only when the work is done), so a model's convolutions hold
@@ -314,6 +324,8 @@ struct DnnlConv::Impl {
     memory scratch_mem;
     memory::desc bias;  // the fused forward's, when params.bias
     memory bias_mem;
+    const void* scratch_at = nullptr;
+    const void* bias_at = nullptr;
     std::unordered_map<int, memory> run_args;  // empty until the first run
     // Forward with constant weights: their reorder, kept (shared with every
     // primitive of the process reading the same weights in the same
@@ -428,7 +440,9 @@ struct DnnlConv::Impl {
     dnnl::stream& stream = ThreadStream();
     BorrowedBuffers buffers;
     if (prep.run_args.empty()) {
+      prep.scratch_at = prep.bias_at = nullptr;
       for (Arg& a : prep.args) {
+        a.user_at = a.chosen_at = nullptr;
         a.user_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
         if (a.reordered) {
           a.chosen_mem = memory(a.chosen, Engine(), DNNL_MEMORY_NONE);
@@ -442,26 +456,28 @@ struct DnnlConv::Impl {
         prep.run_args.emplace(DNNL_ARG_BIAS, prep.bias_mem);
       }
     }
-    if (prep.params.bias) {
-      prep.bias_mem.set_data_handle(const_cast<void*>(bias));
-    }
-    prep.scratch_mem.set_data_handle(
-        Grown(&buffers->scratchpad, prep.scratch.get_size()));
+    if (prep.params.bias) PointAt(&prep.bias_mem, &prep.bias_at, bias);
+    PointAt(&prep.scratch_mem, &prep.scratch_at,
+            Grown(&buffers->scratchpad, prep.scratch.get_size()));
     for (int i = 0; i < 3; ++i) {
       Arg& a = prep.args[i];
-      a.user_mem.set_data_handle(const_cast<void*>(ptrs[i]));
+      PointAt(&a.user_mem, &a.user_at, ptrs[i]);
       if (!a.reordered) continue;
       if (i == 1 && constant_weights) {
         // Reordered once per weights buffer, kept with the primitive.
         if (prep.kept_from != ptrs[i] || prep.kept_weights == nullptr) {
+          a.chosen_at = nullptr;  // KeptWeights may point it elsewhere
           prep.kept_weights = KeptWeights(a, stream);
           prep.kept_from = ptrs[i];
         }
-        a.chosen_mem.set_data_handle(prep.kept_weights->data());
+        PointAt(&a.chosen_mem, &a.chosen_at, prep.kept_weights->data());
         continue;
       }
+      // A borrowed buffer another primitive may have used in between:
+      // pointed at (its padding zeroed) every time.
       a.chosen_mem.set_data_handle(
           Grown(&buffers->args[i], a.chosen.get_size()));
+      a.chosen_at = nullptr;
       if (!a.output) a.reorder.execute(stream, a.user_mem, a.chosen_mem);
     }
     prep.primitive.execute(stream, prep.run_args);

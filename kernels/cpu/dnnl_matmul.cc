@@ -1,0 +1,124 @@
+#include "kernels/cpu/dnnl_matmul.h"
+
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/blas.h"
+
+#ifdef PAREX_WITH_DNNL
+#include <unordered_map>
+
+#include "oneapi/dnnl/dnnl.hpp"
+#endif
+
+namespace parex::cpu {
+
+#ifndef PAREX_WITH_DNNL
+
+struct DnnlConstantMatmul::Impl {};
+DnnlConstantMatmul::DnnlConstantMatmul() : impl_(nullptr) {}
+DnnlConstantMatmul::~DnnlConstantMatmul() = default;
+bool DnnlConstantMatmul::Run(int64_t, int64_t, int64_t, bool, const float*,
+                             const float*, float*) {
+  return false;
+}
+
+#else
+
+namespace {
+
+dnnl::engine& Engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+}  // namespace
+
+struct DnnlConstantMatmul::Impl {
+  using memory = dnnl::memory;
+  using Tag = memory::format_tag;
+
+  // The shape the primitive was made for; `supported` false where oneDNN
+  // offered only its reference code.
+  bool made = false, supported = false;
+  int64_t m = 0, k = 0, n = 0;
+  bool trans_y = false;
+  dnnl::matmul primitive;
+  memory x_mem, y_mem, packed_mem, out_mem;
+  dnnl::reorder pack;
+  std::vector<uint8_t> packed;
+  const float* packed_from = nullptr;
+  std::unordered_map<int, memory> args;
+
+  static memory::desc Desc(const memory::dims& dims, Tag tag) {
+    return memory::desc(dims, memory::data_type::f32, tag);
+  }
+
+  void Make() {
+    made = true;
+    supported = false;
+    packed_from = nullptr;
+    const memory::desc x = Desc({m, k}, Tag::ab);
+    const memory::desc y = Desc({k, n}, trans_y ? Tag::ba : Tag::ab);
+    const memory::desc out = Desc({m, n}, Tag::ab);
+    dnnl::engine& engine = Engine();
+    dnnl::matmul::primitive_desc pd;
+    try {
+      pd = dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(x, Desc({k, n}, Tag::any), out), engine);
+    } catch (const dnnl::error&) {
+      return;
+    }
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return;
+    primitive = dnnl::matmul(pd);
+    x_mem = memory(x, engine, DNNL_MEMORY_NONE);
+    y_mem = memory(y, engine, DNNL_MEMORY_NONE);
+    out_mem = memory(out, engine, DNNL_MEMORY_NONE);
+    packed.assign(pd.weights_desc().get_size(), 0);
+    packed_mem = memory(pd.weights_desc(), engine, packed.data());
+    pack = dnnl::reorder(y_mem, packed_mem);
+    args = {{DNNL_ARG_SRC, x_mem},
+            {DNNL_ARG_WEIGHTS, packed_mem},
+            {DNNL_ARG_DST, out_mem}};
+    supported = true;
+  }
+};
+
+DnnlConstantMatmul::DnnlConstantMatmul() : impl_(new Impl) {}
+DnnlConstantMatmul::~DnnlConstantMatmul() { delete impl_; }
+
+bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
+                             const float* x, const float* y, float* out) {
+  Impl& im = *impl_;
+  if (m <= 0 || k <= 0 || n <= 0) return false;
+  UseIntraOpThreads();
+  if (!im.made || im.m != m || im.k != k || im.n != n ||
+      im.trans_y != trans_y) {
+    im.m = m;
+    im.k = k;
+    im.n = n;
+    im.trans_y = trans_y;
+    im.Make();
+  }
+  if (!im.supported) return false;
+  dnnl::stream& stream = ThreadStream();
+  if (im.packed_from != y) {
+    im.y_mem.set_data_handle(const_cast<float*>(y));
+    im.pack.execute(stream, im.y_mem, im.packed_mem);
+    im.packed_from = y;
+  }
+  im.x_mem.set_data_handle(const_cast<float*>(x));
+  im.out_mem.set_data_handle(out);
+  im.primitive.execute(stream, im.args);
+  stream.wait();
+  return true;
+}
+
+#endif  // PAREX_WITH_DNNL
+
+}  // namespace parex::cpu

@@ -269,7 +269,7 @@ struct NhwcConv : cpu::DnnlConv {
 
 // The terms of a channels-last fp32 conv2d run by oneDNN on the NHWC tensors
 // themselves, its Bias, ResidualData and activation inside the primitive
-// (the residual copied into the output first, then summed into it); false
+// (the residual summed into the output); false
 // where that cannot be (a residual of another shape).
 bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
                       const Tensor& filter, const Tensor& output,
@@ -339,12 +339,8 @@ Status Conv2dNhwc(KernelContext& ctx) {
   }
   const Tensor* bias = ctx.Input("Bias");
   Tensor* output = ctx.Output("Output");
-  if (conv->params.residual) {
-    const Tensor* residual = ctx.Input("ResidualData");
-    if (residual->raw_data() != output->raw_data()) {
-      std::memcpy(output->raw_data(), residual->raw_data(), output->bytes());
-    }
-  }
+  const Tensor* residual =
+      conv->params.residual ? ctx.Input("ResidualData") : nullptr;
   const bool ran = conv->Forward(
       conv->params,
       reinterpret_cast<const float*>(ctx.Input("Input")->data<T>()),
@@ -352,7 +348,9 @@ Status Conv2dNhwc(KernelContext& ctx) {
       reinterpret_cast<float*>(output->data<T>()),
       bias != nullptr ? reinterpret_cast<const float*>(bias->data<T>())
                       : nullptr,
-      conv->constant_filter);
+      conv->constant_filter,
+      residual != nullptr ? reinterpret_cast<const float*>(residual->data<T>())
+                          : nullptr);
   if (!ran) return Internal(ctx.op().Label() + ": oneDNN declined NHWC");
   return Status::Ok();
 }

@@ -85,7 +85,7 @@ struct DnnlConv::Impl {};
 DnnlConv::DnnlConv() : impl_(nullptr) {}
 DnnlConv::~DnnlConv() = default;
 bool DnnlConv::Forward(const DnnlConvParams&, const float*, const float*,
-                       float*, const float*, bool) {
+                       float*, const float*, bool, const float*) {
   return false;
 }
 bool DnnlConv::ForwardSupported(const DnnlConvParams&) { return false; }
@@ -162,10 +162,9 @@ Descs MakeDescs(const DnnlConvParams& p) {
     const int core = static_cast<int>(dnnl::cpu_isa::avx512_core);
     return (static_cast<int>(dnnl::get_effective_cpu_isa()) & core) == core;
   }();
-  // (Not with a residual: dst would have to be reordered in as well.)
-  const bool blocked = avx512 && p.nhwc && !p.residual && p.groups == 1 &&
-                       p.c % 16 == 0 && p.m % 16 == 0 && p.kh * p.kw > 1 &&
-                       p.oh * p.ow <= 4 && p.n >= 8;
+  const bool blocked = avx512 && p.nhwc && p.groups == 1 && p.c % 16 == 0 &&
+                       p.m % 16 == 0 && p.kh * p.kw > 1 && p.oh * p.ow <= 4 &&
+                       p.n >= 8;
   d.any_src = blocked  ? Plain(src, Tag::nChw16c)
               : p.nhwc ? d.src
                        : Plain(src, Tag::any);
@@ -198,13 +197,20 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const Descs& d) {
 
 // The fused form's attributes: the user scratchpad, the activation as a
 // post-op.
-dnnl::primitive_attr FusedAttr(const DnnlConvParams& p) {
+// `binary_residual`: the residual (p.residual) read from its own buffer
+// as a binary add, of `dst`'s layout (oneDNN's matmul); else summed into
+// dst, which holds it (a binary add would take oneDNN's brgemm
+// convolutions off the shape: its older kernels run).
+dnnl::primitive_attr FusedAttr(const DnnlConvParams& p,
+                               const memory::desc* binary_residual = nullptr) {
   dnnl::primitive_attr attr = UserScratchpad();
   if (p.activation != 0 || p.residual) {
     dnnl::post_ops ops;
-    // The residual as a sum into dst (a binary add of it would take
-    // oneDNN's brgemm convolutions off the shape: its older kernels run).
-    if (p.residual) ops.append_sum(1.0f);
+    if (p.residual && binary_residual != nullptr) {
+      ops.append_binary(dnnl::algorithm::binary_add, *binary_residual);
+    } else if (p.residual) {
+      ops.append_sum(1.0f);
+    }
     if (p.activation == 0) {
       // The residual alone.
     } else if (p.activation == 1) {
@@ -261,6 +267,11 @@ struct DnnlConv::Impl {
     memory::desc user, chosen;
     bool reordered = false;
     dnnl::reorder reorder;
+    // An output that holds a residual before the primitive runs (a sum
+    // post-op): reordered in first, then out.
+    bool refill = false;
+    dnnl::reorder reorder_in;
+    memory residual_mem;          // the residual, in the user layout
     memory user_mem, chosen_mem;  // made on the first run
     // The buffers they point at now: parex's own, and the kept weights, are
     // pointed at again only when they change (oneDNN zeroes a padded
@@ -326,6 +337,11 @@ struct DnnlConv::Impl {
     memory bias_mem;
     const void* scratch_at = nullptr;
     const void* bias_at = nullptr;
+    // The residual read by a binary post-op (a pointwise matmul's), not
+    // summed into dst.
+    bool binary_residual = false;
+    memory residual_mem;
+    const void* residual_at = nullptr;
     std::unordered_map<int, memory> run_args;  // empty until the first run
     // Forward with constant weights: their reorder, kept (shared with every
     // primitive of the process reading the same weights in the same
@@ -367,13 +383,14 @@ struct DnnlConv::Impl {
                : dnnl::matmul::desc(src, any_weights, dst);
     dnnl::matmul::primitive_desc pd;
     try {
-      pd = dnnl::matmul::primitive_desc(desc, FusedAttr(p), Engine());
+      pd = dnnl::matmul::primitive_desc(desc, FusedAttr(p, &dst), Engine());
     } catch (const dnnl::error&) {
       return false;
     }
     if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return false;
     prep->primitive = dnnl::matmul(pd);
     prep->bias = bias;
+    prep->binary_residual = p.residual;
     SetArg(&prep->args[0], DNNL_ARG_SRC, false, src, pd.src_desc());
     SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, weights, pd.weights_desc());
     SetArg(&prep->args[2], DNNL_ARG_DST, true, dst, pd.dst_desc());
@@ -389,6 +406,7 @@ struct DnnlConv::Impl {
     prep->made = true;
     prep->params = p;
     prep->run_args.clear();
+    prep->binary_residual = false;
     prep->kept_weights.reset();
     prep->kept_from = nullptr;
     try {
@@ -435,12 +453,20 @@ struct DnnlConv::Impl {
   // The memory objects and the argument map are made once per shape and only
   // pointed at this run's buffers, so a steady step allocates nothing here.
   void Execute(Prepared& prep, const void* const (&ptrs)[3],
-               const void* bias = nullptr, bool constant_weights = false) {
+               const void* bias = nullptr, bool constant_weights = false,
+               const void* residual = nullptr) {
     SingleThreaded();
     dnnl::stream& stream = ThreadStream();
     BorrowedBuffers buffers;
     if (prep.run_args.empty()) {
-      prep.scratch_at = prep.bias_at = nullptr;
+      prep.scratch_at = prep.bias_at = prep.residual_at = nullptr;
+      if (prep.binary_residual) {
+        prep.residual_mem =
+            memory(prep.args[2].user, Engine(), DNNL_MEMORY_NONE);
+        prep.run_args.emplace(
+            DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+            prep.residual_mem);
+      }
       for (Arg& a : prep.args) {
         a.user_at = a.chosen_at = nullptr;
         a.user_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
@@ -457,6 +483,9 @@ struct DnnlConv::Impl {
       }
     }
     if (prep.params.bias) PointAt(&prep.bias_mem, &prep.bias_at, bias);
+    if (prep.binary_residual) {
+      PointAt(&prep.residual_mem, &prep.residual_at, residual);
+    }
     PointAt(&prep.scratch_mem, &prep.scratch_at,
             Grown(&buffers->scratchpad, prep.scratch.get_size()));
     for (int i = 0; i < 3; ++i) {
@@ -479,6 +508,13 @@ struct DnnlConv::Impl {
           Grown(&buffers->args[i], a.chosen.get_size()));
       a.chosen_at = nullptr;
       if (!a.output) a.reorder.execute(stream, a.user_mem, a.chosen_mem);
+      if (a.refill) {
+        if (!a.residual_mem) {
+          a.residual_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
+        }
+        a.residual_mem.set_data_handle(const_cast<void*>(residual));
+        a.reorder_in.execute(stream, a.residual_mem, a.chosen_mem);
+      }
     }
     prep.primitive.execute(stream, prep.run_args);
     for (Arg& a : prep.args) {
@@ -513,9 +549,12 @@ bool DnnlConv::ForwardSupported(const DnnlConvParams& p) {
     Impl::SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, d.weights,
                  pd.weights_desc());
     Impl::SetArg(&prep->args[2], DNNL_ARG_DST, true, d.dst, pd.dst_desc());
-    if (p.residual && prep->args[2].reordered) {
-      // The residual would have to be reordered in as well.
-      throw dnnl::error(dnnl_unimplemented, "residual in a reordered dst");
+    Impl::Arg& dst = prep->args[2];
+    dst.refill = p.residual && dst.reordered;
+    if (dst.refill) {
+      dst.reorder_in =
+          dnnl::reorder(memory(dst.user, Engine(), DNNL_MEMORY_NONE),
+                        memory(dst.chosen, Engine(), DNNL_MEMORY_NONE));
     }
     prep->scratch = pd.scratchpad_desc();
   });
@@ -523,11 +562,18 @@ bool DnnlConv::ForwardSupported(const DnnlConvParams& p) {
 
 bool DnnlConv::Forward(const DnnlConvParams& p, const float* src,
                        const float* weights, float* dst, const float* bias,
-                       bool constant_weights) {
+                       bool constant_weights, const float* residual) {
   Impl& im = *impl_;
   if (p.bias && bias == nullptr) return false;
+  if (p.residual && residual == nullptr) return false;
   if (!ForwardSupported(p)) return false;
-  im.Execute(im.forward, {src, weights, dst}, bias, constant_weights);
+  const Impl::Arg& out = im.forward.args[2];
+  if (p.residual && !out.refill && !im.forward.binary_residual &&
+      residual != dst) {
+    // The primitive sums into dst as it lies.
+    std::memcpy(dst, residual, out.user.get_size());
+  }
+  im.Execute(im.forward, {src, weights, dst}, bias, constant_weights, residual);
   return true;
 }
 

@@ -35,8 +35,8 @@ struct DnnlConvParams {
   bool bias = false;
   int activation = 0;
   float threshold = 0.0f;
-  // Forward only: dst holds a residual when the primitive runs, added to
-  // the convolution and bias before the activation (ResidualData).
+  // Forward only: a residual added to the convolution and bias before the
+  // activation (ResidualData; oneDNN sums it into dst).
   bool residual = false;
   // Forward only: src and dst channels-last (NHWC; extents as above), read
   // and written in place by the primitive, never reordered.
@@ -81,14 +81,15 @@ class DnnlConv : public KernelState {
   DnnlConv(const DnnlConv&) = delete;
   DnnlConv& operator=(const DnnlConv&) = delete;
 
-  // dst = act(conv(src, weights) + bias [+ dst]) (p.bias, p.activation,
-  // p.residual: dst holds the residual; `bias` null without).
+  // dst = act(conv(src, weights) + bias [+ residual]) (p.bias,
+  // p.activation, p.residual; `bias`, `residual` null without; `residual`
+  // may be `dst`).
   // `constant_weights`: `weights` hold the same values on every call with the
   // same pointer (a filter no op writes), so their reorder into the primitive's
   // layout is kept rather than redone.
   bool Forward(const DnnlConvParams& p, const float* src, const float* weights,
                float* dst, const float* bias = nullptr,
-               bool constant_weights = false);
+               bool constant_weights = false, const float* residual = nullptr);
   // Whether Forward(p, ...) runs here, the primitive made (p.nhwc: false
   // where oneDNN would serve it only with its reference code).
   bool ForwardSupported(const DnnlConvParams& p);

@@ -51,15 +51,7 @@ class ChannelsLast {
       OpDesc view(&op, 0, i);
       if (Convertible(view)) {
         if (IsConv(view)) {
-          // Input and ResidualData (a residual block's shortcut) read NHWC.
-          for (const char* slot : {"Input", "ResidualData"}) {
-            if (!view.HasInput(slot)) continue;
-            const std::string x = view.FirstInput(slot);
-            if (nhwc_.count(x) == 0) {
-              view.SetInput(slot, {Transposed(x, true, block, &out)});
-            }
-          }
-          view.SetAttr("data_format", std::string("NHWC"));
+          ConvToNhwc(&view, block, &out);
         } else if (ChannelAxisOp(view)) {
           view.SetAttr("axis", 3);
         } else {
@@ -102,6 +94,20 @@ class ChannelsLast {
   }
 
  private:
+  // A conv made channels-last: Input and ResidualData (a residual block's
+  // shortcut) read NHWC, transposed in where they are not.
+  void ConvToNhwc(OpDesc* conv, proto::BlockDesc* block,
+                  google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
+    for (const char* slot : {"Input", "ResidualData"}) {
+      if (!conv->HasInput(slot)) continue;
+      const std::string x = conv->FirstInput(slot);
+      if (nhwc_.count(x) == 0) {
+        conv->SetInput(slot, {Transposed(x, true, block, out)});
+      }
+    }
+    conv->SetAttr("data_format", std::string("NHWC"));
+  }
+
   // ShuffleNet's channel shuffle of a NHWC tensor x (declared [N, C, H, W]):
   // ops i..i+2 are reshape2 to [B, g, C/g, H, W], transpose2 by
   // [0, 2, 1, 3, 4] and reshape2 to [B, C, H, W] (B -1 or 0, the shapes

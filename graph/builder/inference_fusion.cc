@@ -218,15 +218,13 @@ class Fuser {
     ++fused_;
   }
 
-  StatusOr<FusedProgram> Finish(bool mark_constant_filters) {
-    proto::BlockDesc* block = desc_.mutable_blocks(0);
-    google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
-    // The ops kept, in order; a conv that took in a residual add runs
-    // where the add was.
+  // The indices of the ops kept, in order: a conv that took in a residual
+  // add runs where the add was.
+  std::vector<int> KeptOrder(int num_ops) const {
     std::vector<int> order;
     std::set<int> moving;
     for (const auto& [add, conv] : moved_) moving.insert(conv);
-    for (int i = 0; i < block->ops_size(); ++i) {
+    for (int i = 0; i < num_ops; ++i) {
       const auto moved = moved_.find(i);
       if (moved != moved_.end()) {
         order.push_back(moved->second);
@@ -234,7 +232,13 @@ class Fuser {
         order.push_back(i);
       }
     }
-    for (const int i : order) {
+    return order;
+  }
+
+  StatusOr<FusedProgram> Finish(bool mark_constant_filters) {
+    proto::BlockDesc* block = desc_.mutable_blocks(0);
+    google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
+    for (const int i : KeptOrder(block->ops_size())) {
       proto::OpDesc* op = kept.Add();
       *op = block->ops(i);
       OpDesc view(op, 0, i);

@@ -322,6 +322,32 @@ struct DnnlConv::Impl {
     return data;
   }
 
+  // The memory objects of `prep`'s arguments and its argument map, made
+  // on its first run; a run then only points them at its buffers.
+  static void MakeRunArgs(Prepared* prep) {
+    prep->scratch_at = prep->bias_at = prep->residual_at = nullptr;
+    if (prep->binary_residual) {
+      prep->residual_mem =
+          memory(prep->args[2].user, Engine(), DNNL_MEMORY_NONE);
+      prep->run_args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
+                             prep->residual_mem);
+    }
+    for (Arg& a : prep->args) {
+      a.user_at = a.chosen_at = nullptr;
+      a.user_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
+      if (a.reordered) {
+        a.chosen_mem = memory(a.chosen, Engine(), DNNL_MEMORY_NONE);
+      }
+      prep->run_args.emplace(a.id, a.reordered ? a.chosen_mem : a.user_mem);
+    }
+    prep->scratch_mem = memory(prep->scratch, Engine(), DNNL_MEMORY_NONE);
+    prep->run_args.emplace(DNNL_ARG_SCRATCHPAD, prep->scratch_mem);
+    if (prep->params.bias) {
+      prep->bias_mem = memory(prep->bias, Engine(), DNNL_MEMORY_NONE);
+      prep->run_args.emplace(DNNL_ARG_BIAS, prep->bias_mem);
+    }
+  }
+
   // Runs `prep` on parex's buffers `ptrs` (in the order of prep.args):
   // inputs reordered into the primitive's layout first, outputs back after.
   // The memory objects and the argument map are made once per shape and only
@@ -332,30 +358,7 @@ struct DnnlConv::Impl {
     SingleThreaded();
     dnnl::stream& stream = ThreadStream();
     BorrowedBuffers buffers;
-    if (prep.run_args.empty()) {
-      prep.scratch_at = prep.bias_at = prep.residual_at = nullptr;
-      if (prep.binary_residual) {
-        prep.residual_mem =
-            memory(prep.args[2].user, Engine(), DNNL_MEMORY_NONE);
-        prep.run_args.emplace(
-            DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-            prep.residual_mem);
-      }
-      for (Arg& a : prep.args) {
-        a.user_at = a.chosen_at = nullptr;
-        a.user_mem = memory(a.user, Engine(), DNNL_MEMORY_NONE);
-        if (a.reordered) {
-          a.chosen_mem = memory(a.chosen, Engine(), DNNL_MEMORY_NONE);
-        }
-        prep.run_args.emplace(a.id, a.reordered ? a.chosen_mem : a.user_mem);
-      }
-      prep.scratch_mem = memory(prep.scratch, Engine(), DNNL_MEMORY_NONE);
-      prep.run_args.emplace(DNNL_ARG_SCRATCHPAD, prep.scratch_mem);
-      if (prep.params.bias) {
-        prep.bias_mem = memory(prep.bias, Engine(), DNNL_MEMORY_NONE);
-        prep.run_args.emplace(DNNL_ARG_BIAS, prep.bias_mem);
-      }
-    }
+    if (prep.run_args.empty()) MakeRunArgs(&prep);
     if (prep.params.bias) PointAt(&prep.bias_mem, &prep.bias_at, bias);
     if (prep.binary_residual) {
       PointAt(&prep.residual_mem, &prep.residual_at, residual);

@@ -291,9 +291,9 @@ void AddInfer(CLI::App* app, Commands* c) {
                 "and p99 latency, rows/s, peak memory")
       ->check(CLI::Range(1, 1000000));
   i->add_flag("!--no-fuse", c->infer.fuse,
-              "run the program as saved: no batch norm folded into the "
-              "convolutions before it, no activation fused into them (CPU "
-              "places fuse by default)");
+              "run the program as saved: no batch norm, residual add or "
+              "activation fused into the convolutions before it, no "
+              "channels-last rewrite (CPU places fuse by default)");
 }
 
 // parex inspect: what a program holds.

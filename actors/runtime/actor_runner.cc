@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
+#include <chrono>
 #include <utility>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "actors/runtime/op_actor.h"
 #include "actors/runtime/runner_state.h"
 #include "actors/runtime/stream_actor.h"
+#include "base/spin_lock.h"
 
 namespace parex {
 
@@ -20,6 +22,7 @@ struct ActorRunner::Impl {
   std::shared_ptr<WorkerPool> owner;
   std::unique_ptr<RunnerState> state;
   StepControl control;
+  int caller_poll_us = 0;
   std::unique_ptr<caf::scoped_actor> caller;
 
   std::vector<caf::actor> AllActors() const {
@@ -90,6 +93,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
     std::shared_ptr<const TaskGraph> graph, ActorRunnerOptions options) {
   if (graph == nullptr) return InvalidArgument("ActorRunner: no task graph");
   auto impl = std::make_unique<Impl>();
+  impl->caller_poll_us = options.caller_poll_us;
   impl->state = std::make_unique<RunnerState>();
   RunnerState& rt = *impl->state;
   rt.graph = std::move(graph);
@@ -234,9 +238,21 @@ Status ActorRunner::Run(int64_t step, const StepHooks* hooks) {
   StepControl& control = impl.control;
   control.hooks = hooks;
   control.done = false;  // no actor touches it between steps
+  control.finished.store(false, std::memory_order_relaxed);
   impl.state->pool.Send(nullptr, impl.state->coordinator, StepStart{step});
+  // A step that ends within the poll wakes no thread (caller_poll_us).
+  if (impl.caller_poll_us > 0) {
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::microseconds(impl.caller_poll_us);
+    for (int i = 0; !control.finished.load(std::memory_order_acquire); ++i) {
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+      CpuRelax();
+    }
+  }
   std::unique_lock<std::mutex> lock(control.mu);
+  control.waiting = true;
   control.cv.wait(lock, [&control] { return control.done; });
+  control.waiting = false;
   return control.result;
 }
 

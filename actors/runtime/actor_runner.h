@@ -42,6 +42,12 @@ struct ActorRunnerOptions {
   // finishes (ChainNext, task_graph.h), run as one actor, in order: one
   // message per chain instead of per node. Every node still gets a span.
   bool fuse_chains = true;
+  // How long Run's caller polls for the step's end before it sleeps (0:
+  // sleeps at once). Where a core would otherwise idle, a short step
+  // (inference at batch 1) then ends without waking a thread; where the
+  // workers and their intra-op threads fill the cores, polling would take
+  // one from them.
+  int caller_poll_us = 0;
   // When set and enabled: a span per task and a record per message.
   // Must outlive the runner.
   TraceRecorder* trace = nullptr;

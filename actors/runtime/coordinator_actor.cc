@@ -107,12 +107,15 @@ void CoordinatorActor::EndStep(bool ran) {
     Status s = hooks->end(ran, error_.ok());
     if (!s.ok() && error_.ok()) error_ = std::move(s);
   }
+  bool waiting = false;
   {
     std::lock_guard<std::mutex> lock(control_->mu);
     control_->result = error_;
     control_->done = true;
+    control_->finished.store(true, std::memory_order_release);
+    waiting = control_->waiting;
   }
-  control_->cv.notify_one();
+  if (waiting) control_->cv.notify_one();
 }
 
 }  // namespace parex

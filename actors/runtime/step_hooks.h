@@ -2,6 +2,7 @@
 // caller's side of Run (coordinator_actor.h). Free of CAF.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -26,8 +27,12 @@ struct StepHooks {
 struct StepControl {
   std::mutex mu;
   std::condition_variable cv;
-  bool done = false;  // guarded by mu
-  Status result;      // guarded by mu
+  bool done = false;     // guarded by mu
+  bool waiting = false;  // guarded by mu: the caller sleeps on cv
+  Status result;         // guarded by mu
+  // `done`, readable without mu: the caller polls it a while before it
+  // sleeps, so that a short step's end wakes no thread.
+  std::atomic<bool> finished{false};
   // Set by Run before the StepStart message, read by the coordinator.
   const StepHooks* hooks = nullptr;
 };

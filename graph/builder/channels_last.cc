@@ -224,8 +224,9 @@ class ChannelsLast {
     const std::vector<std::string> xs = op.InputArgumentNames();
     if (op.type() == "pool2d") {
       // Its NHWC kernel serves every form (kernels/cpu/spatial).
+      const std::string layout = AttrOr<std::string>(op, "data_format", "NCHW");
       return xs.size() == 1 && nhwc_.count(xs[0]) != 0 &&
-             AttrOr<std::string>(op, "data_format", "NCHW") == "NCHW";
+             (layout == "NCHW" || layout == "AnyLayout");
     }
     if (LayoutFree(op.type())) {
       return xs.size() == 1 && nhwc_.count(xs[0]) != 0;

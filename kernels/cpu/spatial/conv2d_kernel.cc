@@ -10,7 +10,6 @@
 // Input [N,C,H,W], Filter [M,C/groups,kh,kw], Output / Output@GRAD
 // [N,M,oh,ow] as inferred; Bias has M values; ResidualData has Output's dims.
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -268,9 +267,8 @@ struct NhwcConv : cpu::DnnlConv {
 };
 
 // The terms of a channels-last fp32 conv2d run by oneDNN on the NHWC tensors
-// themselves, its Bias, ResidualData and activation inside the primitive
-// (the residual summed into the output); false
-// where that cannot be (a residual of another shape).
+// themselves, its Bias, ResidualData and activation inside the primitive;
+// false where that cannot be (a residual of another shape or dtype).
 bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
                       const Tensor& filter, const Tensor& output,
                       cpu::DnnlConvParams* p) {

@@ -8,6 +8,7 @@
 #ifdef PAREX_WITH_DNNL
 #include <unordered_map>
 
+#include "kernels/cpu/spatial/dnnl_conv_descs.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #endif
 
@@ -25,19 +26,8 @@ bool DnnlConstantMatmul::Run(int64_t, int64_t, int64_t, bool, const float*,
 
 #else
 
-namespace {
-
-dnnl::engine& Engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-dnnl::stream& ThreadStream() {
-  thread_local dnnl::stream stream(Engine());
-  return stream;
-}
-
-}  // namespace
+using conv_descs::Engine;
+using conv_descs::ThreadStream;
 
 struct DnnlConstantMatmul::Impl {
   using memory = dnnl::memory;
@@ -55,22 +45,20 @@ struct DnnlConstantMatmul::Impl {
   const float* packed_from = nullptr;
   std::unordered_map<int, memory> args;
 
-  static memory::desc Desc(const memory::dims& dims, Tag tag) {
-    return memory::desc(dims, memory::data_type::f32, tag);
-  }
-
   void Make() {
     made = true;
     supported = false;
     packed_from = nullptr;
-    const memory::desc x = Desc({m, k}, Tag::ab);
-    const memory::desc y = Desc({k, n}, trans_y ? Tag::ba : Tag::ab);
-    const memory::desc out = Desc({m, n}, Tag::ab);
+    const memory::desc x = conv_descs::Plain({m, k}, Tag::ab);
+    const memory::desc y =
+        conv_descs::Plain({k, n}, trans_y ? Tag::ba : Tag::ab);
+    const memory::desc out = conv_descs::Plain({m, n}, Tag::ab);
     dnnl::engine& engine = Engine();
     dnnl::matmul::primitive_desc pd;
     try {
       pd = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(x, Desc({k, n}, Tag::any), out), engine);
+          dnnl::matmul::desc(x, conv_descs::Plain({k, n}, Tag::any), out),
+          engine);
     } catch (const dnnl::error&) {
       return;
     }

@@ -113,6 +113,7 @@ using conv_descs::FusedForwardPd;
 using conv_descs::MakeDescs;
 using conv_descs::Plain;
 using conv_descs::Pointwise;
+using conv_descs::ThreadStream;
 using conv_descs::UserScratchpad;
 using dnnl::memory;
 using Tag = memory::format_tag;
@@ -122,12 +123,6 @@ using Tag = memory::format_tag;
 // primitive (oneDNN picks its blocking for the thread count it sees at
 // creation).
 void SingleThreaded() { UseIntraOpThreads(); }
-
-// The calling thread's stream.
-dnnl::stream& ThreadStream() {
-  thread_local dnnl::stream stream(Engine());
-  return stream;
-}
 
 }  // namespace
 

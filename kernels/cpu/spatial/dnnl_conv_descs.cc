@@ -9,6 +9,11 @@ dnnl::engine& Engine() {
   return engine;
 }
 
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
 memory::desc Plain(const memory::dims& dims, Tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
 }

@@ -15,8 +15,10 @@ namespace parex::cpu::conv_descs {
 using memory = dnnl::memory;
 using Tag = memory::format_tag;
 
-// The process's CPU engine.
+// The process's CPU engine, and the calling thread's stream on it (also
+// cpu::DnnlConstantMatmul's).
 dnnl::engine& Engine();
+dnnl::stream& ThreadStream();
 
 // An fp32 descriptor of `dims` in `tag`'s layout.
 memory::desc Plain(const memory::dims& dims, Tag tag);

@@ -132,6 +132,9 @@ StatusOr<CompiledStep*> ParallelExecutor::Impl::Compile(
       static_cast<unsigned>(num_threads * cpu::IntraOpThreads()) < cores) {
     options.caller_poll_us = 1000;
   }
+  // One worker: the caller runs the step in its place (caller_runs), and
+  // no thread wakes at a step's start or end.
+  options.caller_runs = !devices && system->num_threads() == 1;
   options.trace = exec.trace;
   options.stream_wait = exec.stream_wait;
   options.skip_wait_producer = exec.skip_wait_producer;

@@ -1,20 +1,68 @@
 #include "actors/runtime/actor_runner.h"
 
 #include <caf/actor_system.hpp>
+#include <caf/execution_unit.hpp>
+#include <caf/logger.hpp>
+#include <caf/resumable.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 #include <chrono>
+#include <limits>
 #include <utility>
 #include <vector>
 
 #include "actors/runtime/collective_actor.h"
 #include "actors/runtime/coordinator_actor.h"
+#include "actors/runtime/job_ring.h"
 #include "actors/runtime/op_actor.h"
 #include "actors/runtime/runner_state.h"
 #include "actors/runtime/stream_actor.h"
 #include "base/spin_lock.h"
 
 namespace parex {
+
+namespace {
+
+// Run's caller as a CAF execution unit (ActorRunnerOptions::caller_runs):
+// CAF hands an actor made runnable by a message sent from this unit to
+// exec_later, and Drain resumes it on the calling thread, as the worker
+// loop (scheduler_policy.cc) resumes its jobs. Only the calling thread
+// touches the ring: CAF calls exec_later from an actor this unit is running
+// or from a send the caller makes through it.
+class CallerUnit final : public caf::execution_unit {
+ public:
+  explicit CallerUnit(caf::actor_system* system)
+      : caf::execution_unit(system) {}
+
+  void exec_later(caf::resumable* job) override { jobs_.push_back(job); }
+
+  // Resumes jobs until none is left.
+  void Drain() {
+#if CAF_LOG_LEVEL == CAF_LOG_LEVEL_QUIET
+    // As the workers do: no logger bookkeeping per resume.
+    caf::logger::set_current_actor_system(nullptr);
+#endif
+    while (!jobs_.empty()) {
+      caf::resumable* job = jobs_.front();
+      jobs_.pop_front();
+      switch (job->resume(this, std::numeric_limits<size_t>::max())) {
+        case caf::resumable::resume_later:
+          jobs_.push_back(job);  // still runnable: it keeps its reference
+          break;
+        case caf::resumable::done:
+        case caf::resumable::awaiting_message:
+        case caf::resumable::shutdown_execution_unit:
+          intrusive_ptr_release(job);
+          break;
+      }
+    }
+  }
+
+ private:
+  JobRing jobs_;
+};
+
+}  // namespace
 
 struct ActorRunner::Impl {
   // Declared in destruction order's reverse: the state (which owns the
@@ -23,6 +71,7 @@ struct ActorRunner::Impl {
   std::unique_ptr<RunnerState> state;
   StepControl control;
   int caller_poll_us = 0;
+  std::unique_ptr<CallerUnit> caller_unit;  // when the caller runs steps
   std::unique_ptr<caf::scoped_actor> caller;
 
   std::vector<caf::actor> AllActors() const {
@@ -101,6 +150,7 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   rt.stream_wait = options.stream_wait;
   rt.skip_wait_producer = options.skip_wait_producer;
   rt.skip_wait_consumer = options.skip_wait_consumer;
+  rt.caller_runs = options.caller_runs;
   const TaskGraph& g = *rt.graph;
   BuildChains(g, options.fuse_chains, &rt);
   if (g.size() > 0 && rt.roots.empty()) {
@@ -137,7 +187,11 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   rt.pool.Reserve<StepStart>(2);
   rt.pool.Reserve<StepDone>(2);
   // The coordinator first: every other actor may message it.
-  rt.coordinator = system.spawn<CoordinatorActor>(&rt, &impl->control);
+  // The actors start lazily, on their first message: one the step's first
+  // message reaches starts on the thread that runs it (the caller, with
+  // caller_runs), not on a worker that takes its start job first.
+  rt.coordinator =
+      system.spawn<CoordinatorActor, caf::lazy_init>(&rt, &impl->control);
   for (size_t s = 0; s < streams; ++s) {
     rt.stream_actors.push_back(
         system.spawn<StreamActor, caf::detached>(&rt, static_cast<int>(s)));
@@ -159,10 +213,11 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
     rt.collective_actors.push_back(
         g.communicators[c].blocking
             ? system.spawn<CollectiveActor, caf::detached>(&rt, id)
-            : system.spawn<CollectiveActor>(&rt, id));
+            : system.spawn<CollectiveActor, caf::lazy_init>(&rt, id));
   }
   for (size_t c = 0; c < rt.chains.size(); ++c) {
-    rt.op_actors.push_back(system.spawn<OpActor>(&rt, static_cast<int>(c)));
+    rt.op_actors.push_back(
+        system.spawn<OpActor, caf::lazy_init>(&rt, static_cast<int>(c)));
   }
   rt.feeds_local_collective.assign(g.size(), 0);
   for (int i = 0; i < g.size(); ++i) {
@@ -183,6 +238,9 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
     }
   }
   impl->caller = std::make_unique<caf::scoped_actor>(system);
+  if (options.caller_runs) {
+    impl->caller_unit = std::make_unique<CallerUnit>(&system);
+  }
   return std::unique_ptr<ActorRunner>(new ActorRunner(std::move(impl)));
 }
 
@@ -239,7 +297,13 @@ Status ActorRunner::Run(int64_t step, const StepHooks* hooks) {
   control.hooks = hooks;
   control.done = false;  // no actor touches it between steps
   control.finished.store(false, std::memory_order_relaxed);
-  impl.state->pool.Send(nullptr, impl.state->coordinator, StepStart{step});
+  if (impl.caller_unit != nullptr) {
+    impl.state->pool.SendVia(impl.caller_unit.get(), impl.state->coordinator,
+                             StepStart{step});
+    impl.caller_unit->Drain();
+  } else {
+    impl.state->pool.Send(nullptr, impl.state->coordinator, StepStart{step});
+  }
   // A step that ends within the poll wakes no thread (caller_poll_us).
   if (impl.caller_poll_us > 0) {
     const auto until = std::chrono::steady_clock::now() +

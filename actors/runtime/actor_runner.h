@@ -48,6 +48,14 @@ struct ActorRunnerOptions {
   // workers and their intra-op threads fill the cores, polling would take
   // one from them.
   int caller_poll_us = 0;
+  // Run's caller runs the step itself: an actor that a message from the
+  // caller, or from an actor the caller runs, makes runnable is resumed on
+  // the calling thread, as a worker would resume it, until none is left;
+  // what another thread makes runnable (a blocking collective's chain, a
+  // stream's completion) goes to the workers as before. For a system of one
+  // worker, which would otherwise run the step while the caller sleeps: no
+  // thread wakes at the step's start or end (inference at batch 1).
+  bool caller_runs = false;
   // When set and enabled: a span per task and a record per message.
   // Must outlive the runner.
   TraceRecorder* trace = nullptr;

@@ -196,11 +196,17 @@ class MessagePool {
   // Sends `msg` to `to`; `self` null: from outside any actor.
   template <class T>
   void Send(caf::local_actor* self, const caf::actor& to, const T& msg) {
+    SendVia(self != nullptr ? self->context() : nullptr, to, msg);
+  }
+
+  // Sends `msg` to `to` from execution unit `unit`: an actor the message
+  // makes runnable goes to `unit` (null: to the scheduler's queue).
+  template <class T>
+  void SendVia(caf::execution_unit* unit, const caf::actor& to, const T& msg) {
     PooledElement<T>* e = std::get<FreeList<T>>(lists_).Acquire();
     e->value() = msg;
     caf::actor_cast<caf::abstract_actor*>(to)->enqueue(
-        caf::mailbox_element_ptr{e},
-        self != nullptr ? self->context() : nullptr);
+        caf::mailbox_element_ptr{e}, unit);
   }
 
  private:

@@ -19,7 +19,9 @@ void RunnerState::SendRun(caf::local_actor* self, int from, int to,
   // here once the sender returns (resume-here); host null: to the shared
   // queue, where an idle worker takes it at once. A blocking communicator's
   // collective always goes the shared way, to its detached actor.
-  caf::local_actor* host = here && comm < 0 ? self : nullptr;
+  // With caller_runs every receiver stays with the sender's unit: the one
+  // thread that runs the step, whose OpenMP team does the parallel work.
+  caf::local_actor* host = (here || caller_runs) && comm < 0 ? self : nullptr;
   pool.Send(host, receiver[to],
             RunNode{epoch_id, static_cast<int32_t>(to),
                     static_cast<int32_t>(from), flow});

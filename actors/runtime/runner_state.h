@@ -86,6 +86,9 @@ struct RunnerState {
   std::vector<std::unique_ptr<CollectiveOrder>> collective_order;
   TraceRecorder* trace = nullptr;
   MessagePool pool;
+  // ActorRunnerOptions::caller_runs: a ready node's actor stays with the
+  // unit of the actor that readied it (SendRun).
+  bool caller_runs = false;
 
   // ---- asynchronous streams (set before the actors run) ----
   StreamWaitStrategy stream_wait = StreamWaitStrategy::kEvent;

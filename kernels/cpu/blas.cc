@@ -4,12 +4,14 @@
 
 #include <atomic>
 #include <mutex>
+#include <thread>
 
 #ifdef PAREX_WITH_DNNL
 #include "oneapi/dnnl/dnnl.h"
 
 // libdnnl runs on OpenMP (libgomp); see SingleThreadedDnnl.
 extern "C" void omp_set_num_threads(int num_threads);
+extern "C" int omp_get_max_threads(void);
 #endif
 
 // Ends the pthread build's worker pool (OpenBLAS calls it before a fork);
@@ -50,15 +52,57 @@ int IntraOpThreads() {
 }
 
 // OpenMP's thread count is per calling thread: each executor worker sets
-// it when it differs from what the thread last applied.
+// it when it differs from what the thread last applied. Only one thread at a
+// time runs OpenMP teams wider than one: libgomp keeps a team's threads per
+// calling thread, and once the process has more of them than cores each
+// waiting thread spins only ~100 times before it sleeps (its "throttled"
+// spin), so every parallel region pays a futex wake-up: 45 us a region on a
+// 2-core VM against 0.5 us with one team (a second team made parex infer at
+// batch 1 nine times slower). The first thread to ask holds the claim until
+// it exits.
+#ifdef PAREX_WITH_DNNL
+namespace {
+
+std::atomic<std::thread::id> g_team_owner{std::thread::id()};
+
+bool HoldsWideTeams() {
+  struct Claim {
+    bool held = false;
+    ~Claim() {
+      if (held)
+        g_team_owner.store(std::thread::id(), std::memory_order_release);
+    }
+  };
+  thread_local Claim claim;
+  if (!claim.held &&
+      g_team_owner.load(std::memory_order_relaxed) == std::thread::id()) {
+    std::thread::id none;
+    claim.held = g_team_owner.compare_exchange_strong(
+        none, std::this_thread::get_id(), std::memory_order_acq_rel);
+  }
+  return claim.held;
+}
+
+}  // namespace
+#endif
+
 void UseIntraOpThreads() {
 #ifdef PAREX_WITH_DNNL
   thread_local int applied = 0;
-  const int want = IntraOpThreads();
+  int want = IntraOpThreads();
+  if (want > 1 && !HoldsWideTeams()) want = 1;
   if (applied != want) {
     omp_set_num_threads(want);
     applied = want;
   }
+#endif
+}
+
+int TeamWidth() {
+#ifdef PAREX_WITH_DNNL
+  return omp_get_max_threads();
+#else
+  return 1;
 #endif
 }
 

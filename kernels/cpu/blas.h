@@ -14,8 +14,12 @@ namespace parex::cpu {
 void SetIntraOpThreads(int threads);
 int IntraOpThreads();
 // Makes the calling thread's OpenMP team IntraOpThreads() wide; called
-// before each oneDNN primitive is made or run.
+// before each oneDNN primitive is made or run. One thread at a time runs
+// teams wider than one: the first to ask, until it exits (blas.cc says why);
+// the others run theirs on one thread.
 void UseIntraOpThreads();
+// How wide the calling thread's OpenMP teams are now (1 without oneDNN).
+int TeamWidth();
 
 // OpenBLAS on one thread, its own worker pool ended (once per process;
 // RegisterCpuKernels calls it, Gemm too). The pthread build starts the pool

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace parex {
@@ -128,6 +129,63 @@ TEST(ActorRunnerTest, FirstErrorFailsTheStepAndTheNextStepRuns) {
   EXPECT_GE(skipped, 1);
   Status next = (*runner)->Run(2);
   EXPECT_TRUE(next.ok()) << next.ToString();
+}
+
+// caller_runs: with one worker, Run's caller resumes the step's actors
+// itself, branches included, in order; errors end the step as with a worker.
+// Without it the worker runs them and the caller only waits.
+TEST(ActorRunnerTest, CallerRunsTheStepOnItsOwnThread) {
+  for (const bool caller_runs : {false, true}) {
+    for (const bool fuse : {false, true}) {
+      std::shared_ptr<TaskGraph> g = RandomDag(200, fuse ? 1 : 3, 5);
+      for (int i = 0; i < g->size(); ++i) g->nodes[i].place = (i / 40) % 2;
+      std::vector<std::vector<int>> preds(g->size());
+      for (int i = 0; i < g->size(); ++i) {
+        for (int s : g->nodes[i].successors) preds[s].push_back(i);
+      }
+      auto rec = std::make_shared<Recorder>(g->size());
+      auto ran_on = std::make_shared<std::vector<std::thread::id>>(g->size());
+      std::atomic<int> order_violations{0};
+      std::atomic<int64_t> fail_step{-1};
+      g->task = [&, rec, ran_on](int node, int64_t step) -> Status {
+        if (step == fail_step.load() && node == 120) {
+          return Internal("node 120 failed on purpose");
+        }
+        for (int p : preds[node]) {
+          if (rec->runs[p].load() != step + 1) ++order_violations;
+        }
+        (*ran_on)[node] = std::this_thread::get_id();
+        rec->runs[node].fetch_add(1);
+        return Status::Ok();
+      };
+      ASSERT_TRUE(g->Finalize().ok());
+      ActorRunnerOptions options = Options(1, SchedulerPolicy::kResumeHere);
+      options.fuse_chains = fuse;
+      options.caller_runs = caller_runs;
+      StatusOr<std::unique_ptr<ActorRunner>> runner =
+          ActorRunner::Create(g, options);
+      ASSERT_TRUE(runner.ok()) << runner.status().ToString();
+      for (int step = 0; step < 20; ++step) {
+        Status s = (*runner)->Run(step);
+        ASSERT_TRUE(s.ok()) << s.ToString();
+      }
+      ExpectOrdered(*g, *rec, 20);
+      EXPECT_EQ(order_violations.load(), 0);
+      int on_caller = 0;
+      for (const std::thread::id& t : *ran_on) {
+        on_caller += t == std::this_thread::get_id();
+      }
+      EXPECT_EQ(on_caller, caller_runs ? g->size() : 0)
+          << "caller_runs " << caller_runs << ", fuse " << fuse;
+      fail_step = 20;
+      Status s = (*runner)->Run(20);
+      ASSERT_FALSE(s.ok());
+      EXPECT_THAT(s.message(), HasSubstr("failed on purpose"));
+      fail_step = -1;
+      Status next = (*runner)->Run(21);
+      EXPECT_TRUE(next.ok()) << next.ToString();
+    }
+  }
 }
 
 TEST(ActorRunnerTest, EmptyAndSingleNodeGraphs) {

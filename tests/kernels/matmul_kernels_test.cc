@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "graph/ir/op_schema.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/spatial/dnnl_conv.h"
 #include "tests/kernels/op_tester.h"
 
 namespace parex::testing {
@@ -38,6 +40,34 @@ std::vector<double> NaiveMatMul(const std::vector<double>& a, int a_cols,
     }
   }
   return out;
+}
+
+// One thread at a time runs OpenMP teams wider than one (blas.cc): the first
+// to ask, until it exits; a second team would make every region wait for a
+// futex wake-up.
+TEST(IntraOpThreadsTest, OneThreadAtATimeRunsWideTeams) {
+  if (!cpu::DnnlAvailable()) GTEST_SKIP() << "no oneDNN: no OpenMP teams";
+  cpu::SetIntraOpThreads(2);
+  int first = 0, second = 0, after = 0;
+  std::thread a([&] {
+    cpu::UseIntraOpThreads();
+    first = cpu::TeamWidth();
+    std::thread b([&] {
+      cpu::UseIntraOpThreads();
+      second = cpu::TeamWidth();
+    });
+    b.join();
+  });
+  a.join();
+  std::thread c([&] {
+    cpu::UseIntraOpThreads();
+    after = cpu::TeamWidth();
+  });
+  c.join();
+  cpu::SetIntraOpThreads(1);
+  EXPECT_EQ(first, 2);
+  EXPECT_EQ(second, 1);  // while the first holds the claim
+  EXPECT_EQ(after, 2);   // the first has exited
 }
 
 TEST(MulKernelTest, HandComputed2D) {

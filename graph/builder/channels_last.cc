@@ -49,6 +49,12 @@ class ChannelsLast {
       }
       proto::OpDesc op = block->ops(i);
       OpDesc view(&op, 0, i);
+      if (FlattensOneByOne(view)) {
+        // Reads the NHWC tensor as it is: no transpose.
+        *out.Add() = op;
+        ++*converted;
+        continue;
+      }
       if (Convertible(view)) {
         if (IsConv(view)) {
           ConvToNhwc(&view, block, &out);
@@ -232,6 +238,20 @@ class ChannelsLast {
       return xs.size() == 1 && nhwc_.count(xs[0]) != 0;
     }
     return SameShapeBinary(op.type()) && SameShapePair(xs);
+  }
+
+  // A flatten of dims 1..3 of a NHWC tensor whose plane is 1x1 (a global
+  // pool's output, before a network's fc): [N, 1, 1, C] lies in memory as
+  // [N, C, 1, 1] does, so the flattened [N, C] is the same either way.
+  bool FlattensOneByOne(const OpDesc& op) const {
+    if (op.type() != "flatten_contiguous_range") return false;
+    const std::vector<std::string> xs = op.Input("X");
+    if (xs.size() != 1 || nhwc_.count(xs[0]) == 0) return false;
+    const int start = AttrOr<int>(op, "start_axis", 1);
+    const int stop = AttrOr<int>(op, "stop_axis", 1);
+    const VarDesc* x = desc_.FindVar(xs[0]);  // as declared: NCHW
+    return x != nullptr && x->rank() == 4 && x->dim(2) == 1 && x->dim(3) == 1 &&
+           (start == 1 || start == -3) && (stop == 3 || stop == -1);
   }
 
   // Two inputs of one declared shape, one NHWC and the other NHWC or with

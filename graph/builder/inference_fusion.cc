@@ -218,6 +218,70 @@ class Fuser {
     ++fused_;
   }
 
+  // An op that passes X through unchanged in inference: scale by 1 plus 0
+  // (Paddle's save_inference_model appends one before each fetch), dropout
+  // at test time as upscale_in_train computes it (or of probability 0).
+  bool Identity(const OpDesc& op) const {
+    if (op.type() == "scale") {
+      return !op.HasInput("ScaleTensor") &&
+             AttrOr<float>(op, "scale", 1.0f) == 1.0f &&
+             AttrOr<float>(op, "bias", 0.0f) == 0.0f;
+    }
+    if (op.type() != "dropout") return false;
+    for (const std::string& mask : op.Output("Mask")) {
+      if (fetched_.count(mask) != 0 || Count(uses_.readers, mask) != 0) {
+        return false;
+      }
+    }
+    const bool test = AttrOr<bool>(op, "is_test", false);
+    return test &&
+           (AttrOr<std::string>(op, "dropout_implementation",
+                                "downgrade_in_infer") == "upscale_in_train" ||
+            AttrOr<float>(op, "dropout_prob", 0.5f) == 0.0f);
+  }
+
+  // The slot of op p, as edited so far, whose one argument is `var`.
+  std::string OutputSlotOf(int p, const std::string& var) const {
+    const auto e = edits_.find(p);
+    const OpDesc& op = block_.op(p);
+    for (const std::string& slot : op.OutputSlots()) {
+      const bool edited =
+          e != edits_.end() && e->second.outputs.count(slot) != 0;
+      if (edited ? e->second.outputs.at(slot) == var
+                 : op.Output(slot) == std::vector<std::string>{var}) {
+        return slot;
+      }
+    }
+    return "";
+  }
+
+  // Identity op i of X, X a temporary only it reads -> X's producer writes
+  // the op's output itself, and the op goes.
+  void DropIdentity(int i) {
+    const OpDesc& op = block_.op(i);
+    if (removed_.count(i) != 0 || !Identity(op) || op.Input("X").size() != 1 ||
+        op.Output("Out").size() != 1) {
+      return;
+    }
+    const std::string x = op.FirstInput("X");
+    const std::string out = op.FirstOutput("Out");
+    const VarDesc* xv = block_.FindVar(x);
+    if (xv == nullptr || xv->persistable() || fetched_.count(x) != 0 ||
+        Count(uses_.readers, x) != 1 || Count(uses_.writers, x) != 1 ||
+        Count(uses_.writers, out) != 1) {
+      return;
+    }
+    for (int p = i - 1; p >= 0; --p) {
+      if (removed_.count(p) != 0) continue;
+      const std::string slot = OutputSlotOf(p, x);
+      if (slot.empty()) continue;
+      Edit(p).outputs[slot] = out;
+      removed_.insert(i);
+      ++identities_;
+      return;
+    }
+  }
+
   // The indices of the ops kept, in order: a conv that took in a residual
   // add runs where the add was.
   std::vector<int> KeptOrder(int num_ops) const {
@@ -283,6 +347,7 @@ class Fuser {
     out.folded_batch_norms = folded_;
     out.fused_activations = fused_;
     out.fused_residuals = residuals_;
+    out.dropped_identities = identities_;
     return out;
   }
 
@@ -365,7 +430,7 @@ class Fuser {
   std::set<int> removed_;
   std::map<int, int> moved_;  // a residual add's index -> the conv's
   std::map<std::string, std::pair<DType, Dims>> new_vars_;
-  int folded_ = 0, fused_ = 0, residuals_ = 0;
+  int folded_ = 0, fused_ = 0, residuals_ = 0, identities_ = 0;
 };
 
 }  // namespace
@@ -380,6 +445,7 @@ StatusOr<FusedProgram> FuseForInference(
     if (fusions.fold_batch_norm) fuser.FoldBatchNorm(i);
     if (fusions.fuse_residual) fuser.FuseResidual(i);
     if (fusions.fuse_activation) fuser.FuseActivation(i);
+    if (fusions.drop_identities) fuser.DropIdentity(i);
   }
   PAREX_ASSIGN_OR_RETURN(FusedProgram fused,
                          fuser.Finish(fusions.mark_constant_filters));

@@ -22,6 +22,10 @@
 //                     relu6 reads -> conv2d with attribute fuse_activation
 //                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
 //                     applied in the pass that adds the bias.
+//   drop_identities   scale by 1 plus 0 (what save_inference_model puts
+//                     before each fetch) and test-time dropout of
+//                     upscale_in_train (or probability 0), which pass X
+//                     through: X's producer writes their output instead.
 //   mark_constant_filters  (below)
 //
 // A rewrite is skipped where it could change what the program computes:
@@ -52,6 +56,7 @@ struct InferenceFusions {
   // channel shuffles; transpose2 where a tensor crosses between the layouts.
   // Programs of one block only; fetched vars keep their layout.
   bool channels_last = true;
+  bool drop_identities = true;
 };
 
 struct FusedProgram {
@@ -60,6 +65,7 @@ struct FusedProgram {
   int folded_batch_norms = 0;
   int fused_activations = 0;
   int fused_residuals = 0;
+  int dropped_identities = 0;
   int channels_last_ops = 0;  // ops run channels-last
   int transposes = 0;         // transpose2 ops added between the layouts
 };

@@ -359,6 +359,115 @@ TEST(InferenceFusionTest, ResidualAddsFuseIntoTheConvBeforeThem) {
 // An fc's matmul_v2 by a parameter: marked constant_y, and its kernel's
 // packed oneDNN product (cpu::DnnlConstantMatmul) gives the plain GEMM's
 // values, Y stored [K, N] or transposed, X with rows folded from a batch.
+// A network's head: conv -> global average pool -> flatten -> fc. The pool
+// runs channels-last and the flatten reads its [N, 1, 1, C] output as it
+// lies (no transpose back): the same [N, C] as flattening [N, C, 1, 1].
+TEST(InferenceFusionTest, ChannelsLastFlattensAOneByOnePoolWithoutATranspose) {
+  for (const bool adaptive : {false, true}) {
+    Scope scope;
+    Program program;
+    Block& block = program.global_block();
+    StartWithConvA(&block, &scope);
+    Declare(block, "p", {-1, 16, 1, 1});
+    OpDesc* pool = block.AppendOp("pool2d");
+    pool->SetInput("X", {"a"});
+    pool->SetOutput("Out", {"p"});
+    pool->SetAttr("pooling_type", std::string("avg"));
+    pool->SetAttr("ksize", std::vector<int>{1, 1});
+    pool->SetAttr("adaptive", adaptive);
+    pool->SetAttr("global_pooling", !adaptive);
+    pool->SetAttr("strides", std::vector<int>{1, 1});
+    pool->SetAttr("paddings", std::vector<int>{0, 0});
+    Declare(block, "f", {-1, 16});
+    OpDesc* flat = block.AppendOp("flatten_contiguous_range");
+    flat->SetInput("X", {"p"});
+    flat->SetOutput("Out", {"f"});
+    flat->SetAttr("start_axis", 1);
+    flat->SetAttr("stop_axis", 3);
+    Declare(block, "w", {16, 5}, true);
+    *scope.Var("w")->GetMutableTensor() = Random({16, 5}, -0.5f, 0.5f, 21);
+    Declare(block, "out", {-1, 5});
+    OpDesc* mm = block.AppendOp("matmul_v2");
+    mm->SetInput("X", {"f"});
+    mm->SetInput("Y", {"w"});
+    mm->SetOutput("Out", {"out"});
+    const Tensor x = Random({3, 16, 6, 6}, -1, 1, 22);
+    ReferenceExecutor executor;
+    auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    auto fused = FuseForInference(program, {"out"});
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    EXPECT_EQ(CountOps(fused->main, "transpose2"), 1);  // x's, in
+    EXPECT_EQ(fused->transposes, 1);
+    ExpectOut(fused->main, &scope, x, (*want)[0]);
+  }
+}
+
+// Ops that pass X through at inference go, their producer writing their
+// output: test-time dropout (upscale_in_train, or probability 0) and scale by
+// 1 plus 0. A dropout that scales (downgrade_in_infer), a scale by 2, and an
+// identity whose X is fetched stay.
+TEST(InferenceFusionTest, IdentitiesGoTheirProducersWritingTheirOutputs) {
+  struct Step {
+    const char* type;
+    const char* impl;  // dropout's implementation
+    float value;       // dropout_prob or scale
+    bool goes;
+  };
+  const std::vector<std::vector<Step>> cases = {
+      {{"dropout", "upscale_in_train", 0.5f, true}, {"scale", "", 1.0f, true}},
+      {{"dropout", "downgrade_in_infer", 0.0f, true},
+       {"dropout", "downgrade_in_infer", 0.5f, false},
+       {"scale", "", 2.0f, false}},
+  };
+  for (const std::vector<Step>& steps : cases) {
+    for (const bool fetch_inner : {false, true}) {
+      Scope scope;
+      Program program;
+      Block& block = program.global_block();
+      StartWithConvA(&block, &scope);
+      std::string in = "a";
+      int goes = 0;
+      for (size_t k = 0; k < steps.size(); ++k) {
+        const std::string y =
+            k + 1 == steps.size() ? "out" : "s" + std::to_string(k);
+        Declare(block, y, {-1, 16, 6, 6});
+        OpDesc* op = block.AppendOp(steps[k].type);
+        op->SetInput("X", {in});
+        op->SetOutput("Out", {y});
+        if (std::string(steps[k].type) == "dropout") {
+          Declare(block, y + ".mask", {-1, 16, 6, 6});
+          op->SetOutput("Mask", {y + ".mask"});
+          op->SetAttr("is_test", true);
+          op->SetAttr("dropout_prob", steps[k].value);
+          op->SetAttr("dropout_implementation", std::string(steps[k].impl));
+        } else {
+          op->SetAttr("scale", steps[k].value);
+          op->SetAttr("bias", 0.0f);
+        }
+        // With fetch_inner, "a" is fetched: the first step keeps its op.
+        goes += steps[k].goes && !(fetch_inner && k == 0);
+        in = y;
+      }
+      const std::vector<std::string> fetches =
+          fetch_inner ? std::vector<std::string>{"out", "a"}
+                      : std::vector<std::string>{"out"};
+      const Tensor x = Random({2, 16, 6, 6}, -1, 1, 31);
+      ReferenceExecutor executor;
+      auto want = executor.Run(program, &scope, {{"x", x}}, {"out"});
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      InferenceFusions only;
+      only.channels_last = false;
+      auto fused = FuseForInference(program, fetches, only);
+      ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+      EXPECT_EQ(fused->dropped_identities, goes) << fetch_inner;
+      EXPECT_EQ(fused->main.global_block().num_ops(),
+                program.global_block().num_ops() - goes);
+      ExpectOut(fused->main, &scope, x, (*want)[0]);
+    }
+  }
+}
+
 TEST(InferenceFusionTest, ConstantMatmulsRunPacked) {
   for (const bool trans_y : {false, true}) {
     Scope scope;
@@ -424,8 +533,8 @@ TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   EXPECT_EQ(kept->fold.global_block().num_ops(), 0);
 
   // Switched off, nothing changes.
-  auto off =
-      FuseForInference(program, {out}, {false, false, false, false, false});
+  auto off = FuseForInference(program, {out},
+                              {false, false, false, false, false, false});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->main.proto().SerializeAsString(),
             program.proto().SerializeAsString());

@@ -11,6 +11,7 @@
 // its [N,H,W,C] tensors directly, the same windows and the same sums.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "graph/ir/spec/channels_last.h"
@@ -163,8 +164,10 @@ bool IsChannelsLast(const KernelContext& ctx) {
 // pixels, C channels at a time, in the NCHW loop's order per channel (so
 // the same values, NaNs included).
 template <typename T>
-void PoolNhwc(const PoolShape& s, const PoolSpans& spans, int64_t n, int64_t c,
-              const T* in, T* out) {
+inline __attribute__((always_inline)) void PoolNhwcLoops(const PoolShape& s,
+                                                         const PoolSpans& spans,
+                                                         int64_t n, int64_t c,
+                                                         const T* in, T* out) {
   for (int64_t b = 0; b < n; ++b) {
     const T* image = in + b * s.h.in * s.w.in * c;
     for (int64_t oy = 0; oy < s.h.out; ++oy) {
@@ -196,6 +199,28 @@ void PoolNhwc(const PoolShape& s, const PoolSpans& spans, int64_t n, int64_t c,
         }
       }
     }
+  }
+}
+
+// PoolNhwc's loops run along the channels, contiguous in NHWC: compiled
+// again for AVX2 and AVX-512 (the build's baseline is x86-64's SSE2), the
+// loader picking the widest this CPU has (GCC's target_clones). fp32 only,
+// the dtype inference runs.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void PoolNhwcF32(const PoolShape& s, const PoolSpans& spans, int64_t n,
+                 int64_t c, const float* in, float* out) {
+  PoolNhwcLoops<float>(s, spans, n, c, in, out);
+}
+
+template <typename T>
+void PoolNhwc(const PoolShape& s, const PoolSpans& spans, int64_t n, int64_t c,
+              const T* in, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    PoolNhwcF32(s, spans, n, c, in, out);
+  } else {
+    PoolNhwcLoops<T>(s, spans, n, c, in, out);
   }
 }
 

@@ -311,6 +311,7 @@ TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
     int groups;
     const char* act;
     bool residual;
+    int stride = 1;  // 1x1s of stride 2: a product of gathered pixels
   };
   const NhwcCase cases[] = {
       {"tiny_plane_blocked", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu", false},
@@ -320,10 +321,26 @@ TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
       {"one_by_one_relu6", {1, 3, 3, 16}, {40, 16, 1, 1}, 1, "relu6", false},
       {"residual_3x3_relu", {2, 6, 6, 16}, {16, 16, 3, 3}, 1, "relu", true},
       {"residual_tiny_plane", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, "relu", true},
-      {"residual_1x1", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, "", true}};
+      {"residual_1x1", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, "", true},
+      {"one_by_one_stride2",
+       {2, 7, 7, 16},
+       {32, 16, 1, 1},
+       1,
+       "relu",
+       false,
+       2},
+      {"residual_1x1_stride2",
+       {3, 6, 5, 16},
+       {24, 16, 1, 1},
+       1,
+       "relu",
+       true,
+       2},
+      {"nhwc_3x3_stride2", {2, 7, 6, 16}, {32, 16, 3, 3}, 1, "", false, 2}};
   for (const NhwcCase& c : cases) {
     const bool one = c.filter[2] == 1;
-    const Dims out = {c.input[0], c.input[1], c.input[2], c.filter[0]};
+    const Dims out = {c.input[0], (c.input[1] - 1) / c.stride + 1,
+                      (c.input[2] - 1) / c.stride + 1, c.filter[0]};
     auto run = [&](cpu::DnnlConvMode mode, int64_t* executions) {
       cpu::SetDnnlConvMode(mode);
       const int64_t before = cpu::DnnlConvExecutions();
@@ -335,7 +352,7 @@ TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
         t.Input("ResidualData", RandomTensor(out, -2, 2, 24, DType::kFP32));
       }
       t.Output("Output")
-          .Attr("strides", std::vector<int>{1, 1})
+          .Attr("strides", std::vector<int>{c.stride, c.stride})
           .Attr("paddings",
                 one ? std::vector<int>{0, 0} : std::vector<int>{1, 1})
           .Attr("dilations", std::vector<int>{1, 1})

@@ -160,6 +160,7 @@ struct DnnlConv::Impl {
   struct Buffers {
     std::vector<uint8_t> args[3];
     std::vector<uint8_t> scratchpad;
+    std::vector<uint8_t> gathered;  // a strided pointwise's pixels
   };
   class BorrowedBuffers {
    public:
@@ -209,6 +210,9 @@ struct DnnlConv::Impl {
     // The residual read by a binary post-op (a pointwise matmul's), not
     // summed into dst.
     bool binary_residual = false;
+    // A pointwise matmul of stride > 1: the pixels it reads are gathered
+    // into a borrowed buffer, its src.
+    bool gather = false;
     memory residual_mem;
     const void* residual_at = nullptr;
     std::unordered_map<int, memory> run_args;  // empty until the first run
@@ -241,7 +245,7 @@ struct DnnlConv::Impl {
   // False where oneDNN offers only its reference matmul (the convolution
   // then serves).
   static bool MakePointwise(const DnnlConvParams& p, Prepared* prep) {
-    const memory::dim rows = p.n * p.h * p.w;
+    const memory::dim rows = p.n * p.oh * p.ow;
     const memory::desc src = Plain({rows, p.c}, Tag::ab);
     const memory::desc weights = Plain({p.c, p.m}, Tag::ba);
     const memory::desc dst = Plain({rows, p.m}, Tag::ab);
@@ -260,6 +264,7 @@ struct DnnlConv::Impl {
     prep->primitive = dnnl::matmul(pd);
     prep->bias = bias;
     prep->binary_residual = p.residual;
+    prep->gather = p.stride_h > 1;
     SetArg(&prep->args[0], DNNL_ARG_SRC, false, src, pd.src_desc());
     SetArg(&prep->args[1], DNNL_ARG_WEIGHTS, false, weights, pd.weights_desc());
     SetArg(&prep->args[2], DNNL_ARG_DST, true, dst, pd.dst_desc());
@@ -276,6 +281,7 @@ struct DnnlConv::Impl {
     prep->params = p;
     prep->run_args.clear();
     prep->binary_residual = false;
+    prep->gather = false;
     prep->kept_weights.reset();
     prep->kept_from = nullptr;
     try {
@@ -343,6 +349,24 @@ struct DnnlConv::Impl {
     }
   }
 
+  // The pixels a strided pointwise product reads, from the NHWC `src`, in
+  // `into`: [N, OH, OW, C].
+  static const void* Gather(const DnnlConvParams& p, const void* src,
+                            std::vector<uint8_t>* into) {
+    const size_t pixel = static_cast<size_t>(p.c) * sizeof(float);
+    uint8_t* out = Grown(into, pixel * p.n * p.oh * p.ow);
+    const uint8_t* in = static_cast<const uint8_t*>(src);
+    for (int64_t b = 0; b < p.n; ++b) {
+      for (int64_t y = 0; y < p.oh; ++y) {
+        const uint8_t* row = in + ((b * p.h + y * p.stride_h) * p.w) * pixel;
+        for (int64_t x = 0; x < p.ow; ++x, out += pixel) {
+          std::memcpy(out, row + x * p.stride_w * pixel, pixel);
+        }
+      }
+    }
+    return into->data();
+  }
+
   // Runs `prep` on parex's buffers `ptrs` (in the order of prep.args):
   // inputs reordered into the primitive's layout first, outputs back after.
   // The memory objects and the argument map are made once per shape and only
@@ -362,7 +386,10 @@ struct DnnlConv::Impl {
             Grown(&buffers->scratchpad, prep.scratch.get_size()));
     for (int i = 0; i < 3; ++i) {
       Arg& a = prep.args[i];
-      PointAt(&a.user_mem, &a.user_at, ptrs[i]);
+      PointAt(&a.user_mem, &a.user_at,
+              i == 0 && prep.gather
+                  ? Gather(prep.params, ptrs[0], &buffers->gathered)
+                  : ptrs[i]);
       if (!a.reordered) continue;
       if (i == 1 && constant_weights) {
         // Reordered once per weights buffer, kept with the primitive.

@@ -293,6 +293,7 @@ void AddInfer(CLI::App* app, Commands* c) {
   i->add_flag("!--no-fuse", c->infer.fuse,
               "run the program as saved: no batch norm, residual add or "
               "activation fused into the convolutions before it, no "
+              "identity (scale by 1, test-time dropout) dropped, no "
               "channels-last rewrite (CPU places fuse by default)");
 }
 

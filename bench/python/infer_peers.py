@@ -19,6 +19,10 @@ Never a CI dependency. Run:
         onnxruntime paddle2onnx==1.3.1 onnx 'numpy<2'
     v/bin/python bench/python/infer_peers.py --parex build/apps/parex \
         [--models resnet18,mobilenet_v1] [--batches 1,32,256] [--threads 1,2]
+        [--runs N] [--rounds R]
+At batch 1 use --runs 200 (with 20 a process's first runs weigh too much)
+and --rounds 5: the VM's cross-core speed changes within minutes, and each
+round times parex and its peers back to back.
 """
 import argparse
 import json
@@ -130,6 +134,57 @@ def run_parex(parex, folder, xfile, threads, runs, batch):
             "y": y}, None
 
 
+def Row(args, peers, prefix, folder, xfile, name, batch, threads):
+    """One table row: parex and each peer `--rounds` times in turn (so that
+    a spell of the VM's weather falls on both), medians over the rounds and
+    the median of the rounds' ratios (each round's ratio given too when
+    there are several)."""
+    mine_ms, theirs_ms = [], {k: [] for k in peers}
+    ratios = {k: [] for k in peers}
+    mine = err = None
+    rss = {}
+    ref = None
+    for _ in range(args.rounds):
+        got, err = run_parex(args.parex, folder, xfile, threads, args.runs,
+                             batch)
+        if got is not None:
+            mine = got
+            mine_ms.append(got["median_ms"])
+        for kind in peers:
+            theirs, perr = run_peer(kind, prefix, xfile, threads, args.runs)
+            if theirs is None:
+                rss[kind] = "failed: %s" % perr
+                continue
+            theirs_ms[kind].append(theirs["median_ms"])
+            rss[kind] = "%.0f" % theirs["rss_mib"]
+            if got is not None:
+                ratios[kind].append(got["median_ms"] / theirs["median_ms"])
+            if kind == "paddle":
+                ref = np.load(xfile + ".paddle.npy")
+    row = [name, str(batch), str(threads)]
+    row.append("%.2f" % statistics.median(mine_ms) if mine_ms else
+               "failed: %s" % err)
+    for kind in peers:
+        if not theirs_ms[kind]:
+            row += [rss.get(kind, "-"), "-"]
+            continue
+        row.append("%.2f" % statistics.median(theirs_ms[kind]))
+        r = ratios[kind]
+        cell = "%.2f" % statistics.median(r) if r else "-"
+        if len(r) > 1:
+            cell += " (" + " ".join("%.2f" % x for x in r) + ")"
+        row.append(cell)
+    row.append(" / ".join(["%.0f" % mine["rss_mib"] if mine else "-"] +
+                          [rss.get(k, "-") if theirs_ms[k] else "-"
+                           for k in peers]))
+    if mine is not None and ref is not None:
+        d = np.abs(mine["y"] - ref).max() / max(np.abs(ref).max(), 1e-30)
+        row.append("%.1e" % d)
+    else:
+        row.append("-")
+    return "| " + " | ".join(row) + " |"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--parex", required=True)
@@ -139,6 +194,7 @@ def main():
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--peers", default="ort,paddle")
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
     peers = args.peers.split(",")
     work = tempfile.mkdtemp(prefix="infer_peers_")
@@ -156,34 +212,8 @@ def main():
             xfile = os.path.join(folder, "x%d.npy" % batch)
             np.save(xfile, x)
             for threads in [int(t) for t in args.threads.split(",")]:
-                mine, err = run_parex(args.parex, folder, xfile, threads,
-                                      args.runs, batch)
-                row = [name, str(batch), str(threads)]
-                row.append("%.2f" % mine["median_ms"] if mine else
-                           "failed: %s" % err)
-                rss = ["%.0f" % mine["rss_mib"] if mine else "-"]
-                ref = None
-                for kind in peers:
-                    theirs, perr = run_peer(kind, prefix, xfile, threads,
-                                            args.runs)
-                    if theirs is None:
-                        row += ["failed: %s" % perr, "-"]
-                        rss.append("-")
-                        continue
-                    row.append("%.2f" % theirs["median_ms"])
-                    row.append("%.2f" % (mine["median_ms"] /
-                                         theirs["median_ms"]) if mine else "-")
-                    rss.append("%.0f" % theirs["rss_mib"])
-                    if kind == "paddle":
-                        ref = np.load(xfile + ".paddle.npy")
-                row.append(" / ".join(rss))
-                if mine is not None and ref is not None:
-                    d = np.abs(mine["y"] - ref).max() / max(
-                        np.abs(ref).max(), 1e-30)
-                    row.append("%.1e" % d)
-                else:
-                    row.append("-")
-                print("| " + " | ".join(row) + " |", flush=True)
+                print(Row(args, peers, prefix, folder, xfile, name, batch,
+                          threads), flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,10 @@ images; parex's step time is the median gap between its --metrics lines'
 wall_s after the warm-up, PyTorch's the median of its timed steps. Also
 printed: parex's first three losses against Paddle's own executor on the
 same program, batches and initial parameters (relative difference; several
-places with --sync-batch-norm, so that they train as Paddle's one place).
+places with --sync-batch-norm, so that they train as Paddle's one place),
+and Paddle's own floor: its three losses from weights one unit in the last
+place away, against its losses from the weights themselves (what any
+program that adds in another order can expect to meet).
 PyTorch starts from its own initial weights: its column is a time only.
 
 Never a CI dependency. Run:
@@ -59,14 +62,33 @@ def make_program(folder, batch, steps, rng):
             f.write(main.desc.serialize_to_string())
         paddle.static.save_vars(exe, os.path.join(folder, "params"), main,
                                 vars=persistables)
-        losses = []
-        for s in range(3):
-            rows = slice(s * batch, (s + 1) * batch)
-            (l,) = exe.run(main, feed={"x": xs[rows], "label": labels[rows]},
-                           fetch_list=[loss])
-            losses.append(float(np.asarray(l).reshape(-1)[0]))
+        start = {v.name: np.array(scope.find_var(v.name).get_tensor())
+                 for v in persistables}
+
+        def three_losses():
+            out = []
+            for s in range(3):
+                rows = slice(s * batch, (s + 1) * batch)
+                (l,) = exe.run(main,
+                               feed={"x": xs[rows], "label": labels[rows]},
+                               fetch_list=[loss])
+                out.append(float(np.asarray(l).reshape(-1)[0]))
+            return out
+
+        losses = three_losses()
+        # Paddle's own floor: the same steps from weights one unit in the
+        # last place away (every fp32 weight up or down at random; Adam's
+        # moments, powers and rate as they were).
+        moved = np.random.RandomState(7)
+        for name, a in start.items():
+            if a.dtype == np.float32 and a.size > 1 and "moment" not in name \
+                    and "pow_acc" not in name and "learning_rate" not in name:
+                a = (a * (1 + moved.choice([-1, 1], a.shape) * 2.0 ** -23))
+            scope.find_var(name).get_tensor().set(a.astype(start[name].dtype),
+                                                  paddle.CPUPlace())
+        floor = three_losses()
     paddle.disable_static()
-    return xs, labels, losses
+    return xs, labels, losses, floor
 
 
 def run_parex(parex, folder, batch, threads, total):
@@ -165,18 +187,22 @@ def main():
     work = tempfile.mkdtemp(prefix="train_peers_")
     total = args.warm + args.steps
     print("| batch | threads | parex ms/step | PyTorch eager ms/step | parex / "
-          "PyTorch | losses 1-3 vs Paddle's (relative) |")
-    print("|---|---|---|---|---|---|")
+          "PyTorch | losses 1-3 vs Paddle's (relative) | Paddle's from weights "
+          "one ulp away |")
+    print("|---|---|---|---|---|---|---|")
     for batch in [int(b) for b in args.batches.split(",")]:
         folder = os.path.join(work, "b%d" % batch)
         os.makedirs(folder)
-        _, _, paddle_losses = make_program(folder, batch, total,
-                                           np.random.RandomState(batch))
+        _, _, paddle_losses, floor = make_program(
+            folder, batch, total, np.random.RandomState(batch))
+        moved = " / ".join("%.1e" % (abs(a - b) / abs(b))
+                           for a, b in zip(floor, paddle_losses))
         for threads in [int(t) for t in args.threads.split(",")]:
             lines, losses, err = run_parex(args.parex, folder, batch, threads,
                                            total)
             if lines is None:
-                print("| %d | %d | failed: %s | | | |" % (batch, threads, err))
+                print("| %d | %d | failed: %s | | | | %s |" %
+                      (batch, threads, err, moved))
                 continue
             walls = [j["wall_s"] for j in lines]
             gaps = [(b - a) * 1e3 for a, b in zip(walls, walls[1:])]
@@ -186,12 +212,12 @@ def main():
             diffs = [abs(a - b) / abs(b) for a, b in zip(losses, paddle_losses)]
             diff = " / ".join("%.1e" % d for d in diffs)
             if theirs is None:
-                print("| %d | %d | %.1f | failed: %s | | %s |" %
-                      (batch, threads, mine, terr, diff))
+                print("| %d | %d | %.1f | failed: %s | | %s | %s |" %
+                      (batch, threads, mine, terr, diff, moved))
                 continue
-            print("| %d | %d | %.1f | %.1f | %.2f | %s |" %
+            print("| %d | %d | %.1f | %.1f | %.2f | %s | %s |" %
                   (batch, threads, mine, theirs["ms"], mine / theirs["ms"],
-                   diff), flush=True)
+                   diff, moved), flush=True)
 
 
 if __name__ == "__main__":

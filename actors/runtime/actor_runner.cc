@@ -136,32 +136,10 @@ Status BuildStreamInputs(const TaskGraph& g, RunnerState* rt) {
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
-    std::shared_ptr<const TaskGraph> graph, ActorRunnerOptions options) {
-  if (graph == nullptr) return InvalidArgument("ActorRunner: no task graph");
-  auto impl = std::make_unique<Impl>();
-  impl->caller_poll_us = options.caller_poll_us;
-  impl->state = std::make_unique<RunnerState>();
-  RunnerState& rt = *impl->state;
-  rt.graph = std::move(graph);
-  rt.trace = options.trace;
-  rt.stream_wait = options.stream_wait;
-  rt.skip_wait_producer = options.skip_wait_producer;
-  rt.skip_wait_consumer = options.skip_wait_consumer;
-  rt.caller_runs = options.caller_runs;
-  const TaskGraph& g = *rt.graph;
-  BuildChains(g, options.fuse_chains, &rt);
-  if (g.size() > 0 && rt.roots.empty()) {
-    return InvalidArgument("ActorRunner: the task graph has no root node");
-  }
-  PAREX_RETURN_IF_ERROR(BuildStreamInputs(g, &rt));
-  impl->owner =
-      options.system != nullptr
-          ? options.system
-          : WorkerPool::Create(options.num_threads, options.scheduler);
-  caf::actor_system& system = impl->owner->system();
+// The per-node and per-stream counters of `g`'s steps, its events, and the
+// message elements a step needs.
+void AllocateStepState(const TaskGraph& g, RunnerState* state) {
+  RunnerState& rt = *state;
   rt.pending = std::make_unique<std::atomic<int>[]>(g.size());
   rt.completed = std::make_unique<std::atomic<int64_t>[]>(g.size());
   for (int i = 0; i < g.size(); ++i) rt.completed[i].store(0);
@@ -186,12 +164,20 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
   if (!g.streams.empty()) rt.pool.Reserve<StreamWork>(g.size() + 8);
   rt.pool.Reserve<StepStart>(2);
   rt.pool.Reserve<StepDone>(2);
+}
+
+// The step's actors, spawned in `system`, and who receives each node's
+// RunNode.
+void SpawnActors(caf::actor_system& system, StepControl* control,
+                 RunnerState* state) {
+  RunnerState& rt = *state;
+  const TaskGraph& g = *rt.graph;
+  const size_t streams = g.streams.size();
   // The coordinator first: every other actor may message it.
   // The actors start lazily, on their first message: one the step's first
   // message reaches starts on the thread that runs it (the caller, with
   // caller_runs), not on a worker that takes its start job first.
-  rt.coordinator =
-      system.spawn<CoordinatorActor, caf::lazy_init>(&rt, &impl->control);
+  rt.coordinator = system.spawn<CoordinatorActor, caf::lazy_init>(&rt, control);
   for (size_t s = 0; s < streams; ++s) {
     rt.stream_actors.push_back(
         system.spawn<StreamActor, caf::detached>(&rt, static_cast<int>(s)));
@@ -237,6 +223,36 @@ StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
       rt.receiver[i] = rt.op_actors[rt.chain_of[i]];
     }
   }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ActorRunner>> ActorRunner::Create(
+    std::shared_ptr<const TaskGraph> graph, ActorRunnerOptions options) {
+  if (graph == nullptr) return InvalidArgument("ActorRunner: no task graph");
+  auto impl = std::make_unique<Impl>();
+  impl->caller_poll_us = options.caller_poll_us;
+  impl->state = std::make_unique<RunnerState>();
+  RunnerState& rt = *impl->state;
+  rt.graph = std::move(graph);
+  rt.trace = options.trace;
+  rt.stream_wait = options.stream_wait;
+  rt.skip_wait_producer = options.skip_wait_producer;
+  rt.skip_wait_consumer = options.skip_wait_consumer;
+  rt.caller_runs = options.caller_runs;
+  const TaskGraph& g = *rt.graph;
+  BuildChains(g, options.fuse_chains, &rt);
+  if (g.size() > 0 && rt.roots.empty()) {
+    return InvalidArgument("ActorRunner: the task graph has no root node");
+  }
+  PAREX_RETURN_IF_ERROR(BuildStreamInputs(g, &rt));
+  impl->owner =
+      options.system != nullptr
+          ? options.system
+          : WorkerPool::Create(options.num_threads, options.scheduler);
+  caf::actor_system& system = impl->owner->system();
+  AllocateStepState(g, &rt);
+  SpawnActors(system, &impl->control, &rt);
   impl->caller = std::make_unique<caf::scoped_actor>(system);
   if (options.caller_runs) {
     impl->caller_unit = std::make_unique<CallerUnit>(&system);

@@ -134,51 +134,58 @@ def run_parex(parex, folder, xfile, threads, runs, batch):
             "y": y}, None
 
 
-def Row(args, peers, prefix, folder, xfile, name, batch, threads):
-    """One table row: parex and each peer `--rounds` times in turn (so that
-    a spell of the VM's weather falls on both), medians over the rounds and
-    the median of the rounds' ratios (each round's ratio given too when
-    there are several)."""
-    mine_ms, theirs_ms = [], {k: [] for k in peers}
-    ratios = {k: [] for k in peers}
-    mine = err = None
-    rss = {}
-    ref = None
+def TimeRounds(args, peers, prefix, folder, xfile, batch, threads):
+    """parex and each peer `--rounds` times in turn, so that a spell of the
+    VM's weather falls on both: per runtime its medians, RSS (or why it
+    failed), parex's last output and Paddle's reference output."""
+    t = {"parex": [], "rss": {}, "y": None, "ref": None, "err": None}
+    t.update({k: [] for k in peers})
     for _ in range(args.rounds):
-        got, err = run_parex(args.parex, folder, xfile, threads, args.runs,
-                             batch)
-        if got is not None:
-            mine = got
-            mine_ms.append(got["median_ms"])
+        mine, err = run_parex(args.parex, folder, xfile, threads, args.runs,
+                              batch)
+        t["parex"].append(mine["median_ms"] if mine else None)
+        if mine is None:
+            t["err"] = err
+        else:
+            t["rss"]["parex"] = "%.0f" % mine["rss_mib"]
+            t["y"] = mine["y"]
         for kind in peers:
             theirs, perr = run_peer(kind, prefix, xfile, threads, args.runs)
+            t[kind].append(theirs["median_ms"] if theirs else None)
             if theirs is None:
-                rss[kind] = "failed: %s" % perr
+                t["rss"][kind] = "failed: %s" % perr
                 continue
-            theirs_ms[kind].append(theirs["median_ms"])
-            rss[kind] = "%.0f" % theirs["rss_mib"]
-            if got is not None:
-                ratios[kind].append(got["median_ms"] / theirs["median_ms"])
+            t["rss"][kind] = "%.0f" % theirs["rss_mib"]
             if kind == "paddle":
-                ref = np.load(xfile + ".paddle.npy")
+                t["ref"] = np.load(xfile + ".paddle.npy")
+    return t
+
+
+def Row(t, peers, name, batch, threads):
+    """The table row of TimeRounds' `t`: medians over the rounds, and the
+    median of the rounds' ratios (each round's too when there are several)."""
+    def timed(key):
+        return [v for v in t[key] if v is not None]
+
     row = [name, str(batch), str(threads)]
-    row.append("%.2f" % statistics.median(mine_ms) if mine_ms else
-               "failed: %s" % err)
+    row.append("%.2f" % statistics.median(timed("parex")) if timed("parex")
+               else "failed: %s" % t["err"])
     for kind in peers:
-        if not theirs_ms[kind]:
-            row += [rss.get(kind, "-"), "-"]
+        if not timed(kind):
+            row += [t["rss"].get(kind, "-"), "-"]
             continue
-        row.append("%.2f" % statistics.median(theirs_ms[kind]))
-        r = ratios[kind]
-        cell = "%.2f" % statistics.median(r) if r else "-"
-        if len(r) > 1:
-            cell += " (" + " ".join("%.2f" % x for x in r) + ")"
+        row.append("%.2f" % statistics.median(timed(kind)))
+        ratios = [a / b for a, b in zip(t["parex"], t[kind])
+                  if a is not None and b is not None]
+        cell = "%.2f" % statistics.median(ratios) if ratios else "-"
+        if len(ratios) > 1:
+            cell += " (" + " ".join("%.2f" % x for x in ratios) + ")"
         row.append(cell)
-    row.append(" / ".join(["%.0f" % mine["rss_mib"] if mine else "-"] +
-                          [rss.get(k, "-") if theirs_ms[k] else "-"
-                           for k in peers]))
-    if mine is not None and ref is not None:
-        d = np.abs(mine["y"] - ref).max() / max(np.abs(ref).max(), 1e-30)
+    row.append(" / ".join([t["rss"].get("parex", "-")] +
+                          [t["rss"][k] if timed(k) else "-" for k in peers]))
+    if t["y"] is not None and t["ref"] is not None:
+        d = np.abs(t["y"] - t["ref"]).max() / max(np.abs(t["ref"]).max(),
+                                                   1e-30)
         row.append("%.1e" % d)
     else:
         row.append("-")
@@ -212,8 +219,9 @@ def main():
             xfile = os.path.join(folder, "x%d.npy" % batch)
             np.save(xfile, x)
             for threads in [int(t) for t in args.threads.split(",")]:
-                print(Row(args, peers, prefix, folder, xfile, name, batch,
-                          threads), flush=True)
+                t = TimeRounds(args, peers, prefix, folder, xfile, batch,
+                               threads)
+                print(Row(t, peers, name, batch, threads), flush=True)
 
 
 if __name__ == "__main__":

@@ -50,48 +50,12 @@ class ChannelsLast {
       proto::OpDesc op = block->ops(i);
       OpDesc view(&op, 0, i);
       if (FlattensOneByOne(view)) {
-        // Reads the NHWC tensor as it is: no transpose.
-        *out.Add() = op;
-        ++*converted;
-        continue;
-      }
-      if (Convertible(view)) {
-        if (IsConv(view)) {
-          ConvToNhwc(&view, block, &out);
-        } else if (ChannelAxisOp(view)) {
-          view.SetAttr("axis", 3);
-        } else {
-          if (view.type() == "pool2d") {
-            view.SetAttr("data_format", std::string("NHWC"));
-          }
-          // Inputs read through their NHWC copies.
-          for (const std::string& slot : view.InputSlots()) {
-            std::vector<std::string> args = view.Input(slot);
-            for (std::string& a : args) {
-              if (nhwc_.count(a) == 0 && to_nhwc_.count(a) != 0) {
-                a = to_nhwc_.at(a);
-              }
-            }
-            view.SetInput(slot, args);
-          }
-        }
-        for (const std::string& y : view.OutputArgumentNames()) {
-          nhwc_.insert(y);
-          Permute(block, y);
-        }
+        ++*converted;  // reads the NHWC tensor as it is: no transpose
+      } else if (Convertible(view)) {
+        ToNhwc(&view, block, &out);
         ++*converted;
       } else {
-        // Every NHWC input read as NCHW, through one transpose per var.
-        for (const std::string& slot : view.InputSlots()) {
-          std::vector<std::string> args = view.Input(slot);
-          bool changed = false;
-          for (std::string& a : args) {
-            if (nhwc_.count(a) == 0) continue;
-            a = Transposed(a, false, block, &out);
-            changed = true;
-          }
-          if (changed) view.SetInput(slot, args);
-        }
+        ReadAsNchw(&view, block, &out);
       }
       *out.Add() = op;
     }
@@ -100,6 +64,50 @@ class ChannelsLast {
   }
 
  private:
+  // A Convertible op made channels-last; its outputs declared NHWC.
+  void ToNhwc(OpDesc* view, proto::BlockDesc* block,
+              google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
+    if (IsConv(*view)) {
+      ConvToNhwc(view, block, out);
+    } else if (ChannelAxisOp(*view)) {
+      view->SetAttr("axis", 3);
+    } else {
+      if (view->type() == "pool2d") {
+        view->SetAttr("data_format", std::string("NHWC"));
+      }
+      // Inputs read through their NHWC copies.
+      for (const std::string& slot : view->InputSlots()) {
+        std::vector<std::string> args = view->Input(slot);
+        for (std::string& a : args) {
+          if (nhwc_.count(a) == 0 && to_nhwc_.count(a) != 0) {
+            a = to_nhwc_.at(a);
+          }
+        }
+        view->SetInput(slot, args);
+      }
+    }
+    for (const std::string& y : view->OutputArgumentNames()) {
+      nhwc_.insert(y);
+      Permute(block, y);
+    }
+  }
+
+  // An op that stays channels-first: every NHWC input read as NCHW,
+  // through one transpose per var.
+  void ReadAsNchw(OpDesc* view, proto::BlockDesc* block,
+                  google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
+    for (const std::string& slot : view->InputSlots()) {
+      std::vector<std::string> args = view->Input(slot);
+      bool changed = false;
+      for (std::string& a : args) {
+        if (nhwc_.count(a) == 0) continue;
+        a = Transposed(a, false, block, out);
+        changed = true;
+      }
+      if (changed) view->SetInput(slot, args);
+    }
+  }
+
   // A conv made channels-last: Input and ResidualData (a residual block's
   // shortcut) read NHWC, transposed in where they are not.
   void ConvToNhwc(OpDesc* conv, proto::BlockDesc* block,

@@ -349,6 +349,19 @@ struct DnnlConv::Impl {
     }
   }
 
+  // Points `prep`'s weights argument at its kept reorder of the constant
+  // weights at `weights`: made once per weights buffer.
+  static void PointAtKeptWeights(Prepared* prep, const void* weights,
+                                 dnnl::stream& stream) {
+    Arg& a = prep->args[1];
+    if (prep->kept_from != weights || prep->kept_weights == nullptr) {
+      a.chosen_at = nullptr;  // KeptWeights may point it elsewhere
+      prep->kept_weights = KeptWeights(a, stream);
+      prep->kept_from = weights;
+    }
+    PointAt(&a.chosen_mem, &a.chosen_at, prep->kept_weights->data());
+  }
+
   // The pixels a strided pointwise product reads, from the NHWC `src`, in
   // `into`: [N, OH, OW, C].
   static const void* Gather(const DnnlConvParams& p, const void* src,
@@ -392,13 +405,7 @@ struct DnnlConv::Impl {
                   : ptrs[i]);
       if (!a.reordered) continue;
       if (i == 1 && constant_weights) {
-        // Reordered once per weights buffer, kept with the primitive.
-        if (prep.kept_from != ptrs[i] || prep.kept_weights == nullptr) {
-          a.chosen_at = nullptr;  // KeptWeights may point it elsewhere
-          prep.kept_weights = KeptWeights(a, stream);
-          prep.kept_from = ptrs[i];
-        }
-        PointAt(&a.chosen_mem, &a.chosen_at, prep.kept_weights->data());
+        PointAtKeptWeights(&prep, ptrs[i], stream);
         continue;
       }
       // A borrowed buffer another primitive may have used in between:

@@ -65,9 +65,11 @@ const GemmShape kGemmShapes[] = {
 
 struct ConvShape {
   const char* name;
-  int64_t n, c, h, w, m, k;  // stride 1, no padding
-  int64_t oh() const { return h - k + 1; }
-  int64_t ow() const { return w - k + 1; }
+  int64_t n, c, h, w, m, k;
+  int64_t stride = 1, pad = 0;
+  bool image = false;  // the input is a feed: conv2d_grad makes no Input@GRAD
+  int64_t oh() const { return (h + 2 * pad - k) / stride + 1; }
+  int64_t ow() const { return (w + 2 * pad - k) / stride + 1; }
   double flops() const { return 2.0 * n * m * oh() * ow() * c * k * k; }
 };
 
@@ -79,6 +81,17 @@ const ConvShape kConvShapes[] = {
     {"lenet_conv2", 64, 20, 12, 12, 50, 5},
     {"resnet_3x3", 8, 64, 58, 58, 64, 3},
     {"resnet_1x1", 8, 256, 56, 56, 64, 1},
+    // ResNet-18 training at 64 px, batch 32 (bench/python/train_peers.py):
+    // the 7x7 stem on the image's 3 channels and a downsampling 1x1.
+    {"r18_stem_7x7_s2", 32, 3, 64, 64, 64, 7, 2, 3, true},
+    {"r18_down_1x1_s2", 32, 64, 16, 16, 128, 1, 2, 0},
+    {"mbv1_stem_3x3_s2", 32, 3, 64, 64, 32, 3, 2, 1, true},
+    {"r18_down_1x1_s2_wide", 32, 256, 4, 4, 512, 1, 2, 0},
+    // ResNet-50's last stage at 64 px: a 1x1 of stride 1 on a 2x2 plane.
+    {"r50_1x1_on_2x2", 32, 512, 2, 2, 2048, 1},
+    {"r50_1x1_on_4x4", 32, 1024, 4, 4, 256, 1},
+    {"r50_1x1_on_8x8", 32, 512, 8, 8, 128, 1},
+    {"r50_1x1_on_16x16", 32, 256, 16, 16, 64, 1},
 };
 
 // The 1x1 convolutions of MobileNet-v1 at 64 px (batch 1, and the widest
@@ -224,11 +237,13 @@ void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
   parex::cpu::SetDnnlConvMode(dnnl ? parex::cpu::DnnlConvMode::kAlways
                                    : parex::cpu::DnnlConvMode::kNever);
   OpFixture op(grad ? "conv2d_grad" : "conv2d");
-  op.Input("Input", {s.n, s.c, s.h, s.w}).Input("Filter", {s.m, s.c, s.k, s.k});
+  op.Input("Input", {s.n, s.c, s.h, s.w})
+      .Input("Filter", {s.m, s.c, s.k, s.k})
+      .Attr("strides", std::vector<int>(2, static_cast<int>(s.stride)))
+      .Attr("paddings", std::vector<int>(2, static_cast<int>(s.pad)));
   if (grad) {
-    op.Input("Output@GRAD", {s.n, s.m, s.oh(), s.ow()})
-        .Output("Input@GRAD")
-        .Output("Filter@GRAD");
+    op.Input("Output@GRAD", {s.n, s.m, s.oh(), s.ow()}).Output("Filter@GRAD");
+    if (!s.image) op.Output("Input@GRAD");
   } else {
     op.Output("Output");
   }
@@ -283,7 +298,8 @@ void BM_DnnlConv2d(benchmark::State& state, ConvShape s) {
                             memory::format_tag::nchw);
   dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-      src_md, weight_md, dst_md, {1, 1}, {0, 0}, {0, 0});
+      src_md, weight_md, dst_md, {s.stride, s.stride}, {s.pad, s.pad},
+      {s.pad, s.pad});
   dnnl::convolution_forward::primitive_desc pd(desc, engine);
   std::vector<float> src = RandomFloats(s.n * s.c * s.h * s.w, 1);
   std::vector<float> weights = RandomFloats(s.m * s.c * s.k * s.k, 2);

@@ -255,9 +255,11 @@ TEST_F(DnnlConvTest, ANewShapeRebuildsThePrimitives) {
 
 TEST_F(DnnlConvTest, ByDefaultWholeChannelBlocksAndDepthwiseGoToOneDnn) {
   // kWhereFaster (the default): oneDNN where both channel counts per group
-  // are multiples of 16 and the filter is larger than 1x1, and for
-  // depthwise convolutions (one input and one output channel per group);
-  // im2col elsewhere.
+  // are multiples of 16, except 1x1s of stride 1 on planes larger than 16
+  // pixels (one GEMM per image there); for a stem (at most 4 input
+  // channels, output channels a multiple of 16, a filter larger than 1x1);
+  // and for depthwise convolutions (one input and one output channel per
+  // group); im2col elsewhere.
   ASSERT_TRUE(cpu::DnnlAvailable());
   ASSERT_EQ(cpu::GetDnnlConvMode(), cpu::DnnlConvMode::kWhereFaster);
   for (const Case& c : Cases()) {
@@ -273,8 +275,30 @@ TEST_F(DnnlConvTest, ByDefaultWholeChannelBlocksAndDepthwiseGoToOneDnn) {
   EXPECT_TRUE(cpu::DnnlConvChosen(p));
   p.kw = 1;  // 3x1: still more than one tap
   EXPECT_TRUE(cpu::DnnlConvChosen(p));
-  p.kh = 1;  // 1x1
+  p.kh = 1;  // 1x1 on a 6x6 plane: one GEMM per image
   EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.oh = p.ow = 4;  // on 4x4: oneDNN
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.oh = p.ow = 6;
+  p.stride_h = p.stride_w = 2;  // a strided 1x1: im2col would gather
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.stride_h = p.stride_w = 1;
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 1;  // padded 1x1
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.pad_top = p.pad_bottom = p.pad_left = p.pad_right = 0;
+  p.c = 3;  // a stem on an image: 3x3, 7x7 to oneDNN, not a 1x1
+  p.kh = p.kw = 7;
+  EXPECT_TRUE(cpu::DnnlConvChosen(p));
+  p.kh = p.kw = 1;
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.kh = p.kw = 5;
+  p.c = 1;
+  p.m = 20;  // LeNet's first: no whole block of outputs
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.c = 6;  // neither few nor whole blocks of inputs
+  p.m = 16;
+  EXPECT_FALSE(cpu::DnnlConvChosen(p));
+  p.c = 32;
   p.kh = p.kw = 3;
   p.m = 50;
   EXPECT_FALSE(cpu::DnnlConvChosen(p));

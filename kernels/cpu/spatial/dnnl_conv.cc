@@ -75,7 +75,25 @@ bool DnnlConvChosen(const DnnlConvParams& p) {
   // kernels over channel blocks, where im2col would make one tiny GEMM per
   // channel (MobileNet-v2 at batch 32: 79 -> 27 ms a run on one core).
   if (c == 1 && m == 1 && p.groups > 1) return true;
-  return c % 16 == 0 && m % 16 == 0 && p.kh * p.kw > 1;
+  if (m % 16 != 0) return false;
+  // A stem on an image's few channels: oneDNN's kernels for a narrow input
+  // (ResNet-18's 7x7 3->64 of stride 2 at batch 32: 4.2 -> 3.3 ms, its
+  // filter gradient 6.2 -> 4.2; MobileNet's 3x3 3->32 0.53 -> 0.49, 1.35 ->
+  // 0.41). LeNet's 1->20 has no whole block and stays with im2col.
+  if (c <= 4) return p.kh * p.kw > 1;
+  if (c % 16 != 0) return false;
+  // A 1x1 of stride 1 is one GEMM per image on the NCHW tensors as they
+  // lie (no im2col), faster than reordering them into blocks and back on
+  // planes of 64 pixels and up (ResNet-50's 512->128 on 8x8 at batch 32:
+  // 1.10 ms against oneDNN's 1.21), not on smaller ones, where each GEMM is
+  // a thin sliver (1024->256 on 4x4: 1.27 -> 1.10 ms; 512->2048 on 2x2:
+  // 5.6 -> 1.7). Strided 1x1s need im2col's gather: oneDNN (ResNet-18's
+  // 256->512 of stride 2 on 4x4: 0.77 -> 0.17 ms, gradients 1.10 -> 0.45).
+  const bool direct_gemm = p.kh == 1 && p.kw == 1 && p.stride_h == 1 &&
+                           p.stride_w == 1 && p.pad_top == 0 &&
+                           p.pad_left == 0 && p.pad_bottom == 0 &&
+                           p.pad_right == 0;
+  return !direct_gemm || p.oh * p.ow <= 16;
 }
 
 #ifndef PAREX_WITH_DNNL

@@ -51,11 +51,14 @@ bool DnnlAvailable();
 // When fp32 conv2d uses oneDNN. Measured here (bench/README.md, "Kernels"):
 // oneDNN 2.6's fast convolutions work on 16-channel blocks, and reordering
 // parex's NCHW tensors into them and back costs more than they save unless
-// both channel counts (per group) fill whole blocks and the filter is larger
-// than 1x1; elsewhere (LeNet's 1->20 and 20->50, 1x1) im2col + GEMM is
-// faster, except depthwise convolutions (one input and output channel per
-// group), where im2col makes one tiny GEMM per channel and oneDNN wins
-// 2-3x (issue 34). kWhereFaster applies that rule; tests force either path.
+// both channel counts (per group) fill whole blocks; a 1x1 of stride 1 on a
+// plane of more than 16 pixels is one GEMM per image as the tensors lie,
+// faster still. Elsewhere (LeNet's 1->20 and 20->50) im2col + GEMM is
+// faster, except a stem on an image's few channels (at most 4, outputs in
+// whole blocks, a filter larger than 1x1) and depthwise convolutions (one
+// input and output channel per group), where im2col makes one tiny GEMM per
+// channel and oneDNN wins 2-3x (issue 34). kWhereFaster applies that rule
+// (DnnlConvChosen in dnnl_conv.cc has the figures); tests force either path.
 // Channels-last convolutions (NHWC) go to oneDNN whatever their shape,
 // unless kNever: they need no reorder there (NativeChannelsLastConv).
 // Process-wide; PAREX_DNNL_CONV=0 / 1 in the environment starts a process

@@ -402,5 +402,63 @@ TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
   }
 }
 
+// conv2d_grad with data_format NHWC (the channels-last training pass's) runs
+// oneDNN's backward primitives on the NHWC tensors (two executions, no
+// transposes: NativeChannelsLastConvGrad), matching its NCHW view run by
+// im2col, on the shapes the forward test covers and a stem on 3 channels.
+TEST_F(DnnlConvTest, ChannelsLastGradientsMatchTheirNchwViews) {
+  struct GradCase {
+    const char* name;
+    Dims input, filter;  // input NHWC, filter OIHW
+    int groups, stride, pad;
+  };
+  const GradCase cases[] = {
+      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, 1, 1},
+      {"tiny_plane_blocked", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, 1, 1},
+      {"stride2", {2, 7, 6, 16}, {32, 16, 3, 3}, 1, 2, 1},
+      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, 1, 0},
+      {"one_by_one_stride2", {2, 7, 7, 16}, {32, 16, 1, 1}, 1, 2, 0},
+      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, 1, 1},
+      {"stem_7x7", {2, 12, 12, 3}, {16, 3, 7, 7}, 1, 2, 3},
+  };
+  for (const GradCase& c : cases) {
+    const int64_t k = c.filter[2];
+    const Dims out = {c.input[0], (c.input[1] + 2 * c.pad - k) / c.stride + 1,
+                      (c.input[2] + 2 * c.pad - k) / c.stride + 1, c.filter[0]};
+    auto run = [&](cpu::DnnlConvMode mode, int64_t* executions) {
+      cpu::SetDnnlConvMode(mode);
+      const int64_t before = cpu::DnnlConvExecutions();
+      OpTester t(c.groups > 1 ? "depthwise_conv2d_grad" : "conv2d_grad");
+      t.Input("Input", RandomTensor(c.input, -1, 1, 31, DType::kFP32))
+          .Input("Filter", RandomTensor(c.filter, -1, 1, 32, DType::kFP32))
+          .Input("Output@GRAD", RandomTensor(out, -1, 1, 33, DType::kFP32))
+          .Output("Input@GRAD")
+          .Output("Filter@GRAD")
+          .Attr("strides", std::vector<int>{c.stride, c.stride})
+          .Attr("paddings", std::vector<int>{c.pad, c.pad})
+          .Attr("dilations", std::vector<int>{1, 1})
+          .Attr("groups", c.groups)
+          .Attr("data_format", std::string("NHWC"));
+      EXPECT_TRUE(t.Run().ok()) << c.name;
+      *executions = cpu::DnnlConvExecutions() - before;
+      return std::make_pair(t.Out("Input@GRAD"), t.Out("Filter@GRAD"));
+    };
+    int64_t native_runs = 0, view_runs = 0;
+    const auto native = run(cpu::DnnlConvMode::kWhereFaster, &native_runs);
+    const auto view = run(cpu::DnnlConvMode::kNever, &view_runs);
+    cpu::SetDnnlConvMode(cpu::DnnlConvMode::kWhereFaster);
+    EXPECT_EQ(native_runs, 2) << c.name;  // oneDNN's two backward primitives
+    EXPECT_EQ(view_runs, 0) << c.name;    // im2col
+    for (const auto& [a, b] : {std::make_pair(native.first, view.first),
+                               std::make_pair(native.second, view.second)}) {
+      ASSERT_EQ(a.dims(), b.dims()) << c.name;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], 1e-4f)
+            << c.name << " element " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parex::testing

@@ -254,9 +254,25 @@ Tensor MoveChannels(const Tensor& x, bool to_last) {
   return MakeTensor<T>(to_last ? Dims{n, h, w, c} : Dims{n, c, h, w}, out);
 }
 
-// pool2d with data_format NHWC runs on the NHWC tensor itself
-// (NativeChannelsLastPool): every mode gives the NCHW kernel's values bit
-// for bit, NaNs and windows wholly in the padding included.
+// Whether `a` and `b` hold the same values, NaN where the other has NaN.
+template <typename T>
+void ExpectSameValues(const Tensor& a, const Tensor& b,
+                      const std::string& what) {
+  ASSERT_EQ(a.dims(), b.dims()) << what;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const T u = a.data<T>()[i], v = b.data<T>()[i];
+    if (std::isnan(u)) {
+      EXPECT_TRUE(std::isnan(v)) << what << " element " << i;
+    } else {
+      ASSERT_EQ(u, v) << what << " element " << i;
+    }
+  }
+}
+
+// pool2d and pool2d_grad with data_format NHWC run on the NHWC tensors
+// themselves (NativeChannelsLastPool): every mode gives the NCHW kernels'
+// values bit for bit, NaNs, ties (the gradient to the first maximum of a
+// window) and windows wholly in the padding included.
 template <typename T>
 void ExpectNhwcPoolsAsNchw() {
   struct Case {
@@ -333,33 +349,49 @@ void ExpectNhwcPoolsAsNchw() {
   };
   Tensor x = RandomTensor({2, 19, 7, 5}, -1, 1, 41, DTypeOf<T>());
   x.data<T>()[3] = std::numeric_limits<T>::quiet_NaN();
+  for (int64_t i = 100; i < 140; ++i) x.data<T>()[i] = T(0.25);  // ties
   for (const Case& c : cases) {
-    auto run = [&](const Tensor& in, const char* layout) {
-      OpTester t("pool2d");
-      Pool(t, c.type, in, c.ksize)
-          .Attr("strides", c.strides)
+    auto attrs = [&](OpTester& t, const char* layout) {
+      t.Attr("strides", c.strides)
           .Attr("paddings", c.paddings)
           .Attr("exclusive", c.exclusive)
           .Attr("ceil_mode", c.ceil_mode)
           .Attr("adaptive", c.adaptive)
           .Attr("global_pooling", c.global)
           .Attr("data_format", std::string(layout));
+    };
+    auto run = [&](const Tensor& in, const char* layout) {
+      OpTester t("pool2d");
+      Pool(t, c.type, in, c.ksize);
+      attrs(t, layout);
       Status s = t.Run();
       EXPECT_TRUE(s.ok()) << c.name << ": " << s.ToString();
       return t.Out("Out");
     };
+    auto grad = [&](const Tensor& in, const Tensor& out, const Tensor& dout,
+                    const char* layout) {
+      OpTester t("pool2d_grad");
+      t.Input("X", in)
+          .Input("Out", out)
+          .Input("Out@GRAD", dout)
+          .Output("X@GRAD")
+          .Attr("pooling_type", std::string(c.type))
+          .Attr("ksize", c.ksize);
+      attrs(t, layout);
+      Status s = t.Run();
+      EXPECT_TRUE(s.ok()) << c.name << " grad: " << s.ToString();
+      return t.Out("X@GRAD");
+    };
     const Tensor nchw = run(x, "NCHW");
-    const Tensor nhwc =
-        MoveChannels<T>(run(MoveChannels<T>(x, true), "NHWC"), false);
-    ASSERT_EQ(nhwc.dims(), nchw.dims()) << c.name;
-    for (int64_t i = 0; i < nchw.numel(); ++i) {
-      const T a = nchw.data<T>()[i], b = nhwc.data<T>()[i];
-      if (std::isnan(a)) {
-        EXPECT_TRUE(std::isnan(b)) << c.name << " element " << i;
-      } else {
-        ASSERT_EQ(a, b) << c.name << " element " << i;
-      }
-    }
+    const Tensor x_last = MoveChannels<T>(x, true);
+    const Tensor out_last = run(x_last, "NHWC");
+    ExpectSameValues<T>(nchw, MoveChannels<T>(out_last, false), c.name);
+    const Tensor dout = RandomTensor(nchw.dims(), -1, 1, 43, DTypeOf<T>());
+    ExpectSameValues<T>(
+        grad(x, nchw, dout, "NCHW"),
+        MoveChannels<T>(
+            grad(x_last, out_last, MoveChannels<T>(dout, true), "NHWC"), false),
+        std::string(c.name) + " grad");
   }
 }
 

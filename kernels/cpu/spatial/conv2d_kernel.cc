@@ -353,6 +353,100 @@ Status Conv2dNhwc(KernelContext& ctx) {
   return Status::Ok();
 }
 
+// What a channels-last conv2d_grad keeps between runs: the oneDNN terms
+// derived for the dims it last saw, and whether oneDNN takes them.
+struct NhwcConvGrad : cpu::DnnlConv {
+  bool known = false;
+  cpu::DnnlConvMode mode = cpu::DnnlConvMode::kNever;
+  Dims input, filter, dout;
+  bool data = false, weights = false;  // Input@GRAD, Filter@GRAD wanted
+  bool supported = false;
+  cpu::DnnlConvParams params;
+};
+
+// A channels-last conv2d_grad's state with its terms for this run's dims;
+// null where oneDNN cannot run it on the NHWC tensors (the op then runs on
+// its NCHW view, kernels/channels_last.h).
+NhwcConvGrad* NativeNhwcGrad(KernelContext& ctx) {
+  if (!cpu::DnnlAvailable() ||
+      cpu::GetDnnlConvMode() == cpu::DnnlConvMode::kNever) {
+    return nullptr;
+  }
+  const Tensor* input = ctx.Input("Input");
+  const Tensor* filter = ctx.Input("Filter");
+  const Tensor* dout = ctx.Input("Output@GRAD");
+  if (input == nullptr || filter == nullptr || dout == nullptr ||
+      input->rank() != 4 || filter->rank() != 4 || dout->rank() != 4) {
+    return nullptr;
+  }
+  const bool data = ctx.Output("Input@GRAD") != nullptr;
+  const bool weights = ctx.Output("Filter@GRAD") != nullptr;
+  NhwcConvGrad* st = ctx.State<NhwcConvGrad>();
+  if (!st->known || st->mode != cpu::GetDnnlConvMode() ||
+      st->input != input->dims() || st->filter != filter->dims() ||
+      st->dout != dout->dims() || st->data != data || st->weights != weights) {
+    st->known = true;
+    st->mode = cpu::GetDnnlConvMode();
+    st->input = input->dims();
+    st->filter = filter->dims();
+    st->dout = dout->dims();
+    st->data = data;
+    st->weights = weights;
+    const ConvShape s =
+        GetConvShape(ctx, ToChannelsFirst(input->dims()), filter->dims(),
+                     ToChannelsFirst(dout->dims()));
+    st->supported = DnnlParams<float>(s, &st->params);
+    st->params.nhwc = true;
+    st->supported =
+        st->supported && st->BackwardSupported(st->params, data, weights);
+  }
+  return st->supported ? st : nullptr;
+}
+
+bool NativeChannelsLastConvGrad(KernelContext& ctx, DType dtype) {
+  return dtype == DType::kFP32 && ctx.place().is_cpu() && IsChannelsLast(ctx) &&
+         NativeNhwcGrad(ctx) != nullptr;
+}
+
+// conv2d_grad on the NHWC tensors: oneDNN's backward primitives, Bias@GRAD
+// (a fused conv's) the sum of Output@GRAD over every pixel.
+template <typename T>
+Status Conv2dGradNhwc(KernelContext& ctx) {
+  NhwcConvGrad* conv =
+      std::is_same<T, float>::value ? NativeNhwcGrad(ctx) : nullptr;
+  if (conv == nullptr) {
+    return Internal(ctx.op().Label() +
+                    ": a channels-last conv2d_grad reached its kernel without "
+                    "its NCHW view");
+  }
+  auto f32 = [](const Tensor* t) {
+    return reinterpret_cast<const float*>(t->data<T>());
+  };
+  const Tensor* dout = ctx.Input("Output@GRAD");
+  if (Tensor* dfilter = ctx.Output("Filter@GRAD")) {
+    if (!conv->BackwardWeights(conv->params, f32(ctx.Input("Input")), f32(dout),
+                               reinterpret_cast<float*>(dfilter->data<T>()))) {
+      return Internal(ctx.op().Label() + ": oneDNN declined NHWC");
+    }
+  }
+  if (Tensor* dinput = ctx.Output("Input@GRAD")) {
+    if (!conv->BackwardData(conv->params, f32(ctx.Input("Filter")), f32(dout),
+                            reinterpret_cast<float*>(dinput->data<T>()))) {
+      return Internal(ctx.op().Label() + ": oneDNN declined NHWC");
+    }
+  }
+  if (Tensor* dbias = ctx.Output("Bias@GRAD")) {
+    T* db = dbias->data<T>();
+    const int64_t m = dout->dims()[3], pixels = dout->numel() / m;
+    std::fill_n(db, dbias->numel(), T(0));
+    for (int64_t i = 0; i < pixels; ++i) {
+      const T* g = dout->data<T>() + i * m;
+      for (int64_t k = 0; k < m; ++k) db[k] += g[k];
+    }
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status Conv2dKernel(KernelContext& ctx) {
   if (IsChannelsLast(ctx)) return Conv2dNhwc<T>(ctx);
@@ -389,6 +483,7 @@ Status Conv2dKernel(KernelContext& ctx) {
 
 template <typename T>
 Status Conv2dGradKernel(KernelContext& ctx) {
+  if (IsChannelsLast(ctx)) return Conv2dGradNhwc<T>(ctx);
   const Tensor& input = *ctx.Input("Input");
   const Tensor& filter = *ctx.Input("Filter");
   const Tensor& dout_t = *ctx.Input("Output@GRAD");
@@ -481,6 +576,9 @@ void RegisterConv2dKernels(KernelRegistry* r) {
   RegisterNativeChannelsLast("conv2d", &NativeChannelsLastConv);
   RegisterNativeChannelsLast("depthwise_conv2d", &NativeChannelsLastConv);
   PAREX_CPU_KERNEL(r, "depthwise_conv2d_grad", Conv2dGradKernel, float, double);
+  RegisterNativeChannelsLast("conv2d_grad", &NativeChannelsLastConvGrad);
+  RegisterNativeChannelsLast("depthwise_conv2d_grad",
+                             &NativeChannelsLastConvGrad);
   // conv3d: the same kernels over volumes (vol2col; never oneDNN).
   PAREX_CPU_KERNEL(r, "conv3d", Conv2dKernel, float, double);
   PAREX_CPU_KERNEL(r, "conv3d_grad", Conv2dGradKernel, float, double);

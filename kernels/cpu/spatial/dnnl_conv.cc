@@ -112,6 +112,9 @@ bool DnnlConv::BackwardData(const DnnlConvParams&, const float*, const float*,
                             float*) {
   return false;
 }
+bool DnnlConv::BackwardSupported(const DnnlConvParams&, bool, bool) {
+  return false;
+}
 bool DnnlConv::BackwardWeights(const DnnlConvParams&, const float*,
                                const float*, float*) {
   return false;
@@ -242,6 +245,8 @@ struct DnnlConv::Impl {
     const void* kept_from = nullptr;
   };
   Prepared forward, backward_data, backward_weights;
+  bool EnsureBackwardData(const DnnlConvParams& p);
+  bool EnsureBackwardWeights(const DnnlConvParams& p);
 
   static void SetArg(Arg* arg, int id, bool output, const memory::desc& user,
                      const memory::desc& chosen) {
@@ -501,27 +506,59 @@ bool DnnlConv::Forward(const DnnlConvParams& p, const float* src,
   return true;
 }
 
+// NHWC only where oneDNN has real kernels for it (as forward).
+void RejectReferenceNhwc(const DnnlConvParams& p, const char* impl) {
+  if (p.nhwc && std::string(impl).rfind("ref", 0) == 0) {
+    throw dnnl::error(dnnl_unimplemented, "reference NHWC convolution");
+  }
+}
+
+bool DnnlConv::Impl::EnsureBackwardData(const DnnlConvParams& p) {
+  return Ensure(&backward_data, p, [&p](Prepared* prep) {
+    const Descs d = MakeDescs(p);
+    dnnl::convolution_backward_data::desc desc(
+        dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+        d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
+    dnnl::convolution_backward_data::primitive_desc pd(desc, UserScratchpad(),
+                                                       Engine(), ForwardPd(d));
+    RejectReferenceNhwc(p, pd.impl_info_str());
+    prep->primitive = dnnl::convolution_backward_data(pd);
+    SetArg(&prep->args[0], DNNL_ARG_WEIGHTS, false, d.weights,
+           pd.weights_desc());
+    SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst, pd.diff_dst_desc());
+    SetArg(&prep->args[2], DNNL_ARG_DIFF_SRC, true, d.src, pd.diff_src_desc());
+    prep->scratch = pd.scratchpad_desc();
+  });
+}
+
+bool DnnlConv::Impl::EnsureBackwardWeights(const DnnlConvParams& p) {
+  return Ensure(&backward_weights, p, [&p](Prepared* prep) {
+    const Descs d = MakeDescs(p);
+    dnnl::convolution_backward_weights::desc desc(
+        dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
+        d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        desc, UserScratchpad(), Engine(), ForwardPd(d));
+    RejectReferenceNhwc(p, pd.impl_info_str());
+    prep->primitive = dnnl::convolution_backward_weights(pd);
+    SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
+    SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst, pd.diff_dst_desc());
+    SetArg(&prep->args[2], DNNL_ARG_DIFF_WEIGHTS, true, d.weights,
+           pd.diff_weights_desc());
+    prep->scratch = pd.scratchpad_desc();
+  });
+}
+
+bool DnnlConv::BackwardSupported(const DnnlConvParams& p, bool data,
+                                 bool weights) {
+  return (!data || impl_->EnsureBackwardData(p)) &&
+         (!weights || impl_->EnsureBackwardWeights(p));
+}
+
 bool DnnlConv::BackwardData(const DnnlConvParams& p, const float* weights,
                             const float* ddst, float* dsrc) {
   Impl& im = *impl_;
-  if (!im.Ensure(&im.backward_data, p, [&p](Impl::Prepared* prep) {
-        const Descs d = MakeDescs(p);
-        dnnl::convolution_backward_data::desc desc(
-            dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
-            d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
-        dnnl::convolution_backward_data::primitive_desc pd(
-            desc, UserScratchpad(), Engine(), ForwardPd(d));
-        prep->primitive = dnnl::convolution_backward_data(pd);
-        Impl::SetArg(&prep->args[0], DNNL_ARG_WEIGHTS, false, d.weights,
-                     pd.weights_desc());
-        Impl::SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst,
-                     pd.diff_dst_desc());
-        Impl::SetArg(&prep->args[2], DNNL_ARG_DIFF_SRC, true, d.src,
-                     pd.diff_src_desc());
-        prep->scratch = pd.scratchpad_desc();
-      })) {
-    return false;
-  }
+  if (!im.EnsureBackwardData(p)) return false;
   im.Execute(im.backward_data, {weights, ddst, dsrc});
   return true;
 }
@@ -529,23 +566,7 @@ bool DnnlConv::BackwardData(const DnnlConvParams& p, const float* weights,
 bool DnnlConv::BackwardWeights(const DnnlConvParams& p, const float* src,
                                const float* ddst, float* dweights) {
   Impl& im = *impl_;
-  if (!im.Ensure(&im.backward_weights, p, [&p](Impl::Prepared* prep) {
-        const Descs d = MakeDescs(p);
-        dnnl::convolution_backward_weights::desc desc(
-            dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
-            d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
-        dnnl::convolution_backward_weights::primitive_desc pd(
-            desc, UserScratchpad(), Engine(), ForwardPd(d));
-        prep->primitive = dnnl::convolution_backward_weights(pd);
-        Impl::SetArg(&prep->args[0], DNNL_ARG_SRC, false, d.src, pd.src_desc());
-        Impl::SetArg(&prep->args[1], DNNL_ARG_DIFF_DST, false, d.dst,
-                     pd.diff_dst_desc());
-        Impl::SetArg(&prep->args[2], DNNL_ARG_DIFF_WEIGHTS, true, d.weights,
-                     pd.diff_weights_desc());
-        prep->scratch = pd.scratchpad_desc();
-      })) {
-    return false;
-  }
+  if (!im.EnsureBackwardWeights(p)) return false;
   im.Execute(im.backward_weights, {src, ddst, dweights});
   return true;
 }

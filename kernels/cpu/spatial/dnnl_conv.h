@@ -38,8 +38,8 @@ struct DnnlConvParams {
   // Forward only: a residual added to the convolution and bias before the
   // activation (ResidualData; oneDNN sums it into dst).
   bool residual = false;
-  // Forward only: src and dst channels-last (NHWC; extents as above), read
-  // and written in place by the primitive, never reordered.
+  // src and dst (and their gradients) channels-last (NHWC; extents as
+  // above), read and written in place by the primitive, never reordered.
   bool nhwc = false;
 
   bool operator==(const DnnlConvParams& o) const;
@@ -96,6 +96,10 @@ class DnnlConv : public KernelState {
   // Whether Forward(p, ...) runs here, the primitive made (p.nhwc: false
   // where oneDNN would serve it only with its reference code).
   bool ForwardSupported(const DnnlConvParams& p);
+  // Whether BackwardData (`data`) and BackwardWeights (`weights`) of p run
+  // here, their primitives made (p.nhwc: false where oneDNN would serve it
+  // only with its reference code).
+  bool BackwardSupported(const DnnlConvParams& p, bool data, bool weights);
   // dsrc = conv_backward_data(weights, ddst) (overwrites dsrc).
   bool BackwardData(const DnnlConvParams& p, const float* weights,
                     const float* ddst, float* dsrc);

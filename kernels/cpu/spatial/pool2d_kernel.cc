@@ -325,6 +325,70 @@ void MaxPoolGradUniform(const T* in, const T* out, const T* dout, int64_t h_in,
   std::fill(dx + oh * k * w_in, dx + h_in * w_in, T(0));
 }
 
+// pool2d_grad over NHWC, C channels at a time: dx zeroed, then each output
+// pixel's gradient added, in the NCHW kernel's order of outputs and window
+// positions, to the first input of its window equal to its output (max; a
+// mask per channel of whether that input was met) or to every input of its
+// window (avg): the NCHW kernel's values bit for bit.
+template <typename T>
+inline __attribute__((always_inline)) void PoolGradNhwcLoops(
+    const PoolShape& s, const PoolSpans& spans, int64_t n, int64_t c,
+    const T* in, const T* out, const T* dout, T* dx, uint8_t* found) {
+  const int64_t image = s.h.in * s.w.in * c;
+  std::fill_n(dx, n * image, T(0));
+  for (int64_t b = 0; b < n; ++b, in += image, dx += image) {
+    for (int64_t oy = 0; oy < s.h.out; ++oy) {
+      const Span ys = spans.ys[oy];
+      for (int64_t ox = 0; ox < s.w.out; ++ox, out += c, dout += c) {
+        const Span xs = spans.xs[ox];
+        if (ys.begin == ys.end || xs.begin == xs.end) continue;
+        const T divisor = static_cast<T>(ys.divisor * xs.divisor);
+        if (s.max) std::fill_n(found, c, uint8_t{0});
+        for (int64_t y = ys.begin; y < ys.end; ++y) {
+          for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
+            const int64_t at = (y * s.w.in + xx) * c;
+            const T* pixel = in + at;
+            T* d = dx + at;
+            if (s.max) {
+              for (int64_t k = 0; k < c; ++k) {
+                const bool hit = (found[k] == 0) & (pixel[k] == out[k]);
+                d[k] += hit ? dout[k] : T(0);
+                found[k] |= hit;
+              }
+            } else {
+              for (int64_t k = 0; k < c; ++k) d[k] += dout[k] / divisor;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+void PoolGradNhwcF32(const PoolShape& s, const PoolSpans& spans, int64_t n,
+                     int64_t c, const float* in, const float* out,
+                     const float* dout, float* dx, uint8_t* found) {
+  PoolGradNhwcLoops<float>(s, spans, n, c, in, out, dout, dx, found);
+}
+
+template <typename T>
+void PoolGradNhwc(const PoolShape& s, const PoolSpans& spans, const Tensor& x,
+                  const Tensor& out, const Tensor& dout, Tensor* dx) {
+  const int64_t n = x.dims()[0], c = x.dims()[3];
+  thread_local std::vector<uint8_t> found;
+  if (static_cast<int64_t>(found.size()) < c) found.resize(c);
+  if constexpr (std::is_same_v<T, float>) {
+    PoolGradNhwcF32(s, spans, n, c, x.data<T>(), out.data<T>(), dout.data<T>(),
+                    dx->data<T>(), found.data());
+  } else {
+    PoolGradNhwcLoops<T>(s, spans, n, c, x.data<T>(), out.data<T>(),
+                         dout.data<T>(), dx->data<T>(), found.data());
+  }
+}
+
 template <typename T>
 Status Pool2dGradKernel(KernelContext& ctx) {
   Tensor* dx_t = ctx.Output("X@GRAD");
@@ -333,7 +397,12 @@ Status Pool2dGradKernel(KernelContext& ctx) {
   const Tensor& out_t = *ctx.Input("Out");
   const Tensor& dout_t = *ctx.Input("Out@GRAD");
   PoolSpans& spans = *ctx.State<PoolSpans>();
-  const PoolShape& s = spans.For(ctx, x.dims(), out_t.dims(), false);
+  const bool nhwc = IsChannelsLast(ctx);
+  const PoolShape& s = spans.For(ctx, x.dims(), out_t.dims(), nhwc);
+  if (nhwc) {
+    PoolGradNhwc<T>(s, spans, x, out_t, dout_t, dx_t);
+    return Status::Ok();
+  }
   const int64_t in_plane = s.h.in * s.w.in, out_plane = s.h.out * s.w.out;
   const bool uniform = s.max && spans.uniform > 0;
   if (!uniform) std::fill_n(dx_t->data<T>(), dx_t->numel(), T(0));
@@ -377,7 +446,8 @@ Status Pool2dGradKernel(KernelContext& ctx) {
   return Status::Ok();
 }
 
-// pool2d NHWC runs on its tensors wherever its kernel does (fp32, fp64).
+// pool2d and pool2d_grad NHWC run on their tensors wherever their kernels
+// do (fp32, fp64).
 bool NativeChannelsLastPool(KernelContext& ctx, DType dtype) {
   const Tensor* x = ctx.Input("X");
   return (dtype == DType::kFP32 || dtype == DType::kFP64) &&
@@ -390,6 +460,7 @@ void RegisterPool2dKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "pool2d", Pool2dKernel, float, double);
   RegisterNativeChannelsLast("pool2d", &NativeChannelsLastPool);
   PAREX_CPU_KERNEL(r, "pool2d_grad", Pool2dGradKernel, float, double);
+  RegisterNativeChannelsLast("pool2d_grad", &NativeChannelsLastPool);
 }
 
 }  // namespace parex

@@ -41,6 +41,7 @@ struct TrainFlags {
   bool no_progress = false;
   bool no_shuffle = false;
   bool sync_batch_norm = false;
+  bool no_channels_last = false;
   bool no_cuda_graphs = false;
   CLI::Option *epochs_opt, *batch_opt, *lr_opt, *steps_opt, *fuse_opt,
       *threads_opt;
@@ -92,6 +93,11 @@ void AddJobOptions(CLI::App* t, TrainOptions* o, TrainFlags* f) {
               "batch norm statistics over every place's rows (and every "
               "node's), so the "
               "places train as one place with the whole batch");
+  t->add_flag("--no-channels-last", f->no_channels_last,
+              "keep convolutions channels-first (NCHW) on CPU places; by "
+              "default a program's convolutions, the batch norms, pools and "
+              "element-wise ops between them and their gradients run "
+              "channels-last (NHWC), as oneDNN reads them without reordering");
   t->add_option("--max-staleness", o->max_staleness,
                 "parameter servers: 0 trains in sync mode; K >= 1 in async "
                 "mode, each step on the parameters of K steps before (no "
@@ -185,6 +191,7 @@ void ApplyFlags(TrainOptions* o, const TrainFlags& f) {
   o->progress = !f.no_progress;
   o->shuffle = !f.no_shuffle;
   o->sync_batch_norm = f.sync_batch_norm;
+  o->channels_last = !f.no_channels_last;
   o->cuda_graphs = !f.no_cuda_graphs;
   if (f.epochs_opt->count() > 0) o->epochs = f.epochs;
   if (f.batch_opt->count() > 0) o->batch = f.batch;

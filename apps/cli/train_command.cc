@@ -110,6 +110,7 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
   plan.build.fuse_all_reduce_ops = bucket > 0;
   if (bucket > 0) plan.build.fuse_bucket_bytes = bucket;
   plan.build.sync_batch_norm = o.sync_batch_norm;
+  plan.build.channels_last = o.channels_last;
   plan.exec.num_threads =
       o.threads ? *o.threads : (topology != nullptr ? MpirunThreadShare() : 0);
   plan.exec.cuda_graphs = o.cuda_graphs;

@@ -125,7 +125,8 @@ std::string HandshakeOptions(const TrainOptions& o, int64_t batch, int epochs,
          " --epochs " + std::to_string(epochs) + " --steps " +
          (o.steps ? std::to_string(*o.steps) : "all") + " --seed " +
          std::to_string(o.seed) + (o.shuffle ? "" : " --no-shuffle") +
-         (o.sync_batch_norm ? " --sync-batch-norm" : "") + " --fuse-buckets " +
+         (o.sync_batch_norm ? " --sync-batch-norm" : "") +
+         (o.channels_last ? "" : " --no-channels-last") + " --fuse-buckets " +
          std::to_string(build.fuse_all_reduce_ops ? build.fuse_bucket_bytes
                                                   : 0) +
          " --checkpoint-every " + std::to_string(o.checkpoint_every) +

@@ -28,6 +28,7 @@ struct TrainOptions {
   bool shuffle = true;             // false: the rows in file order every epoch
   // BuildStrategy::sync_batch_norm: batch statistics over every place.
   bool sync_batch_norm = false;
+  bool channels_last = true;  // on CPU places (BuildStrategy::channels_last)
   // Parameter-server training: 0 is sync mode; K >= 1 is async mode, where
   // a trainer trains step s on the parameters of step s - K (no wait for
   // the round trip; actors/comm/pserver_communicator.h).

@@ -1,6 +1,7 @@
 #include "graph/builder/channels_last.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -32,15 +33,18 @@ bool SameShapeBinary(const std::string& type) {
 class ChannelsLast {
  public:
   ChannelsLast(const Program* program,
-               const std::vector<std::string>& fetch_names)
+               const std::vector<std::string>& fetch_names, bool training)
       : desc_(program->global_block()),
         uses_(fusion::CountUses(*program)),
-        fetched_(fetch_names.begin(), fetch_names.end()) {}
+        fetched_(fetch_names.begin(), fetch_names.end()),
+        training_(training) {}
 
   void Run(proto::BlockDesc* block, int* converted, int* transposes) {
     google::protobuf::RepeatedPtrField<proto::OpDesc> out;
     for (int i = 0; i < block->ops_size(); ++i) {
-      if (ChannelShuffleAt(*block, i)) {
+      // (Training: the shuffle's gradient ops read its XShapes, which would
+      // hold the NHWC dims: it stays channels-first there.)
+      if (!training_ && ChannelShuffleAt(*block, i)) {
         for (int k = 0; k < 3; ++k) *out.Add() = block->ops(i + k);
         ShuffleLastDim(block, &out);
         *converted += 3;
@@ -49,10 +53,15 @@ class ChannelsLast {
       }
       proto::OpDesc op = block->ops(i);
       OpDesc view(&op, 0, i);
+      TrainingSlots slots;
       if (FlattensOneByOne(view)) {
         ++*converted;  // reads the NHWC tensor as it is: no transpose
+        flat_xshapes_.insert(view.FirstOutput("XShape"));
       } else if (Convertible(view)) {
         ToNhwc(&view, block, &out);
+        ++*converted;
+      } else if (training_ && TrainingConvertible(view, &slots)) {
+        SlotsToNhwc(&view, slots, block, &out);
         ++*converted;
       } else {
         ReadAsNchw(&view, block, &out);
@@ -313,8 +322,11 @@ class ChannelsLast {
     }
     for (const auto& reader : desc_.ops()) {
       const bool pool = reader->type() == "pool2d";
-      if (!pool && !IsConv(*reader)) continue;
-      for (const std::string& x : reader->Input(pool ? "X" : "Input")) {
+      // Training: a stem's batch norm runs channels-last too (the reader
+      // a training program puts after every conv).
+      const bool norm = training_ && reader->type() == "batch_norm";
+      if (!pool && !norm && !IsConv(*reader)) continue;
+      for (const std::string& x : reader->Input(pool || norm ? "X" : "Input")) {
         if (x == op.FirstOutput("Output")) return true;
       }
     }
@@ -364,9 +376,164 @@ class ChannelsLast {
     return copy;
   }
 
+  // ---- Training (RunChannelsLast's `training`): the ops a training
+  // program puts between convolutions, and the gradient ops, channels-last
+  // too. Each converted op reads every activation slot NHWC (transposed in
+  // where the var is not) and writes its activation outputs NHWC, so the
+  // rewrite is right op by op whatever its neighbours do; which ops convert
+  // only decides how few transposes remain.
+  struct TrainingSlots {
+    const char* attr = nullptr;  // the layout attribute set to NHWC
+    std::vector<std::string> ins, outs;
+    int axis = 0;  // a channel broadcast's new axis (0: unchanged)
+  };
+
+  bool TrainingConvertible(const OpDesc& op, TrainingSlots* t) const {
+    const std::string& type = op.type();
+    if (type == "batch_norm" || type == "batch_norm_grad") {
+      if (AttrOr<std::string>(op, "data_layout", "NCHW") == "NHWC" ||
+          !Available(op.FirstInput("X"))) {
+        return false;
+      }
+      t->attr = "data_layout";
+      t->ins = {"X"};
+      if (type == "batch_norm") {
+        t->outs = {"Y"};
+      } else {
+        t->ins.push_back("Y@GRAD");
+        t->outs = {"X@GRAD"};
+      }
+    } else if (type == "conv2d_grad" || type == "depthwise_conv2d_grad") {
+      if (AttrOr<std::string>(op, "data_format", "NCHW") == "NHWC" ||
+          !Available(op.FirstInput("Input")) || op.HasInput("Bias") ||
+          op.HasInput("ResidualData")) {
+        return false;
+      }
+      t->attr = "data_format";
+      t->ins = {"Input", "Output@GRAD"};
+      t->outs = {"Input@GRAD"};
+    } else if (type == "pool2d_grad") {
+      if (nhwc_.count(op.FirstInput("Out")) == 0) return false;  // its pool's
+      t->attr = "data_format";
+      t->ins = {"X", "Out", "Out@GRAD"};
+      t->outs = {"X@GRAD"};
+    } else if (type == "flatten_contiguous_range_grad") {
+      // The gradient of a flatten that read a 1x1 NHWC plane as it lies:
+      // X@GRAD takes XShape's dims, the NHWC ones.
+      if (flat_xshapes_.count(op.FirstInput("XShape")) == 0) return false;
+      t->outs = {"X@GRAD"};
+      return OutputsPlain(op, *t);
+    } else if (!ElementwiseSlots(op, t)) {
+      return false;
+    }
+    return ActivationsPlain(op, *t);
+  }
+
+  // Layout-free ops of training programs: an activation's gradient, a
+  // same-shape add / sub / mul and its gradient, sum (gradients summed),
+  // a channel bias added (Y [C] along axis 1) and its gradient.
+  bool ElementwiseSlots(const OpDesc& op, TrainingSlots* t) const {
+    const std::string& type = op.type();
+    const std::string base =
+        type.size() > 5 && type.compare(type.size() - 5, 5, "_grad") == 0
+            ? type.substr(0, type.size() - 5)
+            : "";
+    const bool grad = !base.empty();
+    if (grad && LayoutFree(base)) {
+      t->ins = op.InputSlots();
+      t->outs = {"X@GRAD"};
+      return SameDimsOneNhwc(op, t->ins);
+    }
+    if (type == "sum") {
+      t->ins = {"X"};
+      t->outs = {"Out"};
+      return SameDimsOneNhwc(op, t->ins);
+    }
+    const std::string binary = grad ? base : type;
+    if (!SameShapeBinary(binary)) return false;
+    const VarDesc* x = desc_.FindVar(op.FirstInput("X"));
+    const VarDesc* y = desc_.FindVar(op.FirstInput("Y"));
+    if (x == nullptr || y == nullptr || x->rank() != 4) return false;
+    t->outs = grad ? std::vector<std::string>{"X@GRAD", "Y@GRAD"}
+                   : std::vector<std::string>{"Out"};
+    if (y->rank() == 1 && binary == "elementwise_add" &&
+        AttrOr<int>(op, "axis", -1) == 1 && Available(op.FirstInput("X"))) {
+      t->ins = grad ? std::vector<std::string>{"X", "Out@GRAD"}
+                    : std::vector<std::string>{"X"};
+      if (grad) t->outs = {"X@GRAD"};  // Y@GRAD: [C], as it was
+      t->axis = 3;
+      return true;
+    }
+    t->ins = grad ? std::vector<std::string>{"X", "Y", "Out@GRAD"}
+                  : std::vector<std::string>{"X", "Y"};
+    return x->dims() == y->dims() && SameDimsOneNhwc(op, t->ins);
+  }
+
+  // The vars in `slots` (those the op has): 4-D fp32 tensors of one
+  // declared shape, one of them NHWC already.
+  bool SameDimsOneNhwc(const OpDesc& op,
+                       const std::vector<std::string>& slots) const {
+    bool one = false;
+    std::optional<Dims> dims;
+    for (const std::string& slot : slots) {
+      for (const std::string& a : op.Input(slot)) {
+        const VarDesc* v = desc_.FindVar(a);
+        if (v == nullptr || !Plain4dOrFeed(a)) return false;
+        if (dims && *dims != v->dims()) return false;
+        dims = v->dims();
+        one = one || nhwc_.count(a) != 0;
+      }
+    }
+    return one;
+  }
+
+  // Every var of the activation outputs a plain 4-D tensor (absent or
+  // @EMPTY@ ones aside).
+  bool OutputsPlain(const OpDesc& op, const TrainingSlots& t) const {
+    for (const std::string& slot : t.outs) {
+      for (const std::string& y : op.Output(slot)) {
+        if (!y.empty() && y != kEmptyVarName && !Plain4d(y)) return false;
+      }
+    }
+    return true;
+  }
+
+  // ... and every var of the activation inputs 4-D fp32.
+  bool ActivationsPlain(const OpDesc& op, const TrainingSlots& t) const {
+    for (const std::string& slot : t.ins) {
+      for (const std::string& x : op.Input(slot)) {
+        if (!Plain4dOrFeed(x)) return false;
+      }
+    }
+    return OutputsPlain(op, t);
+  }
+
+  void SlotsToNhwc(OpDesc* op, const TrainingSlots& t, proto::BlockDesc* block,
+                   google::protobuf::RepeatedPtrField<proto::OpDesc>* out) {
+    for (const std::string& slot : t.ins) {
+      std::vector<std::string> args = op->Input(slot);
+      for (std::string& a : args) {
+        if (nhwc_.count(a) == 0) a = Transposed(a, true, block, out);
+      }
+      if (!args.empty()) op->SetInput(slot, args);
+    }
+    if (t.attr != nullptr) op->SetAttr(t.attr, std::string("NHWC"));
+    if (t.axis != 0) op->SetAttr("axis", t.axis);
+    for (const std::string& slot : t.outs) {
+      for (const std::string& y : op->Output(slot)) {
+        if (y.empty() || y == kEmptyVarName) continue;
+        nhwc_.insert(y);
+        Permute(block, y);
+      }
+    }
+  }
+
   const Block& desc_;  // the program as it was: vars declared NCHW
   const fusion::Uses uses_;
   const std::set<std::string> fetched_;
+  const bool training_;
+  // The XShapes of flattens that read a 1x1 NHWC plane as it lies.
+  std::set<std::string> flat_xshapes_;
   std::set<std::string> nhwc_;
   std::map<std::string, std::string> to_nhwc_, to_nchw_;
   int transposes_ = 0;
@@ -376,8 +543,9 @@ class ChannelsLast {
 
 void RunChannelsLast(const Program& program,
                      const std::vector<std::string>& fetch_names,
-                     proto::BlockDesc* block, int* converted, int* transposes) {
-  ChannelsLast pass(&program, fetch_names);
+                     proto::BlockDesc* block, int* converted, int* transposes,
+                     bool training) {
+  ChannelsLast pass(&program, fetch_names, training);
   pass.Run(block, converted, transposes);
 }
 

@@ -39,6 +39,13 @@ struct BuildStrategy {
   // place with the whole batch. A program's own sync_batch_norm ops are
   // synchronised either way.
   bool sync_batch_norm = false;
+  // channels_last: on CPU places, a training program's convolutions, the
+  // batch norms, pools and element-wise ops between them and their gradient
+  // ops run channels-last (NHWC: graph/builder/channels_last.h's training
+  // rewrite, before the graph is built), so oneDNN reads and writes them as
+  // they lie instead of reordering every call. The fetched vars keep their
+  // layout. `parex train` sets it (--no-channels-last: off).
+  bool channels_last = false;
   // When set, the built graph is written there as Graphviz dot.
   std::string debug_graphviz_path;
   // Multi-node (DESIGN.md §4): the places of every node together, so that

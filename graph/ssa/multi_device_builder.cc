@@ -7,6 +7,7 @@
 #include "base/dims.h"
 #include "base/dtype.h"
 #include "graph/builder/backward.h"
+#include "graph/builder/channels_last.h"
 #include "graph/builder/sync_batch_norm.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
@@ -577,6 +578,20 @@ StatusOr<SsaGraph> BuildMultiDeviceGraph(
   const size_t world = strategy.world_places > 0
                            ? static_cast<size_t>(strategy.world_places)
                            : places.size();
+  if (strategy.channels_last && program.num_blocks() == 1 &&
+      std::all_of(places.begin(), places.end(),
+                  [](const Place& p) { return p.is_cpu(); })) {
+    std::vector<std::string> keep = fetch_names;
+    keep.push_back(loss_name);
+    proto::ProgramDesc desc = program.proto();
+    int converted = 0, transposes = 0;
+    RunChannelsLast(program, keep, desc.mutable_blocks(0), &converted,
+                    &transposes, /*training=*/true);
+    BuildStrategy rest = strategy;
+    rest.channels_last = false;
+    return BuildMultiDeviceGraph(Program(std::move(desc)), places, loss_name,
+                                 rest, fetch_names);
+  }
   if (world > 1 && HasBatchNormToSync(program, strategy.sync_batch_norm)) {
     PAREX_ASSIGN_OR_RETURN(Program synced,
                            SyncBatchNorm(program, strategy.sync_batch_norm));

@@ -515,7 +515,7 @@ void RejectReferenceNhwc(const DnnlConvParams& p, const char* impl) {
 
 bool DnnlConv::Impl::EnsureBackwardData(const DnnlConvParams& p) {
   return Ensure(&backward_data, p, [&p](Prepared* prep) {
-    const Descs d = MakeDescs(p);
+    const Descs d = MakeDescs(p, /*backward=*/true);
     dnnl::convolution_backward_data::desc desc(
         dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
         d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);
@@ -533,7 +533,7 @@ bool DnnlConv::Impl::EnsureBackwardData(const DnnlConvParams& p) {
 
 bool DnnlConv::Impl::EnsureBackwardWeights(const DnnlConvParams& p) {
   return Ensure(&backward_weights, p, [&p](Prepared* prep) {
-    const Descs d = MakeDescs(p);
+    const Descs d = MakeDescs(p, /*backward=*/true);
     dnnl::convolution_backward_weights::desc desc(
         dnnl::algorithm::convolution_direct, d.any_src, d.any_weights,
         d.any_dst, d.strides, d.dilations, d.pad_l, d.pad_r);

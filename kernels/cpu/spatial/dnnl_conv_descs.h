@@ -30,7 +30,8 @@ struct Descs {
   memory::desc any_src, any_weights, any_dst;
   memory::dims strides, dilations, pad_l, pad_r;
 };
-Descs MakeDescs(const DnnlConvParams& p);
+// `backward`: for the backward primitives (NHWC stays NHWC on every plane).
+Descs MakeDescs(const DnnlConvParams& p, bool backward = false);
 
 // Attributes with a scratchpad the caller passes at each run.
 dnnl::primitive_attr UserScratchpad();

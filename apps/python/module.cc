@@ -88,6 +88,7 @@ void BindStrategies(py::module_& m) {
                      &BS::enable_sequential_execution)
       .def_readwrite("memory_optimize", &BS::memory_optimize)
       .def_readwrite("sync_batch_norm", &BS::sync_batch_norm)
+      .def_readwrite("channels_last", &BS::channels_last)
       .def_readwrite("debug_graphviz_path", &BS::debug_graphviz_path);
   py::class_<ExecutionStrategy>(m, "ExecutionStrategy")
       .def(py::init<>())

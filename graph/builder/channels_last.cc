@@ -7,6 +7,7 @@
 
 #include "base/dims.h"
 #include "graph/builder/program_uses.h"
+#include "graph/ir/place_group.h"
 
 namespace parex {
 namespace {
@@ -53,6 +54,7 @@ class ChannelsLast {
       }
       proto::OpDesc op = block->ops(i);
       OpDesc view(&op, 0, i);
+      serving_ = &block->ops(i);
       TrainingSlots slots;
       if (FlattensOneByOne(view)) {
         ++*converted;  // reads the NHWC tensor as it is: no transpose
@@ -371,6 +373,14 @@ class ChannelsLast {
     view.SetInput("X", {name});
     view.SetOutput("Out", {copy});
     view.SetAttr("axis", to_nhwc ? kToNhwc : kToNchw);
+    // Where and as what the op it was made for runs: its role (forward,
+    // backward) and a placed program's place group.
+    for (int k = 0; serving_ != nullptr && k < serving_->attrs_size(); ++k) {
+      const proto::OpDesc::Attr& a = serving_->attrs(k);
+      if (a.name() == "op_role" || a.name() == kPlaceGroupAttr) {
+        *t->add_attrs() = a;
+      }
+    }
     ++transposes_;
     made[name] = copy;
     return copy;
@@ -532,6 +542,7 @@ class ChannelsLast {
   const fusion::Uses uses_;
   const std::set<std::string> fetched_;
   const bool training_;
+  const proto::OpDesc* serving_ = nullptr;  // the op being rewritten
   // The XShapes of flattens that read a 1x1 NHWC plane as it lies.
   std::set<std::string> flat_xshapes_;
   std::set<std::string> nhwc_;

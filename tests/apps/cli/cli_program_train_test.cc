@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "apps/cli/npy.h"
+#include "graph/builder/channels_last.h"
 #include "graph/builder/prune.h"
 #include "graph/ir/program.h"
 #include "kernels/io/model_io.h"
@@ -430,6 +431,100 @@ TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
   CliRun stray = RunParex({"train", "--data", "x=x.npy"}, dir);
   EXPECT_EQ(stray.exit_code, 2);
   EXPECT_THAT(stray.err, HasSubstr("go with --program"));
+}
+
+// A residual network PaddlePaddle 2.6 trained with SGD
+// (tests/apps/fixtures/paddle_resnet_sgd/make_fixture.py): `parex train`
+// runs it channels-last by default (BuildStrategy::channels_last) and
+// channels-first with --no-channels-last, on one place and on two with
+// --sync-batch-norm; every run gives Paddle's six losses within 1e-5 and
+// its final persistables.
+TEST(CliProgramTrainTest, ResidualNetworkTrainsAsPaddleInEitherLayout) {
+  const std::string fixture =
+      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_resnet_sgd";
+  const std::string dir = ScratchDir("program_resnet");
+  const std::vector<double> want = Lines(fixture + "/losses.txt", false);
+  ASSERT_EQ(want.size(), 6u);
+  for (const bool channels_last : {true, false}) {
+    for (const int places : {1, 2}) {
+      SCOPED_TRACE(std::string(channels_last ? "NHWC" : "NCHW") + " on " +
+                   std::to_string(places));
+      std::vector<std::string> args = {"train",
+                                       "--program",
+                                       fixture + "/main.pdmodel",
+                                       "--params",
+                                       fixture + "/params",
+                                       "--data",
+                                       "x=" + fixture + "/x.npy",
+                                       "--data",
+                                       "label=" + fixture + "/label.npy",
+                                       "--batch",
+                                       "8",
+                                       "--no-shuffle",
+                                       "--places",
+                                       "cpu:" + std::to_string(places),
+                                       "--metrics",
+                                       "m.jsonl",
+                                       "--save",
+                                       "trained",
+                                       "--no-progress"};
+      if (places > 1) args.push_back("--sync-batch-norm");
+      if (!channels_last) args.push_back("--no-channels-last");
+      std::filesystem::remove(dir + "/m.jsonl");
+      CliRun run = RunParex(args, dir);
+      ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+      const std::vector<double> got = Lines(dir + "/m.jsonl", true);
+      ASSERT_EQ(got.size(), 6u);
+      for (int s = 0; s < 6; ++s) {
+        EXPECT_NEAR(got[s], want[s], 1e-5 * std::abs(want[s]))
+            << "step " << s + 1;
+      }
+      ExpectPaddlesFinalPersistables(dir + "/trained", fixture);
+    }
+  }
+}
+
+// What the training rewrite makes of that program: every convolution,
+// batch norm and pool and each of their gradient ops channels-last, the
+// shortcut's bias added along NHWC's last axis, one transpose (the fed
+// image in), and the loss left as it was.
+TEST(CliProgramTrainTest, TrainingRewriteRunsTheWholeNetworkChannelsLast) {
+  StatusOr<Program> program = Program::Load(
+      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_resnet_sgd/main.pdmodel");
+  ASSERT_TRUE(program.ok()) << program.status().ToString();
+  proto::ProgramDesc desc = program->proto();
+  int converted = 0, transposes = 0;
+  RunChannelsLast(*program, {"mean_0.tmp_0"}, desc.mutable_blocks(0),
+                  &converted, &transposes, /*training=*/true);
+  const Program rewritten(std::move(desc));
+  EXPECT_EQ(transposes, 1);
+  std::map<std::string, int> nhwc, total;
+  int bias_axis3 = 0;
+  for (const auto& op : rewritten.global_block().ops()) {
+    const std::string attr =
+        op->type().rfind("batch_norm", 0) == 0 ? "data_layout" : "data_format";
+    ++total[op->type()];
+    StatusOr<std::string> layout = op->GetAttr<std::string>(attr);
+    if (layout.ok() && *layout == "NHWC") ++nhwc[op->type()];
+    StatusOr<int> axis = op->GetAttr<int>("axis");
+    if (op->type().rfind("elementwise_add", 0) == 0 && axis.ok() &&
+        *axis == 3) {
+      ++bias_axis3;
+    }
+    if (op->type() == "transpose2") {
+      EXPECT_EQ(op->FirstInput("X"), "x");
+    }
+  }
+  for (const char* type : {"conv2d", "conv2d_grad", "batch_norm",
+                           "batch_norm_grad", "pool2d", "pool2d_grad"}) {
+    EXPECT_GT(total[type], 0) << type;
+    EXPECT_EQ(nhwc[type], total[type]) << type;
+  }
+  EXPECT_EQ(total["conv2d"], 6);
+  EXPECT_EQ(bias_axis3, 2);  // the shortcut's bias add and its gradient
+  EXPECT_GT(converted, 40);
+  const VarDesc* loss = rewritten.global_block().FindVar("mean_0.tmp_0");
+  ASSERT_NE(loss, nullptr);
 }
 
 }  // namespace

@@ -401,18 +401,7 @@ class ChannelsLast {
   bool TrainingConvertible(const OpDesc& op, TrainingSlots* t) const {
     const std::string& type = op.type();
     if (type == "batch_norm" || type == "batch_norm_grad") {
-      if (AttrOr<std::string>(op, "data_layout", "NCHW") == "NHWC" ||
-          !Available(op.FirstInput("X"))) {
-        return false;
-      }
-      t->attr = "data_layout";
-      t->ins = {"X"};
-      if (type == "batch_norm") {
-        t->outs = {"Y"};
-      } else {
-        t->ins.push_back("Y@GRAD");
-        t->outs = {"X@GRAD"};
-      }
+      if (!NormSlots(op, t)) return false;
     } else if (type == "conv2d_grad" || type == "depthwise_conv2d_grad") {
       if (AttrOr<std::string>(op, "data_format", "NCHW") == "NHWC" ||
           !Available(op.FirstInput("Input")) || op.HasInput("Bias") ||
@@ -439,6 +428,23 @@ class ChannelsLast {
     return ActivationsPlain(op, *t);
   }
 
+  // batch_norm and its gradient on a NHWC-available X.
+  bool NormSlots(const OpDesc& op, TrainingSlots* t) const {
+    if (AttrOr<std::string>(op, "data_layout", "NCHW") == "NHWC" ||
+        !Available(op.FirstInput("X"))) {
+      return false;
+    }
+    t->attr = "data_layout";
+    t->ins = {"X"};
+    if (op.type() == "batch_norm") {
+      t->outs = {"Y"};
+    } else {
+      t->ins.push_back("Y@GRAD");
+      t->outs = {"X@GRAD"};
+    }
+    return true;
+  }
+
   // Layout-free ops of training programs: an activation's gradient, a
   // same-shape add / sub / mul and its gradient, sum (gradients summed),
   // a channel bias added (Y [C] along axis 1) and its gradient.
@@ -459,7 +465,13 @@ class ChannelsLast {
       t->outs = {"Out"};
       return SameDimsOneNhwc(op, t->ins);
     }
-    const std::string binary = grad ? base : type;
+    return BinarySlots(op, grad ? base : type, grad, t);
+  }
+
+  // elementwise_add / sub / mul of `binary` (its gradient: `grad`) on
+  // same-shape X and Y, or an add of a channel bias Y [C] along axis 1.
+  bool BinarySlots(const OpDesc& op, const std::string& binary, bool grad,
+                   TrainingSlots* t) const {
     if (!SameShapeBinary(binary)) return false;
     const VarDesc* x = desc_.FindVar(op.FirstInput("X"));
     const VarDesc* y = desc_.FindVar(op.FirstInput("Y"));

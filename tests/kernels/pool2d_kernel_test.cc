@@ -273,15 +273,15 @@ void ExpectSameValues(const Tensor& a, const Tensor& b,
 // themselves (NativeChannelsLastPool): every mode gives the NCHW kernels'
 // values bit for bit, NaNs, ties (the gradient to the first maximum of a
 // window) and windows wholly in the padding included.
-template <typename T>
-void ExpectNhwcPoolsAsNchw() {
-  struct Case {
-    const char* name;
-    const char* type;
-    std::vector<int> ksize, strides, paddings;
-    bool exclusive, ceil_mode, adaptive, global;
-  };
-  const Case cases[] = {
+struct NhwcPoolCase {
+  const char* name;
+  const char* type;
+  std::vector<int> ksize, strides, paddings;
+  bool exclusive, ceil_mode, adaptive, global;
+};
+
+std::vector<NhwcPoolCase> NhwcPoolCases() {
+  return {
       {"max 3x3 s2 p1",
        "max",
        {3, 3},
@@ -347,10 +347,14 @@ void ExpectNhwcPoolsAsNchw() {
        false},
       {"avg global", "avg", {1, 1}, {1, 1}, {0, 0}, true, false, false, true},
   };
+}
+
+template <typename T>
+void ExpectNhwcPoolsAsNchw() {
   Tensor x = RandomTensor({2, 19, 7, 5}, -1, 1, 41, DTypeOf<T>());
   x.data<T>()[3] = std::numeric_limits<T>::quiet_NaN();
   for (int64_t i = 100; i < 140; ++i) x.data<T>()[i] = T(0.25);  // ties
-  for (const Case& c : cases) {
+  for (const NhwcPoolCase& c : NhwcPoolCases()) {
     auto attrs = [&](OpTester& t, const char* layout) {
       t.Attr("strides", c.strides)
           .Attr("paddings", c.paddings)

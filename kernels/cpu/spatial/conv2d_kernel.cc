@@ -364,12 +364,21 @@ struct NhwcConvGrad : cpu::DnnlConv {
   cpu::DnnlConvParams params;
 };
 
+// Whether `st` was derived for these tensors, outputs and mode.
+bool DerivedFor(const NhwcConvGrad& st, cpu::DnnlConvMode mode,
+                const Tensor& input, const Tensor& filter, const Tensor& dout,
+                bool data, bool weights) {
+  return st.known && st.mode == mode && st.input == input.dims() &&
+         st.filter == filter.dims() && st.dout == dout.dims() &&
+         st.data == data && st.weights == weights;
+}
+
 // A channels-last conv2d_grad's state with its terms for this run's dims;
 // null where oneDNN cannot run it on the NHWC tensors (the op then runs on
 // its NCHW view, kernels/channels_last.h).
 NhwcConvGrad* NativeNhwcGrad(KernelContext& ctx) {
-  if (!cpu::DnnlAvailable() ||
-      cpu::GetDnnlConvMode() == cpu::DnnlConvMode::kNever) {
+  const cpu::DnnlConvMode mode = cpu::GetDnnlConvMode();
+  if (!cpu::DnnlAvailable() || mode == cpu::DnnlConvMode::kNever) {
     return nullptr;
   }
   const Tensor* input = ctx.Input("Input");
@@ -382,11 +391,9 @@ NhwcConvGrad* NativeNhwcGrad(KernelContext& ctx) {
   const bool data = ctx.Output("Input@GRAD") != nullptr;
   const bool weights = ctx.Output("Filter@GRAD") != nullptr;
   NhwcConvGrad* st = ctx.State<NhwcConvGrad>();
-  if (!st->known || st->mode != cpu::GetDnnlConvMode() ||
-      st->input != input->dims() || st->filter != filter->dims() ||
-      st->dout != dout->dims() || st->data != data || st->weights != weights) {
+  if (!DerivedFor(*st, mode, *input, *filter, *dout, data, weights)) {
     st->known = true;
-    st->mode = cpu::GetDnnlConvMode();
+    st->mode = mode;
     st->input = input->dims();
     st->filter = filter->dims();
     st->dout = dout->dims();
@@ -481,6 +488,59 @@ Status Conv2dKernel(KernelContext& ctx) {
   return fused ? Status::Ok() : AddEpilogue<T>(ctx, s, out);
 }
 
+// dW_g[Mg, CKK] = sum over images of dOut_g[Mg, OHW] * col^T (im2col).
+template <typename T>
+Status FilterGradByIm2col(const KernelContext& ctx, const ConvShape& s,
+                          const T* input, const T* dout, Tensor* dfilter) {
+  const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
+  const int64_t filter_group = s.m_per_group * s.col_rows;
+  T* df = dfilter->data<T>();
+  std::fill_n(df, dfilter->numel(), T(0));
+  T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+  if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
+  for (int64_t n = 0; n < s.n && !empty; ++n) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      const T* col = Columns(s, input, n, g, scratch);
+      cpu::Gemm<T>(false, true, s.m_per_group, s.col_rows, s.col_cols, T(1),
+                   dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                   s.col_cols, col, s.col_cols, T(1), df + g * filter_group,
+                   s.col_rows);
+    }
+  }
+  return Status::Ok();
+}
+
+// dcol[CKK, OHW] = W_g^T * dOut_g per image and group, scattered back to
+// the image (col2im; a direct 1x1 writes the image itself).
+template <typename T>
+Status InputGradByIm2col(const KernelContext& ctx, const ConvShape& s,
+                         const T* filter, const T* dout, Tensor* dinput) {
+  const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
+  const int64_t filter_group = s.m_per_group * s.col_rows;
+  T* di = dinput->data<T>();
+  const int64_t plane = s.in_volume;
+  if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
+  T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
+  if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
+  for (int64_t n = 0; n < s.n && !empty; ++n) {
+    for (int64_t g = 0; g < s.groups; ++g) {
+      T* image = di + (n * s.c + g * s.c_per_group) * plane;
+      T* dcol = s.direct ? image : scratch;
+      cpu::Gemm<T>(true, false, s.col_rows, s.col_cols, s.m_per_group, T(1),
+                   filter + g * filter_group, s.col_rows,
+                   dout + (n * s.m + g * s.m_per_group) * s.col_cols,
+                   s.col_cols, T(0), dcol, s.col_cols);
+      if (s.direct) continue;
+      if (s.volumetric) {
+        cpu::Col2Vol(dcol, s.c_per_group, s.d, s.h, s.w, image);
+      } else {
+        cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status Conv2dGradKernel(KernelContext& ctx) {
   if (IsChannelsLast(ctx)) return Conv2dGradNhwc<T>(ctx);
@@ -490,69 +550,25 @@ Status Conv2dGradKernel(KernelContext& ctx) {
   const ConvShape s =
       GetConvShape(ctx, input.dims(), filter.dims(), dout_t.dims());
   const T* dout = dout_t.data<T>();
-  const int64_t filter_group = s.m_per_group * s.col_rows;
-  const bool empty = s.col_rows == 0 || s.col_cols == 0 || s.m_per_group == 0;
   cpu::DnnlConvParams dnnl_params;
   const bool dnnl = UseDnnl<T>(s, &dnnl_params);
-
-  Tensor* dfilter = ctx.Output("Filter@GRAD");
-  if (dfilter != nullptr && dnnl &&
-      ctx.State<cpu::DnnlConv>()->BackwardWeights(
-          dnnl_params, reinterpret_cast<const float*>(input.data<T>()),
-          reinterpret_cast<const float*>(dout),
-          reinterpret_cast<float*>(dfilter->data<T>()))) {
-    dfilter = nullptr;  // done
-  }
-  if (dfilter != nullptr) {
-    T* df = dfilter->data<T>();
-    std::fill_n(df, dfilter->numel(), T(0));
-    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
-    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
-    for (int64_t n = 0; n < s.n && !empty; ++n) {
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const T* col = Columns(s, input.data<T>(), n, g, scratch);
-        // dW_g[Mg, CKK] += dOut_g[Mg, OHW] * col^T
-        cpu::Gemm<T>(false, true, s.m_per_group, s.col_rows, s.col_cols, T(1),
-                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
-                     s.col_cols, col, s.col_cols, T(1), df + g * filter_group,
-                     s.col_rows);
-      }
+  auto f32 = [](const T* p) { return reinterpret_cast<const float*>(p); };
+  if (Tensor* dfilter = ctx.Output("Filter@GRAD")) {
+    if (!dnnl || !ctx.State<cpu::DnnlConv>()->BackwardWeights(
+                     dnnl_params, f32(input.data<T>()), f32(dout),
+                     reinterpret_cast<float*>(dfilter->data<T>()))) {
+      PAREX_RETURN_IF_ERROR(
+          FilterGradByIm2col<T>(ctx, s, input.data<T>(), dout, dfilter));
     }
   }
-
-  Tensor* dinput = ctx.Output("Input@GRAD");
-  if (dinput != nullptr && dnnl &&
-      ctx.State<cpu::DnnlConv>()->BackwardData(
-          dnnl_params, reinterpret_cast<const float*>(filter.data<T>()),
-          reinterpret_cast<const float*>(dout),
-          reinterpret_cast<float*>(dinput->data<T>()))) {
-    dinput = nullptr;  // done
-  }
-  if (dinput != nullptr) {
-    T* di = dinput->data<T>();
-    const int64_t plane = s.in_volume;
-    if (!s.direct || empty) std::fill_n(di, dinput->numel(), T(0));
-    T* scratch = empty || s.direct ? nullptr : ColumnScratch<T>(s);
-    if (!empty && !s.direct && scratch == nullptr) return ScratchError(ctx, s);
-    for (int64_t n = 0; n < s.n && !empty; ++n) {
-      for (int64_t g = 0; g < s.groups; ++g) {
-        T* image = di + (n * s.c + g * s.c_per_group) * plane;
-        // dcol[CKK, OHW] = W_g^T * dOut_g, then scattered back to the image.
-        T* dcol = s.direct ? image : scratch;
-        cpu::Gemm<T>(true, false, s.col_rows, s.col_cols, s.m_per_group, T(1),
-                     filter.data<T>() + g * filter_group, s.col_rows,
-                     dout + (n * s.m + g * s.m_per_group) * s.col_cols,
-                     s.col_cols, T(0), dcol, s.col_cols);
-        if (s.direct) continue;
-        if (s.volumetric) {
-          cpu::Col2Vol(dcol, s.c_per_group, s.d, s.h, s.w, image);
-        } else {
-          cpu::Col2Im(dcol, s.c_per_group, s.h, s.w, image);
-        }
-      }
+  if (Tensor* dinput = ctx.Output("Input@GRAD")) {
+    if (!dnnl || !ctx.State<cpu::DnnlConv>()->BackwardData(
+                     dnnl_params, f32(filter.data<T>()), f32(dout),
+                     reinterpret_cast<float*>(dinput->data<T>()))) {
+      PAREX_RETURN_IF_ERROR(
+          InputGradByIm2col<T>(ctx, s, filter.data<T>(), dout, dinput));
     }
   }
-
   if (Tensor* dbias = ctx.Output("Bias@GRAD")) {
     T* db = dbias->data<T>();
     std::fill_n(db, dbias->numel(), T(0));

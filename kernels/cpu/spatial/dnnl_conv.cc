@@ -60,16 +60,11 @@ void SetDnnlConvMode(DnnlConvMode mode) {
   g_dnnl_conv_mode.store(mode, std::memory_order_relaxed);
 }
 
-bool DnnlConvChosen(const DnnlConvParams& p) {
-  if (!DnnlAvailable() || p.groups <= 0) return false;
-  switch (GetDnnlConvMode()) {
-    case DnnlConvMode::kNever:
-      return false;
-    case DnnlConvMode::kAlways:
-      return true;
-    case DnnlConvMode::kWhereFaster:
-      break;
-  }
+namespace {
+
+// kWhereFaster's rule for fp32 NCHW (dnnl_conv.h; figures in bench/README.md,
+// "Kernels").
+bool OneDnnIsFaster(const DnnlConvParams& p) {
   const int64_t c = p.c / p.groups, m = p.m / p.groups;
   // Depthwise (one input and one output channel per group): oneDNN's
   // kernels over channel blocks, where im2col would make one tiny GEMM per
@@ -89,11 +84,26 @@ bool DnnlConvChosen(const DnnlConvParams& p) {
   // a thin sliver (1024->256 on 4x4: 1.27 -> 1.10 ms; 512->2048 on 2x2:
   // 5.6 -> 1.7). Strided 1x1s need im2col's gather: oneDNN (ResNet-18's
   // 256->512 of stride 2 on 4x4: 0.77 -> 0.17 ms, gradients 1.10 -> 0.45).
-  const bool direct_gemm = p.kh == 1 && p.kw == 1 && p.stride_h == 1 &&
-                           p.stride_w == 1 && p.pad_top == 0 &&
-                           p.pad_left == 0 && p.pad_bottom == 0 &&
-                           p.pad_right == 0;
+  const bool unpadded = p.pad_top == 0 && p.pad_left == 0 &&
+                        p.pad_bottom == 0 && p.pad_right == 0;
+  const bool direct_gemm =
+      p.kh == 1 && p.kw == 1 && p.stride_h == 1 && p.stride_w == 1 && unpadded;
   return !direct_gemm || p.oh * p.ow <= 16;
+}
+
+}  // namespace
+
+bool DnnlConvChosen(const DnnlConvParams& p) {
+  if (!DnnlAvailable() || p.groups <= 0) return false;
+  switch (GetDnnlConvMode()) {
+    case DnnlConvMode::kNever:
+      return false;
+    case DnnlConvMode::kAlways:
+      return true;
+    case DnnlConvMode::kWhereFaster:
+      break;
+  }
+  return OneDnnIsFaster(p);
 }
 
 #ifndef PAREX_WITH_DNNL

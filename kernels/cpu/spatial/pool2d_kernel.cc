@@ -389,6 +389,40 @@ void PoolGradNhwc(const PoolShape& s, const PoolSpans& spans, const Tensor& x,
   }
 }
 
+// One NCHW plane's gradient through windows that are not uniform: dx (zeroed
+// by the caller) += each output's gradient at the first input of its window
+// equal to the output (max) or over its window (avg).
+template <typename T>
+void PoolGradPlane(const PoolShape& s, const PoolSpans& spans, const T* in,
+                   const T* out, const T* dout, T* dx) {
+  for (int64_t oy = 0; oy < s.h.out; ++oy) {
+    const Span ys = spans.ys[oy];
+    for (int64_t ox = 0; ox < s.w.out; ++ox) {
+      const Span xs = spans.xs[ox];
+      const int64_t o = oy * s.w.out + ox;
+      if (s.max) {
+        bool found = false;
+        for (int64_t y = ys.begin; y < ys.end && !found; ++y) {
+          for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
+            if (in[y * s.w.in + xx] == out[o]) {
+              dx[y * s.w.in + xx] += dout[o];
+              found = true;
+              break;
+            }
+          }
+        }
+      } else if (ys.begin < ys.end && xs.begin < xs.end) {
+        const T g = dout[o] / static_cast<T>(ys.divisor * xs.divisor);
+        for (int64_t y = ys.begin; y < ys.end; ++y) {
+          for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
+            dx[y * s.w.in + xx] += g;
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 Status Pool2dGradKernel(KernelContext& ctx) {
   Tensor* dx_t = ctx.Output("X@GRAD");
@@ -414,33 +448,8 @@ Status Pool2dGradKernel(KernelContext& ctx) {
     if (uniform) {
       MaxPoolGradUniform(in, out, dout, s.h.in, s.w.in, s.h.out, s.w.out,
                          spans.uniform, dx);
-      continue;
-    }
-    for (int64_t oy = 0; oy < s.h.out; ++oy) {
-      const Span ys = spans.ys[oy];
-      for (int64_t ox = 0; ox < s.w.out; ++ox) {
-        const Span xs = spans.xs[ox];
-        const int64_t o = oy * s.w.out + ox;
-        if (s.max) {
-          bool found = false;
-          for (int64_t y = ys.begin; y < ys.end && !found; ++y) {
-            for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
-              if (in[y * s.w.in + xx] == out[o]) {
-                dx[y * s.w.in + xx] += dout[o];
-                found = true;
-                break;
-              }
-            }
-          }
-        } else if (ys.begin < ys.end && xs.begin < xs.end) {
-          const T g = dout[o] / static_cast<T>(ys.divisor * xs.divisor);
-          for (int64_t y = ys.begin; y < ys.end; ++y) {
-            for (int64_t xx = xs.begin; xx < xs.end; ++xx) {
-              dx[y * s.w.in + xx] += g;
-            }
-          }
-        }
-      }
+    } else {
+      PoolGradPlane(s, spans, in, out, dout, dx);
     }
   }
   return Status::Ok();

@@ -572,4 +572,13 @@ void RunChannelsLast(const Program& program,
   pass.Run(block, converted, transposes);
 }
 
+Program TrainingChannelsLast(const Program& program,
+                             const std::vector<std::string>& keep) {
+  proto::ProgramDesc desc = program.proto();
+  int converted = 0, transposes = 0;
+  RunChannelsLast(program, keep, desc.mutable_blocks(0), &converted,
+                  &transposes, /*training=*/true);
+  return Program(std::move(desc));
+}
+
 }  // namespace parex

@@ -29,4 +29,9 @@ void RunChannelsLast(const Program& program,
                      proto::BlockDesc* block, int* converted, int* transposes,
                      bool training = false);
 
+// `program` (one block) with RunChannelsLast's training rewrite applied,
+// the vars in `keep` (fetches, the loss) left in their layout.
+Program TrainingChannelsLast(const Program& program,
+                             const std::vector<std::string>& keep);
+
 }  // namespace parex

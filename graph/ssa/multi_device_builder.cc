@@ -583,14 +583,10 @@ StatusOr<SsaGraph> BuildMultiDeviceGraph(
                   [](const Place& p) { return p.is_cpu(); })) {
     std::vector<std::string> keep = fetch_names;
     keep.push_back(loss_name);
-    proto::ProgramDesc desc = program.proto();
-    int converted = 0, transposes = 0;
-    RunChannelsLast(program, keep, desc.mutable_blocks(0), &converted,
-                    &transposes, /*training=*/true);
     BuildStrategy rest = strategy;
     rest.channels_last = false;
-    return BuildMultiDeviceGraph(Program(std::move(desc)), places, loss_name,
-                                 rest, fetch_names);
+    return BuildMultiDeviceGraph(TrainingChannelsLast(program, keep), places,
+                                 loss_name, rest, fetch_names);
   }
   if (world > 1 && HasBatchNormToSync(program, strategy.sync_batch_norm)) {
     PAREX_ASSIGN_OR_RETURN(Program synced,

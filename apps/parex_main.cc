@@ -292,7 +292,19 @@ void AddInfer(CLI::App* app, Commands* c) {
                 "places to split the batch over: cpu:N, cpu:all, sim:N, "
                 "cuda:0, cuda:all, cuda:0x2 (as train's --places)")
       ->capture_default_str();
-  i->add_option("--trace", c->infer.trace, "write a Chrome trace of the run");
+  i->add_option("--trace", c->infer.trace,
+                "write a Chrome trace of the first run (or of the runs "
+                "--trace-from and --trace-runs name)");
+  i->add_option("--trace-from", c->infer.trace_from,
+                "the first run the trace records: 0 is the first run, "
+                "1..N --bench's (a steady-state trace leaves out the first "
+                "run's preparation)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  i->add_option("--trace-runs", c->infer.trace_runs,
+                "how many runs the trace records")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   i->add_option("--bench", c->infer.bench,
                 "after the first run, N timed runs of the same batch: median "
                 "and p99 latency, rows/s, peak memory")

@@ -92,6 +92,11 @@ struct InferOptions {
   std::string output;               // "": print only
   std::string places = "cpu:1";
   std::string trace;
+  // The runs --trace records: trace_runs of them from run trace_from (the
+  // first run is 0, --bench's are 1..bench), so a trace can leave out the
+  // first run's preparation (kernels chosen, primitives built, buffers).
+  int trace_from = 0;
+  int trace_runs = 1;
   int bench = 0;     // timed runs after the first (0: none)
   bool fuse = true;  // graph/builder/inference_fusion.h, on CPU places
 };

@@ -207,19 +207,31 @@ double PeakRssMiB() {
   return usage.ru_maxrss / 1024.0;  // KiB on Linux
 }
 
+// The runs --trace records (--trace-from, --trace-runs): the recorder on for
+// runs [from, from + count), the first run being 0.
+struct TraceWindow {
+  TraceRecorder* trace = nullptr;  // null: no --trace
+  int from = 0;
+  int count = 1;
+  void Before(int run) const {
+    if (trace != nullptr) trace->set_enabled(run >= from && run - from < count);
+  }
+};
+
 // --bench: `runs` more runs of `feed` (copied once into where the places
 // copy feeds from without staging, when they have such memory), each timed;
 // prints the median and p99 (nearest rank) latency, rows/s at the median
 // and the peak resident memory.
 Status Bench(ParallelExecutor& pe, const FeedMap& feed,
              const std::vector<std::string>& fetch_names, int runs,
-             int64_t rows) {
+             int64_t rows, const TraceWindow& window) {
   FeedMap bench_feed = feed;
   if (Allocator* pinned = pe.feed_allocator()) {
     PAREX_ASSIGN_OR_RETURN(bench_feed, CopyFeed(feed, pinned));
   }
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
+    window.Before(i + 1);
     const auto start = std::chrono::steady_clock::now();
     StatusOr<std::vector<Tensor>> out = pe.Run(bench_feed, fetch_names);
     if (!out.ok()) {
@@ -323,6 +335,15 @@ int RunInfer(const InferOptions& o) {
   if (!o.trace.empty()) {
     if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok())
       return Fail(cmd, s);
+    if (o.trace_from > o.bench) {
+      return Fail(
+          cmd,
+          InvalidArgument("--trace-from " + std::to_string(o.trace_from) +
+                          " names a run after the last: the runs are "
+                          "0 (the first) to --bench's " +
+                          std::to_string(o.bench)),
+          kExitUsage);
+    }
   }
   Scope scope;
   StatusOr<InferenceModel> model = LoadModel(o.model, o.params, &scope);
@@ -345,9 +366,12 @@ int RunInfer(const InferOptions& o) {
   StatusOr<std::vector<std::string>> out_paths =
       OutputPaths(o.output, model->fetch_names);
   if (!out_paths.ok()) return Fail(cmd, out_paths.status());
-  TraceRecorder trace(/*enabled=*/!o.trace.empty());
+  TraceRecorder trace(/*enabled=*/false);
+  const TraceWindow window{o.trace.empty() ? nullptr : &trace, o.trace_from,
+                           o.trace_runs};
+  window.Before(0);
   ExecutionStrategy exec;
-  exec.trace = o.trace.empty() ? nullptr : &trace;
+  exec.trace = window.trace;
   BuildStrategy build;
   PlanRun(rows, &*places, &build, &exec);
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
@@ -371,13 +395,14 @@ int RunInfer(const InferOptions& o) {
               places->size() == 1 ? "" : "s", ms);
   if (Status s = ReportOutputs(*out, model->fetch_names, *out_paths); !s.ok())
     return Fail(cmd, s);
-  if (!o.trace.empty()) {
-    if (Status s = WriteTrace(o.trace, **pe, trace); !s.ok())
+  if (o.bench > 0) {
+    if (Status s =
+            Bench(**pe, *feed, model->fetch_names, o.bench, rows, window);
+        !s.ok())
       return Fail(cmd, s);
   }
-  if (o.bench > 0) {
-    if (Status s = Bench(**pe, *feed, model->fetch_names, o.bench, rows);
-        !s.ok())
+  if (!o.trace.empty()) {
+    if (Status s = WriteTrace(o.trace, **pe, trace); !s.ok())
       return Fail(cmd, s);
   }
   return kExitOk;

@@ -142,6 +142,51 @@ TEST(CliInferTest, BenchTimesRunsAfterTheFirst) {
   }
 }
 
+// --trace-from K --trace-runs M: the trace records runs K..K+M-1 (0 the
+// first, --bench's 1..N), cut at the last run; a K past the last run is a
+// usage error naming the option, before any work.
+TEST(CliInferTest, TraceRecordsTheRunsItIsToldOf) {
+  PAREX_REQUIRE_PADDLE_MODELS();
+  const std::string dir = ScratchDir("infer_trace_runs");
+  struct Case {
+    const char* from;
+    const char* runs;
+    int steps;
+  };
+  for (const Case& c : {Case{"0", "1", 1}, Case{"2", "3", 3}, Case{"4", "9", 2},
+                        Case{"5", "1", 1}}) {
+    CliRun run = InferGoldenImages(
+        dir, {"--bench", "5", "--trace", "t.json", "--trace-from", c.from,
+              "--trace-runs", c.runs});
+    ASSERT_EQ(run.exit_code, 0) << c.from << ": " << run.err;
+    EXPECT_THAT(run.out, HasSubstr("trace t.json: " + std::to_string(c.steps) +
+                                   " traced steps"))
+        << c.from << " " << c.runs;
+    EXPECT_NO_THROW({
+      const nlohmann::json trace =
+          nlohmann::json::parse(ReadFile(dir + "/t.json"));
+      EXPECT_FALSE(trace.at("traceEvents").empty()) << c.from;
+    });
+  }
+  fs::remove(dir + "/t.json");
+  const std::vector<std::string> infer = {
+      "infer",   "--model", Model("mnist_mlp"), "--input", "image=image.npy",
+      "--trace", "t.json"};
+  auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), infer.begin(), infer.end());
+    return more;
+  };
+  CliRun late = RunParex(with({"--bench", "2", "--trace-from", "3"}), dir);
+  EXPECT_EQ(late.exit_code, 2);
+  EXPECT_THAT(late.err, HasSubstr("--trace-from 3"));
+  EXPECT_FALSE(fs::exists(dir + "/t.json"));
+  for (const char* bad : {"0", "-1", "x"}) {
+    CliRun refused = RunParex(with({"--trace-runs", bad}), dir);
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_THAT(refused.err, HasSubstr("--trace-runs")) << bad;
+  }
+}
+
 // A batch of fewer rows than places runs on as many places as it has rows,
 // and gives what one place gives.
 TEST(CliInferTest, OneRowOnTwoPlacesRunsOnOne) {

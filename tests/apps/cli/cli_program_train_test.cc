@@ -433,18 +433,17 @@ TEST(CliProgramTrainTest, BadProgramsAndDataAreNamed) {
   EXPECT_THAT(stray.err, HasSubstr("go with --program"));
 }
 
-// A residual network PaddlePaddle 2.6 trained with SGD
-// (tests/apps/fixtures/paddle_resnet_sgd/make_fixture.py): `parex train`
-// runs it channels-last by default (BuildStrategy::channels_last) and
-// channels-first with --no-channels-last, on one place and on two with
-// --sync-batch-norm; every run gives Paddle's six losses within 1e-5 and
-// its final persistables.
-TEST(CliProgramTrainTest, ResidualNetworkTrainsAsPaddleInEitherLayout) {
-  const std::string fixture =
-      std::string(PAREX_TEST_FIXTURES_DIR) + "/paddle_resnet_sgd";
-  const std::string dir = ScratchDir("program_resnet");
+// `parex train` on a PaddlePaddle 2.6 training fixture of `steps` batches
+// of `batch` rows (tests/apps/fixtures/NAME/make_fixture.py) channels-last
+// by default (BuildStrategy::channels_last) and channels-first with
+// --no-channels-last, on one place and on two with --sync-batch-norm: every
+// run gives Paddle's losses within 1e-5 and its final persistables.
+void ExpectPaddlesTrainingInEitherLayout(const std::string& name, int batch,
+                                         size_t steps) {
+  const std::string fixture = std::string(PAREX_TEST_FIXTURES_DIR) + "/" + name;
+  const std::string dir = ScratchDir("program_" + name);
   const std::vector<double> want = Lines(fixture + "/losses.txt", false);
-  ASSERT_EQ(want.size(), 6u);
+  ASSERT_EQ(want.size(), steps);
   for (const bool channels_last : {true, false}) {
     for (const int places : {1, 2}) {
       SCOPED_TRACE(std::string(channels_last ? "NHWC" : "NCHW") + " on " +
@@ -459,7 +458,7 @@ TEST(CliProgramTrainTest, ResidualNetworkTrainsAsPaddleInEitherLayout) {
                                        "--data",
                                        "label=" + fixture + "/label.npy",
                                        "--batch",
-                                       "8",
+                                       std::to_string(batch),
                                        "--no-shuffle",
                                        "--places",
                                        "cpu:" + std::to_string(places),
@@ -474,14 +473,32 @@ TEST(CliProgramTrainTest, ResidualNetworkTrainsAsPaddleInEitherLayout) {
       CliRun run = RunParex(args, dir);
       ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
       const std::vector<double> got = Lines(dir + "/m.jsonl", true);
-      ASSERT_EQ(got.size(), 6u);
-      for (int s = 0; s < 6; ++s) {
+      ASSERT_EQ(got.size(), steps);
+      for (size_t s = 0; s < steps; ++s) {
         EXPECT_NEAR(got[s], want[s], 1e-5 * std::abs(want[s]))
             << "step " << s + 1;
       }
       ExpectPaddlesFinalPersistables(dir + "/trained", fixture);
     }
   }
+}
+
+// A residual network trained with SGD (paddle_resnet_sgd): a stem, a max
+// pool, a residual block and a downsampling one whose shortcut is a strided
+// 1x1 with a bias.
+TEST(CliProgramTrainTest, ResidualNetworkTrainsAsPaddleInEitherLayout) {
+  ExpectPaddlesTrainingInEitherLayout("paddle_resnet_sgd", 8, 6);
+}
+
+// What vision programs do around their convolutions, trained with momentum
+// (paddle_mixed_cnn_momentum): "SAME" padding, a dilated grouped conv, leaky
+// relu, hard swish, sigmoid, relu6, a concat along channels, a
+// squeeze-and-excitation gate's [N,C,1,1] multiply, an exclusive average
+// pool, a transposed conv, group norm, nearest interpolation, a mean over H
+// and W: each op channels-last or given channels-first tensors, Paddle's
+// numbers either way.
+TEST(CliProgramTrainTest, MixedNetworkTrainsAsPaddleInEitherLayout) {
+  ExpectPaddlesTrainingInEitherLayout("paddle_mixed_cnn_momentum", 4, 4);
 }
 
 // What the training rewrite makes of that program: every convolution,

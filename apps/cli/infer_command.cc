@@ -317,6 +317,73 @@ void PlanRun(int64_t rows, std::vector<Place>* places, BuildStrategy* build,
       std::max<int64_t>(1, (rows + num_places - 1) / num_places);
 }
 
+// Outputs are checked before any work: kExitOk, or the exit code of the
+// failure reported.
+int CheckOutputs(const std::string& cmd, const InferOptions& o) {
+  if (!o.output.empty()) {
+    if (Status s = CheckOutputDir(o.output, "--output"); !s.ok())
+      return Fail(cmd, s);
+  }
+  if (o.trace.empty()) return kExitOk;
+  if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok())
+    return Fail(cmd, s);
+  if (o.trace_from > o.bench) {
+    return Fail(cmd,
+                InvalidArgument("--trace-from " + std::to_string(o.trace_from) +
+                                " names a run after the last: the runs are "
+                                "0 (the first) to --bench's " +
+                                std::to_string(o.bench)),
+                kExitUsage);
+  }
+  return kExitOk;
+}
+
+// The model of --model / --params with its parameters in `scope`, fused for
+// `places` unless --no-fuse.
+StatusOr<InferenceModel> PrepareModel(const InferOptions& o,
+                                      const std::vector<Place>& places,
+                                      Scope* scope) {
+  PAREX_ASSIGN_OR_RETURN(InferenceModel model,
+                         LoadModel(o.model, o.params, scope));
+  if (model.feed_names.empty() || model.fetch_names.empty()) {
+    return InvalidArgument("'" + o.model +
+                           "' has no feed or no fetch "
+                           "targets: is it an inference program?");
+  }
+  if (o.fuse) {
+    PAREX_RETURN_IF_ERROR(FuseModel(places, &model, scope)
+                              .WithContext("fusing '" + o.model + "'"));
+  }
+  return model;
+}
+
+Status MakeOutputDir(const std::string& dir) {
+  if (dir.empty()) return Status::Ok();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Internal("cannot create '" + dir + "': " + ec.message());
+  return Status::Ok();
+}
+
+// The first run, timed: its outputs reported (and written where --output
+// says).
+Status FirstRun(const InferOptions& o, ParallelExecutor& pe,
+                const std::vector<Place>& places, const FeedMap& feed,
+                const InferenceModel& model,
+                const std::vector<std::string>& out_paths) {
+  const auto start = std::chrono::steady_clock::now();
+  PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                         pe.Run(feed, model.fetch_names));
+  const double ms = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - start)
+                        .count();
+  PAREX_RETURN_IF_ERROR(MakeOutputDir(o.output));
+  std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
+              places.size(), PlaceKindTitle(places[0].kind),
+              places.size() == 1 ? "" : "s", ms);
+  return ReportOutputs(out, model.fetch_names, out_paths);
+}
+
 }  // namespace
 
 int RunInfer(const InferOptions& o) {
@@ -327,37 +394,10 @@ int RunInfer(const InferOptions& o) {
   StatusOr<std::vector<std::pair<std::string, std::string>>> named =
       ParseInputs(o.inputs);
   if (!named.ok()) return Fail(cmd, named.status(), kExitUsage);
-  // Outputs are checked before any work.
-  if (!o.output.empty()) {
-    if (Status s = CheckOutputDir(o.output, "--output"); !s.ok())
-      return Fail(cmd, s);
-  }
-  if (!o.trace.empty()) {
-    if (Status s = CheckOutputFile(o.trace, "--trace"); !s.ok())
-      return Fail(cmd, s);
-    if (o.trace_from > o.bench) {
-      return Fail(
-          cmd,
-          InvalidArgument("--trace-from " + std::to_string(o.trace_from) +
-                          " names a run after the last: the runs are "
-                          "0 (the first) to --bench's " +
-                          std::to_string(o.bench)),
-          kExitUsage);
-    }
-  }
+  if (int code = CheckOutputs(cmd, o); code != kExitOk) return code;
   Scope scope;
-  StatusOr<InferenceModel> model = LoadModel(o.model, o.params, &scope);
+  StatusOr<InferenceModel> model = PrepareModel(o, *places, &scope);
   if (!model.ok()) return Fail(cmd, model.status());
-  if (model->feed_names.empty() || model->fetch_names.empty()) {
-    return Fail(cmd, InvalidArgument("'" + o.model +
-                                     "' has no feed or no fetch "
-                                     "targets: is it an inference program?"));
-  }
-  if (o.fuse) {
-    if (Status s = FuseModel(*places, &*model, &scope); !s.ok()) {
-      return Fail(cmd, s.WithContext("fusing '" + o.model + "'"));
-    }
-  }
   bool usage = false;
   StatusOr<FeedMap> feed = ReadInputs(*named, *model, &usage);
   if (!feed.ok())
@@ -377,23 +417,7 @@ int RunInfer(const InferOptions& o) {
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, model->program, "", &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
-  const auto start = std::chrono::steady_clock::now();
-  StatusOr<std::vector<Tensor>> out = (*pe)->Run(*feed, model->fetch_names);
-  const double ms = std::chrono::duration<double, std::milli>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
-  if (!out.ok()) return Fail(cmd, out.status());
-  if (!o.output.empty()) {
-    std::error_code ec;
-    fs::create_directories(o.output, ec);
-    if (ec)
-      return Fail(
-          cmd, Internal("cannot create '" + o.output + "': " + ec.message()));
-  }
-  std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
-              places->size(), PlaceKindTitle((*places)[0].kind),
-              places->size() == 1 ? "" : "s", ms);
-  if (Status s = ReportOutputs(*out, model->fetch_names, *out_paths); !s.ok())
+  if (Status s = FirstRun(o, **pe, *places, *feed, *model, *out_paths); !s.ok())
     return Fail(cmd, s);
   if (o.bench > 0) {
     if (Status s =

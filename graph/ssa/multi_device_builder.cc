@@ -11,115 +11,24 @@
 #include "graph/builder/sync_batch_norm.h"
 #include "graph/ir/op_schema.h"
 #include "graph/ssa/memory_plan.h"
+#include "graph/ssa/multi_device_builder_impl.h"
 #include "graph/ssa/multi_device_checks.h"
 #include "graph/ssa/optimizer_slices.h"
-#include "graph/ssa/placed_exchanges.h"
 #include "graph/ssa/ssa_dump.h"
 #include "graph/ssa/ssa_validate.h"
 
 namespace parex {
 namespace {
 
-using ReduceStrategy = BuildStrategy::ReduceStrategy;
 using GradientScale = BuildStrategy::GradientScale;
 
 bool IsLossGradOp(const OpDesc& op) {
   return OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
 }
 
-// One pass over block 0 in program order; see multi_device_builder.h.
-class Builder {
- public:
-  Builder(const Program& program, const std::vector<Place>& places,
-          const std::string& loss_name, const BuildStrategy& strategy)
-      : block_(program.global_block()),
-        strategy_(strategy),
-        graph_(std::make_shared<const Program>(program), places),
-        n_(static_cast<int>(places.size())),
-        owned_numel_(places.size(), 0) {
-    graph_.loss_name = loss_name;
-    graph_.strategy = strategy;
-    reduce_mode_ = strategy.reduce == ReduceStrategy::kReduce;
-    bool all_cpu = true;
-    for (const Place& p : places) all_cpu = all_cpu && p.is_cpu();
-    graph_.shared_parameters =
-        reduce_mode_ && strategy.share_cpu_parameters && all_cpu;
-    placed_ = !strategy.placed_node.empty();
-    if (placed_) graph_.shared_parameters = false;
-  }
+}  // namespace
 
-  Status Build(const std::vector<std::string>& fetch_names);
-  SsaGraph Take() { return std::move(graph_); }
-
- private:
-  Status AddProgramOp(int index);
-  // `owner_only`: Reduce mode runs the op on this place alone.
-  Status AddComputation(int index, int place, bool owner_only = false);
-  Status AddScaleLossGrad(int index);
-  // An op that must precede the op being added, and why.
-  struct Hazard {
-    int from;
-    ControlReason reason;
-  };
-  // Wires an op: `op` reads the newest version of each of `reads` and writes
-  // a new version of each of `writes` (pairs of name and place). Data
-  // hazards with the versions it reads or replaces are ordered by control
-  // vars, each added only when the graph does not already order the two
-  // ops: write-after-read (readers of the replaced version), write-after-
-  // write (its generator) and, for storages shared by every place,
-  // read-after-write (the last writer on another place). Every edge goes
-  // from an older op to a newer one, and candidates are taken newest first,
-  // so no edge added here is implied by the others.
-  void Wire(int op, const std::vector<std::pair<std::string, int>>& reads,
-            const std::vector<std::pair<std::string, int>>& writes);
-
-  Status MergeGradient(const std::string& param, const std::string& grad,
-                       int producer);
-  void AddCollective(SsaOpKind kind, std::vector<std::string> grads, int root);
-  void FlushBucket();
-  // Reduce mode without shared parameters: the owner's updated `param`
-  // broadcast to every place.
-  void Broadcast(const std::string& param);
-  void AddBroadcasts();
-  Status AddFetches(const std::vector<std::string>& fetch_names);
-  void AddSequentialOrder();
-  Status CheckGradReads(int index, int place);
-  // A placed program (BuildStrategy::placed_node, placed_exchanges.h): a
-  // trainer's sends of gradients (after the op `index`), a pserver's
-  // receives of them (first), and the parameters both ways (last).
-  void AddPlacedSends(int index);
-  Status AddPserverRecvs();
-  void AddPlacedBroadcasts();
-  // A prefetched table (placed_exchanges.h): a trainer's prefetch before
-  // the program op p.before; a pserver's answer, first of all, reads the
-  // table the last step's update left (Wire orders this step's after it).
-  void AddPrefetch(const PlacedPrefetch& p);
-  std::vector<int> AllPlaces() const {
-    std::vector<int> all(n_);
-    for (int p = 0; p < n_; ++p) all[p] = p;
-    return all;
-  }
-
-  const Block& block_;
-  BuildStrategy strategy_;
-  SsaGraph graph_;
-  int n_;
-  bool reduce_mode_ = false;
-  bool placed_ = false;
-  // A placed program's exchanges with the pservers, in order.
-  std::vector<PlacedExchange> exchanges_;
-  std::vector<PlacedPrefetch> prefetches_;
-  std::vector<int64_t> owned_numel_;
-  std::map<std::string, int> owner_;  // param and grad name -> place
-  // Reduce mode: vars that only an owner-placed op wrote -> that place.
-  std::map<std::string, int> local_place_;
-  std::map<std::string, int> grad_index_;  // grad name -> graph_.grads
-  std::vector<std::string> bucket_;        // open fused bucket
-  int64_t bucket_bytes_ = 0;
-  std::vector<std::string> program_fetches_;
-  // Shared storages: the op that wrote each one last.
-  std::map<std::string, int> shared_writer_;
-};
+namespace multi_device {
 
 void Builder::Wire(int op,
                    const std::vector<std::pair<std::string, int>>& reads,
@@ -425,76 +334,6 @@ void Builder::AddBroadcasts() {
   }
 }
 
-void Builder::AddPlacedSends(int index) {
-  if (!placed_ || strategy_.placed_pserver) return;
-  for (const PlacedExchange& e : exchanges_) {
-    if (e.producer != index) continue;
-    AddCollective(SsaOpKind::kReduce, e.grads, 0);
-    SsaOp& send = graph_.mutable_op(static_cast<int>(graph_.ops().size()) - 1);
-    send.type = "send";
-    send.rows = e.sparse;
-  }
-}
-
-Status Builder::AddPserverRecvs() {
-  if (n_ != 1) {
-    return InvalidArgument("pserver '" + strategy_.placed_node +
-                           "' runs its ops on one place, not " +
-                           std::to_string(n_));
-  }
-  for (const PlacedExchange& e : exchanges_) {
-    const int recv = graph_.AddOp(SsaOpKind::kReduce, "recv", -1, {0});
-    graph_.mutable_op(recv).root = 0;
-    graph_.mutable_op(recv).var_names = e.grads;
-    graph_.mutable_op(recv).rows = e.sparse;
-    std::vector<std::pair<std::string, int>> writes;
-    for (const std::string& g : e.grads) writes.emplace_back(g, 0);
-    Wire(recv, {}, writes);
-  }
-  return Status::Ok();
-}
-
-void Builder::AddPrefetch(const PlacedPrefetch& p) {
-  const std::vector<int> all = AllPlaces();
-  // Every place reads its ids and gets the rows all of them read.
-  const int op = graph_.AddOp(SsaOpKind::kAllGather, "prefetch", -1, all);
-  graph_.mutable_op(op).root = 0;
-  // The table, then the ids its lookups read.
-  graph_.mutable_op(op).var_names = {p.table};
-  std::vector<std::pair<std::string, int>> reads, writes;
-  if (strategy_.placed_pserver) {
-    reads.emplace_back(p.table, 0);
-  } else {
-    for (const std::string& id : p.ids) {
-      graph_.mutable_op(op).var_names.push_back(id);
-      for (int place = 0; place < n_; ++place) reads.emplace_back(id, place);
-    }
-    for (int place = 0; place < n_; ++place)
-      writes.emplace_back(p.table, place);
-  }
-  Wire(op, reads, writes);
-  if (writes.empty()) graph_.AddDummyOutput(op);
-}
-
-void Builder::AddPlacedBroadcasts() {
-  if (!placed_) return;
-  const bool pserver = strategy_.placed_pserver;
-  for (const PlacedExchange& e : exchanges_) {
-    if (e.prefetched) continue;  // the trainers hold none of the table
-    const int op = graph_.AddOp(SsaOpKind::kBroadcast,
-                                pserver ? "send" : "recv", -1, AllPlaces());
-    graph_.mutable_op(op).root = 0;
-    graph_.mutable_op(op).var_names = e.params;
-    graph_.mutable_op(op).rows = e.rows_back;
-    std::vector<std::pair<std::string, int>> reads, writes;
-    for (const std::string& param : e.params) {
-      reads.emplace_back(param, 0);
-      for (int p = 0; p < n_; ++p) writes.emplace_back(param, p);
-    }
-    Wire(op, reads, writes);
-  }
-}
-
 Status Builder::AddFetches(const std::vector<std::string>& fetch_names) {
   std::vector<std::string> names = program_fetches_;
   for (const std::string& f : fetch_names) {
@@ -569,7 +408,7 @@ Status Builder::Build(const std::vector<std::string>& fetch_names) {
   return Status::Ok();
 }
 
-}  // namespace
+}  // namespace multi_device
 
 StatusOr<SsaGraph> BuildMultiDeviceGraph(
     const Program& program, const std::vector<Place>& places,
@@ -591,11 +430,11 @@ StatusOr<SsaGraph> BuildMultiDeviceGraph(
   if (world > 1 && HasBatchNormToSync(program, strategy.sync_batch_norm)) {
     PAREX_ASSIGN_OR_RETURN(Program synced,
                            SyncBatchNorm(program, strategy.sync_batch_norm));
-    Builder builder(synced, places, loss_name, strategy);
+    multi_device::Builder builder(synced, places, loss_name, strategy);
     PAREX_RETURN_IF_ERROR(builder.Build(fetch_names));
     return builder.Take();
   }
-  Builder builder(program, places, loss_name, strategy);
+  multi_device::Builder builder(program, places, loss_name, strategy);
   PAREX_RETURN_IF_ERROR(builder.Build(fetch_names));
   return builder.Take();
 }

@@ -92,6 +92,11 @@ const ConvShape kConvShapes[] = {
     {"r50_1x1_on_4x4", 32, 1024, 4, 4, 256, 1},
     {"r50_1x1_on_8x8", 32, 512, 8, 8, 128, 1},
     {"r50_1x1_on_16x16", 32, 256, 16, 16, 64, 1},
+    // ResNet-18's 3x3s at 64 px, batch 32: its first and last stages.
+    {"r18_3x3_64_on_16x16", 32, 64, 16, 16, 64, 3, 1, 1},
+    {"r18_3x3_128_on_8x8", 32, 128, 8, 8, 128, 3, 1, 1},
+    {"r18_3x3_256_on_4x4", 32, 256, 4, 4, 256, 3, 1, 1},
+    {"r18_3x3_512_on_2x2", 32, 512, 2, 2, 512, 3, 1, 1},
 };
 
 // The 1x1 convolutions of MobileNet-v1 at 64 px (batch 1, and the widest
@@ -249,6 +254,25 @@ void BM_ParexConv2d(benchmark::State& state, ConvShape s, bool grad,
   }
   RunFixture(state, op);
   parex::cpu::SetDnnlConvMode(parex::cpu::DnnlConvMode::kWhereFaster);
+  SetGflops(state, (grad ? 2 : 1) * s.flops());
+}
+
+// parex's conv2d / conv2d_grad on channels-last tensors (data_format NHWC,
+// as `parex train` runs them: oneDNN's NHWC primitives).
+void BM_ParexConv2dNhwc(benchmark::State& state, ConvShape s, bool grad) {
+  OpFixture op(grad ? "conv2d_grad" : "conv2d");
+  op.Input("Input", {s.n, s.h, s.w, s.c})
+      .Input("Filter", {s.m, s.c, s.k, s.k})
+      .Attr("strides", std::vector<int>(2, static_cast<int>(s.stride)))
+      .Attr("paddings", std::vector<int>(2, static_cast<int>(s.pad)))
+      .Attr("data_format", std::string("NHWC"));
+  if (grad) {
+    op.Input("Output@GRAD", {s.n, s.oh(), s.ow(), s.m}).Output("Filter@GRAD");
+    if (!s.image) op.Output("Input@GRAD");
+  } else {
+    op.Output("Output");
+  }
+  RunFixture(state, op);
   SetGflops(state, (grad ? 2 : 1) * s.flops());
 }
 
@@ -424,6 +448,10 @@ void RegisterAll() {
         true, false);
     add(std::string("cblas_im2col_gemm/") + s.name, BM_CblasIm2colGemm, s);
 #ifdef PAREX_BENCH_WITH_DNNL
+    add(std::string("parex_conv2d_nhwc/") + s.name, BM_ParexConv2dNhwc, s,
+        false);
+    add(std::string("parex_conv2d_grad_nhwc/") + s.name, BM_ParexConv2dNhwc, s,
+        true);
     add(std::string("dnnl_conv2d/") + s.name, BM_DnnlConv2d, s);
 #endif
   }

@@ -403,28 +403,40 @@ TEST_F(DnnlConvTest, ChannelsLastFusedConvsMatchTheirNchwViews) {
 }
 
 // conv2d_grad with data_format NHWC (the channels-last training pass's) runs
-// oneDNN's backward primitives on the NHWC tensors (two executions, no
-// transposes: NativeChannelsLastConvGrad), matching its NCHW view run by
-// im2col, on the shapes the forward test covers and a stem on 3 channels.
+// on the NHWC tensors (NativeChannelsLastConvGrad, no transposes): oneDNN's
+// backward primitives, except the filter's gradient of an ungrouped conv
+// whose output plane has at most 16 pixels, one GEMM over the batch's
+// patches (FilterGradByGemm: one oneDNN execution then, the data's). Either
+// way it matches its NCHW view run by im2col, on the shapes the forward test
+// covers, a stem on 3 channels, dilated and unevenly padded tiny planes.
 TEST_F(DnnlConvTest, ChannelsLastGradientsMatchTheirNchwViews) {
   struct GradCase {
     const char* name;
     Dims input, filter;  // input NHWC, filter OIHW
-    int groups, stride, pad;
+    int groups, stride;
+    std::vector<int> pads;  // top, bottom, left, right
+    int dilation = 1;
   };
   const GradCase cases[] = {
-      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, 1, 1},
-      {"tiny_plane_blocked", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, 1, 1},
-      {"stride2", {2, 7, 6, 16}, {32, 16, 3, 3}, 1, 2, 1},
-      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, 1, 0},
-      {"one_by_one_stride2", {2, 7, 7, 16}, {32, 16, 1, 1}, 1, 2, 0},
-      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, 1, 1},
-      {"stem_7x7", {2, 12, 12, 3}, {16, 3, 7, 7}, 1, 2, 3},
+      {"nhwc_3x3", {2, 6, 6, 16}, {32, 16, 3, 3}, 1, 1, {1, 1, 1, 1}},
+      {"tiny_plane", {8, 2, 2, 32}, {32, 32, 3, 3}, 1, 1, {1, 1, 1, 1}},
+      {"stride2", {2, 7, 6, 16}, {32, 16, 3, 3}, 1, 2, {1, 1, 1, 1}},
+      {"one_by_one", {2, 5, 5, 16}, {24, 16, 1, 1}, 1, 1, {0, 0, 0, 0}},
+      {"one_by_one_stride2", {2, 7, 7, 16}, {32, 16, 1, 1}, 1, 2, {0, 0, 0, 0}},
+      {"depthwise", {2, 6, 6, 16}, {16, 1, 3, 3}, 16, 1, {1, 1, 1, 1}},
+      {"stem_7x7", {2, 12, 12, 3}, {16, 3, 7, 7}, 1, 2, {3, 3, 3, 3}},
+      {"dilated_tiny", {3, 4, 4, 16}, {16, 16, 3, 3}, 1, 1, {2, 2, 2, 2}, 2},
+      {"uneven_pads_tiny", {3, 3, 4, 16}, {32, 16, 3, 3}, 1, 1, {0, 1, 1, 0}},
   };
   for (const GradCase& c : cases) {
-    const int64_t k = c.filter[2];
-    const Dims out = {c.input[0], (c.input[1] + 2 * c.pad - k) / c.stride + 1,
-                      (c.input[2] + 2 * c.pad - k) / c.stride + 1, c.filter[0]};
+    const int64_t kh = c.filter[2], kw = c.filter[3];
+    const int64_t span_h = c.dilation * (kh - 1) + 1;
+    const int64_t span_w = c.dilation * (kw - 1) + 1;
+    const Dims out = {
+        c.input[0],
+        (c.input[1] + c.pads[0] + c.pads[1] - span_h) / c.stride + 1,
+        (c.input[2] + c.pads[2] + c.pads[3] - span_w) / c.stride + 1,
+        c.filter[0]};
     auto run = [&](cpu::DnnlConvMode mode, int64_t* executions) {
       cpu::SetDnnlConvMode(mode);
       const int64_t before = cpu::DnnlConvExecutions();
@@ -435,8 +447,8 @@ TEST_F(DnnlConvTest, ChannelsLastGradientsMatchTheirNchwViews) {
           .Output("Input@GRAD")
           .Output("Filter@GRAD")
           .Attr("strides", std::vector<int>{c.stride, c.stride})
-          .Attr("paddings", std::vector<int>{c.pad, c.pad})
-          .Attr("dilations", std::vector<int>{1, 1})
+          .Attr("paddings", c.pads)
+          .Attr("dilations", std::vector<int>{c.dilation, c.dilation})
           .Attr("groups", c.groups)
           .Attr("data_format", std::string("NHWC"));
       EXPECT_TRUE(t.Run().ok()) << c.name;
@@ -447,8 +459,9 @@ TEST_F(DnnlConvTest, ChannelsLastGradientsMatchTheirNchwViews) {
     const auto native = run(cpu::DnnlConvMode::kWhereFaster, &native_runs);
     const auto view = run(cpu::DnnlConvMode::kNever, &view_runs);
     cpu::SetDnnlConvMode(cpu::DnnlConvMode::kWhereFaster);
-    EXPECT_EQ(native_runs, 2) << c.name;  // oneDNN's two backward primitives
-    EXPECT_EQ(view_runs, 0) << c.name;    // im2col
+    const bool gemm = c.groups == 1 && out[1] * out[2] <= 16;
+    EXPECT_EQ(native_runs, gemm ? 1 : 2) << c.name;
+    EXPECT_EQ(view_runs, 0) << c.name;  // im2col
     for (const auto& [a, b] : {std::make_pair(native.first, view.first),
                                std::make_pair(native.second, view.second)}) {
       ASSERT_EQ(a.dims(), b.dims()) << c.name;

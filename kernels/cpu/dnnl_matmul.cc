@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/skinny_gemm.h"
 
 #ifdef PAREX_WITH_DNNL
 #include <unordered_map>
@@ -44,6 +45,9 @@ struct DnnlConstantMatmul::Impl {
   std::vector<uint8_t> packed;
   const float* packed_from = nullptr;
   std::unordered_map<int, memory> args;
+  // Few rows by a large matrix: SkinnyGemm's, the matrix packed once.
+  bool skinny = false;
+  SkinnyPanels panels;
 
   void Make() {
     made = true;
@@ -91,9 +95,24 @@ bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
     im.k = k;
     im.n = n;
     im.trans_y = trans_y;
-    im.Make();
+    im.skinny = SkinnyGemmAvailable() && SkinnyGemmFaster(m, k, n);
+    if (im.skinny) {
+      im.made = true;
+      im.supported = true;
+      im.packed_from = nullptr;
+    } else {
+      im.Make();
+    }
   }
   if (!im.supported) return false;
+  if (im.skinny) {
+    if (im.packed_from != y) {
+      im.panels.Pack(k, n, trans_y, y);
+      im.packed_from = y;
+    }
+    SkinnyGemm(m, x, im.panels, SkinnyEpilogue(), out);
+    return true;
+  }
   dnnl::stream& stream = ThreadStream();
   if (im.packed_from != y) {
     im.y_mem.set_data_handle(const_cast<float*>(y));

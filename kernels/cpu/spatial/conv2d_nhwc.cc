@@ -11,6 +11,7 @@
 #include "graph/ir/spec/channels_last.h"
 #include "kernels/channels_last.h"
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/skinny_gemm.h"
 #include "kernels/cpu/spatial/column_scratch.h"
 #include "kernels/cpu/spatial/conv_shape.h"
 
@@ -28,7 +29,21 @@ struct NhwcConv : DnnlConv {
   bool supported = false;
   DnnlConvParams params;
   bool constant_filter = false;
+  // A constant 1x1 filter on few pixels (SkinnyOneByOne), packed once.
+  bool skinny = false;
+  SkinnyPanels panels;
+  const float* packed_from = nullptr;
 };
+
+// A 1x1 convolution of stride 1 and no padding by a constant filter: the
+// product [N*H*W, C] x [C, M], SkinnyGemm's where the pixels are few and
+// the filter large (MobileNet's at batch 1).
+bool SkinnyOneByOne(const DnnlConvParams& p, bool constant_filter) {
+  return constant_filter && p.groups == 1 && p.kh == 1 && p.kw == 1 &&
+         p.stride_h == 1 && p.stride_w == 1 && p.pad_top == 0 &&
+         p.pad_bottom == 0 && p.pad_left == 0 && p.pad_right == 0 &&
+         SkinnyGemmAvailable() && SkinnyGemmFaster(p.n * p.oh * p.ow, p.c, p.m);
+}
 
 // The terms of a channels-last fp32 conv2d run by oneDNN on the NHWC tensors
 // themselves, its Bias, ResidualData and activation inside the primitive;
@@ -82,6 +97,9 @@ NhwcConv* NativeNhwc(KernelContext& ctx) {
     st->supported =
         DeriveNhwcParams(ctx, *input, *filter, *output, &st->params) &&
         st->ForwardSupported(st->params);
+    st->skinny =
+        st->supported && SkinnyOneByOne(st->params, st->constant_filter);
+    st->packed_from = nullptr;
   }
   return st->supported ? st : nullptr;
 }
@@ -89,6 +107,24 @@ NhwcConv* NativeNhwc(KernelContext& ctx) {
 bool NativeChannelsLastConv(KernelContext& ctx, DType dtype) {
   return dtype == DType::kFP32 && ctx.place().is_cpu() && IsChannelsLast(ctx) &&
          NativeNhwc(ctx) != nullptr;
+}
+
+// The conv of `conv` by SkinnyGemm, its filter packed on the first run.
+void RunSkinny(KernelContext& ctx, NhwcConv* conv, const Tensor* bias,
+               const Tensor* residual, Tensor* output) {
+  const DnnlConvParams& p = conv->params;
+  const float* filter = ctx.Input("Filter")->data<float>();
+  if (conv->packed_from != filter) {
+    conv->panels.Pack(p.c, p.m, /*trans=*/true, filter);
+    conv->packed_from = filter;
+  }
+  SkinnyEpilogue e;
+  e.bias = bias != nullptr ? bias->data<float>() : nullptr;
+  e.residual = residual != nullptr ? residual->data<float>() : nullptr;
+  e.activation = p.activation;
+  e.threshold = p.threshold;
+  SkinnyGemm(p.n * p.oh * p.ow, ctx.Input("Input")->data<float>(), conv->panels,
+             e, output->data<float>());
 }
 
 }  // namespace
@@ -104,6 +140,10 @@ Status Conv2dNhwc(KernelContext& ctx, DType dtype) {
   Tensor* output = ctx.Output("Output");
   const Tensor* residual =
       conv->params.residual ? ctx.Input("ResidualData") : nullptr;
+  if (conv->skinny) {
+    RunSkinny(ctx, conv, bias, residual, output);
+    return Status::Ok();
+  }
   const bool ran = conv->Forward(
       conv->params,
       reinterpret_cast<const float*>(ctx.Input("Input")->data<float>()),

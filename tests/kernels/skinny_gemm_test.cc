@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -23,6 +24,24 @@ std::vector<float> Values(int64_t n, int seed) {
     v[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) + seed));
   }
   return v;
+}
+
+// out[r, c] as SkinnyGemm's contract says, in double precision: w is
+// [k, n], or [n, k] read as its transpose.
+double Want(const std::vector<float>& x, const std::vector<float>& w, int64_t k,
+            int64_t n, bool trans, const cpu::SkinnyEpilogue& e, int64_t r,
+            int64_t c) {
+  double want = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    want += static_cast<double>(x[r * k + i]) *
+            (trans ? w[c * k + i] : w[i * n + c]);
+  }
+  if (e.bias != nullptr) want += e.bias[c];
+  if (e.residual != nullptr) want += e.residual[r * n + c];
+  if (e.activation >= 1) want = std::max(want, 0.0);
+  if (e.activation == 2)
+    want = std::min(want, static_cast<double>(e.threshold));
+  return want;
 }
 
 // Every row count around the 4-row tiles, column counts that end in a
@@ -50,15 +69,7 @@ TEST(SkinnyGemmTest, MatchesADoubleProductWithEveryEpilogue) {
           cpu::SkinnyGemm(m, x.data(), panels, e, out.data());
           for (int64_t r = 0; r < m; ++r) {
             for (int64_t c = 0; c < n; ++c) {
-              double want = 0;
-              for (int64_t i = 0; i < k; ++i) {
-                want += static_cast<double>(x[r * k + i]) *
-                        (trans ? w[c * k + i] : w[i * n + c]);
-              }
-              if (e.bias != nullptr) want += e.bias[c];
-              if (e.residual != nullptr) want += e.residual[r * n + c];
-              if (activation >= 1) want = std::max(want, 0.0);
-              if (activation == 2) want = std::min(want, 0.5);
+              const double want = Want(x, w, k, n, trans, e, r, c);
               ASSERT_NEAR(out[r * n + c], want, 1e-4)
                   << "n " << n << " trans " << trans << " m " << m
                   << " activation " << activation << " at " << r << "," << c;

@@ -74,6 +74,21 @@ bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
 // where oneDNN cannot run it on the NHWC tensors (off, or the op's
 // tensors are not 4-D), and the op then runs on its NCHW view
 // (kernels/channels_last.h).
+// `st` derived for these tensors under `mode`.
+void Derive(const KernelContext& ctx, DnnlConvMode mode, const Tensor& input,
+            const Tensor& filter, const Tensor& output, NhwcConv* st) {
+  st->known = true;
+  st->mode = mode;
+  st->input = input.dims();
+  st->filter = filter.dims();
+  st->output = output.dims();
+  st->constant_filter = ConstantFilter(ctx);
+  st->supported = DeriveNhwcParams(ctx, input, filter, output, &st->params) &&
+                  st->ForwardSupported(st->params);
+  st->skinny = st->supported && SkinnyOneByOne(st->params, st->constant_filter);
+  st->packed_from = nullptr;
+}
+
 NhwcConv* NativeNhwc(KernelContext& ctx) {
   if (!DnnlAvailable()) return nullptr;
   const DnnlConvMode mode = GetDnnlConvMode();
@@ -88,18 +103,7 @@ NhwcConv* NativeNhwc(KernelContext& ctx) {
   NhwcConv* st = ctx.State<NhwcConv>();
   if (!st->known || st->mode != mode || st->input != input->dims() ||
       st->filter != filter->dims() || st->output != output->dims()) {
-    st->known = true;
-    st->mode = mode;
-    st->input = input->dims();
-    st->filter = filter->dims();
-    st->output = output->dims();
-    st->constant_filter = ConstantFilter(ctx);
-    st->supported =
-        DeriveNhwcParams(ctx, *input, *filter, *output, &st->params) &&
-        st->ForwardSupported(st->params);
-    st->skinny =
-        st->supported && SkinnyOneByOne(st->params, st->constant_filter);
-    st->packed_from = nullptr;
+    Derive(ctx, mode, *input, *filter, *output, st);
   }
   return st->supported ? st : nullptr;
 }

@@ -114,28 +114,59 @@ bool SkinnyGemmAvailable() {
 }
 
 bool SkinnyGemmFaster(int64_t m, int64_t k, int64_t n) {
-  // One thread only: a team's oneDNN matmul streams through every core.
-  return IntraOpThreads() <= 1 && m <= 16 && k * n >= (int64_t{1} << 18);
+  // On a thread whose OpenMP team is wider than one, the panels are split
+  // over the team (built with OpenMP), or oneDNN's matmul streams through
+  // every core (built without).
+#if defined(_OPENMP)
+  const bool team_ok = true;
+#else
+  const bool team_ok = IntraOpThreads() <= 1;
+#endif
+  return team_ok && m <= 16 && k * n >= (int64_t{1} << 18);
 }
+
+namespace {
+
+// Panels [4 g, 4 g + 4) of every row.
+void PanelGroup(int64_t g, int64_t m, const float* x, const SkinnyPanels& w,
+                const SkinnyEpilogue& epilogue, float* out) {
+  const int64_t k = w.k(), n = w.n(), panels = (n + 15) / 16;
+  const int64_t p0 = g * kPanelsAtOnce;
+  alignas(64) float tmp[kRowsAtOnce * kPanelsAtOnce * 16];
+  const int group =
+      static_cast<int>(std::min<int64_t>(kPanelsAtOnce, panels - p0));
+  const float* streams[kPanelsAtOnce];
+  for (int p = 0; p < group; ++p) streams[p] = w.panel(p0 + p);
+  const int64_t cols = std::min<int64_t>(group * 16, n - p0 * 16);
+  // The first rows stream the panels from memory; the rest find them in
+  // cache (4 panels of k rows: 256 KiB at k = 1024).
+  for (int64_t r0 = 0; r0 < m; r0 += kRowsAtOnce) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRowsAtOnce, m - r0));
+    TileFor(rows, group)(k, x + r0 * k, k, streams, tmp);
+    Store(tmp, rows, r0, p0 * 16, cols, n, epilogue, out);
+  }
+}
+
+}  // namespace
 
 void SkinnyGemm(int64_t m, const float* x, const SkinnyPanels& w,
                 const SkinnyEpilogue& epilogue, float* out) {
-  const int64_t k = w.k(), n = w.n(), panels = (n + 15) / 16;
-  alignas(64) float tmp[kRowsAtOnce * kPanelsAtOnce * 16];
-  for (int64_t p0 = 0; p0 < panels; p0 += kPanelsAtOnce) {
-    const int group =
-        static_cast<int>(std::min<int64_t>(kPanelsAtOnce, panels - p0));
-    const float* streams[kPanelsAtOnce];
-    for (int p = 0; p < group; ++p) streams[p] = w.panel(p0 + p);
-    const int64_t cols = std::min<int64_t>(group * 16, n - p0 * 16);
-    // The first rows stream the panels from memory; the rest find them in
-    // cache (4 panels of k rows: 256 KiB at k = 1024).
-    for (int64_t r0 = 0; r0 < m; r0 += kRowsAtOnce) {
-      const int rows = static_cast<int>(std::min<int64_t>(kRowsAtOnce, m - r0));
-      TileFor(rows, group)(k, x + r0 * k, k, streams, tmp);
-      Store(tmp, rows, r0, p0 * 16, cols, n, epilogue, out);
+  const int64_t panels = (w.n() + 15) / 16;
+  const int64_t groups = (panels + kPanelsAtOnce - 1) / kPanelsAtOnce;
+#if defined(_OPENMP)
+  // The calling thread's team (IntraOpThreads, as oneDNN's calls get):
+  // each thread streams its own share of the panel groups.
+  UseIntraOpThreads();
+  const int team = TeamWidth();
+  if (team > 1 && groups > 1) {
+#pragma omp parallel for num_threads(team) schedule(static)
+    for (int64_t g = 0; g < groups; ++g) {
+      PanelGroup(g, m, x, w, epilogue, out);
     }
+    return;
   }
+#endif
+  for (int64_t g = 0; g < groups; ++g) PanelGroup(g, m, x, w, epilogue, out);
 }
 
 }  // namespace parex::cpu

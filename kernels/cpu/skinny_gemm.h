@@ -46,8 +46,9 @@ struct SkinnyEpilogue {
 bool SkinnyGemmAvailable();
 
 // Whether [m, k] x [k, n] by a constant matrix is faster through SkinnyGemm
-// than through oneDNN's matmul with its weights packed once, on a thread
-// whose OpenMP team is one wide (IntraOpThreads).
+// than through oneDNN's matmul with its weights packed once (on a thread
+// whose OpenMP team is wider than one only where the build has OpenMP:
+// there SkinnyGemm splits the panels over the team).
 bool SkinnyGemmFaster(int64_t m, int64_t k, int64_t n);
 
 // out[m, n] = epilogue(x[m, k] * W) for W packed in `w`; x and out

@@ -81,15 +81,32 @@ TEST(SkinnyGemmTest, MatchesADoubleProductWithEveryEpilogue) {
   }
 }
 
-// Where it applies: few rows, a matrix of at least 1 MiB, one thread.
-TEST(SkinnyGemmTest, TakesFewRowsByALargeMatrixOnOneThread) {
+// Where it applies: few rows by a matrix of at least 1 MiB.
+TEST(SkinnyGemmTest, TakesFewRowsByALargeMatrix) {
   EXPECT_TRUE(cpu::SkinnyGemmFaster(4, 1024, 1024));
   EXPECT_TRUE(cpu::SkinnyGemmFaster(1, 1024, 1000));
   EXPECT_FALSE(cpu::SkinnyGemmFaster(17, 1024, 1024));  // rows
   EXPECT_FALSE(cpu::SkinnyGemmFaster(4, 256, 256));     // in cache
+}
+
+// On a thread whose OpenMP team is two wide (the panel groups split over
+// the team where the build has OpenMP) the product is the one-thread one,
+// bit for bit: each output's sum is one thread's, in the same order.
+TEST(SkinnyGemmTest, ATeamGivesTheOneThreadBits) {
+  if (!cpu::SkinnyGemmAvailable()) GTEST_SKIP() << "no AVX-512 here";
+  const int64_t m = 4, k = 1024, n = 1000;
+  const std::vector<float> w = Values(k * n, 5), x = Values(m * k, 6);
+  cpu::SkinnyPanels panels;
+  panels.Pack(k, n, /*trans=*/true, w.data());
+  std::vector<float> one(m * n), team(m * n);
+  cpu::SkinnyGemm(m, x.data(), panels, cpu::SkinnyEpilogue(), one.data());
   cpu::SetIntraOpThreads(2);
-  EXPECT_FALSE(cpu::SkinnyGemmFaster(4, 1024, 1024));  // a team streams
+  cpu::SkinnyGemm(m, x.data(), panels, cpu::SkinnyEpilogue(), team.data());
   cpu::SetIntraOpThreads(1);
+  cpu::UseIntraOpThreads();
+  EXPECT_EQ(one, team);
+  EXPECT_NEAR(one[0], Want(x, w, k, n, true, cpu::SkinnyEpilogue(), 0, 0),
+              1e-3);
 }
 
 // A constant 1x1 conv2d on NHWC tensors at batch 1 (MobileNet's 1024 -> 1024

@@ -1,9 +1,11 @@
 // conv2d / depthwise_conv2d and their gradients with data_format NHWC, run
 // by oneDNN on the NHWC tensors themselves (no transposes): the forward with
 // its fused Bias, ResidualData and activation inside the primitive, the
-// gradient through oneDNN's backward primitives. Where oneDNN cannot run a
-// configuration (off, fp64, reference code only), the predicates registered
-// here say so and the op runs on its NCHW view (kernels/channels_last.h).
+// gradient through oneDNN's backward primitives; a constant 1x1 on few
+// pixels by SkinnyGemm, the filter's gradient on tiny planes by one GEMM
+// over the patches. Where oneDNN cannot run a configuration (off, fp64,
+// reference code only), the predicates registered here say so and the op
+// runs on its NCHW view (kernels/channels_last.h).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -70,10 +72,6 @@ bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
   return true;
 }
 
-// A channels-last conv's state with its terms for this run's dims; null
-// where oneDNN cannot run it on the NHWC tensors (off, or the op's
-// tensors are not 4-D), and the op then runs on its NCHW view
-// (kernels/channels_last.h).
 // `st` derived for these tensors under `mode`.
 void Derive(const KernelContext& ctx, DnnlConvMode mode, const Tensor& input,
             const Tensor& filter, const Tensor& output, NhwcConv* st) {
@@ -89,6 +87,10 @@ void Derive(const KernelContext& ctx, DnnlConvMode mode, const Tensor& input,
   st->packed_from = nullptr;
 }
 
+// A channels-last conv's state with its terms for this run's dims; null
+// where oneDNN cannot run it on the NHWC tensors (off, or the op's
+// tensors are not 4-D), and the op then runs on its NCHW view
+// (kernels/channels_last.h).
 NhwcConv* NativeNhwc(KernelContext& ctx) {
   if (!DnnlAvailable()) return nullptr;
   const DnnlConvMode mode = GetDnnlConvMode();
@@ -305,10 +307,11 @@ bool NativeChannelsLastConvGrad(KernelContext& ctx, DType dtype) {
          NativeNhwcGrad(ctx) != nullptr;
 }
 
-// conv2d_grad on the NHWC tensors: oneDNN's backward primitives, Bias@GRAD
-// (a fused conv's) the sum of Output@GRAD over every pixel.
 }  // namespace
 
+// conv2d_grad on the NHWC tensors: oneDNN's backward primitives (the
+// filter's gradient by FilterGradByGemm on tiny planes), Bias@GRAD (a fused
+// conv's) the sum of Output@GRAD over every pixel.
 Status Conv2dGradNhwc(KernelContext& ctx, DType dtype) {
   NhwcConvGrad* conv = dtype == DType::kFP32 ? NativeNhwcGrad(ctx) : nullptr;
   if (conv == nullptr) {

@@ -19,7 +19,7 @@
 namespace parex {
 namespace {
 
-using Mode = BuildStrategy::ReduceStrategy;
+using ReduceMode = BuildStrategy::ReduceStrategy;
 
 FeedMap Batch(const ExampleProgram& ex, int64_t rows) {
   FeedMap feed;
@@ -40,7 +40,7 @@ bool IsOptimizer(const SsaGraph& g, const SsaOp& op, const std::string& param) {
          role_var[0] == param;
 }
 
-void CheckFlows(Mode mode, bool fuse_chains) {
+void CheckFlows(ReduceMode mode, bool fuse_chains) {
   StatusOr<ExampleProgram> ex = BuildExample(ExampleKind::kDigitsMlp);
   ASSERT_TRUE(ex.ok());
   Scope scope;
@@ -91,7 +91,7 @@ void CheckFlows(Mode mode, bool fuse_chains) {
         }
         if (IsOptimizer(g, op, info.param)) {
           EXPECT_TRUE(trace.EndsBefore(step, c, op.id)) << g.OpLabel(op.id);
-          if (mode == Mode::kReduce) {
+          if (mode == ReduceMode::kReduce) {
             EXPECT_EQ(op.place, info.owner);
             for (const SsaOp& b : g.ops()) {
               if (b.kind == SsaOpKind::kBroadcast &&
@@ -140,12 +140,14 @@ void CheckFlows(Mode mode, bool fuse_chains) {
   EXPECT_EQ(finishes, starts);
 }
 
-TEST(ParallelTraceTest, AllReduceFlows) { CheckFlows(Mode::kAllReduce, true); }
+TEST(ParallelTraceTest, AllReduceFlows) {
+  CheckFlows(ReduceMode::kAllReduce, true);
+}
 TEST(ParallelTraceTest, AllReduceFlowsOneActorPerOp) {
-  CheckFlows(Mode::kAllReduce, false);
+  CheckFlows(ReduceMode::kAllReduce, false);
 }
 TEST(ParallelTraceTest, ReduceAndBroadcastFlows) {
-  CheckFlows(Mode::kReduce, true);
+  CheckFlows(ReduceMode::kReduce, true);
 }
 
 // Issue 12, acceptance 1: one 2-place MLP step, message by message, between

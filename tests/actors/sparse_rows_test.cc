@@ -25,28 +25,28 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr int64_t kVocab = 12, kDim = 4, kLen = 3;
+constexpr int64_t kSparseVocab = 12, kSparseDim = 4, kSparseLen = 3;
 
 // ids [-1, 3, 1] -> embedding [12, 4] (is_sparse or not) -> fc over the
 // 3 x 4 features -> square error.
-struct Net {
+struct SparseNet {
   Program main, startup;
   std::string loss, table = "emb";
   std::vector<std::string> params;
 };
 
-Net BuildNet(bool sparse,
-             const std::function<std::unique_ptr<Optimizer>()>& make_opt) {
-  Net net;
+SparseNet BuildNet(
+    bool sparse, const std::function<std::unique_ptr<Optimizer>()>& make_opt) {
+  SparseNet net;
   ProgramBuilder b(&net.main, &net.startup);
-  auto ids = layers::Data(b, "ids", {kLen, 1}, DType::kInt64);
+  auto ids = layers::Data(b, "ids", {kSparseLen, 1}, DType::kInt64);
   auto y = layers::Data(b, "y", {1});
   EXPECT_TRUE(ids.ok() && y.ok());
   ParamAttr attr;
   attr.name = net.table;
   attr.initializer = Initializer::Uniform(-1, 1, 9);
-  auto emb = layers::Embedding(b, *ids, kVocab, kDim, attr, /*padding_idx=*/-1,
-                               sparse);
+  auto emb = layers::Embedding(b, *ids, kSparseVocab, kSparseDim, attr,
+                               /*padding_idx=*/-1, sparse);
   EXPECT_TRUE(emb.ok()) << emb.status().ToString();
   layers::FcOptions o;
   o.size = 1;
@@ -65,10 +65,10 @@ Net BuildNet(bool sparse,
 
 // Batch `step` of `rows` sequences; `repeat`: ids repeat within the batch.
 FeedMap Batch(int step, int64_t rows, bool repeat) {
-  Tensor ids(DType::kInt64, {rows, kLen, 1}), y(DType::kFP32, {rows, 1});
+  Tensor ids(DType::kInt64, {rows, kSparseLen, 1}), y(DType::kFP32, {rows, 1});
   for (int64_t i = 0; i < ids.numel(); ++i) {
     ids.data<int64_t>()[i] =
-        repeat ? (i * 5 + step) % kVocab : (i + step * 3) % kVocab;
+        repeat ? (i * 5 + step) % kSparseVocab : (i + step * 3) % kSparseVocab;
   }
   for (int64_t r = 0; r < rows; ++r)
     y.data<float>()[r] = static_cast<float>(r % 3) - 0.5f;
@@ -85,7 +85,7 @@ std::unique_ptr<Optimizer> Adam() {
   return std::make_unique<AdamOptimizer>(LearningRate::Constant(0.05));
 }
 
-std::map<std::string, Tensor> TrainReference(const Net& net, int steps,
+std::map<std::string, Tensor> TrainReference(const SparseNet& net, int steps,
                                              int64_t rows, bool repeat,
                                              Scope* scope) {
   ReferenceExecutor exec;
@@ -120,7 +120,7 @@ double Worst(const std::map<std::string, Tensor>& a,
 }
 
 TEST(SparseRowsTest, TheGradientIsARowPerId) {
-  Net net = BuildNet(true, Sgd);
+  SparseNet net = BuildNet(true, Sgd);
   // Persistable, so the reference executor keeps it in `scope` after the run.
   net.main.global_block().FindVar("emb@GRAD")->SetPersistable(true);
   Scope scope;
@@ -129,8 +129,8 @@ TEST(SparseRowsTest, TheGradientIsARowPerId) {
   ASSERT_NE(grad, nullptr);
   ASSERT_TRUE(grad->IsSelectedRows());
   const SelectedRows& rows = *grad->GetSelectedRows();
-  EXPECT_EQ(rows.height, kVocab);
-  EXPECT_EQ(rows.value.dims(), (Dims{5 * kLen, kDim}));
+  EXPECT_EQ(rows.height, kSparseVocab);
+  EXPECT_EQ(rows.value.dims(), (Dims{5 * kSparseLen, kSparseDim}));
   const FeedMap feed = Batch(0, 5, true);
   const Tensor& ids = feed.at("ids");
   EXPECT_EQ(rows.rows, std::vector<int64_t>(ids.data<int64_t>(),
@@ -171,7 +171,7 @@ TEST(SparseRowsTest, TrainsAsTheDenseGradient) {
 // adam's lazy_mode: the rows present update as dense adam updates them;
 // the others keep their values and moments.
 TEST(SparseRowsTest, LazyAdamUpdatesOnlyTheRowsPresent) {
-  Net lazy = BuildNet(true, Adam);
+  SparseNet lazy = BuildNet(true, Adam);
   for (int i = 0; i < lazy.main.global_block().num_ops(); ++i) {
     OpDesc& op = lazy.main.global_block().op(i);
     if (op.type() == "adam") op.SetAttr<bool>("lazy_mode", true);
@@ -188,13 +188,13 @@ TEST(SparseRowsTest, LazyAdamUpdatesOnlyTheRowsPresent) {
   const Tensor& ids = feed.at("ids");
   std::set<int64_t> present(ids.data<int64_t>(),
                             ids.data<int64_t>() + ids.numel());
-  ASSERT_LT(present.size(), static_cast<size_t>(kVocab));
+  ASSERT_LT(present.size(), static_cast<size_t>(kSparseVocab));
   const float* got = after.at("emb").data<float>();
-  for (int64_t r = 0; r < kVocab; ++r) {
+  for (int64_t r = 0; r < kSparseVocab; ++r) {
     const float* want =
         present.count(r) ? dense.at("emb").data<float>() : before.data<float>();
-    for (int64_t j = 0; j < kDim; ++j) {
-      EXPECT_EQ(got[r * kDim + j], want[r * kDim + j])
+    for (int64_t j = 0; j < kSparseDim; ++j) {
+      EXPECT_EQ(got[r * kSparseDim + j], want[r * kSparseDim + j])
           << "row " << r << (present.count(r) ? " present" : "");
     }
   }
@@ -209,7 +209,7 @@ TEST(SparseRowsTest, PlacesTrainAsOnePlace) {
       for (auto make : {Sgd, Adam}) {
         SCOPED_TRACE(std::to_string(n) + " places, mode " +
                      std::to_string(static_cast<int>(mode)));
-        const Net net = BuildNet(true, make);
+        const SparseNet net = BuildNet(true, make);
         Scope ref_scope, par_scope;
         const auto want = TrainReference(net, 5, 12, true, &ref_scope);
         ReferenceExecutor startup;
@@ -273,7 +273,7 @@ TEST(SparseRowsTest, SumAddsRowsAsTheirDenseSum) {
 
 // An op parex cannot give sparse rows to is named, with the variable.
 TEST(SparseRowsTest, OtherReadersOfTheRowsAreNamed) {
-  Net net = BuildNet(true, Sgd);
+  SparseNet net = BuildNet(true, Sgd);
   Block& block = net.main.global_block();
   block.Var("norm")->SetDType(DType::kFP32);
   OpDesc* op = block.AppendOp("squared_l2_norm");

@@ -24,9 +24,9 @@ namespace {
 using ::testing::HasSubstr;
 using Mode = BuildStrategy::ReduceStrategy;
 
-constexpr int kSteps = 8;
+constexpr int kBnSteps = 8;
 
-double RelDiff(double a, double b) {
+double BnRelDiff(double a, double b) {
   return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-3});
 }
 
@@ -103,7 +103,7 @@ double Worst(const Outcome& a, const Outcome& b) {
   double worst = 0;
   EXPECT_EQ(a.losses.size(), b.losses.size());
   for (size_t s = 0; s < std::min(a.losses.size(), b.losses.size()); ++s) {
-    worst = std::max(worst, RelDiff(a.losses[s], b.losses[s]));
+    worst = std::max(worst, BnRelDiff(a.losses[s], b.losses[s]));
   }
   EXPECT_EQ(a.persistables.size(), b.persistables.size());
   for (const auto& [name, t] : a.persistables) {
@@ -114,24 +114,24 @@ double Worst(const Outcome& a, const Outcome& b) {
     }
     for (int64_t i = 0; i < t.numel(); ++i) {
       worst = std::max(
-          worst, RelDiff(t.data<float>()[i], it->second.data<float>()[i]));
+          worst, BnRelDiff(t.data<float>()[i], it->second.data<float>()[i]));
     }
   }
   return worst;
 }
 
-struct Case {
+struct BnCase {
   int places;
   Mode mode;
 };
 
-class SyncBatchNormTest : public ::testing::TestWithParam<Case> {};
+class SyncBatchNormTest : public ::testing::TestWithParam<BnCase> {};
 
 TEST_P(SyncBatchNormTest, PlacesTrainAsOnePlaceWithTheWholeBatch) {
-  const Case c = GetParam();
+  const BnCase c = GetParam();
   const ExampleProgram ex = FashionCnn();
   std::vector<FeedMap> data;
-  for (int s = 0; s < kSteps; ++s)
+  for (int s = 0; s < kBnSteps; ++s)
     data.push_back(RandomExampleFeed(ex, 24, 40 + s));
   BuildStrategy strategy;
   strategy.reduce = c.mode;
@@ -147,9 +147,9 @@ TEST_P(SyncBatchNormTest, PlacesTrainAsOnePlaceWithTheWholeBatch) {
 
 INSTANTIATE_TEST_SUITE_P(
     Places, SyncBatchNormTest,
-    ::testing::Values(Case{2, Mode::kAllReduce}, Case{3, Mode::kAllReduce},
-                      Case{2, Mode::kReduce}, Case{4, Mode::kReduce}),
-    [](const ::testing::TestParamInfo<Case>& info) {
+    ::testing::Values(BnCase{2, Mode::kAllReduce}, BnCase{3, Mode::kAllReduce},
+                      BnCase{2, Mode::kReduce}, BnCase{4, Mode::kReduce}),
+    [](const ::testing::TestParamInfo<BnCase>& info) {
       return std::to_string(info.param.places) + "places_" +
              (info.param.mode == Mode::kReduce ? "reduce" : "allreduce");
     });
@@ -188,7 +188,7 @@ TEST(SyncBatchNormUnevenTest, PlacesWithDifferentRowCounts) {
     double worst = 0;
     for (int64_t i = 0; i < y.numel(); ++i) {
       worst = std::max(
-          worst, RelDiff(y.data<float>()[i], (*want)[f].data<float>()[i]));
+          worst, BnRelDiff(y.data<float>()[i], (*want)[f].data<float>()[i]));
     }
     EXPECT_LT(worst, 1e-5) << fetch[f];
     // SavedMean from both places, concatenated: each is the whole batch's.

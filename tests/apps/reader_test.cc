@@ -16,7 +16,7 @@
 namespace parex {
 namespace {
 
-const std::string kData = PAREX_DATA_DIR;
+const std::string kDataDir = PAREX_DATA_DIR;
 const std::string kTmp = PAREX_TEST_TMP_DIR;
 
 // x: fp32 [n, 2] with row i = (i, -i); y: int64 [n, 1] with row i = i.
@@ -330,7 +330,7 @@ TEST(ReaderDatasetsTest, FashionMnistTestSetFromDebian) {
 }
 
 TEST(ReaderDatasetsTest, DigitsLoadAndSplit) {
-  auto data = LoadDigits(kData + "/digits.csv.gz");
+  auto data = LoadDigits(kDataDir + "/digits.csv.gz");
   ASSERT_TRUE(data.ok()) << data.status().ToString();
   EXPECT_EQ(data->num_classes, 10);
   EXPECT_EQ(data->train_x.dims(), (Dims{1437, 64}));

@@ -36,12 +36,13 @@ TEST(NormOpsTest, MatchPaddleGoldens) {
 TEST(NormOpsTest, GroupAndInstanceNormGradientsMatchFiniteDifferences) {
   uint32_t seed = 90;
   for (const char* layout : {"NCHW", "NHWC"}) {
+    seed += 3;
     OpTester t("group_norm");
     const Dims x =
         std::string(layout) == "NCHW" ? Dims{2, 4, 3, 2} : Dims{2, 3, 2, 4};
-    t.Input("X", DistinctRandomTensor(x, -2, 2, seed++))
-        .Input("Scale", DistinctRandomTensor({4}, 0.5, 1.5, seed++))
-        .Input("Bias", DistinctRandomTensor({4}, -1, 1, seed++))
+    t.Input("X", DistinctRandomTensor(x, -2, 2, seed))
+        .Input("Scale", DistinctRandomTensor({4}, 0.5, 1.5, seed + 1))
+        .Input("Bias", DistinctRandomTensor({4}, -1, 1, seed + 2))
         .Output("Y")
         .Output("Mean")
         .Output("Variance")
@@ -51,9 +52,10 @@ TEST(NormOpsTest, GroupAndInstanceNormGradientsMatchFiniteDifferences) {
         << layout;
   }
   OpTester in("instance_norm");
-  in.Input("X", DistinctRandomTensor({2, 3, 5}, -2, 2, seed++))
-      .Input("Scale", DistinctRandomTensor({3}, 0.5, 1.5, seed++))
-      .Input("Bias", DistinctRandomTensor({3}, -1, 1, seed++))
+  seed += 3;
+  in.Input("X", DistinctRandomTensor({2, 3, 5}, -2, 2, seed))
+      .Input("Scale", DistinctRandomTensor({3}, 0.5, 1.5, seed + 1))
+      .Input("Bias", DistinctRandomTensor({3}, -1, 1, seed + 2))
       .Output("Y")
       .Output("SavedMean")
       .Output("SavedVariance");

@@ -9,7 +9,7 @@
 namespace parex {
 namespace {
 
-const std::string kTmp = PAREX_TEST_TMP_DIR;
+const std::string kTmpDir = PAREX_TEST_TMP_DIR;
 
 VarDesc* Declare(Block& block, const std::string& name, DType dtype, Dims dims,
                  bool persistable = false) {
@@ -146,7 +146,7 @@ TEST(ModelIoTest, PersistablesRoundTripSeparateAndCombined) {
   Program program = AffineProgram();
   Scope scope;
   SetW(&scope);
-  std::string dir = kTmp;
+  std::string dir = kTmpDir;
   ASSERT_TRUE(SavePersistables(program, dir, scope).ok());
   ASSERT_TRUE(
       SaveCombinedPersistables(program, dir + "/all.pdiparams", scope).ok());
@@ -169,7 +169,7 @@ TEST(ModelIoTest, FailedLoadChangesNothing) {
   Program program = AffineProgram();
   Scope scope;
   SetW(&scope);
-  std::string path = kTmp + "/w_cut.pdiparams";
+  std::string path = kTmpDir + "/w_cut.pdiparams";
   ASSERT_TRUE(SaveCombinedPersistables(program, path, scope).ok());
   std::string bytes = *ReadFileBytes(path);
   ASSERT_TRUE(WriteFileBytes(path, bytes.substr(0, bytes.size() - 3)).ok());
@@ -188,7 +188,7 @@ TEST(ModelIoTest, DeclaredShapeMismatchNamesVariableAndFile) {
   Scope scope;
   *scope.Var("w")->GetMutableTensor() =
       MakeTensor<float>({3, 2}, {1, 2, 3, 4, 5, 6});
-  std::string dir = kTmp + "/bad_w";
+  std::string dir = kTmpDir + "/bad_w";
   ASSERT_EQ(system(("mkdir -p " + dir).c_str()), 0);
   ASSERT_TRUE(
       SaveTensorFile(dir + "/w", *scope.FindVar("w")->GetTensor()).ok());
@@ -197,7 +197,7 @@ TEST(ModelIoTest, DeclaredShapeMismatchNamesVariableAndFile) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("'w'"), std::string::npos);
   EXPECT_NE(s.message().find("[2,3]"), std::string::npos);
-  Status missing = LoadPersistables(program, kTmp + "/no_dir", &target);
+  Status missing = LoadPersistables(program, kTmpDir + "/no_dir", &target);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("'w'"), std::string::npos);
 }

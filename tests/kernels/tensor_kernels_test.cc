@@ -23,7 +23,7 @@ using ::testing::IsEmpty;
 
 // Runs t expecting an InvalidArgument error that names `op`; returns the
 // message.
-std::string ExpectError(OpTester& t, const std::string& op) {
+std::string RunError(OpTester& t, const std::string& op) {
   Status s = t.Run();
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
@@ -69,13 +69,12 @@ TEST(StackKernelTest, BadAxisAndDimsNameTheOp) {
               {RandomTensor({2, 3}, 0, 1, 1), RandomTensor({2, 3}, 0, 1, 2)})
       .Output("Y")
       .Attr<int>("axis", 3);
-  EXPECT_THAT(ExpectError(axis, "stack"),
-              HasSubstr("axis 3 is outside [-3, 2]"));
+  EXPECT_THAT(RunError(axis, "stack"), HasSubstr("axis 3 is outside [-3, 2]"));
   OpTester dims("stack");
   dims.Inputs("X",
               {RandomTensor({2, 3}, 0, 1, 1), RandomTensor({3, 2}, 0, 1, 2)})
       .Output("Y");
-  EXPECT_THAT(ExpectError(dims, "stack"),
+  EXPECT_THAT(RunError(dims, "stack"),
               HasSubstr("X[1] [3,2] differs from X[0] [2,3]"));
 }
 
@@ -175,7 +174,7 @@ TEST(GatherKernelTest, BadIndicesAndAttributesNameTheOp) {
         .Input("Index", std::move(index))
         .Output("Out");
     t.Attr<int>("axis", axis);
-    return ExpectError(t, "gather");
+    return RunError(t, "gather");
   };
   EXPECT_THAT(error(MakeTensor<int64_t>({2}, {0, 3}), 0),
               HasSubstr("Index[1] = 3 is outside [0, 3)"));
@@ -239,7 +238,7 @@ TEST(ExpandV2KernelTest, BadShapesNameTheOp) {
     t.Input("X", RandomTensor({2, 1}, 0, 1, 1))
         .Output("Out")
         .Attr("shape", c.shape);
-    EXPECT_THAT(ExpectError(t, "expand_v2"), HasSubstr(c.message));
+    EXPECT_THAT(RunError(t, "expand_v2"), HasSubstr(c.message));
   }
   // The same rules for a shape given as a tensor (shape_kernels_test.cc
   // has the rest of shapes as tensors).
@@ -247,7 +246,7 @@ TEST(ExpandV2KernelTest, BadShapesNameTheOp) {
   tensor.Input("X", RandomTensor({2, 1}, 0, 1, 1))
       .Input("Shape", MakeTensor<int32_t>({2}, {3, 3}))
       .Output("Out");
-  EXPECT_THAT(ExpectError(tensor, "expand_v2"),
+  EXPECT_THAT(RunError(tensor, "expand_v2"),
               HasSubstr("entry 0 of shape [3,3] is 3 but X [2,1]"));
 }
 
@@ -287,21 +286,20 @@ TEST(WhereKernelTest, BadInputsNameTheOp) {
       .Input("X", RandomTensor({2, 3}, 0, 1, 1))
       .Input("Y", RandomTensor({3}, 0, 1, 2))
       .Output("Out");
-  EXPECT_THAT(ExpectError(dims, "where"),
-              HasSubstr("X [2,3] and Y [3] differ"));
+  EXPECT_THAT(RunError(dims, "where"), HasSubstr("X [2,3] and Y [3] differ"));
   OpTester cond_dims("where");
   cond_dims.Input("Condition", Tensor(DType::kBool, {3}))
       .Input("X", RandomTensor({2, 3}, 0, 1, 1))
       .Input("Y", RandomTensor({2, 3}, 0, 1, 2))
       .Output("Out");
-  EXPECT_THAT(ExpectError(cond_dims, "where"),
+  EXPECT_THAT(RunError(cond_dims, "where"),
               HasSubstr("Condition [3] and X [2,3] differ"));
   OpTester cond_dtype("where");
   cond_dtype.Input("Condition", RandomTensor({2, 3}, 0, 1, 3))
       .Input("X", RandomTensor({2, 3}, 0, 1, 1))
       .Input("Y", RandomTensor({2, 3}, 0, 1, 2))
       .Output("Out");
-  EXPECT_THAT(ExpectError(cond_dtype, "where"),
+  EXPECT_THAT(RunError(cond_dtype, "where"),
               HasSubstr("Condition must be bool, got fp64"));
 }
 

@@ -16,14 +16,14 @@ namespace {
 using ::testing::HasSubstr;
 using testing::ReadFile;
 
-std::string Fixture(const std::string& name) {
+std::string NpzFixture(const std::string& name) {
   return std::string(PAREX_TEST_FIXTURES_DIR) + "/npz/" + name;
 }
 
 TEST(NpzTest, ReadsStoredAndCompressedArchives) {
   for (const char* file : {"stored.npz", "compressed.npz"}) {
     SCOPED_TRACE(file);
-    StatusOr<NamedArrays> arrays = ReadNpz(Fixture(file));
+    StatusOr<NamedArrays> arrays = ReadNpz(NpzFixture(file));
     ASSERT_TRUE(arrays.ok()) << arrays.status().ToString();
     ASSERT_EQ(arrays->size(), 2u);
     EXPECT_EQ((*arrays)[0].first, "x");
@@ -34,7 +34,7 @@ TEST(NpzTest, ReadsStoredAndCompressedArchives) {
     EXPECT_EQ(ToVector<int64_t>((*arrays)[1].second),
               (std::vector<int64_t>{10, 11, 12}));
     // The same from its bytes.
-    StatusOr<NamedArrays> parsed = ParseNpz(ReadFile(Fixture(file)), file);
+    StatusOr<NamedArrays> parsed = ParseNpz(ReadFile(NpzFixture(file)), file);
     ASSERT_TRUE(parsed.ok());
     EXPECT_EQ(ToVector<float>((*parsed)[0].second),
               ToVector<float>((*arrays)[0].second));
@@ -42,15 +42,15 @@ TEST(NpzTest, ReadsStoredAndCompressedArchives) {
 }
 
 TEST(NpzTest, BadArchivesAreNamed) {
-  EXPECT_THAT(ReadNpz(Fixture("not_npy.npz")).status().message(),
+  EXPECT_THAT(ReadNpz(NpzFixture("not_npy.npz")).status().message(),
               HasSubstr("member 'notes.txt' is not a .npy array"));
-  EXPECT_THAT(ReadNpz(Fixture("twice.npz")).status().message(),
+  EXPECT_THAT(ReadNpz(NpzFixture("twice.npz")).status().message(),
               HasSubstr("holds 'x' twice"));
-  StatusOr<NamedArrays> missing = ReadNpz(Fixture("no_such.npz"));
+  StatusOr<NamedArrays> missing = ReadNpz(NpzFixture("no_such.npz"));
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(missing.status().message(), HasSubstr("no_such.npz"));
 
-  const std::string good = ReadFile(Fixture("stored.npz"));
+  const std::string good = ReadFile(NpzFixture("stored.npz"));
   // Cut short anywhere: an error, never a crash.
   for (size_t cut : {size_t{0}, size_t{10}, good.size() / 2, good.size() - 5}) {
     StatusOr<NamedArrays> r = ParseNpz(good.substr(0, cut), "cut.npz");

@@ -87,7 +87,24 @@ struct ParallelExecutor::Impl {
   };
   std::map<const CompiledStep*, StepGraph> graphs;
 
+  // Create's parts: the communicator (the strategy's, or one for the
+  // places: NCCL's across devices, in-device, in-process); each place's
+  // scopes under `scope` or under share_vars_from's.
+  Status MakeCommunicator(bool on_devices);
+  void MakeScopes(const ParallelExecutor* share_vars_from);
   StatusOr<CompiledStep*> Compile(const std::vector<std::string>& fetches);
+  // Step's parts: the coordinator's hooks at a step's start (fresh
+  // execution scopes when due, the feeds unless a capture fed them) and end
+  // (counts, the fetched values); after a captured step (`status` the
+  // recording's), its graph launched (true, `status` the launch's) or, when
+  // the capture failed, the counts undone (false: run the step again on the
+  // actors).
+  Status BeginStep(CompiledStep* step, const std::vector<FeedMap>& feeds,
+                   bool fed);
+  void EndStep(CompiledStep* step, bool ok,
+               std::vector<std::vector<Tensor>>* fetched);
+  bool EndCapture(CompiledStep* step, Status* status, int64_t steps_before,
+                  int64_t next_before);
   // step_graphs.cc: whether this step of `step` is to be captured; the
   // replay of a captured step (false: none applies, run on the actors);
   // the bookkeeping after a step on the actors (`ok`, `captured`).

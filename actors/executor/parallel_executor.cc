@@ -239,6 +239,59 @@ Status ParallelExecutor::Impl::FeedPlace(int p, const FeedMap& feed) {
   return Status::Ok();
 }
 
+Status ParallelExecutor::Impl::BeginStep(CompiledStep* step,
+                                         const std::vector<FeedMap>& feeds,
+                                         bool fed) {
+  if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
+      exec_scopes[0] == nullptr) {
+    PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
+    step->ops->ScopesChanged();
+    for (auto& [s, g] : graphs) {  // their tensors went with the scopes
+      g.graph.reset();
+      g.warm_steps = 0;
+    }
+  }
+  last = step;
+  ClearArrays();
+  for (int p = 0; p < n() && !fed; ++p) {
+    PAREX_RETURN_IF_ERROR(FeedPlace(p, feeds[p]));
+  }
+  step->ops->BeginStep(next_step);
+  return Status::Ok();
+}
+
+void ParallelExecutor::Impl::EndStep(
+    CompiledStep* step, bool ok, std::vector<std::vector<Tensor>>* fetched) {
+  ++steps;
+  ++next_step;
+  ++steps_since_drop;
+  // A failed step may leave temporaries half written: start afresh.
+  if (!ok) exec_scopes[0] = nullptr;
+  // Device places: the fetched values are read after the streams are.
+  if (ok && devices == nullptr) *fetched = step->ops->TakeFetched();
+}
+
+bool ParallelExecutor::Impl::EndCapture(CompiledStep* step, Status* status,
+                                        int64_t steps_before,
+                                        int64_t next_before) {
+  StatusOr<std::unique_ptr<DeviceGraph>> graph =
+      devices->compute(0)->EndCapture(JoinedStreams());
+  if (status->ok() && graph.ok()) {
+    graphs[step].graph = std::move(graph).value();
+    *status = LaunchAfterFeeds(&graphs[step]);
+    return true;
+  }
+  LogWarn(Subsystem::kActor,
+          "a step could not be captured as a device graph; its steps run "
+          "on the actors: " +
+              (status->ok() ? graph.status() : *status).ToString());
+  graphs[step].off = true;
+  steps = steps_before;
+  next_step = next_before;
+  exec_scopes[0] = nullptr;  // what the recording wrote is not real
+  return false;
+}
+
 StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
     const std::vector<FeedMap>& feeds, const std::vector<std::string>& fetch) {
   const Block& block = program.global_block();
@@ -266,35 +319,11 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   } frame{step, &feeds, {}, capture};
   StepHooks hooks;
   hooks.begin = [this, &frame]() -> Status {
-    CompiledStep* step = frame.step;
-    if (last != step || steps_since_drop >= exec.num_iteration_per_drop_scope ||
-        exec_scopes[0] == nullptr) {
-      PAREX_RETURN_IF_ERROR(ResetExecutionScopes(*step->graph));
-      step->ops->ScopesChanged();
-      for (auto& [s, g] : graphs) {  // their tensors went with the scopes
-        g.graph.reset();
-        g.warm_steps = 0;
-      }
-    }
-    last = step;
-    ClearArrays();
-    for (int p = 0; p < n() && !frame.fed; ++p) {
-      PAREX_RETURN_IF_ERROR(FeedPlace(p, (*frame.feeds)[p]));
-    }
-    step->ops->BeginStep(next_step);
-    return Status::Ok();
+    return BeginStep(frame.step, *frame.feeds, frame.fed);
   };
   hooks.end = [this, &frame](bool ran, bool ok) -> Status {
-    if (!ran) return Status::Ok();  // a bad feed: nothing ran
-    ++steps;
-    ++next_step;
-    ++steps_since_drop;
-    // A failed step may leave temporaries half written: start afresh.
-    if (!ok) exec_scopes[0] = nullptr;
-    // Device places: the fetched values are read after the streams are.
-    if (ok && devices == nullptr) {
-      frame.fetched = frame.step->ops->TakeFetched();
-    }
+    // (Not ran: a bad feed, nothing ran.)
+    if (ran) EndStep(frame.step, ok, &frame.fetched);
     return Status::Ok();
   };
   Status status;
@@ -311,20 +340,7 @@ StatusOr<std::vector<std::vector<Tensor>>> ParallelExecutor::Impl::Step(
   if (capturing) {
     // The step was recorded, not run: run it as the graph now, or, when it
     // could not be captured, undo its count and run it on the actors.
-    StatusOr<std::unique_ptr<DeviceGraph>> graph =
-        devices->compute(0)->EndCapture(JoinedStreams());
-    if (status.ok() && graph.ok()) {
-      graphs[step].graph = std::move(graph).value();
-      status = LaunchAfterFeeds(&graphs[step]);
-    } else {
-      LogWarn(Subsystem::kActor,
-              "a step could not be captured as a device graph; its steps run "
-              "on the actors: " +
-                  (status.ok() ? graph.status() : status).ToString());
-      graphs[step].off = true;
-      steps = steps_before;
-      next_step = next_before;
-      exec_scopes[0] = nullptr;  // what the recording wrote is not real
+    if (!EndCapture(step, &status, steps_before, next_before)) {
       return Step(feeds, fetch);
     }
   }
@@ -387,45 +403,36 @@ Status ParallelExecutor::CheckPlaces(const std::vector<Place>& places) {
   return CheckDevicesOfPlaces(places);
 }
 
-StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
-    std::vector<Place> places, const Program& main_program,
-    const std::string& loss_name, Scope* scope,
-    const BuildStrategy& build_strategy, const ExecutionStrategy& exec_strategy,
-    const ParallelExecutor* share_vars_from) {
-  if (scope == nullptr) return InvalidArgument("ParallelExecutor: no scope");
-  if (places.empty()) {
-    long cpu_num = GetConfigInt("CPU_NUM");
-    if (cpu_num <= 0) {
-      LogWarn(Subsystem::kActor, "CPU_NUM is not a positive number; using 1");
-      cpu_num = 1;
-    }
-    for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
+namespace {
+
+// No places: CPU_NUM CPU places (Fluid's default), at least one.
+std::vector<Place> DefaultPlaces() {
+  long cpu_num = GetConfigInt("CPU_NUM");
+  if (cpu_num <= 0) {
+    LogWarn(Subsystem::kActor, "CPU_NUM is not a positive number; using 1");
+    cpu_num = 1;
   }
-  PAREX_RETURN_IF_ERROR(CheckPlaces(places).WithContext("ParallelExecutor"));
-  // Places with memory of their own: cuda, or cpu when the tests ask.
-  const bool on_devices = places[0].is_cuda() ||
-                          (places[0].is_cpu() && exec_strategy.device_streams);
-  std::vector<Place> device_places;
-  for (const Place& p : places) {
-    // A simulated place stands as the CPU place of its id (host memory).
-    device_places.push_back(p.is_sim() ? Place::CPU(p.id) : p);
-  }
-  if (exec_strategy.communicator != nullptr &&
-      exec_strategy.communicator->local_size() !=
-          static_cast<int>(places.size())) {
-    return InvalidArgument(
-        "ParallelExecutor: the communicator serves " +
-        std::to_string(exec_strategy.communicator->local_size()) +
-        " local places, not the " + std::to_string(places.size()) + " places");
+  std::vector<Place> places;
+  for (long i = 0; i < cpu_num; ++i) places.push_back(Place::CPU(i));
+  return places;
+}
+
+// A given communicator serves these places; share_vars_from runs on them.
+Status CheckPartners(const std::vector<Place>& places, bool on_devices,
+                     const ExecutionStrategy& exec,
+                     const ParallelExecutor* share_vars_from) {
+  if (exec.communicator != nullptr &&
+      exec.communicator->local_size() != static_cast<int>(places.size())) {
+    return InvalidArgument("ParallelExecutor: the communicator serves " +
+                           std::to_string(exec.communicator->local_size()) +
+                           " local places, not the " +
+                           std::to_string(places.size()) + " places");
   }
   if (share_vars_from != nullptr && share_vars_from->places() != places) {
     return InvalidArgument(
         "ParallelExecutor: share_vars_from runs on other places");
   }
-  auto impl = std::make_unique<Impl>();
-  impl->places = places;
-  impl->device_places = device_places;
-  if (on_devices && exec_strategy.communicator != nullptr) {
+  if (on_devices && exec.communicator != nullptr) {
     // Gloo and the in-process backend read host memory.
     return Unimplemented(
         "ParallelExecutor: places " + places[0].ToString() +
@@ -433,24 +440,65 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
         "communicator, which is not wired into the runtime yet (train "
         "across nodes on cpu places)");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParallelExecutor::Impl::MakeCommunicator(bool on_devices) {
+  if (exec.communicator != nullptr) {
+    comm = exec.communicator;
+  } else if (on_devices && OnSeveralDevices(places)) {
+    std::vector<DeviceContext*> streams;
+    for (int p = 0; p < n(); ++p) streams.push_back(devices->communication(p));
+    PAREX_ASSIGN_OR_RETURN(comm, CreateDeviceCommunicator(places, streams));
+  } else if (on_devices) {
+    comm = std::make_shared<InDeviceCommunicator>(device_places,
+                                                  devices->communication());
+  } else {
+    comm = std::make_shared<InProcessCommunicator>(device_places);
+  }
+  return Status::Ok();
+}
+
+void ParallelExecutor::Impl::MakeScopes(
+    const ParallelExecutor* share_vars_from) {
+  local.resize(n());
+  holder.resize(n());
+  exec_scopes.assign(n(), nullptr);
+  for (int p = 0; p < n(); ++p) {
+    Scope* parent =
+        share_vars_from != nullptr ? share_vars_from->local_scope(p) : scope;
+    parents.push_back(parent);
+    local[p] = parent->NewScope();
+    holder[p] = local[p]->NewScope();
+  }
+}
+
+StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
+    std::vector<Place> places, const Program& main_program,
+    const std::string& loss_name, Scope* scope,
+    const BuildStrategy& build_strategy, const ExecutionStrategy& exec_strategy,
+    const ParallelExecutor* share_vars_from) {
+  if (scope == nullptr) return InvalidArgument("ParallelExecutor: no scope");
+  if (places.empty()) places = DefaultPlaces();
+  PAREX_RETURN_IF_ERROR(CheckPlaces(places).WithContext("ParallelExecutor"));
+  // Places with memory of their own: cuda, or cpu when the tests ask.
+  const bool on_devices = places[0].is_cuda() ||
+                          (places[0].is_cpu() && exec_strategy.device_streams);
+  PAREX_RETURN_IF_ERROR(
+      CheckPartners(places, on_devices, exec_strategy, share_vars_from));
+  auto impl = std::make_unique<Impl>();
+  impl->places = places;
+  for (const Place& p : places) {
+    // A simulated place stands as the CPU place of its id (host memory).
+    impl->device_places.push_back(p.is_sim() ? Place::CPU(p.id) : p);
+  }
+  impl->exec = exec_strategy;
   if (on_devices) {
     PAREX_ASSIGN_OR_RETURN(impl->devices, DevicePlaces::Create(places));
   }
-  if (exec_strategy.communicator != nullptr) {
-    impl->comm = exec_strategy.communicator;
-  } else if (on_devices && OnSeveralDevices(places)) {
-    std::vector<DeviceContext*> streams;
-    for (int p = 0; p < static_cast<int>(places.size()); ++p) {
-      streams.push_back(impl->devices->communication(p));
-    }
-    PAREX_ASSIGN_OR_RETURN(impl->comm,
-                           CreateDeviceCommunicator(places, streams));
-  } else if (on_devices) {
-    impl->comm = std::make_shared<InDeviceCommunicator>(
-        device_places, impl->devices->communication());
-  } else {
-    impl->comm = std::make_shared<InProcessCommunicator>(device_places);
-  }
+  PAREX_RETURN_IF_ERROR(impl->MakeCommunicator(on_devices));
   impl->program = main_program;
   impl->loss_name = loss_name;
   impl->scope = scope;
@@ -458,7 +506,6 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
   // Every device place holds its own parameters (the graph then
   // broadcasts Reduce mode's updated ones).
   if (on_devices) impl->build.share_cpu_parameters = false;
-  impl->exec = exec_strategy;
   // Fluid's CPU default is 2 x places because its op threads may block;
   // parex's kernels never block a worker (blocking work goes to detached
   // actors), so more workers than cores only adds switching.
@@ -466,7 +513,6 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
       exec_strategy.num_threads > 0
           ? exec_strategy.num_threads
           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int n = static_cast<int>(places.size());
   // Local scopes: place 0 uses the caller's persistables; the others get
   // copies (sorted names), or share them (SharedPersistables; a test
   // executor reads its trainer's). Device places all get copies on their
@@ -477,28 +523,19 @@ StatusOr<std::unique_ptr<ParallelExecutor>> ParallelExecutor::Create(
       impl->build.reduce == BuildStrategy::ReduceStrategy::kReduce &&
           impl->build.share_cpu_parameters,
       on_devices, &persistables);
-  impl->local.resize(n);
-  impl->holder.resize(n);
-  impl->exec_scopes.assign(n, nullptr);
-  for (int p = 0; p < n; ++p) {
-    Scope* parent =
-        share_vars_from != nullptr ? share_vars_from->local_scope(p) : scope;
-    impl->parents.push_back(parent);
-    impl->local[p] = parent->NewScope();
-    impl->holder[p] = impl->local[p]->NewScope();
-  }
+  impl->MakeScopes(share_vars_from);
   auto executor =
       std::unique_ptr<ParallelExecutor>(new ParallelExecutor(std::move(impl)));
   // (The executor owns the scopes now: an error below deletes them.)
   Impl& made = *executor->impl_;
-  for (int p = 0; p < n && share_vars_from == nullptr; ++p) {
+  for (int p = 0; p < made.n() && share_vars_from == nullptr; ++p) {
     if (p == 0 && !on_devices) continue;
     PAREX_RETURN_IF_ERROR(CopyPersistables(
         *scope, persistables, shared, made.local[p], made.devices.get(), p));
   }
   // Build (and validate) the graph without fetches now, so a bad program
   // fails here rather than at the first Run.
-  PAREX_ASSIGN_OR_RETURN(CompiledStep * first, executor->impl_->Compile({}));
+  PAREX_ASSIGN_OR_RETURN(CompiledStep * first, made.Compile({}));
   (void)first;
   return executor;
 }

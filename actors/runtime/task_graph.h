@@ -95,6 +95,11 @@ struct TaskGraph {
   // communicator and stream index names a slot (Internal error naming the
   // node otherwise).
   Status Finalize();
+
+ private:
+  // Node i's successors in range, not itself and not repeated; its
+  // communicator and stream slots existing.
+  Status CheckNode(int i) const;
 };
 
 // Chains for a runner that runs several nodes in one actor (DESIGN.md §3.4):

@@ -139,104 +139,124 @@ bool TraceRecorder::EndsBefore(int64_t step, int a, int b) const {
   return sa && sb && sa->task_end_ns <= sb->begin_ns;
 }
 
+namespace {
+
+// Tracks: pid 0 holds the work spanning places (collectives, fetch) and the
+// coordinator; pid p+1 is place p. tid = the actor kind (and stream).
+constexpr const char* kTracks[] = {"op actors",
+                                   "collective actor",
+                                   "op actor (fetch)",
+                                   "coordinator",
+                                   "stream actor (compute)",
+                                   "stream actor (communication)",
+                                   "stream actor (fetch)"};
+constexpr int kNumTracks = sizeof(kTracks) / sizeof(kTracks[0]);
+
+int PidOf(const TaskGraph& graph, int node) {
+  if (node < 0 || node >= graph.size()) return 0;
+  return std::max(graph.nodes[node].place, -1) + 1;
+}
+
+int TidOf(const TaskGraph& graph, int node) {
+  if (node < 0 || node >= graph.size()) return 3;  // the coordinator
+  const TaskNode& n = graph.nodes[node];
+  if (n.stream_actor >= 0) return 4 + static_cast<int>(n.stream);
+  if (n.communicator >= 0) return 1;
+  return n.stream == TaskStream::kFetch ? 2 : 0;
+}
+
+// The names of the processes (places) and threads (tracks).
+void AppendTrackNames(const std::vector<std::string>& place_names,
+                      nlohmann::json* events) {
+  events->push_back({{"name", "process_name"},
+                     {"ph", "M"},
+                     {"pid", 0},
+                     {"args", {{"name", "all places"}}}});
+  for (size_t p = 0; p < place_names.size(); ++p) {
+    events->push_back({{"name", "process_name"},
+                       {"ph", "M"},
+                       {"pid", static_cast<int>(p) + 1},
+                       {"args", {{"name", place_names[p]}}}});
+  }
+  for (int pid = 0; pid <= static_cast<int>(place_names.size()); ++pid) {
+    for (int tid = 0; tid < kNumTracks; ++tid) {
+      events->push_back({{"name", "thread_name"},
+                         {"ph", "M"},
+                         {"pid", pid},
+                         {"tid", tid},
+                         {"args", {{"name", kTracks[tid]}}}});
+    }
+  }
+}
+
+nlohmann::json SpanEvent(const TaskGraph& graph, const TraceSpan& s) {
+  const TaskNode* node =
+      s.node >= 0 && s.node < graph.size() ? &graph.nodes[s.node] : nullptr;
+  nlohmann::json e = {
+      {"name",
+       node != nullptr ? node->label : "node " + std::to_string(s.node)},
+      {"cat", node != nullptr ? TaskStreamName(node->stream) : "?"},
+      {"ph", "X"},
+      {"ts", s.begin_ns / 1000.0},
+      {"dur", (s.end_ns - s.begin_ns) / 1000.0},
+      {"pid", PidOf(graph, s.node)},
+      {"tid", TidOf(graph, s.node)},
+      {"args",
+       {{"step", s.step},
+        {"node", s.node},
+        {"worker", s.thread},
+        {"ok", s.ok}}}};
+  if (s.bytes > 0) e["args"]["bytes"] = s.bytes;
+  return e;
+}
+
+// A message as a flow: its start at the sender and, once received, its end
+// at the receiver; named by its type, with the variables of its edge.
+void AppendMessage(const TaskGraph& graph, const TraceMessage& m,
+                   nlohmann::json* events) {
+  const std::string name = MessageTypeOf(m);
+  std::string vars;
+  if (m.sender >= 0 && m.sender < graph.size()) {
+    const TaskNode& from = graph.nodes[m.sender];
+    for (size_t i = 0; i < from.successors.size(); ++i) {
+      if (from.successors[i] == m.receiver && i < from.edge_labels.size()) {
+        vars = from.edge_labels[i];
+      }
+    }
+  }
+  events->push_back({{"name", name},
+                     {"cat", "message"},
+                     {"ph", "s"},
+                     {"id", m.flow},
+                     {"ts", m.sent_ns / 1000.0},
+                     {"pid", PidOf(graph, m.sender)},
+                     {"tid", TidOf(graph, m.sender)},
+                     {"args",
+                      {{"step", m.step},
+                       {"from", m.sender},
+                       {"to", m.receiver},
+                       {"vars", vars}}}});
+  if (m.received_ns >= 0) {
+    events->push_back({{"name", name},
+                       {"cat", "message"},
+                       {"ph", "f"},
+                       {"bp", "e"},
+                       {"id", m.flow},
+                       {"ts", m.received_ns / 1000.0},
+                       {"pid", PidOf(graph, m.receiver)},
+                       {"tid", TidOf(graph, m.receiver)}});
+  }
+}
+
+}  // namespace
+
 std::string TraceRecorder::ToChromeJson(
     const TaskGraph& graph, const std::vector<std::string>& place_names,
     const std::map<std::string, std::string>& metadata) const {
-  // Tracks: pid 0 holds the work spanning places (collectives, fetch) and
-  // the coordinator; pid p+1 is place p. tid = the actor kind (and stream).
-  static const char* const kTracks[] = {"op actors",
-                                        "collective actor",
-                                        "op actor (fetch)",
-                                        "coordinator",
-                                        "stream actor (compute)",
-                                        "stream actor (communication)",
-                                        "stream actor (fetch)"};
-  auto pid_of = [&](int node) {
-    if (node < 0 || node >= graph.size()) return 0;
-    return std::max(graph.nodes[node].place, -1) + 1;
-  };
-  auto tid_of = [&](int node) {
-    if (node < 0 || node >= graph.size()) return 3;  // the coordinator
-    const TaskNode& n = graph.nodes[node];
-    if (n.stream_actor >= 0) return 4 + static_cast<int>(n.stream);
-    if (n.communicator >= 0) return 1;
-    return n.stream == TaskStream::kFetch ? 2 : 0;
-  };
   nlohmann::json events = nlohmann::json::array();
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 0},
-                    {"args", {{"name", "all places"}}}});
-  for (size_t p = 0; p < place_names.size(); ++p) {
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", static_cast<int>(p) + 1},
-                      {"args", {{"name", place_names[p]}}}});
-  }
-  for (int pid = 0; pid <= static_cast<int>(place_names.size()); ++pid) {
-    for (int tid = 0; tid < 7; ++tid) {
-      const char* name = kTracks[tid];
-      events.push_back({{"name", "thread_name"},
-                        {"ph", "M"},
-                        {"pid", pid},
-                        {"tid", tid},
-                        {"args", {{"name", name}}}});
-    }
-  }
-  for (const TraceSpan& s : Spans()) {
-    const TaskNode* node =
-        s.node >= 0 && s.node < graph.size() ? &graph.nodes[s.node] : nullptr;
-    nlohmann::json e = {
-        {"name",
-         node != nullptr ? node->label : "node " + std::to_string(s.node)},
-        {"cat", node != nullptr ? TaskStreamName(node->stream) : "?"},
-        {"ph", "X"},
-        {"ts", s.begin_ns / 1000.0},
-        {"dur", (s.end_ns - s.begin_ns) / 1000.0},
-        {"pid", pid_of(s.node)},
-        {"tid", tid_of(s.node)},
-        {"args",
-         {{"step", s.step},
-          {"node", s.node},
-          {"worker", s.thread},
-          {"ok", s.ok}}}};
-    if (s.bytes > 0) e["args"]["bytes"] = s.bytes;
-    events.push_back(std::move(e));
-  }
-  for (const TraceMessage& m : Messages()) {
-    const std::string name = MessageTypeOf(m);
-    std::string vars;
-    if (m.sender >= 0 && m.sender < graph.size()) {
-      const TaskNode& from = graph.nodes[m.sender];
-      for (size_t i = 0; i < from.successors.size(); ++i) {
-        if (from.successors[i] == m.receiver && i < from.edge_labels.size()) {
-          vars = from.edge_labels[i];
-        }
-      }
-    }
-    events.push_back({{"name", name},
-                      {"cat", "message"},
-                      {"ph", "s"},
-                      {"id", m.flow},
-                      {"ts", m.sent_ns / 1000.0},
-                      {"pid", pid_of(m.sender)},
-                      {"tid", tid_of(m.sender)},
-                      {"args",
-                       {{"step", m.step},
-                        {"from", m.sender},
-                        {"to", m.receiver},
-                        {"vars", vars}}}});
-    if (m.received_ns >= 0) {
-      events.push_back({{"name", name},
-                        {"cat", "message"},
-                        {"ph", "f"},
-                        {"bp", "e"},
-                        {"id", m.flow},
-                        {"ts", m.received_ns / 1000.0},
-                        {"pid", pid_of(m.receiver)},
-                        {"tid", tid_of(m.receiver)}});
-    }
-  }
+  AppendTrackNames(place_names, &events);
+  for (const TraceSpan& s : Spans()) events.push_back(SpanEvent(graph, s));
+  for (const TraceMessage& m : Messages()) AppendMessage(graph, m, &events);
   nlohmann::json meta = nlohmann::json::object();
   for (const auto& [key, value] : metadata) meta[key] = value;
   meta["parex_origin_steady_ns"] = origin_ns_;

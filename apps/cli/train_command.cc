@@ -76,12 +76,11 @@ Status PlaceForPservers(const TrainOptions& o, const Topology* topology,
   return Status::Ok();
 }
 
-}  // namespace
-
-// RunTrain and RunNode: `topology` set for one node of a cluster.
-int TrainMain(const std::string& cmd, const TrainOptions& o,
-              const Topology* topology) {
-  TrainPlan plan;  // the wall time starts here
+// This process's places (--places, or its node's in the topology), its rank
+// and the strategies the options set; the exit code of a failure (reported),
+// else nothing.
+std::optional<int> PlanPlaces(const std::string& cmd, const TrainOptions& o,
+                              const Topology* topology, TrainPlan* plan) {
   std::string places_text = o.places;
   std::string places_of = "--places";
   int rank = 0;
@@ -95,68 +94,89 @@ int TrainMain(const std::string& cmd, const TrainOptions& o,
   // Before anything is loaded or joined: places this process cannot run.
   StatusOr<Parallelism> parallel =
       ParseParallelism(places_text, o.mode, /*to_run=*/true, places_of);
-  if (!parallel.ok())
+  if (!parallel.ok()) {
     return Fail(cmd, parallel.status(), PlacesExitCode(parallel.status()));
-  plan.places = parallel->places;
-  plan.build = parallel->build;
-  plan.world = topology != nullptr ? topology->TotalPlaces()
-                                   : static_cast<int>(plan.places.size());
-  plan.first_place = topology != nullptr ? topology->FirstPlace(rank) : 0;
-  plan.writer = rank == 0;  // --save, --metrics, checkpoints
-  if (Status s = train::CheckTrainOptions(o); !s.ok())
+  }
+  plan->places = parallel->places;
+  plan->build = parallel->build;
+  plan->world = topology != nullptr ? topology->TotalPlaces()
+                                    : static_cast<int>(plan->places.size());
+  plan->first_place = topology != nullptr ? topology->FirstPlace(rank) : 0;
+  plan->writer = rank == 0;  // --save, --metrics, checkpoints
+  if (Status s = train::CheckTrainOptions(o); !s.ok()) {
     return Fail(cmd, s, kExitUsage);
+  }
   const int64_t bucket = o.fuse_bucket_bytes.value_or(
       topology != nullptr ? kClusterBucketBytes : 0);
-  plan.build.fuse_all_reduce_ops = bucket > 0;
-  if (bucket > 0) plan.build.fuse_bucket_bytes = bucket;
-  plan.build.sync_batch_norm = o.sync_batch_norm;
-  plan.build.channels_last = o.channels_last;
-  plan.exec.num_threads =
+  plan->build.fuse_all_reduce_ops = bucket > 0;
+  if (bucket > 0) plan->build.fuse_bucket_bytes = bucket;
+  plan->build.sync_batch_norm = o.sync_batch_norm;
+  plan->build.channels_last = o.channels_last;
+  plan->exec.num_threads =
       o.threads ? *o.threads : (topology != nullptr ? MpirunThreadShare() : 0);
-  plan.exec.cuda_graphs = o.cuda_graphs;
+  plan->exec.cuda_graphs = o.cuda_graphs;
+  return std::nullopt;
+}
 
+// The job's epochs and batch (usage errors when the batch does not fit the
+// places or the rows), its outputs, and the reader of its rows.
+StatusOr<BatchReader> PlanBatches(const TrainOptions& o,
+                                  const Topology* topology, const TrainJob& job,
+                                  TrainPlan* plan, bool* usage) {
+  plan->epochs = o.epochs.value_or(job.default_epochs);
+  plan->batch = o.batch.value_or(job.default_batch);
+  *usage = true;
+  if (plan->batch < plan->world) {
+    return InvalidArgument(
+        "--batch " + std::to_string(plan->batch) + " is smaller than the " +
+        std::to_string(plan->world) + " places it is split over");
+  }
+  *usage = false;
+  PAREX_RETURN_IF_ERROR(train::SetOutputs(o, topology != nullptr ? o.node : "",
+                                          job.default_save, plan));
+  PAREX_ASSIGN_OR_RETURN(
+      BatchReader reader,
+      BatchReader::Create(
+          job.columns, {plan->batch, o.shuffle, static_cast<uint64_t>(o.seed),
+                        /*drop_last=*/false}));
+  if (reader.num_rows() < plan->batch) {
+    *usage = true;
+    return InvalidArgument(
+        "--batch " + std::to_string(plan->batch) + " is larger than the " +
+        std::to_string(reader.num_rows()) + " training rows");
+  }
+  return reader;
+}
+
+}  // namespace
+
+// RunTrain and RunNode: `topology` set for one node of a cluster.
+int TrainMain(const std::string& cmd, const TrainOptions& o,
+              const Topology* topology) {
+  TrainPlan plan;  // the wall time starts here
+  if (std::optional<int> failed = PlanPlaces(cmd, o, topology, &plan)) {
+    return *failed;
+  }
   const auto load_start = train::Clock::now();
   bool usage = false;
   StatusOr<TrainJob> job =
       o.program.empty() ? train::ExampleJob(o, &usage) : ProgramJob(o, &usage);
-  if (!job.ok())
+  if (!job.ok()) {
     return Fail(cmd, job.status(), usage ? kExitUsage : kExitRuntime);
+  }
   LogInfo(Subsystem::kApp,
           "loaded " + std::to_string(job->columns[0].second.dim(0)) +
               " train rows in " + std::to_string(train::Seconds(load_start)) +
               " s");
   if (!o.save_programs.empty()) {
-    if (Status s = train::SavePrograms(*job, o.save_programs); !s.ok())
+    if (Status s = train::SavePrograms(*job, o.save_programs); !s.ok()) {
       return Fail(cmd, s);
+    }
   }
-  plan.epochs = o.epochs.value_or(job->default_epochs);
-  plan.batch = o.batch.value_or(job->default_batch);
-  if (plan.batch < plan.world) {
-    return Fail(
-        cmd,
-        InvalidArgument("--batch " + std::to_string(plan.batch) +
-                        " is smaller than the " + std::to_string(plan.world) +
-                        " places it is split over"),
-        kExitUsage);
+  StatusOr<BatchReader> reader = PlanBatches(o, topology, *job, &plan, &usage);
+  if (!reader.ok()) {
+    return Fail(cmd, reader.status(), usage ? kExitUsage : kExitRuntime);
   }
-  if (Status s = train::SetOutputs(o, topology != nullptr ? o.node : "",
-                                   job->default_save, &plan);
-      !s.ok()) {
-    return Fail(cmd, s);
-  }
-  StatusOr<BatchReader> reader = BatchReader::Create(
-      job->columns, {plan.batch, o.shuffle, static_cast<uint64_t>(o.seed),
-                     /*drop_last=*/false});
-  if (!reader.ok()) return Fail(cmd, reader.status());
-  if (reader->num_rows() < plan.batch) {
-    return Fail(
-        cmd,
-        InvalidArgument("--batch " + std::to_string(plan.batch) +
-                        " is larger than the " +
-                        std::to_string(reader->num_rows()) + " training rows"),
-        kExitUsage);
-  }
-
   if (Status s = PlaceForPservers(o, topology, &*job, &plan); !s.ok()) {
     return Fail(cmd, s, kExitUsage);
   }

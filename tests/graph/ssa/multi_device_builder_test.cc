@@ -507,7 +507,8 @@ TEST(MultiDevicePaddleModelsTest, InferenceProgramsBuildOnTwoPlaces) {
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_EQ(CountOps(*g, SsaOpKind::kComputation), 2 * others);
     EXPECT_EQ(CountOps(*g, SsaOpKind::kFetch), fetches);
-    EXPECT_EQ(CountComputation(*g, "feed"), 0);
+    EXPECT_GT(feeds, 0);  // the saved programs read their inputs by feed ops,
+    EXPECT_EQ(CountComputation(*g, "feed"), 0);  // which the graph drops
     EXPECT_TRUE(g->grads.empty());
     Status races = CheckRaces(*g);
     EXPECT_TRUE(races.ok()) << races.ToString();

@@ -252,6 +252,65 @@ StatusOr<std::string> GraphFormat(const GraphOptions& o) {
   return format;
 }
 
+// The program to draw: an example's training program, or a program file
+// with its loss (--loss, or the one op-marked loss of a training program).
+struct GraphSource {
+  Program program;
+  std::string loss;
+  std::string what;  // for the summary line
+};
+
+// A training program file's loss: --loss, else the one the ops mark (none
+// for an inference program). Usage errors.
+StatusOr<std::string> FileLoss(const GraphOptions& o, const Block& block) {
+  if (!o.loss.empty()) {
+    if (block.FindVar(o.loss) == nullptr) {
+      return NotFound("--loss: program '" + o.file + "' has no variable '" +
+                      o.loss + "'");
+    }
+    return o.loss;
+  }
+  if (!HasBackwardOps(block)) return std::string();
+  const std::vector<std::string> marked = MarkedLosses(block);
+  if (marked.size() == 1) return marked[0];
+  std::string names;
+  for (const std::string& m : marked) names += (names.empty() ? "" : ", ") + m;
+  return InvalidArgument("program '" + o.file + "' is a training program " +
+                         (marked.empty()
+                              ? std::string("but no op is marked as its loss")
+                              : "with several losses marked (" + names + ")") +
+                         "; name the loss with --loss");
+}
+
+StatusOr<GraphSource> LoadGraphSource(const GraphOptions& o, bool* usage) {
+  GraphSource source;
+  *usage = true;
+  if (!o.model.empty()) {
+    if (!o.loss.empty()) {
+      return InvalidArgument(
+          "--loss is for a program FILE; an example's loss is known");
+    }
+    PAREX_ASSIGN_OR_RETURN(ExampleKind kind, ParseExampleKind(o.model));
+    *usage = false;
+    PAREX_ASSIGN_OR_RETURN(ExampleProgram ex, BuildExample(kind));
+    source.program = std::move(ex.main);
+    source.loss = ex.loss;
+    source.what = std::string(ExampleName(kind)) + " (training program)";
+    return source;
+  }
+  *usage = false;
+  PAREX_ASSIGN_OR_RETURN(InferenceModel model, LoadModel(o.file, "", nullptr));
+  source.program = std::move(model.program);
+  source.what = o.file;
+  *usage = true;
+  PAREX_ASSIGN_OR_RETURN(source.loss,
+                         FileLoss(o, source.program.global_block()));
+  if (!source.loss.empty()) {
+    source.what += " (training program, loss " + source.loss + ")";
+  }
+  return source;
+}
+
 }  // namespace
 
 int RunGraph(const GraphOptions& o) {
@@ -270,61 +329,16 @@ int RunGraph(const GraphOptions& o) {
   // The graph of places this machine cannot run is still drawn.
   StatusOr<Parallelism> parallel =
       ParseParallelism(o.places, o.mode, /*to_run=*/false);
-  if (!parallel.ok())
+  if (!parallel.ok()) {
     return Fail(cmd, parallel.status(), PlacesExitCode(parallel.status()));
-  const std::vector<Place>* places = &parallel->places;
-  const BuildStrategy& build = parallel->build;
-  Program program;
-  std::string loss, what;
-  if (!o.model.empty() && !o.loss.empty()) {
-    return Fail(cmd,
-                InvalidArgument(
-                    "--loss is for a program FILE; an example's loss is known"),
-                kExitUsage);
   }
-  if (!o.model.empty()) {
-    StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
-    if (!kind.ok()) return Fail(cmd, kind.status(), kExitUsage);
-    StatusOr<ExampleProgram> ex = BuildExample(*kind);
-    if (!ex.ok()) return Fail(cmd, ex.status());
-    program = ex->main;
-    loss = ex->loss;
-    what = std::string(ExampleName(*kind)) + " (training program)";
-  } else {
-    StatusOr<InferenceModel> model = LoadModel(o.file, "", nullptr);
-    if (!model.ok()) return Fail(cmd, model.status());
-    program = std::move(model->program);
-    what = o.file;
-    const Block& block = program.global_block();
-    if (!o.loss.empty()) {
-      if (block.FindVar(o.loss) == nullptr) {
-        return Fail(cmd,
-                    NotFound("--loss: program '" + o.file +
-                             "' has no variable '" + o.loss + "'"),
-                    kExitUsage);
-      }
-      loss = o.loss;
-    } else if (HasBackwardOps(block)) {
-      const std::vector<std::string> marked = MarkedLosses(block);
-      if (marked.size() != 1) {
-        std::string names;
-        for (const std::string& m : marked)
-          names += (names.empty() ? "" : ", ") + m;
-        return Fail(cmd,
-                    InvalidArgument(
-                        "program '" + o.file + "' is a training program " +
-                        (marked.empty()
-                             ? std::string("but no op is marked as its loss")
-                             : "with several losses marked (" + names + ")") +
-                        "; name the loss with --loss"),
-                    kExitUsage);
-      }
-      loss = marked[0];
-    }
-    if (!loss.empty()) what += " (training program, loss " + loss + ")";
+  bool usage = false;
+  StatusOr<GraphSource> source = LoadGraphSource(o, &usage);
+  if (!source.ok()) {
+    return Fail(cmd, source.status(), usage ? kExitUsage : kExitRuntime);
   }
-  StatusOr<SsaGraph> graph =
-      BuildMultiDeviceGraph(program, *places, loss, build);
+  StatusOr<SsaGraph> graph = BuildMultiDeviceGraph(
+      source->program, parallel->places, source->loss, parallel->build);
   if (!graph.ok()) return Fail(cmd, graph.status());
   Status written = format == "dot" ? WriteSsaGraphDot(*graph, o.output)
                                    : WriteSsaGraphJson(*graph, o.output);
@@ -332,11 +346,13 @@ int RunGraph(const GraphOptions& o) {
   std::map<std::string, int> kinds;
   for (const SsaOp& op : graph->ops()) ++kinds[SsaOpKindName(op.kind)];
   std::string summary;
-  for (const auto& [k, c] : kinds)
+  for (const auto& [k, c] : kinds) {
     summary += (summary.empty() ? "" : ", ") + std::to_string(c) + " " + k;
+  }
   std::printf("%s on %zu places (%s): %zu op handles (%s), %zu vars -> %s\n",
-              what.c_str(), places->size(), o.mode.c_str(), graph->ops().size(),
-              summary.c_str(), graph->vars().size(), o.output.c_str());
+              source->what.c_str(), parallel->places.size(), o.mode.c_str(),
+              graph->ops().size(), summary.c_str(), graph->vars().size(),
+              o.output.c_str());
   return kExitOk;
 }
 

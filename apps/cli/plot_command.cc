@@ -85,6 +85,94 @@ Status RunGnuplot(const std::string& script) {
   return Status::Ok();
 }
 
+// `text` as a gnuplot string in single quotes (a quote in it doubled): a
+// path or title cannot end the string and run commands of its own.
+std::string Quoted(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    out += c;
+    if (c == '\'') out += '\'';
+  }
+  return out + "'";
+}
+
+// Step, loss, the loss's running mean over `window` steps and accuracy's,
+// one line per point.
+std::string SmoothedData(const std::vector<Point>& points, size_t window) {
+  std::ostringstream data;
+  double sum = 0, acc_sum = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const Point& p = points[i];
+    sum += p.loss;
+    acc_sum += p.accuracy;
+    if (i >= window) {
+      sum -= points[i - window].loss;
+      acc_sum -= points[i - window].accuracy;
+    }
+    const double n = static_cast<double>(std::min(i + 1, window));
+    char line[160];
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g %.9g\n", p.step, p.loss,
+                  sum / n, acc_sum / n);
+    data << line;
+  }
+  return data.str();
+}
+
+std::string EvalData(const std::vector<Point>& evals) {
+  std::ostringstream data;
+  for (const Point& p : evals) {
+    char line[120];
+    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g\n", p.step, p.loss,
+                  p.accuracy);
+    data << line;
+  }
+  return data.str();
+}
+
+// The files of one plot: its data, its evaluations' and the script.
+struct PlotFiles {
+  std::string data, eval, script;
+};
+
+std::string PlotScript(const PlotOptions& o, const PlotFiles& files,
+                       size_t window, bool accuracy, bool evals) {
+  const bool svg = fs::path(o.output).extension() == ".svg";
+  std::ostringstream gp;
+  gp << "set terminal " << (svg ? "svg" : "pngcairo") << " size 900,500"
+     << (svg ? " dynamic" : "") << "\n"
+     << "set output " << Quoted(o.output) << "\n"
+     << "set title "
+     << Quoted(o.title.empty() ? fs::path(o.metrics).filename().string()
+                               : o.title)
+     << " noenhanced\n"
+     << "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key outside top "
+        "center horizontal\n";
+  if (accuracy) {
+    gp << "set y2label 'train accuracy'\nset y2range [0:1]\nset y2tics\nset "
+          "ytics nomirror\n";
+  }
+  gp << "plot " << Quoted(files.data)
+     << " using 1:2 with lines lc rgb '#b0c4de' title 'loss', "
+     << "'' using 1:3 with lines lw 2 lc rgb '#1f4e99' title 'loss, mean of "
+     << window << "'";
+  if (accuracy) {
+    gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title "
+          "'accuracy, mean of "
+       << window << "'";
+  }
+  if (evals) {
+    gp << ", " << Quoted(files.eval)
+       << " using 1:2 with linespoints pt 7 lc rgb '#1e8449' "
+       << "title 'evaluation loss'";
+    if (accuracy) {
+      gp << ", '' using 1:3 axes x1y2 with linespoints pt 5 lc rgb '#e67e22' "
+         << "title 'evaluation accuracy'";
+    }
+  }
+  gp << "\n";
+  return gp.str();
+}
+
 }  // namespace
 
 int RunPlot(const PlotOptions& o) {
@@ -104,72 +192,21 @@ int RunPlot(const PlotOptions& o) {
   for (const Point& p : *points) accuracy = accuracy || p.has_accuracy;
   // The loss per step is noisy: a running mean over ~1/50 of the run on top.
   const size_t window = std::max<size_t>(1, points->size() / 50);
-  std::ostringstream data;
-  double sum = 0, acc_sum = 0;
-  for (size_t i = 0; i < points->size(); ++i) {
-    const Point& p = (*points)[i];
-    sum += p.loss;
-    acc_sum += p.accuracy;
-    if (i >= window) {
-      sum -= (*points)[i - window].loss;
-      acc_sum -= (*points)[i - window].accuracy;
-    }
-    const double n = static_cast<double>(std::min(i + 1, window));
-    char line[160];
-    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g %.9g\n", p.step, p.loss,
-                  sum / n, acc_sum / n);
-    data << line;
-  }
   const std::string stem = o.output + ".parex-plot";
-  std::ostringstream eval_data;
-  for (const Point& p : evals) {
-    char line[120];
-    std::snprintf(line, sizeof(line), "%.17g %.9g %.9g\n", p.step, p.loss,
-                  p.accuracy);
-    eval_data << line;
+  const PlotFiles files{stem + ".dat", stem + ".eval.dat", stem + ".gp"};
+  Status written = WriteFileBytes(files.data, SmoothedData(*points, window));
+  if (written.ok() && !evals.empty()) {
+    written = WriteFileBytes(files.eval, EvalData(evals));
   }
-  const std::string data_path = stem + ".dat", script_path = stem + ".gp";
-  const std::string eval_path = stem + ".eval.dat";
-  std::ostringstream gp;
-  gp << "set terminal " << (ext == ".svg" ? "svg" : "pngcairo")
-     << " size 900,500" << (ext == ".svg" ? " dynamic" : "") << "\n"
-     << "set output '" << o.output << "'\n"
-     << "set title \""
-     << (o.title.empty() ? fs::path(o.metrics).filename().string() : o.title)
-     << "\" noenhanced\n"
-     << "set xlabel 'step'\nset ylabel 'loss'\nset grid\nset key outside top "
-        "center horizontal\n";
-  if (accuracy)
-    gp << "set y2label 'train accuracy'\nset y2range [0:1]\nset y2tics\nset "
-          "ytics nomirror\n";
-  gp << "plot '" << data_path
-     << "' using 1:2 with lines lc rgb '#b0c4de' title 'loss', "
-     << "'' using 1:3 with lines lw 2 lc rgb '#1f4e99' title 'loss, mean of "
-     << window << "'";
-  if (accuracy) {
-    gp << ", '' using 1:4 axes x1y2 with lines lw 2 lc rgb '#c0392b' title "
-          "'accuracy, mean of "
-       << window << "'";
+  if (written.ok()) {
+    written = WriteFileBytes(
+        files.script, PlotScript(o, files, window, accuracy, !evals.empty()));
   }
-  if (!evals.empty()) {
-    gp << ", '" << eval_path
-       << "' using 1:2 with linespoints pt 7 lc rgb '#1e8449' "
-       << "title 'evaluation loss'";
-    if (accuracy) {
-      gp << ", '' using 1:3 axes x1y2 with linespoints pt 5 lc rgb '#e67e22' "
-         << "title 'evaluation accuracy'";
-    }
-  }
-  gp << "\n";
-  Status written = WriteFileBytes(data_path, data.str());
-  if (written.ok() && !evals.empty())
-    written = WriteFileBytes(eval_path, eval_data.str());
-  if (written.ok()) written = WriteFileBytes(script_path, gp.str());
-  if (written.ok()) written = RunGnuplot(script_path);
+  if (written.ok()) written = RunGnuplot(files.script);
   std::error_code ec;
-  fs::remove(data_path, ec);
-  fs::remove(script_path, ec);
-  fs::remove(eval_path, ec);
+  fs::remove(files.data, ec);
+  fs::remove(files.script, ec);
+  fs::remove(files.eval, ec);
   if (!written.ok()) return Fail(cmd, written);
   std::printf("plotted %zu steps of %s into %s\n", points->size(),
               o.metrics.c_str(), o.output.c_str());

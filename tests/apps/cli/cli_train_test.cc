@@ -254,6 +254,14 @@ TEST(CliPlotTest, DrawsTheLossAndAccuracyOfAMetricsFile) {
   CliRun png = RunParex({"plot", "m.jsonl", "-o", "curve.png"}, dir);
   ASSERT_EQ(png.exit_code, 0) << png.err;
   EXPECT_EQ(ReadFile(dir + "/curve.png").substr(1, 3), "PNG");
+  // Quotes in a title or a path are text to gnuplot, never a command: the
+  // picture is drawn with the title as given and nothing else runs.
+  const std::string title = "it's \"q\"'; system('touch pwned'); x='";
+  CliRun quoted =
+      RunParex({"plot", "m.jsonl", "-o", "it's.svg", "--title", title}, dir);
+  ASSERT_EQ(quoted.exit_code, 0) << quoted.err;
+  EXPECT_THAT(ReadFile(dir + "/it's.svg"), HasSubstr("system("));
+  EXPECT_FALSE(fs::exists(dir + "/pwned"));
   {
     std::ofstream(dir + "/bad.jsonl")
         << "{\"step\": 1, \"loss\": 2}\nnot json\n";

@@ -53,8 +53,12 @@ uint64_t TensorRecordHeader::data_bytes() const {
   return b.ok() ? *b : UINT64_MAX;
 }
 
-Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
-                              TensorRecordHeader* header) {
+namespace {
+
+// The record's version and its LoD: a level count, then each level's byte
+// length and offsets, every length checked against what is left.
+Status ReadLod(std::istream& in, const std::string& source,
+               TensorRecordHeader* header) {
   uint32_t version = 0;
   if (!ReadPod(in, &version)) {
     return DataLoss(source + ": truncated tensor record (no version)");
@@ -78,7 +82,7 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
       return DataLoss(source + ": truncated LoD level " +
                       std::to_string(level));
     }
-    int64_t remaining = Remaining(in);
+    const int64_t remaining = Remaining(in);
     if (bytes % sizeof(uint64_t) != 0 || bytes > kMaxLodBytes ||
         (remaining >= 0 && bytes > static_cast<uint64_t>(remaining))) {
       return DataLoss(source + ": LoD level " + std::to_string(level) +
@@ -88,6 +92,13 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
     PAREX_RETURN_IF_ERROR(
         ReadRecordData(in, source, header->lod[level].data(), bytes));
   }
+  return Status::Ok();
+}
+
+// The tensor's version and its TensorDesc (size-checked bytes that must
+// parse): an element type and non-negative dims.
+Status ReadTensorDesc(std::istream& in, const std::string& source,
+                      TensorRecordHeader* header) {
   uint32_t tensor_version = 0;
   if (!ReadPod(in, &tensor_version)) {
     return DataLoss(source + ": truncated tensor record (no tensor version)");
@@ -100,7 +111,7 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   if (!ReadPod(in, &desc_size)) {
     return DataLoss(source + ": truncated tensor record (no TensorDesc size)");
   }
-  int64_t remaining = Remaining(in);
+  const int64_t remaining = Remaining(in);
   if (desc_size < 0 || desc_size > kMaxDescBytes ||
       (remaining >= 0 && desc_size > remaining)) {
     return DataLoss(source + ": bad TensorDesc size " +
@@ -121,15 +132,26 @@ Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
   header->dtype = static_cast<DType>(desc.data_type());
   header->dims.assign(desc.dims().begin(), desc.dims().end());
   for (int64_t d : header->dims) {
-    if (d < 0)
+    if (d < 0) {
       return DataLoss(source + ": negative dimension in tensor record");
+    }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadTensorRecordHeader(std::istream& in, const std::string& source,
+                              TensorRecordHeader* header) {
+  PAREX_RETURN_IF_ERROR(ReadLod(in, source, header));
+  PAREX_RETURN_IF_ERROR(ReadTensorDesc(in, source, header));
+  // The data's size: no overflow, and no more than the stream holds.
   StatusOr<int64_t> numel = CheckedNumel(header->dims, source);
   if (!numel.ok()) return DataLoss(numel.status().message());
   StatusOr<uint64_t> bytes =
       CheckedBytes(*numel, SizeOf(header->dtype), source);
   if (!bytes.ok()) return DataLoss(bytes.status().message());
-  remaining = Remaining(in);
+  const int64_t remaining = Remaining(in);
   if (remaining >= 0 &&
       header->data_bytes() > static_cast<uint64_t>(remaining)) {
     return DataLoss(source + ": truncated tensor data: needs " +

@@ -70,49 +70,24 @@ uint32_t ReadLittleEndian(const std::string& bytes, size_t at, int width) {
   return v;
 }
 
-}  // namespace
-
-StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
-  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
-    return InvalidArgument(what + ": not a NumPy .npy file (bad magic)");
-  }
-  const int major = static_cast<unsigned char>(bytes[6]);
-  if (major < 1 || major > 3) {
-    return InvalidArgument(what + ": unsupported .npy format version " +
-                           std::to_string(major));
-  }
-  const int len_width = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + static_cast<size_t>(len_width)) {
-    return InvalidArgument(what + ": truncated .npy header");
-  }
-  const size_t header_len = ReadLittleEndian(bytes, 8, len_width);
-  const size_t data_at = 8 + len_width + header_len;
-  if (bytes.size() < data_at) {
-    return InvalidArgument(what + ": truncated .npy header");
-  }
-  const std::string header = bytes.substr(8 + len_width, header_len);
-  PAREX_ASSIGN_OR_RETURN(std::string descr, DictValue(header, "descr", what));
-  PAREX_ASSIGN_OR_RETURN(std::string fortran,
-                         DictValue(header, "fortran_order", what));
-  PAREX_ASSIGN_OR_RETURN(std::string shape_text,
-                         DictValue(header, "shape", what));
-  if (fortran.find("True") != std::string::npos) {
-    return Unimplemented(what +
-                         ": Fortran-order arrays are not supported; "
-                         "save with numpy.ascontiguousarray");
-  }
-  // '<' little-endian, '=' native (little-endian here), '|' no byte order.
-  DType dtype = DType::kUndefined;
+// The dtype of a header's descr: '<' little-endian, '=' native
+// (little-endian here), '|' no byte order.
+StatusOr<DType> DescrDType(const std::string& descr, const std::string& what) {
   if (descr.size() >= 2 && std::strchr("<=|", descr[0]) != nullptr) {
     for (const DescrName& d : kDescrs) {
-      if (descr.compare(1, std::string::npos, d.descr + 1) == 0)
-        dtype = d.dtype;
+      if (descr.compare(1, std::string::npos, d.descr + 1) == 0) {
+        return d.dtype;
+      }
     }
   }
-  if (dtype == DType::kUndefined) {
-    return Unimplemented(what + ": unsupported .npy dtype '" + Excerpt(descr) +
-                         "' (little-endian bool, int, uint8 or float only)");
-  }
+  return Unimplemented(what + ": unsupported .npy dtype '" + Excerpt(descr) +
+                       "' (little-endian bool, int, uint8 or float only)");
+}
+
+// A header's shape tuple "2, 3" (or "n," or ""): extents of at most 15
+// digits, at most kMaxRank of them.
+StatusOr<Dims> ShapeDims(const std::string& shape_text,
+                         const std::string& what) {
   Dims dims;
   std::stringstream shape_in(shape_text);
   std::string item;
@@ -137,6 +112,50 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
     }
     dims.push_back(std::stoll(digits));
   }
+  return dims;
+}
+
+// The header's dict text and where the data starts: magic, a version of
+// 1..3 and a header length that the bytes hold.
+StatusOr<std::string> NpyHeader(const std::string& bytes,
+                                const std::string& what, size_t* data_at) {
+  if (bytes.size() < 10 || bytes.compare(0, 6, kMagic, 6) != 0) {
+    return InvalidArgument(what + ": not a NumPy .npy file (bad magic)");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  if (major < 1 || major > 3) {
+    return InvalidArgument(what + ": unsupported .npy format version " +
+                           std::to_string(major));
+  }
+  const int len_width = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + static_cast<size_t>(len_width)) {
+    return InvalidArgument(what + ": truncated .npy header");
+  }
+  const size_t header_len = ReadLittleEndian(bytes, 8, len_width);
+  *data_at = 8 + len_width + header_len;
+  if (bytes.size() < *data_at) {
+    return InvalidArgument(what + ": truncated .npy header");
+  }
+  return bytes.substr(8 + len_width, header_len);
+}
+
+}  // namespace
+
+StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
+  size_t data_at = 0;
+  PAREX_ASSIGN_OR_RETURN(std::string header, NpyHeader(bytes, what, &data_at));
+  PAREX_ASSIGN_OR_RETURN(std::string descr, DictValue(header, "descr", what));
+  PAREX_ASSIGN_OR_RETURN(std::string fortran,
+                         DictValue(header, "fortran_order", what));
+  PAREX_ASSIGN_OR_RETURN(std::string shape_text,
+                         DictValue(header, "shape", what));
+  if (fortran.find("True") != std::string::npos) {
+    return Unimplemented(what +
+                         ": Fortran-order arrays are not supported; "
+                         "save with numpy.ascontiguousarray");
+  }
+  PAREX_ASSIGN_OR_RETURN(DType dtype, DescrDType(descr, what));
+  PAREX_ASSIGN_OR_RETURN(Dims dims, ShapeDims(shape_text, what));
   StatusOr<int64_t> numel = CheckedNumel(dims, what);
   if (!numel.ok()) return InvalidArgument(numel.status().message());
   StatusOr<uint64_t> need = CheckedBytes(*numel, SizeOf(dtype), what);
@@ -149,8 +168,9 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& what) {
         " needs " + std::to_string(*need));
   }
   Tensor t;
-  if (Status s = t.TryAllocate(dtype, dims); !s.ok())
+  if (Status s = t.TryAllocate(dtype, dims); !s.ok()) {
     return s.WithContext(what);
+  }
   if (*need > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, *need);
   return t;
 }

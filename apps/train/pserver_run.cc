@@ -18,38 +18,34 @@ bool HasPservers(const Topology& topology) {
   return false;
 }
 
-StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
-                                                       const Topology& topology,
-                                                       const std::string& node,
-                                                       int max_staleness) {
-  std::unique_ptr<PserverRun> run(new PserverRun());
-  run->max_staleness_ = max_staleness;
-  run->rank_ = topology.Rank(node);
-  if (run->rank_ < 0) {
-    return NotFound(topology.path + ": no node '" + node + "'");
-  }
-  run->node_ = node;
-  run->pserver_ = topology.nodes[run->rank_].pserver;
-  PlacementOptions options;
+Status PserverRun::SetRoles(const Topology& topology, const std::string& node,
+                            PlacementOptions* options) {
+  rank_ = topology.Rank(node);
+  if (rank_ < 0) return NotFound(topology.path + ": no node '" + node + "'");
+  node_ = node;
+  pserver_ = topology.nodes[rank_].pserver;
   for (size_t r = 0; r < topology.nodes.size(); ++r) {
     const TopologyNode& n = topology.nodes[r];
-    (n.pserver ? options.pservers : options.trainers).push_back(n.name);
-    if (!n.pserver) run->trainers_.push_back(static_cast<int>(r));
+    (n.pserver ? options->pservers : options->trainers).push_back(n.name);
+    if (!n.pserver) trainers_.push_back(static_cast<int>(r));
   }
-  if (topology.nodes[0].pserver || options.trainers.empty()) {
+  if (topology.nodes[0].pserver || options->trainers.empty()) {
     return InvalidArgument(
         topology.path + ": node '" + topology.nodes[0].name +
         "' is a pserver; the first node must be a trainer (it writes the "
         "model, the metrics and the checkpoints)");
   }
-  if (run->pserver_ && !topology.nodes[run->rank_].places[0].is_cpu()) {
+  if (pserver_ && !topology.nodes[rank_].places[0].is_cpu()) {
     return InvalidArgument(topology.path + ": pserver '" + node +
                            "': a pserver runs on a CPU place, not " +
-                           topology.nodes[run->rank_].places_text);
+                           topology.nodes[rank_].places_text);
   }
-  PAREX_ASSIGN_OR_RETURN(run->report_, PlaceForParameterServers(main, options));
-  const Block& block = main->global_block();
-  for (const PlacementReport::Shard& s : run->report_.shards) {
+  return Status::Ok();
+}
+
+void PserverRun::MapShards(const Block& block, const Topology& topology,
+                           const PlacementOptions& options) {
+  for (const PlacementReport::Shard& s : report_.shards) {
     PserverShard shard;
     const std::vector<std::string>& nodes =
         s.group.nodes.empty() ? options.pservers : s.group.nodes;
@@ -57,33 +53,34 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
     shard.param = s.param;
     shard.rows = block.FindVar(s.param)->dim(0);
     shard.dims = block.FindVar(s.param)->dims();
-    run->shards_[s.param] = shard;
+    shards_[s.param] = shard;
   }
+  // A parameter's gradient goes where the parameter lives.
   for (int i = 0; i < block.num_ops(); ++i) {
     const OpDesc& op = block.op(i);
     if ((OpRole(op) & kOpRoleBackward) == 0) continue;
     const std::vector<std::string> role_var = OpRoleVar(op);
     for (size_t k = 0; k + 1 < role_var.size(); k += 2) {
-      const auto it = run->shards_.find(role_var[k]);
-      if (it != run->shards_.end()) {
-        run->shards_[role_var[k + 1]] = it->second;
-      }
+      const auto it = shards_.find(role_var[k]);
+      if (it != shards_.end()) shards_[role_var[k + 1]] = it->second;
     }
   }
-  PAREX_RETURN_IF_ERROR(run->FindHeld(block, topology));
+}
+
+Status PserverRun::FindTableState(const Block& block) {
   PAREX_ASSIGN_OR_RETURN(std::vector<PlacedPrefetch> prefetches,
                          PlanPlacedPrefetches(block, BuildStrategy()));
   for (const PlacedPrefetch& p : prefetches) {
-    run->prefetched_.push_back(p.table);
-    run->table_state_.push_back(p.table);
+    prefetched_.push_back(p.table);
+    table_state_.push_back(p.table);
   }
   // A table's row-shaped optimizer state (moments) lives with it.
   for (int i = 0; i < block.num_ops(); ++i) {
     const OpDesc& op = block.op(i);
     const std::string param = op.FirstInput("Param");
     if ((OpRole(op) & kOpRoleOptimize) == 0 ||
-        std::find(run->prefetched_.begin(), run->prefetched_.end(), param) ==
-            run->prefetched_.end()) {
+        std::find(prefetched_.begin(), prefetched_.end(), param) ==
+            prefetched_.end()) {
       continue;
     }
     const int64_t rows = block.FindVar(param)->dim(0);
@@ -92,15 +89,30 @@ StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
       for (const std::string& name : names) {
         const VarDesc* var = block.FindVar(name);
         if (var == nullptr || !var->persistable() || var->dims().empty() ||
-            var->dim(0) != rows || run->held_.count(name) == 0 ||
-            std::find(run->table_state_.begin(), run->table_state_.end(),
-                      name) != run->table_state_.end()) {
+            var->dim(0) != rows || held_.count(name) == 0 ||
+            IsTableState(name)) {
           continue;
         }
-        run->table_state_.push_back(name);
+        table_state_.push_back(name);
       }
     }
   }
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<PserverRun>> PserverRun::Plan(Program* main,
+                                                       const Topology& topology,
+                                                       const std::string& node,
+                                                       int max_staleness) {
+  std::unique_ptr<PserverRun> run(new PserverRun());
+  run->max_staleness_ = max_staleness;
+  PlacementOptions options;
+  PAREX_RETURN_IF_ERROR(run->SetRoles(topology, node, &options));
+  PAREX_ASSIGN_OR_RETURN(run->report_, PlaceForParameterServers(main, options));
+  const Block& block = main->global_block();
+  run->MapShards(block, topology, options);
+  PAREX_RETURN_IF_ERROR(run->FindHeld(block, topology));
+  PAREX_RETURN_IF_ERROR(run->FindTableState(block));
   return run;
 }
 

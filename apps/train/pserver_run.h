@@ -113,6 +113,15 @@ class PserverRun {
   };
   PserverRun() = default;
   Status FindHeld(const Block& block, const Topology& topology);
+  // Plan's parts: this node's rank and role and the topology's trainers and
+  // pservers (a usage error where the first node is a pserver or a pserver
+  // is not on a CPU place); each placed parameter's shard, its gradient's
+  // with it; the prefetched tables and their row-shaped optimizer state.
+  Status SetRoles(const Topology& topology, const std::string& node,
+                  PlacementOptions* options);
+  void MapShards(const Block& block, const Topology& topology,
+                 const PlacementOptions& options);
+  Status FindTableState(const Block& block);
   Tensor* Whole(Scope* scope, const std::string& name);
   Status GatherTable(Scope* scope, Communicator* cross, const std::string& name,
                      const Held& held);

@@ -43,22 +43,22 @@ proto::OpDesc MakeIoOp(const std::string& type, const std::string& in,
   return op;
 }
 
-}  // namespace
-
-StatusOr<Program> Prune(const Program& program,
-                        const std::vector<std::string>& feeds,
-                        const std::vector<std::string>& fetches) {
+// One block; the feeds distinct; every feed and fetch target a tensor
+// variable of it.
+Status CheckPruneArgs(const Program& program,
+                      const std::vector<std::string>& feeds,
+                      const std::vector<std::string>& fetches) {
   if (program.num_blocks() != 1) {
     return Unimplemented("prune: the program has " +
                          std::to_string(program.num_blocks()) +
                          " blocks; only one-block programs are pruned");
   }
   if (fetches.empty()) return InvalidArgument("prune: no fetch targets");
-  const Block& block = program.global_block();
   const std::set<std::string> fed(feeds.begin(), feeds.end());
   if (fed.size() != feeds.size()) {
     return InvalidArgument("prune: a feed name is given twice");
   }
+  const Block& block = program.global_block();
   for (const auto* names : {&feeds, &fetches}) {
     for (const std::string& name : *names) {
       const VarDesc* var = block.FindLocalVar(name);
@@ -69,8 +69,15 @@ StatusOr<Program> Prune(const Program& program,
       }
     }
   }
+  return Status::Ok();
+}
 
-  // Walk backwards from the fetch targets over the forward ops.
+// The forward ops the fetch targets need, walking backwards from them and
+// stopping at the feeds; an error naming a needed variable that is neither
+// fed, persistable nor computed.
+StatusOr<std::vector<bool>> OpsToKeep(const Block& block,
+                                      const std::set<std::string>& fed,
+                                      const std::vector<std::string>& fetches) {
   std::set<std::string> needed(fetches.begin(), fetches.end());
   std::set<std::string> produced;
   std::vector<bool> keep(block.num_ops(), false);
@@ -85,8 +92,9 @@ StatusOr<Program> Prune(const Program& program,
     }
     if (!wanted) continue;
     keep[i] = true;
-    for (const std::string& out : op.OutputArgumentNames())
+    for (const std::string& out : op.OutputArgumentNames()) {
       produced.insert(out);
+    }
     for (const std::string& in : op.InputArgumentNames()) needed.insert(in);
   }
   for (const std::string& name : needed) {
@@ -97,21 +105,26 @@ StatusOr<Program> Prune(const Program& program,
                            "', which is neither fed, persistable nor "
                            "computed from the feeds");
   }
+  return keep;
+}
 
-  // Assemble the inference program.
-  proto::ProgramDesc desc = program.proto();
-  desc.clear_blocks();
-  proto::BlockDesc* out = desc.add_blocks();
-  out->set_idx(0);
-  out->set_parent_idx(-1);
-  std::set<std::string> used(fed.begin(), fed.end());
+// The variables of `block` the kept ops, feeds and fetch targets use, into
+// `out`, with the feed and fetch holders (an error where the program uses
+// a holder's name as a tensor).
+Status AddUsedVars(const Block& block, const std::vector<bool>& keep,
+                   const std::vector<std::string>& feeds,
+                   const std::vector<std::string>& fetches,
+                   proto::BlockDesc* out) {
+  std::set<std::string> used(feeds.begin(), feeds.end());
   used.insert(fetches.begin(), fetches.end());
   for (int i = 0; i < block.num_ops(); ++i) {
     if (!keep[i]) continue;
-    for (const std::string& n : block.op(i).InputArgumentNames())
+    for (const std::string& n : block.op(i).InputArgumentNames()) {
       used.insert(n);
-    for (const std::string& n : block.op(i).OutputArgumentNames())
+    }
+    for (const std::string& n : block.op(i).OutputArgumentNames()) {
       used.insert(n);
+    }
   }
   for (const char* holder : {kFeedHolder, kFetchHolder}) {
     if (used.count(holder)) {
@@ -125,7 +138,14 @@ StatusOr<Program> Prune(const Program& program,
   }
   AddHolderVar(out, kFeedHolder, proto::VarType::FEED_MINIBATCH);
   AddHolderVar(out, kFetchHolder, proto::VarType::FETCH_LIST);
+  return Status::Ok();
+}
 
+// The feed ops, the kept ops in test mode (is_test set wherever the op has
+// it), the fetch ops.
+void AddOps(const Block& block, const std::vector<bool>& keep,
+            const std::vector<std::string>& feeds,
+            const std::vector<std::string>& fetches, proto::BlockDesc* out) {
   for (int col = static_cast<int>(feeds.size()) - 1; col >= 0; --col) {
     *out->add_ops() = MakeIoOp("feed", kFeedHolder, feeds[col], col);
   }
@@ -144,7 +164,26 @@ StatusOr<Program> Prune(const Program& program,
     *out->add_ops() =
         MakeIoOp("fetch", fetches[col], kFetchHolder, static_cast<int>(col));
   }
+}
 
+}  // namespace
+
+StatusOr<Program> Prune(const Program& program,
+                        const std::vector<std::string>& feeds,
+                        const std::vector<std::string>& fetches) {
+  PAREX_RETURN_IF_ERROR(CheckPruneArgs(program, feeds, fetches));
+  const Block& block = program.global_block();
+  const std::set<std::string> fed(feeds.begin(), feeds.end());
+  PAREX_ASSIGN_OR_RETURN(std::vector<bool> keep,
+                         OpsToKeep(block, fed, fetches));
+  // Assemble the inference program.
+  proto::ProgramDesc desc = program.proto();
+  desc.clear_blocks();
+  proto::BlockDesc* out = desc.add_blocks();
+  out->set_idx(0);
+  out->set_parent_idx(-1);
+  PAREX_RETURN_IF_ERROR(AddUsedVars(block, keep, feeds, fetches, out));
+  AddOps(block, keep, feeds, fetches, out);
   Program pruned(std::move(desc));
   Status valid = ValidateProgram(pruned);
   if (!valid.ok()) return valid.WithContext("prune: the pruned program");

@@ -106,6 +106,119 @@ void MarkGradProducers(Block& block, const std::vector<int>& region_ops,
   }
 }
 
+// Block 0's ops with each parallel_do replaced by its forward block's ops
+// and each parallel_do_grad by its backward block's (allreduce dropped),
+// remembering the regions and the blocks consumed.
+struct Flattening {
+  const Program& program;
+  std::vector<ParallelDoRegion> regions;
+  std::vector<FlatOp> flat;
+  std::vector<int> consumed;
+
+  Status AddForward(const OpDesc& op) {
+    PAREX_ASSIGN_OR_RETURN(int fwd, SubBlockOf(program, op));
+    PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Inputs", -1));
+    PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Parameters", fwd));
+    ParallelDoRegion& region = regions.emplace_back();
+    region.forward_block = fwd;
+    region.params = op.Input("Parameters");
+    for (const auto& inner : program.block(fwd).ops()) {
+      for (const std::string& n : inner->OutputArgumentNames()) {
+        region.forward_writes.insert(n);
+      }
+      flat.push_back({inner->proto(), FlatOp::kForward,
+                      static_cast<int>(regions.size()) - 1});
+    }
+    for (const std::string& out : op.Output("Outputs")) {
+      if (!region.forward_writes.count(out)) {
+        return InvalidArgument(op.Label() + ": Outputs entry '" + out +
+                               "' is not written by its sub_block " +
+                               std::to_string(fwd));
+      }
+    }
+    consumed.push_back(fwd);
+    return Status::Ok();
+  }
+
+  Status AddBackward(const OpDesc& op) {
+    PAREX_ASSIGN_OR_RETURN(int bwd, SubBlockOf(program, op));
+    int paired = -1;
+    const int parent = program.block(bwd).parent_idx();
+    for (int r = 0; r < static_cast<int>(regions.size()); ++r) {
+      if (regions[r].forward_block == parent) paired = r;
+    }
+    if (paired < 0) paired = static_cast<int>(regions.size()) - 1;
+    if (paired < 0) {
+      return FailedPrecondition(op.Label() +
+                                ": no parallel_do before it to pair with");
+    }
+    PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Parameters",
+                                        regions[paired].forward_block));
+    auto& params = regions[paired].params;
+    for (const std::string& p : op.Input("Parameters")) {
+      if (!std::count(params.begin(), params.end(), p)) params.push_back(p);
+    }
+    consumed.push_back(bwd);
+    for (const auto& inner : program.block(bwd).ops()) {
+      if (inner->type() == "allreduce") continue;
+      flat.push_back({inner->proto(), FlatOp::kBackward, paired});
+    }
+    return Status::Ok();
+  }
+
+  // The flattened program: block 0's ops replaced, sub-block vars hoisted,
+  // the consumed blocks emptied.
+  Program Assemble() const {
+    proto::ProgramDesc desc = program.proto();
+    proto::BlockDesc* top = desc.mutable_blocks(0);
+    top->clear_ops();
+    for (const FlatOp& f : flat) *top->add_ops() = f.desc;
+    std::set<std::string> declared;
+    for (const auto& v : top->vars()) declared.insert(v.name());
+    for (int b : consumed) {
+      for (const auto& v : desc.blocks(b).vars()) {
+        if (declared.insert(v.name()).second) *top->add_vars() = v;
+      }
+    }
+    for (int b : consumed) {  // after hoisting: a block may be consumed twice
+      desc.mutable_blocks(b)->clear_ops();
+      desc.mutable_blocks(b)->clear_vars();
+    }
+    return Program(std::move(desc));
+  }
+
+  // Roles, the gradient producers and the fill of loss@GRAD, on the
+  // assembled block 0.
+  void MarkRoles(Block& out) const {
+    bool has_loss_fill = false;
+    std::vector<std::vector<int>> backward_ops(regions.size());
+    for (int i = 0; i < out.num_ops(); ++i) {
+      OpDesc& op = out.op(i);
+      const FlatOp& f = flat[i];
+      if (f.origin == FlatOp::kForward && !op.HasAttr("op_role")) {
+        op.SetAttr<int>("op_role", kOpRoleForward);
+      }
+      if (f.origin == FlatOp::kBackward) {
+        if (!op.HasAttr("op_role")) op.SetAttr<int>("op_role", kOpRoleBackward);
+        backward_ops[f.region].push_back(i);
+      }
+      has_loss_fill |= OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
+    }
+    for (size_t r = 0; r < regions.size(); ++r) {
+      MarkGradProducers(out, backward_ops[r], regions[r].params);
+      if (has_loss_fill || backward_ops[r].empty()) continue;
+      OpDesc& first = out.op(backward_ops[r].front());
+      bool of_forward = false;  // writes <v>@GRAD for a forward var v
+      for (const std::string& v : regions[r].forward_writes) {
+        of_forward |= GradVarName(v) == first.FirstOutput("Out");
+      }
+      if (first.type() == "fill_constant" && of_forward) {
+        first.SetAttr<int>("op_role", kOpRoleBackward | kOpRoleLoss);
+      }
+    }
+  }
+};
+
 }  // namespace
 
 // Details beyond the header: a parallel_do_grad pairs with the parallel_do
@@ -126,10 +239,7 @@ StatusOr<Program> FlattenParallelDo(const Program& program) {
   for (const auto& op : block0.ops()) {  // parallel_do(_grad)'s Places
     for (const std::string& p : op->Input("Places")) place_vars.insert(p);
   }
-
-  std::vector<ParallelDoRegion> regions;
-  std::vector<FlatOp> flat;
-  std::vector<int> consumed;
+  Flattening f{program, {}, {}, {}};
   for (const auto& op_ptr : block0.ops()) {
     const OpDesc& op = *op_ptr;
     const auto outs = op.OutputArgumentNames();
@@ -140,105 +250,16 @@ StatusOr<Program> FlattenParallelDo(const Program& program) {
       continue;
     }
     if (op.type() == kParallelDo) {
-      PAREX_ASSIGN_OR_RETURN(int fwd, SubBlockOf(program, op));
-      PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Inputs", -1));
-      PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Parameters", fwd));
-      ParallelDoRegion& region = regions.emplace_back();
-      region.forward_block = fwd;
-      region.params = op.Input("Parameters");
-      for (const auto& inner : program.block(fwd).ops()) {
-        for (const std::string& n : inner->OutputArgumentNames()) {
-          region.forward_writes.insert(n);
-        }
-        flat.push_back({inner->proto(), FlatOp::kForward,
-                        static_cast<int>(regions.size()) - 1});
-      }
-      for (const std::string& out : op.Output("Outputs")) {
-        if (!region.forward_writes.count(out)) {
-          return InvalidArgument(op.Label() + ": Outputs entry '" + out +
-                                 "' is not written by its sub_block " +
-                                 std::to_string(fwd));
-        }
-      }
-      consumed.push_back(fwd);
-      continue;
-    }
-    if (op.type() == kParallelDoGrad) {
-      PAREX_ASSIGN_OR_RETURN(int bwd, SubBlockOf(program, op));
-      int paired = -1;
-      const int parent = program.block(bwd).parent_idx();
-      for (int r = 0; r < static_cast<int>(regions.size()); ++r) {
-        if (regions[r].forward_block == parent) paired = r;
-      }
-      if (paired < 0) paired = static_cast<int>(regions.size()) - 1;
-      if (paired < 0) {
-        return FailedPrecondition(op.Label() +
-                                  ": no parallel_do before it to pair with");
-      }
-      PAREX_RETURN_IF_ERROR(CheckDeclared(program, op, "Parameters",
-                                          regions[paired].forward_block));
-      auto& params = regions[paired].params;
-      for (const std::string& p : op.Input("Parameters")) {
-        if (!std::count(params.begin(), params.end(), p)) params.push_back(p);
-      }
-      consumed.push_back(bwd);
-      for (const auto& inner : program.block(bwd).ops()) {
-        if (inner->type() == "allreduce") continue;
-        flat.push_back({inner->proto(), FlatOp::kBackward, paired});
-      }
-      continue;
-    }
-    flat.push_back({op.proto(), FlatOp::kBlock0, -1});
-  }
-  if (regions.empty()) return Program(program);
-
-  // The flattened program: block 0's ops replaced, sub-block vars hoisted,
-  // the consumed blocks emptied.
-  proto::ProgramDesc desc = program.proto();
-  proto::BlockDesc* top = desc.mutable_blocks(0);
-  top->clear_ops();
-  for (const FlatOp& f : flat) *top->add_ops() = f.desc;
-  std::set<std::string> declared;
-  for (const auto& v : top->vars()) declared.insert(v.name());
-  for (int b : consumed) {
-    for (const auto& v : desc.blocks(b).vars()) {
-      if (declared.insert(v.name()).second) *top->add_vars() = v;
+      PAREX_RETURN_IF_ERROR(f.AddForward(op));
+    } else if (op.type() == kParallelDoGrad) {
+      PAREX_RETURN_IF_ERROR(f.AddBackward(op));
+    } else {
+      f.flat.push_back({op.proto(), FlatOp::kBlock0, -1});
     }
   }
-  for (int b : consumed) {  // after hoisting: a block may be consumed twice
-    desc.mutable_blocks(b)->clear_ops();
-    desc.mutable_blocks(b)->clear_vars();
-  }
-  Program result(std::move(desc));
-  Block& out = result.global_block();
-
-  // Roles, the gradient producers and the fill of loss@GRAD.
-  bool has_loss_fill = false;
-  std::vector<std::vector<int>> backward_ops(regions.size());
-  for (int i = 0; i < out.num_ops(); ++i) {
-    OpDesc& op = out.op(i);
-    const FlatOp& f = flat[i];
-    if (f.origin == FlatOp::kForward && !op.HasAttr("op_role")) {
-      op.SetAttr<int>("op_role", kOpRoleForward);
-    }
-    if (f.origin == FlatOp::kBackward) {
-      if (!op.HasAttr("op_role")) op.SetAttr<int>("op_role", kOpRoleBackward);
-      backward_ops[f.region].push_back(i);
-    }
-    has_loss_fill |= OpRole(op) == (kOpRoleBackward | kOpRoleLoss);
-  }
-  for (size_t r = 0; r < regions.size(); ++r) {
-    MarkGradProducers(out, backward_ops[r], regions[r].params);
-    if (has_loss_fill || backward_ops[r].empty()) continue;
-    OpDesc& first = out.op(backward_ops[r].front());
-    bool of_forward = false;  // writes <v>@GRAD for a forward var v
-    for (const std::string& v : regions[r].forward_writes) {
-      of_forward |= GradVarName(v) == first.FirstOutput("Out");
-    }
-    if (first.type() == "fill_constant" && of_forward) {
-      first.SetAttr<int>("op_role", kOpRoleBackward | kOpRoleLoss);
-    }
-  }
+  if (f.regions.empty()) return Program(program);
+  Program result = f.Assemble();
+  f.MarkRoles(result.global_block());
   return result;
 }
 

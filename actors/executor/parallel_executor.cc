@@ -35,6 +35,46 @@ namespace {
 // handles on the fetch stream of the first place (they span the places).
 // Places with memory of their own (`devices`) drive the streams of their
 // device contexts the same way.
+// The stream slots of asynchronous places: each place's compute stream,
+// then the communication and the fetch stream.
+void AddStreams(const std::vector<Place>& places, int64_t delay_ns,
+                const DevicePlaces* devices, TaskGraph* tasks) {
+  for (int p = 0; p < static_cast<int>(places.size()); ++p) {
+    tasks->streams.push_back({places[p].ToString() + "/compute", p,
+                              TaskStream::kCompute, delay_ns,
+                              devices ? devices->compute(p) : nullptr});
+  }
+  tasks->streams.push_back({places[0].ToString() + "/communication", 0,
+                            TaskStream::kCommunication, delay_ns,
+                            devices ? devices->communication() : nullptr});
+  tasks->streams.push_back({places[0].ToString() + "/fetch", 0,
+                            TaskStream::kFetch, delay_ns,
+                            devices ? devices->fetch() : nullptr});
+}
+
+// Op handle `op`'s successors (the readers of what it writes, each edge
+// labelled with the vars it waits for) and, for a collective, the bytes of
+// the gradients it carries.
+void AddEdges(const SsaGraph& g, const SsaOp& op, TaskNode* node) {
+  std::map<int, std::string> succ;  // reader -> the vars it waits for
+  for (int v : op.outputs) {
+    for (int r : g.var(v).readers) {
+      std::string& label = succ[r];
+      label += (label.empty() ? "" : ", ") + g.VarLabel(v);
+    }
+  }
+  for (const auto& [reader, label] : succ) {
+    node->successors.push_back(reader);
+    node->edge_labels.push_back(label);
+  }
+  if (!IsCollective(op.kind)) return;
+  for (const std::string& name : op.var_names) {
+    for (const GradInfo& info : g.grads) {
+      if (info.grad == name) node->bytes += info.bytes;
+    }
+  }
+}
+
 std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
                                        const std::vector<Place>& places,
                                        const Communicator& comm,
@@ -45,21 +85,10 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
   tasks->communicators.push_back({comm.backend(), comm.blocking()});
   const bool async =
       (!places.empty() && places[0].is_sim()) || devices != nullptr;
-  const int64_t delay_ns = devices != nullptr ? 0 : sim_delay_us * 1000;
-  // Stream slots: compute of each place, then communication and fetch.
   const int num_places = static_cast<int>(places.size());
   if (async) {
-    for (int p = 0; p < num_places; ++p) {
-      tasks->streams.push_back({places[p].ToString() + "/compute", p,
-                                TaskStream::kCompute, delay_ns,
-                                devices ? devices->compute(p) : nullptr});
-    }
-    tasks->streams.push_back({places[0].ToString() + "/communication", 0,
-                              TaskStream::kCommunication, delay_ns,
-                              devices ? devices->communication() : nullptr});
-    tasks->streams.push_back({places[0].ToString() + "/fetch", 0,
-                              TaskStream::kFetch, delay_ns,
-                              devices ? devices->fetch() : nullptr});
+    AddStreams(places, devices != nullptr ? 0 : sim_delay_us * 1000, devices,
+               tasks.get());
   }
   for (const SsaOp& op : g.ops()) {
     TaskNode& node = tasks->nodes[op.id];
@@ -75,23 +104,7 @@ std::shared_ptr<TaskGraph> TaskGraphOf(const SsaGraph& g,
           : node.stream == TaskStream::kCommunication ? num_places
                                                       : num_places + 1;
     }
-    std::map<int, std::string> succ;  // reader -> the vars it waits for
-    for (int v : op.outputs) {
-      for (int r : g.var(v).readers) {
-        std::string& label = succ[r];
-        label += (label.empty() ? "" : ", ") + g.VarLabel(v);
-      }
-    }
-    for (const auto& [reader, label] : succ) {
-      node.successors.push_back(reader);
-      node.edge_labels.push_back(label);
-    }
-    for (const std::string& name : op.var_names) {
-      for (const GradInfo& info : g.grads) {
-        if (IsCollective(op.kind) && info.grad == name)
-          node.bytes += info.bytes;
-      }
-    }
+    AddEdges(g, op, &node);
   }
   return tasks;
 }

@@ -56,12 +56,11 @@ struct Analysis {
   std::vector<int> path;  // forward op indices, in reverse program order
 };
 
-// A var needs a gradient when it depends on a var that may have one (a
-// trainable parameter or another leaf that is not stop_gradient) and the
-// loss depends on it, both through differentiable slots.
-StatusOr<Analysis> Analyze(const Block& block, const std::string& loss,
-                           const std::set<std::string>& no_grad,
-                           const std::vector<OpInfo>& infos) {
+// The vars that depend on a var that may have a gradient (a trainable
+// parameter or another leaf that is not stop_gradient), through
+// differentiable slots.
+NameSet ForwardReach(const Block& block, const std::set<std::string>& no_grad,
+                     const std::vector<OpInfo>& infos) {
   auto may_have_grad = [&](const std::string& name) {
     if (name.empty() || no_grad.count(name) > 0) return false;
     const VarDesc* v = block.FindVar(name);
@@ -73,7 +72,7 @@ StatusOr<Analysis> Analyze(const Block& block, const std::string& loss,
       produced.insert(out);
     }
   }
-  NameSet forward;  // depends on a var that may have a gradient
+  NameSet forward;
   for (const auto& v : block.vars()) {
     if (produced.count(v->name()) == 0 && may_have_grad(v->name()) &&
         (!v->persistable() || v->is_parameter())) {
@@ -91,7 +90,39 @@ StatusOr<Analysis> Analyze(const Block& block, const std::string& loss,
       if (may_have_grad(out)) forward.insert(out);
     }
   }
+  return forward;
+}
 
+// Op i, on the gradient path, has a gradient op and is the only writer of
+// each of its outputs the loss depends on (`writer`: who wrote them).
+Status CheckOnPath(const Block& block, int i, const OpInfo& info,
+                   const std::string& loss, const NameSet& backward,
+                   std::unordered_map<std::string, int>* writer) {
+  const OpDesc& op = block.op(i);
+  if (info.kind == GradKind::kMissing) {
+    return InvalidArgument("append_backward: " + op.Label() +
+                           " lies on the gradient path to loss '" + loss +
+                           "' but has no gradient op");
+  }
+  for (const std::string& out : op.OutputArgumentNames()) {
+    if (backward.count(out) == 0) continue;
+    auto [it, first] = writer->emplace(out, i);
+    if (!first && it->second != i) {
+      return Unimplemented(
+          "append_backward: '" + out + "' is written by " + op.Label() +
+          " and by " + block.op(it->second).Label() +
+          "; gradients through overwritten variables are not supported");
+    }
+  }
+  return Status::Ok();
+}
+
+// A var needs a gradient when it depends on a var that may have one and the
+// loss depends on it, both through differentiable slots.
+StatusOr<Analysis> Analyze(const Block& block, const std::string& loss,
+                           const std::set<std::string>& no_grad,
+                           const std::vector<OpInfo>& infos) {
+  const NameSet forward = ForwardReach(block, no_grad, infos);
   Analysis a;
   NameSet backward;  // the loss depends on it
   if (forward.count(loss) > 0) backward.insert(loss);
@@ -109,21 +140,8 @@ StatusOr<Analysis> Analyze(const Block& block, const std::string& loss,
       if (forward.count(in) > 0) inputs.push_back(in);
     }
     if (inputs.empty()) continue;
-    if (infos[i].kind == GradKind::kMissing) {
-      return InvalidArgument("append_backward: " + op.Label() +
-                             " lies on the gradient path to loss '" + loss +
-                             "' but has no gradient op");
-    }
-    for (const std::string& out : op.OutputArgumentNames()) {
-      if (backward.count(out) == 0) continue;
-      auto [it, first] = writer.emplace(out, i);
-      if (!first && it->second != i) {
-        return Unimplemented(
-            "append_backward: '" + out + "' is written by " + op.Label() +
-            " and by " + block.op(it->second).Label() +
-            "; gradients through overwritten variables are not supported");
-      }
-    }
+    PAREX_RETURN_IF_ERROR(
+        CheckOnPath(block, i, infos[i], loss, backward, &writer));
     a.path.push_back(i);
     backward.insert(inputs.begin(), inputs.end());
   }
@@ -256,12 +274,10 @@ std::string NoGradientReason(const VarDesc& v,
 
 }  // namespace
 
-StatusOr<std::vector<ParamGrad>> AppendBackward(
-    Program* program, const std::string& loss,
-    const std::set<std::string>& no_grad_set,
-    const std::vector<std::string>& parameter_list) {
-  PAREX_CHECK(program != nullptr, "AppendBackward: null program");
-  Block& block = program->global_block();
+namespace {
+
+// The loss: a floating-point scalar ([1] or []) variable of block 0.
+StatusOr<const VarDesc*> LossVar(const Block& block, const std::string& loss) {
   const VarDesc* loss_var = block.FindLocalVar(loss);
   if (loss_var == nullptr) {
     return NotFound("append_backward: loss '" + loss +
@@ -277,17 +293,15 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(
     return InvalidArgument("append_backward: loss '" + loss +
                            "' is not a floating-point tensor");
   }
-  std::set<std::string> no_grad;
-  for (const std::string& name : no_grad_set) {
-    no_grad.insert(EndsWith(name, kGradSuffix) ? StripGradSuffix(name) : name);
-  }
+  return loss_var;
+}
 
-  std::vector<OpInfo> infos;
-  for (const auto& op : block.ops()) infos.push_back(DescribeOp(*op));
-  PAREX_ASSIGN_OR_RETURN(Analysis analysis,
-                         Analyze(block, loss, no_grad, infos));
-
-  std::vector<ParamGrad> pairs;
+// The (parameter, gradient) pairs: the listed parameters (each must have a
+// gradient path to the loss), or every trainable parameter that has one.
+StatusOr<std::vector<ParamGrad>> ParamGrads(
+    const Block& block, const std::string& loss,
+    const std::set<std::string>& no_grad,
+    const std::vector<std::string>& parameter_list, const NameSet& needs) {
   std::set<std::string> listed;
   for (const std::string& name : parameter_list) {
     const VarDesc* v = block.FindVar(name);
@@ -295,30 +309,30 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(
       return NotFound("append_backward: parameter '" + name +
                       "' is not a variable of block 0");
     }
-    if (analysis.needs.count(name) == 0) {
+    if (needs.count(name) == 0) {
       return InvalidArgument("append_backward: parameter '" + name +
                              "' has no gradient path to loss '" + loss + "'" +
                              NoGradientReason(*v, no_grad));
     }
     listed.insert(name);
   }
+  std::vector<ParamGrad> pairs;
   for (const auto& v : block.vars()) {
     const bool wanted =
         parameter_list.empty()
             ? v->is_parameter() && v->persistable() && !v->stop_gradient()
             : listed.count(v->name()) > 0;
-    if (wanted && analysis.needs.count(v->name()) > 0) {
+    if (wanted && needs.count(v->name()) > 0) {
       pairs.push_back({v->name(), GradVarName(v->name())});
     }
   }
+  return pairs;
+}
 
-  GradOpPlanner planner(block, analysis.needs);
-  planner.AddLossGrad(*loss_var);
-  for (int i : analysis.path) {
-    PAREX_RETURN_IF_ERROR(planner.AddGradOps(block.op(i), infos[i]));
-  }
-  std::vector<proto::OpDesc> ops = AccumulateGradients(planner.Release());
-  SetOpRoleVars(&ops, pairs);
+// No gradient op writes a variable the block already has (a backward pass
+// appended twice).
+Status CheckNewOutputs(const Block& block,
+                       const std::vector<proto::OpDesc>& ops) {
   for (const proto::OpDesc& op : ops) {
     for (const auto& slot : op.outputs()) {
       for (const std::string& name : slot.arguments()) {
@@ -330,6 +344,37 @@ StatusOr<std::vector<ParamGrad>> AppendBackward(
       }
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::vector<ParamGrad>> AppendBackward(
+    Program* program, const std::string& loss,
+    const std::set<std::string>& no_grad_set,
+    const std::vector<std::string>& parameter_list) {
+  PAREX_CHECK(program != nullptr, "AppendBackward: null program");
+  Block& block = program->global_block();
+  PAREX_ASSIGN_OR_RETURN(const VarDesc* loss_var, LossVar(block, loss));
+  std::set<std::string> no_grad;
+  for (const std::string& name : no_grad_set) {
+    no_grad.insert(EndsWith(name, kGradSuffix) ? StripGradSuffix(name) : name);
+  }
+  std::vector<OpInfo> infos;
+  for (const auto& op : block.ops()) infos.push_back(DescribeOp(*op));
+  PAREX_ASSIGN_OR_RETURN(Analysis analysis,
+                         Analyze(block, loss, no_grad, infos));
+  PAREX_ASSIGN_OR_RETURN(
+      std::vector<ParamGrad> pairs,
+      ParamGrads(block, loss, no_grad, parameter_list, analysis.needs));
+  GradOpPlanner planner(block, analysis.needs);
+  planner.AddLossGrad(*loss_var);
+  for (int i : analysis.path) {
+    PAREX_RETURN_IF_ERROR(planner.AddGradOps(block.op(i), infos[i]));
+  }
+  std::vector<proto::OpDesc> ops = AccumulateGradients(planner.Release());
+  SetOpRoleVars(&ops, pairs);
+  PAREX_RETURN_IF_ERROR(CheckNewOutputs(block, ops));
   // Check on a copy first, so that an error leaves the program unchanged.
   {
     Program trial(*program);

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
@@ -235,6 +236,56 @@ struct AddendsState : KernelState {
   std::vector<const T*> pointers;
 };
 
+// parex's GradAddends (Reduce mode's optimizer slices): other places'
+// gradients, added onto Grad in order; null when there are none. Their
+// pointers are kept in the op's state (no allocation after step one).
+template <typename T>
+StatusOr<std::vector<const T*>*> GradAddends(KernelContext& ctx,
+                                             const Tensor& param) {
+  const int count = ctx.InputCount("GradAddends");
+  if (count == 0) return nullptr;
+  std::vector<const T*>* addends = &ctx.State<AddendsState<T>>()->pointers;
+  addends->clear();  // keeps its capacity
+  for (int i = 0; i < count; ++i) {
+    const Tensor* t = ctx.Input("GradAddends", i);
+    if (t->numel() != param.numel()) {
+      return ctx.Error("GradAddends " + DimsToString(t->dims()) +
+                       " does not match Param " + DimsToString(param.dims()));
+    }
+    addends->push_back(t->data<T>());
+  }
+  return addends;
+}
+
+// Adam's scalars: the learning rate, the betas' powers, and beta1, beta2
+// and epsilon from their tensors where bound, else the attributes.
+struct AdamScalars {
+  double lr = 0, beta1_pow = 0, beta2_pow = 0, beta1 = 0, beta2 = 0,
+         epsilon = 0;
+};
+
+Status ReadAdamScalars(KernelContext& ctx, AdamScalars* s) {
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &s->lr));
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Pow", &s->beta1_pow));
+  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta2Pow", &s->beta2_pow));
+  s->beta1 = ctx.Attr<float>("beta1");
+  s->beta2 = ctx.Attr<float>("beta2");
+  s->epsilon = ctx.Attr<float>("epsilon");
+  const std::pair<const char*, double*> tensors[] = {
+      {"Beta1Tensor", &s->beta1},
+      {"Beta2Tensor", &s->beta2},
+      {"EpsilonTensor", &s->epsilon}};
+  for (const auto& [slot, value] : tensors) {
+    if (ctx.Input(slot) != nullptr) {
+      PAREX_RETURN_IF_ERROR(ReadScalar(ctx, slot, value));
+    }
+  }
+  if (s->beta1_pow == 1.0) {
+    return ctx.Error("Beta1Pow is 1: the bias correction divides by zero");
+  }
+  return Status::Ok();
+}
+
 // Fluid's Adam:
 //   m1 = beta1 * m1 + (1 - beta1) * g;  m2 = beta2 * m2 + (1 - beta2) * g^2
 //   lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow)
@@ -263,46 +314,13 @@ Status AdamKernel(KernelContext& ctx) {
     return ctx.Error("Grad " + DimsToString(grad_t->dims()) +
                      " does not match Param " + DimsToString(param->dims()));
   }
-  // parex's GradAddends (Reduce mode's optimizer slices): other places'
-  // gradients, added onto Grad in order.
-  std::vector<const T*>* addends = nullptr;
-  if (const int count = ctx.InputCount("GradAddends"); count > 0) {
-    addends = &ctx.State<AddendsState<T>>()->pointers;
-    addends->clear();  // keeps its capacity: no allocation after step one
-    for (int i = 0; i < count; ++i) {
-      const Tensor* t = ctx.Input("GradAddends", i);
-      if (t->numel() != param->numel()) {
-        return ctx.Error("GradAddends " + DimsToString(t->dims()) +
-                         " does not match Param " +
-                         DimsToString(param->dims()));
-      }
-      addends->push_back(t->data<T>());
-    }
-  }
-  double lr_value, beta1_pow, beta2_pow;
-  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "LearningRate", &lr_value));
-  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Pow", &beta1_pow));
-  PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta2Pow", &beta2_pow));
-  double beta1 = ctx.Attr<float>("beta1");
-  double beta2 = ctx.Attr<float>("beta2");
-  double epsilon = ctx.Attr<float>("epsilon");
-  if (ctx.Input("Beta1Tensor") != nullptr) {
-    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta1Tensor", &beta1));
-  }
-  if (ctx.Input("Beta2Tensor") != nullptr) {
-    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "Beta2Tensor", &beta2));
-  }
-  if (ctx.Input("EpsilonTensor") != nullptr) {
-    PAREX_RETURN_IF_ERROR(ReadScalar(ctx, "EpsilonTensor", &epsilon));
-  }
-  if (beta1_pow == 1.0) {
-    return ctx.Error("Beta1Pow is 1: the bias correction divides by zero");
-  }
-  const T b1 = static_cast<T>(beta1);
-  const T b2 = static_cast<T>(beta2);
+  PAREX_ASSIGN_OR_RETURN(std::vector<const T*> * addends,
+                         GradAddends<T>(ctx, *param));
+  AdamScalars s;
+  PAREX_RETURN_IF_ERROR(ReadAdamScalars(ctx, &s));
   const T lr_t =
-      static_cast<T>(lr_value * std::sqrt(1 - beta2_pow) / (1 - beta1_pow));
-  const T eps_t = static_cast<T>(epsilon * std::sqrt(1 - beta2_pow));
+      static_cast<T>(s.lr * std::sqrt(1 - s.beta2_pow) / (1 - s.beta1_pow));
+  const T eps_t = static_cast<T>(s.epsilon * std::sqrt(1 - s.beta2_pow));
   const cpu::AdamLoopArgs<T> args{
       param->numel(),
       param->data<T>(),
@@ -312,8 +330,8 @@ Status AdamKernel(KernelContext& ctx) {
       ctx.Output("ParamOut")->data<T>(),
       ctx.Output("Moment1Out")->data<T>(),
       ctx.Output("Moment2Out")->data<T>(),
-      b1,
-      b2,
+      static_cast<T>(s.beta1),
+      static_cast<T>(s.beta2),
       lr_t,
       eps_t,
       addends ? addends->data() : nullptr,
@@ -326,10 +344,10 @@ Status AdamKernel(KernelContext& ctx) {
   }
   if (!ctx.Attr<bool>("use_global_beta_pow")) {
     if (Tensor* out = ctx.Output("Beta1PowOut")) {
-      WriteScalar(out, beta1_pow * beta1);
+      WriteScalar(out, s.beta1_pow * s.beta1);
     }
     if (Tensor* out = ctx.Output("Beta2PowOut")) {
-      WriteScalar(out, beta2_pow * beta2);
+      WriteScalar(out, s.beta2_pow * s.beta2);
     }
   }
   return Status::Ok();

@@ -31,11 +31,10 @@ StatusOr<std::vector<int>> OptionalPerDim(const ShapeContext& ctx,
   return v;
 }
 
-StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
-  PAREX_RETURN_IF_ERROR(
-      CheckChannelsFirst(ctx, "data_format", rank == 2 ? "NCHW" : "NCDHW"));
-  const Dims in = ctx.InputDims("Input");
-  const Dims filter = ctx.InputDims("Filter");
+// Input and Filter of rank `rank` + 2 that agree on the input channels,
+// those divisible by groups >= 1; the output channels (-1 when unknown).
+StatusOr<int64_t> OutputChannels(const ShapeContext& ctx, const Dims& in,
+                                 const Dims& filter, int rank) {
   if (static_cast<int>(in.size()) != rank + 2 ||
       static_cast<int>(filter.size()) != rank + 2) {
     return ctx.Error("Input " + DimsToString(in) + " and Filter " +
@@ -61,6 +60,61 @@ StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
     return ctx.Error("Filter " + DimsToString(filter) + " with " +
                      std::to_string(groups) + " groups overflows");
   }
+  return channels;
+}
+
+// Spatial dim i's extent inferred from the window (no overflow, above 0).
+StatusOr<int64_t> InferredExtent(const ShapeContext& ctx, const WindowSpec& w,
+                                 int i, const Dims& in, const Dims& filter) {
+  int64_t infer = 0;
+  if (!CheckedMul(w.in[i] - 1, int64_t{w.strides[i]}, &infer) ||
+      infer > kMaxNumel || w.dilations[i] > kMaxNumel / (w.size[i] + 1)) {
+    return ctx.Error("the output of Input " + DimsToString(in) +
+                     " with strides " + IntsToString(w.strides) +
+                     " is too large");
+  }
+  infer += int64_t{w.dilations[i]} * (w.size[i] - 1) + 1 - w.paddings[2 * i] -
+           w.paddings[2 * i + 1];
+  if (infer <= 0) {
+    return ctx.Error("paddings " + IntsToString(w.paddings) +
+                     " leave no output of Input " + DimsToString(in) +
+                     " and Filter " + DimsToString(filter));
+  }
+  return infer;
+}
+
+// Dim i's extent: output_size's when given (infer <= it < infer + stride),
+// else infer + output_padding (0 <= it < max(stride, dilation)).
+StatusOr<int64_t> OutputExtent(const ShapeContext& ctx, const WindowSpec& w,
+                               int i, int64_t infer,
+                               const std::vector<int>& output_size,
+                               const std::vector<int>& output_padding) {
+  if (!output_size.empty()) {
+    if (output_size[i] < infer || output_size[i] >= infer + w.strides[i]) {
+      return ctx.Error("output_size " + IntsToString(output_size) +
+                       " must lie in [" + std::to_string(infer) + ", " +
+                       std::to_string(infer + w.strides[i]) + ") in dim " +
+                       std::to_string(i));
+    }
+    return output_size[i];
+  }
+  if (output_padding.empty()) return infer;
+  const int limit = std::max(w.strides[i], w.dilations[i]);
+  if (output_padding[i] < 0 || output_padding[i] >= limit) {
+    return ctx.Error("output_padding " + IntsToString(output_padding) +
+                     " must lie in [0, " + std::to_string(limit) + ") in dim " +
+                     std::to_string(i));
+  }
+  return infer + output_padding[i];
+}
+
+StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
+  PAREX_RETURN_IF_ERROR(
+      CheckChannelsFirst(ctx, "data_format", rank == 2 ? "NCHW" : "NCDHW"));
+  const Dims in = ctx.InputDims("Input");
+  const Dims filter = ctx.InputDims("Filter");
+  PAREX_ASSIGN_OR_RETURN(int64_t channels,
+                         OutputChannels(ctx, in, filter, rank));
   WindowSpec w;
   w.rank = rank;
   for (int i = 0; i < rank; ++i) {
@@ -80,39 +134,12 @@ StatusOr<Dims> ConvTransposeOutDims(const ShapeContext& ctx, int rank) {
       out.push_back(output_size.empty() ? -1 : output_size[i]);
       continue;
     }
-    int64_t infer = 0;
-    if (!CheckedMul(w.in[i] - 1, int64_t{w.strides[i]}, &infer) ||
-        infer > kMaxNumel || w.dilations[i] > kMaxNumel / (w.size[i] + 1)) {
-      return ctx.Error("the output of Input " + DimsToString(in) +
-                       " with strides " + IntsToString(w.strides) +
-                       " is too large");
-    }
-    infer += int64_t{w.dilations[i]} * (w.size[i] - 1) + 1 - w.paddings[2 * i] -
-             w.paddings[2 * i + 1];
-    if (infer <= 0) {
-      return ctx.Error("paddings " + IntsToString(w.paddings) +
-                       " leave no output of Input " + DimsToString(in) +
-                       " and Filter " + DimsToString(filter));
-    }
-    if (!output_size.empty()) {
-      if (output_size[i] < infer || output_size[i] >= infer + w.strides[i]) {
-        return ctx.Error("output_size " + IntsToString(output_size) +
-                         " must lie in [" + std::to_string(infer) + ", " +
-                         std::to_string(infer + w.strides[i]) + ") in dim " +
-                         std::to_string(i));
-      }
-      out.push_back(output_size[i]);
-    } else if (!output_padding.empty()) {
-      const int limit = std::max(w.strides[i], w.dilations[i]);
-      if (output_padding[i] < 0 || output_padding[i] >= limit) {
-        return ctx.Error("output_padding " + IntsToString(output_padding) +
-                         " must lie in [0, " + std::to_string(limit) +
-                         ") in dim " + std::to_string(i));
-      }
-      out.push_back(infer + output_padding[i]);
-    } else {
-      out.push_back(infer);
-    }
+    PAREX_ASSIGN_OR_RETURN(int64_t infer,
+                           InferredExtent(ctx, w, i, in, filter));
+    PAREX_ASSIGN_OR_RETURN(
+        int64_t extent,
+        OutputExtent(ctx, w, i, infer, output_size, output_padding));
+    out.push_back(extent);
   }
   return out;
 }

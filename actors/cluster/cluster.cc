@@ -297,7 +297,7 @@ CollectiveObserver Cluster::Impl::Observer() {
       shared->call_name.assign(name.data(), name.size());
       shared->call.assign(CollectiveName(collective));
       shared->call += " '";
-      shared->call.append(name.data(), name.size());
+      shared->call += ShownName(name);
       shared->call += "'";
     }
     shared->call_began = now;

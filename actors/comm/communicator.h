@@ -54,6 +54,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -78,6 +79,22 @@ inline const char* CollectiveName(Collective c) {
       return "all_gather";
   }
   return "?";
+}
+
+// A call's name as messages show it: a parameter-server send or receive
+// names every variable it moves joined by '\n' (the key its peer matches),
+// shown "a, b, c" so that an error stays one line.
+inline std::string ShownName(std::string_view name) {
+  std::string shown;
+  shown.reserve(name.size());
+  for (char c : name) {
+    if (c == '\n') {
+      shown += ", ";
+    } else {
+      shown += c;
+    }
+  }
+  return shown;
 }
 
 // Hears each cross-node call begin (entering) and end: its number (the

@@ -8,8 +8,7 @@ namespace parex {
 namespace {
 
 std::string Label(Collective collective, std::string_view name) {
-  return std::string(CollectiveName(collective)) + " '" + std::string(name) +
-         "'";
+  return std::string(CollectiveName(collective)) + " '" + ShownName(name) + "'";
 }
 
 }  // namespace

@@ -82,7 +82,7 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
 Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
                                   int to, int channel, bool copy,
                                   PendingSend* p) {
-  p->what = "send '" + std::string(name) + "' from " + rank_names_[rank_] +
+  p->what = "send '" + ShownName(name) + "' from " + rank_names_[rank_] +
             " to " +
             (to >= 0 && to < size_ ? rank_names_[to] : std::string("?"));
   PAREX_RETURN_IF_ERROR(CheckPeer(to, channel, p->what));
@@ -190,7 +190,7 @@ Status GlooCommunicator::Recv(std::string_view name, Tensor* tensor, int from,
                               int channel) {
   const std::string peer =
       from >= 0 && from < size_ ? rank_names_[from] : std::string("?");
-  const std::string what = "recv '" + std::string(name) + "' on " +
+  const std::string what = "recv '" + ShownName(name) + "' on " +
                            rank_names_[rank_] + " from " + peer;
   PAREX_RETURN_IF_ERROR(CheckPeer(from, channel, what));
   WireHeader header;

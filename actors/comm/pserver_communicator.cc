@@ -194,7 +194,8 @@ Status PserverCommunicator::SendGradients(const std::vector<Part>& parts) {
     }
     const Tensor* out = &pieces[0];
     if (pieces.size() > 1) {
-      PAREX_RETURN_IF_ERROR(Pack(pieces, "send '" + m.name + "'", &packed_));
+      PAREX_RETURN_IF_ERROR(
+          Pack(pieces, "send '" + ShownName(m.name) + "'", &packed_));
       out = &packed_;
     }
     PAREX_RETURN_IF_ERROR(cross_->Send(m.name, *out, rank));
@@ -207,8 +208,8 @@ Status PserverCommunicator::RecvGradients(std::string_view name,
                                           const std::vector<Part>& parts) {
   const Message m = MessageFor(cross_->first_local_rank(), parts);
   if (m.name != name) {
-    return Internal("recv '" + std::string(name) + "': this pserver holds '" +
-                    m.name + "' of them");
+    return Internal("recv '" + ShownName(name) + "': this pserver holds '" +
+                    ShownName(m.name) + "' of them");
   }
   std::vector<Dims> dims;
   int64_t numel = 0;
@@ -219,7 +220,8 @@ Status PserverCommunicator::RecvGradients(std::string_view name,
     dims.push_back(d);
   }
   for (size_t t = 0; t < trainers_.size(); ++t) {
-    const std::string what = "recv '" + m.name + "' from " + From(trainers_[t]);
+    const std::string what =
+        "recv '" + ShownName(m.name) + "' from " + From(trainers_[t]);
     PAREX_RETURN_IF_ERROR(cross_->Recv(m.name, &packed_, trainers_[t]));
     received_ += static_cast<int64_t>(packed_.bytes());
     const DType dtype = packed_.dtype();
@@ -261,7 +263,7 @@ Status PserverCommunicator::SendParameters(std::string_view name,
   const Tensor* out = &pieces[0];
   Tensor packed;  // posted sends copy it
   if (pieces.size() > 1) {
-    PAREX_RETURN_IF_ERROR(Pack(pieces, "send '" + std::string(name) + "'",
+    PAREX_RETURN_IF_ERROR(Pack(pieces, "send '" + ShownName(name) + "'",
                                max_staleness_ > 0 ? &packed : &packed_));
     out = max_staleness_ > 0 ? &packed : &packed_;
   }
@@ -278,7 +280,8 @@ Status PserverCommunicator::RecvParameters(std::string_view name,
   PAREX_ASSIGN_OR_RETURN(std::vector<Part> parts, Parts(name, groups));
   for (int rank : Holders(parts)) {
     const Message m = MessageFor(rank, parts);
-    const std::string what = "recv '" + m.name + "' from " + From(rank);
+    const std::string what =
+        "recv '" + ShownName(m.name) + "' from " + From(rank);
     PAREX_RETURN_IF_ERROR(cross_->Recv(m.name, &packed_, rank));
     received_ += static_cast<int64_t>(packed_.bytes());
     int64_t offset = 0;

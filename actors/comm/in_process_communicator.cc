@@ -301,6 +301,65 @@ Status InProcessCommunicator::Prepare(Collective collective,
   return PrepareAllGather(name, groups[0], *outputs, plan);
 }
 
+Status InProcessCommunicator::CheckGroup(Collective collective,
+                                         std::string_view name,
+                                         TensorGroups groups, size_t g) const {
+  const int n = world_size();
+  const bool reduces = collective != Collective::kBroadcast;
+  const PlaceTensors& tensors = groups[g];
+  if (static_cast<int>(tensors.size()) != n) {
+    return InvalidArgument(Label(collective, name, groups.size(), g) + ": " +
+                           std::to_string(tensors.size()) + " tensors for " +
+                           std::to_string(n) + " places");
+  }
+  for (int p = 0; p < n; ++p) {
+    const Tensor* t = tensors[p];
+    auto where = [&] {
+      return Label(collective, name, groups.size(), g) + " place " +
+             places_[p].ToString();
+    };
+    PAREX_RETURN_IF_ERROR(CheckTensor(t, where));
+    if (reduces && !IsReducible(t->dtype())) {
+      return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
+                             " cannot be summed (fp32, fp64, int32, int64)");
+    }
+    const Tensor* first = tensors[0];
+    if (t->dtype() != first->dtype()) {
+      return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
+                             " != " + DTypeName(first->dtype()) + " of " +
+                             places_[0].ToString());
+    }
+    if (t->numel() != first->numel()) {
+      return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
+                             " != " + DimsToString(first->dims()) + " of " +
+                             places_[0].ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+Status InProcessCommunicator::SetChunks(Collective collective,
+                                        std::string_view name,
+                                        int64_t unit_bytes, int64_t total,
+                                        InProcessPlan* plan) const {
+  plan->collective_ = collective;
+  plan->num_places_ = world_size();
+  plan->unit_bytes_ = unit_bytes;
+  plan->total_units_ = total;
+  plan->chunk_units_ = std::max<int64_t>(1, options_.chunk_bytes / unit_bytes);
+  const int64_t chunks = (total + plan->chunk_units_ - 1) / plan->chunk_units_;
+  if (chunks > INT_MAX) {
+    return OutOfRange(Label(collective, name, 1, 0) + ": " +
+                      std::to_string(chunks) + " chunks; raise chunk_bytes");
+  }
+  // A single place has nothing to exchange (but all-gather still copies
+  // its input to its output).
+  plan->num_chunks_ = world_size() == 1 && collective != Collective::kAllGather
+                          ? 0
+                          : static_cast<int>(chunks);
+  return Status::Ok();
+}
+
 Status InProcessCommunicator::PrepareInPlace(Collective collective,
                                              std::string_view name,
                                              TensorGroups groups, int root,
@@ -318,42 +377,15 @@ Status InProcessCommunicator::PrepareInPlace(Collective collective,
   plan->segment_begin_.clear();
   plan->data_.clear();
   plan->segment_begin_.push_back(0);
-  DType dtype = DType::kUndefined;
+  const DType dtype = groups[0].empty() || groups[0][0] == nullptr
+                          ? DType::kUndefined
+                          : groups[0][0]->dtype();
   int64_t total = 0;
   bool distinct = true;  // no two places of a group share a data pointer
   for (size_t g = 0; g < groups.size(); ++g) {
+    PAREX_RETURN_IF_ERROR(CheckGroup(collective, name, groups, g));
     const PlaceTensors& tensors = groups[g];
-    if (static_cast<int>(tensors.size()) != n) {
-      return InvalidArgument(Label(collective, name, groups.size(), g) + ": " +
-                             std::to_string(tensors.size()) + " tensors for " +
-                             std::to_string(n) + " places");
-    }
-    for (int p = 0; p < n; ++p) {
-      const Tensor* t = tensors[p];
-      auto where = [&] {
-        return Label(collective, name, groups.size(), g) + " place " +
-               places_[p].ToString();
-      };
-      PAREX_RETURN_IF_ERROR(CheckTensor(t, where));
-      if (reduces && !IsReducible(t->dtype())) {
-        return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
-                               " cannot be summed (fp32, fp64, int32, int64)");
-      }
-      const Tensor* first = tensors[0];
-      if (t->dtype() != first->dtype()) {
-        return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
-                               " != " + DTypeName(first->dtype()) + " of " +
-                               places_[0].ToString());
-      }
-      if (t->numel() != first->numel()) {
-        return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
-                               " != " + DimsToString(first->dims()) + " of " +
-                               places_[0].ToString());
-      }
-    }
-    if (g == 0) {
-      dtype = tensors[0]->dtype();
-    } else if (tensors[0]->dtype() != dtype) {
+    if (tensors[0]->dtype() != dtype) {
       return InvalidArgument(Label(collective, name, groups.size(), g) +
                              ": dtype " + DTypeName(tensors[0]->dtype()) +
                              " != " + DTypeName(dtype) +
@@ -373,21 +405,77 @@ Status InProcessCommunicator::PrepareInPlace(Collective collective,
       plan->data_.push_back(data);
     }
   }
-  plan->collective_ = collective;
   plan->dtype_ = dtype;
-  plan->num_places_ = n;
   plan->root_ = collective == Collective::kAllReduce ? 0 : root;
   plan->distinct_ = distinct;
-  plan->unit_bytes_ = reduces ? static_cast<int64_t>(SizeOf(dtype)) : 1;
-  plan->total_units_ = total;
-  plan->chunk_units_ = options_.chunk_bytes / plan->unit_bytes_;
-  const int64_t chunks = (total + plan->chunk_units_ - 1) / plan->chunk_units_;
-  if (chunks > INT_MAX) {
-    return OutOfRange(Label(collective, name, 1, 0) + ": " +
-                      std::to_string(chunks) + " chunks; raise chunk_bytes");
+  return SetChunks(collective, name,
+                   reduces ? static_cast<int64_t>(SizeOf(dtype)) : 1, total,
+                   plan);
+}
+
+Status InProcessCommunicator::CheckGatherInput(std::string_view name,
+                                               const PlaceTensors& inputs,
+                                               const PlaceTensors& outputs,
+                                               int p) const {
+  const Tensor* t = inputs[p];
+  auto where = [&] {
+    return Label(Collective::kAllGather, name, 1, 0) + " place " +
+           places_[p].ToString();
+  };
+  PAREX_RETURN_IF_ERROR(CheckTensor(t, where));
+  if (t->rank() < 1) {
+    return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
+                           " has no rows (rank 0)");
   }
-  // A single place has nothing to exchange.
-  plan->num_chunks_ = n == 1 ? 0 : static_cast<int>(chunks);
+  const Tensor* first = inputs[0];
+  if (t->dtype() != first->dtype()) {
+    return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
+                           " != " + DTypeName(first->dtype()) + " of " +
+                           places_[0].ToString());
+  }
+  if (!std::equal(t->dims().begin() + 1, t->dims().end(),
+                  first->dims().begin() + 1, first->dims().end())) {
+    return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
+                           " != " + DimsToString(first->dims()) + " of " +
+                           places_[0].ToString() + " past dim 0");
+  }
+  if (outputs[p] == nullptr) {
+    return InvalidArgument(where() + ": no output tensor");
+  }
+  for (size_t q = 0; q < inputs.size(); ++q) {
+    if (outputs[p] == inputs[q]) {
+      return InvalidArgument(where() + ": the output is the input of " +
+                             places_[q].ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+Status InProcessCommunicator::AllocateGatherOutputs(std::string_view name,
+                                                    const PlaceTensors& inputs,
+                                                    const PlaceTensors& outputs,
+                                                    int64_t rows) const {
+  const int n = world_size();
+  auto where = [&](int p) {
+    return Label(Collective::kAllGather, name, 1, 0) + " place " +
+           places_[p].ToString();
+  };
+  Dims dims = inputs[0]->dims();  // one small vector per call: the result
+  dims[0] = rows;                 // shape is only known now
+  for (int p = 0; p < n; ++p) {
+    if (Status s = outputs[p]->TryAllocate(inputs[0]->dtype(), dims,
+                                           inputs[p]->place());
+        !s.ok()) {
+      return Status(s.code(), where(p) + ": " + s.message());
+    }
+    for (int q = 0; q < n; ++q) {
+      if (outputs[p]->SharesBufferWith(*inputs[q])) {
+        return InvalidArgument(where(p) +
+                               ": the output shares memory with the input of " +
+                               places_[q].ToString());
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -396,86 +484,32 @@ Status InProcessCommunicator::PrepareAllGather(std::string_view name,
                                                const PlaceTensors& outputs,
                                                InProcessPlan* plan) const {
   const int n = world_size();
-  auto label = [&] { return Label(Collective::kAllGather, name, 1, 0); };
   if (static_cast<int>(inputs.size()) != n ||
       static_cast<int>(outputs.size()) != n) {
-    return InvalidArgument(label() + ": " + std::to_string(inputs.size()) +
-                           " inputs and " + std::to_string(outputs.size()) +
-                           " outputs for " + std::to_string(n) + " places");
+    return InvalidArgument(Label(Collective::kAllGather, name, 1, 0) + ": " +
+                           std::to_string(inputs.size()) + " inputs and " +
+                           std::to_string(outputs.size()) + " outputs for " +
+                           std::to_string(n) + " places");
   }
   plan->segment_begin_.clear();
   plan->data_.clear();
   plan->segment_begin_.push_back(0);
   int64_t rows = 0;
   for (int p = 0; p < n; ++p) {
-    const Tensor* t = inputs[p];
-    auto where = [&] { return label() + " place " + places_[p].ToString(); };
-    PAREX_RETURN_IF_ERROR(CheckTensor(t, where));
-    if (t->rank() < 1) {
-      return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
-                             " has no rows (rank 0)");
-    }
-    const Tensor* first = inputs[0];
-    if (t->dtype() != first->dtype()) {
-      return InvalidArgument(where() + ": dtype " + DTypeName(t->dtype()) +
-                             " != " + DTypeName(first->dtype()) + " of " +
-                             places_[0].ToString());
-    }
-    if (!std::equal(t->dims().begin() + 1, t->dims().end(),
-                    first->dims().begin() + 1, first->dims().end())) {
-      return InvalidArgument(where() + ": shape " + DimsToString(t->dims()) +
-                             " != " + DimsToString(first->dims()) + " of " +
-                             places_[0].ToString() + " past dim 0");
-    }
-    if (outputs[p] == nullptr) {
-      return InvalidArgument(where() + ": no output tensor");
-    }
-    for (int q = 0; q < n; ++q) {
-      if (outputs[p] == inputs[q]) {
-        return InvalidArgument(where() + ": the output is the input of " +
-                               places_[q].ToString());
-      }
-    }
-    rows += t->dim(0);
+    PAREX_RETURN_IF_ERROR(CheckGatherInput(name, inputs, outputs, p));
+    rows += inputs[p]->dim(0);
     plan->segment_begin_.push_back(plan->segment_begin_.back() +
-                                   static_cast<int64_t>(t->bytes()));
+                                   static_cast<int64_t>(inputs[p]->bytes()));
     plan->data_.push_back(static_cast<char*>(inputs[p]->raw_data()));
   }
-  Dims dims = inputs[0]->dims();  // one small vector per call: the result
-  dims[0] = rows;                 // shape is only known now
-  for (int p = 0; p < n; ++p) {
-    if (Status s = outputs[p]->TryAllocate(inputs[0]->dtype(), dims,
-                                           inputs[p]->place());
-        !s.ok()) {
-      return Status(s.code(), label() + " place " + places_[p].ToString() +
-                                  ": " + s.message());
-    }
-    for (int q = 0; q < n; ++q) {
-      if (outputs[p]->SharesBufferWith(*inputs[q])) {
-        return InvalidArgument(label() + " place " + places_[p].ToString() +
-                               ": the output shares memory with the input of " +
-                               places_[q].ToString());
-      }
-    }
-  }
+  PAREX_RETURN_IF_ERROR(AllocateGatherOutputs(name, inputs, outputs, rows));
   for (int p = 0; p < n; ++p) {
     plan->data_.push_back(static_cast<char*>(outputs[p]->raw_data()));
   }
-  plan->collective_ = Collective::kAllGather;
   plan->dtype_ = inputs[0]->dtype();
-  plan->num_places_ = n;
   plan->root_ = 0;
-  plan->unit_bytes_ = 1;
-  plan->total_units_ = plan->segment_begin_.back();
-  plan->chunk_units_ = options_.chunk_bytes;
-  const int64_t chunks =
-      (plan->total_units_ + plan->chunk_units_ - 1) / plan->chunk_units_;
-  if (chunks > INT_MAX) {
-    return OutOfRange(label() + ": " + std::to_string(chunks) +
-                      " chunks; raise chunk_bytes");
-  }
-  plan->num_chunks_ = static_cast<int>(chunks);
-  return Status::Ok();
+  return SetChunks(Collective::kAllGather, name, 1, plan->segment_begin_.back(),
+                   plan);
 }
 
 void InProcessCommunicator::RunPlan() {

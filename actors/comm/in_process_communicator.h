@@ -143,6 +143,21 @@ class InProcessCommunicator final : public Communicator {
   Status PrepareAllGather(std::string_view name, const PlaceTensors& inputs,
                           const PlaceTensors& outputs,
                           InProcessPlan* plan) const;
+  // Group g of an in-place call: a tensor per place, each present, on CPU,
+  // of one dtype (one that sums, for a reduction) and one element count.
+  Status CheckGroup(Collective collective, std::string_view name,
+                    TensorGroups groups, size_t g) const;
+  // All-gather's input of place p against place 0's, and its output.
+  Status CheckGatherInput(std::string_view name, const PlaceTensors& inputs,
+                          const PlaceTensors& outputs, int p) const;
+  // Each output sized to every input's rows, sharing no input's memory.
+  Status AllocateGatherOutputs(std::string_view name,
+                               const PlaceTensors& inputs,
+                               const PlaceTensors& outputs, int64_t rows) const;
+  // The plan's kind, size in units of unit_bytes and chunks.
+  Status SetChunks(Collective collective, std::string_view name,
+                   int64_t unit_bytes, int64_t total,
+                   InProcessPlan* plan) const;
   // Runs plan_'s chunks through the parallel_for option.
   void RunPlan();
 

@@ -177,6 +177,15 @@ class PserverCommunicator final : public Communicator {
                      const PserverShard& shard);
   Status ServeRows(std::string_view name, const Tensor& block,
                    const PserverShard& shard);
+  // RequestRows' parts: the ids wanted (wanted_), asked of each block's
+  // pserver (first_[b]: where its rows start in wanted_), and the rows
+  // received into `out`.
+  Status CollectWanted(const std::vector<std::vector<const Tensor*>>& ids,
+                       const PserverShard& shard, const std::string& what);
+  Status AskBlocks(std::string_view name, const PserverShard& shard,
+                   const std::string& what);
+  Status ReceiveBlocks(std::string_view name, const PserverShard& shard,
+                       const std::string& what, SelectedRows* out);
   Status RecvParameterRows(std::string_view name,
                            const std::vector<Variable*>& places,
                            const PserverShard& shard);

@@ -45,12 +45,9 @@ Status PserverCommunicator::Prefetch(
   return ServeRows(name, *block, *shard);
 }
 
-Status PserverCommunicator::RequestRows(
-    std::string_view name, const std::vector<std::vector<const Tensor*>>& ids,
-    const std::vector<Variable*>& tables, const PserverShard& shard) {
-  const std::string what = "prefetch '" + std::string(name) + "'";
-  // Every id the places read, once each, ascending. An id outside the table
-  // is left out: the lookup that reads it names it.
+Status PserverCommunicator::CollectWanted(
+    const std::vector<std::vector<const Tensor*>>& ids,
+    const PserverShard& shard, const std::string& what) {
   std::vector<int64_t>& wanted = wanted_;  // kept: no allocation a step
   wanted.clear();
   for (size_t p = 0; p < ids.size(); ++p) {
@@ -68,15 +65,20 @@ Status PserverCommunicator::RequestRows(
   }
   std::sort(wanted.begin(), wanted.end());
   wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+  return Status::Ok();
+}
+
+Status PserverCommunicator::AskBlocks(std::string_view name,
+                                      const PserverShard& shard,
+                                      const std::string& what) {
   const int blocks = static_cast<int>(shard.ranks.size());
-  std::vector<size_t>& first = first_;
-  first.assign(blocks + 1, 0);
+  first_.assign(blocks + 1, 0);
   for (int b = 0; b < blocks; ++b) {
     const auto [begin, end] = RowBlock(shard.rows, b, blocks);
-    const auto from = std::lower_bound(wanted.begin(), wanted.end(), begin);
-    const auto to = std::lower_bound(from, wanted.end(), end);
-    first[b] = static_cast<size_t>(from - wanted.begin());
-    first[b + 1] = static_cast<size_t>(to - wanted.begin());
+    const auto from = std::lower_bound(wanted_.begin(), wanted_.end(), begin);
+    const auto to = std::lower_bound(from, wanted_.end(), end);
+    first_[b] = static_cast<size_t>(from - wanted_.begin());
+    first_[b + 1] = static_cast<size_t>(to - wanted_.begin());
     const int64_t k = static_cast<int64_t>(to - from);
     ids_.Allocate(DType::kInt64, {k});
     for (int64_t i = 0; i < k; ++i) ids_.data<int64_t>()[i] = from[i] - begin;
@@ -84,18 +86,23 @@ Status PserverCommunicator::RequestRows(
         cross_->Send(name, ids_, shard.ranks[b], kPrefetch).WithContext(what));
     sent_ += static_cast<int64_t>(ids_.bytes());
   }
-  // The rows, block after block: ascending, as `wanted`.
-  SelectedRows* out = tables[0]->GetMutableSelectedRows();
+  return Status::Ok();
+}
+
+Status PserverCommunicator::ReceiveBlocks(std::string_view name,
+                                          const PserverShard& shard,
+                                          const std::string& what,
+                                          SelectedRows* out) {
   Dims dims = shard.dims;
-  dims[0] = static_cast<int64_t>(wanted.size());
+  dims[0] = static_cast<int64_t>(wanted_.size());
   DType dtype = DType::kUndefined;
-  for (int b = 0; b < blocks; ++b) {
+  for (size_t b = 0; b < shard.ranks.size(); ++b) {
     PAREX_RETURN_IF_ERROR(
         cross_->Recv(name, &scratch_, shard.ranks[b], kPrefetch)
             .WithContext(what));
     received_ += static_cast<int64_t>(scratch_.bytes());
     Dims want = shard.dims;
-    want[0] = static_cast<int64_t>(first[b + 1] - first[b]);
+    want[0] = static_cast<int64_t>(first_[b + 1] - first_[b]);
     if (scratch_.dims() != want ||
         (dtype != DType::kUndefined && scratch_.dtype() != dtype)) {
       return InvalidArgument(what + ": " + From(shard.ranks[b]) +
@@ -109,19 +116,35 @@ Status PserverCommunicator::RequestRows(
     if (scratch_.bytes() > 0) {
       const size_t row_bytes = RowElements(dims) * SizeOf(dtype);
       std::memcpy(
-          static_cast<char*>(out->value.raw_data()) + first[b] * row_bytes,
+          static_cast<char*>(out->value.raw_data()) + first_[b] * row_bytes,
           scratch_.raw_data(), scratch_.bytes());
     }
   }
-  out->rows = wanted;
+  out->rows = wanted_;
   out->height = shard.rows;
+  return Status::Ok();
+}
+
+Status PserverCommunicator::RequestRows(
+    std::string_view name, const std::vector<std::vector<const Tensor*>>& ids,
+    const std::vector<Variable*>& tables, const PserverShard& shard) {
+  const std::string what = "prefetch '" + std::string(name) + "'";
+  // Every id the places read, once each, ascending (an id outside the
+  // table is left out: the lookup that reads it names it), asked of the
+  // pservers holding it; their rows come back block after block, ascending
+  // as the ids.
+  PAREX_RETURN_IF_ERROR(CollectWanted(ids, shard, what));
+  PAREX_RETURN_IF_ERROR(AskBlocks(name, shard, what));
+  SelectedRows* out = tables[0]->GetMutableSelectedRows();
+  PAREX_RETURN_IF_ERROR(ReceiveBlocks(name, shard, what, out));
   max_prefetched_ =
-      std::max<int64_t>(max_prefetched_, static_cast<int64_t>(wanted.size()));
+      std::max<int64_t>(max_prefetched_, static_cast<int64_t>(wanted_.size()));
   for (size_t p = 1; p < tables.size(); ++p) {
     SelectedRows* copy = tables[p]->GetMutableSelectedRows();
     copy->rows = out->rows;
     copy->height = out->height;
-    PAREX_RETURN_IF_ERROR(copy->value.TryAllocate(dtype, dims));
+    PAREX_RETURN_IF_ERROR(
+        copy->value.TryAllocate(out->value.dtype(), out->value.dims()));
     if (out->value.bytes() > 0) {
       std::memcpy(copy->value.raw_data(), out->value.raw_data(),
                   out->value.bytes());

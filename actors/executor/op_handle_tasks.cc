@@ -10,7 +10,65 @@
 #include "kernels/prepared_op.h"
 
 namespace parex {
-namespace {}  // namespace
+namespace {
+
+// Every place's rows of one variable (vars[p]: place p's), in place order,
+// on every place.
+Status MergeRowsOnEveryPlace(const std::vector<Variable*>& vars,
+                             const std::string& what) {
+  const SelectedRows& first = *vars[0]->GetSelectedRows();
+  int64_t rows = 0;
+  for (Variable* v : vars) {
+    const SelectedRows& s = *v->GetSelectedRows();
+    Dims a = s.value.dims(), b = first.value.dims();
+    if (!a.empty()) a[0] = 0;
+    if (!b.empty()) b[0] = 0;
+    if (s.height != first.height || s.value.dtype() != first.value.dtype() ||
+        a != b || b.empty()) {
+      return InvalidArgument(what + ": the places' sparse rows do not match");
+    }
+    rows += static_cast<int64_t>(s.rows.size());
+  }
+  SelectedRows merged;
+  merged.height = first.height;
+  Dims dims = first.value.dims();
+  dims[0] = rows;
+  PAREX_RETURN_IF_ERROR(
+      merged.value.TryAllocate(first.value.dtype(), dims, first.value.place()));
+  char* out = static_cast<char*>(merged.value.raw_data());
+  for (Variable* v : vars) {
+    const SelectedRows& s = *v->GetSelectedRows();
+    merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
+    if (s.value.bytes() > 0)
+      std::memcpy(out, s.value.raw_data(), s.value.bytes());
+    out += s.value.bytes();
+  }
+  const size_t n = vars.size();
+  for (size_t p = 0; p < n; ++p) {
+    SelectedRows* s = vars[p]->GetMutableSelectedRows();
+    s->rows = merged.rows;
+    s->height = merged.height;
+    s->value = p + 1 < n ? merged.value.Clone() : std::move(merged.value);
+  }
+  return Status::Ok();
+}
+
+// Each place's rows of one variable replaced by their dense sum.
+Status DensifyRows(const std::vector<Variable*>& vars,
+                   const std::vector<Place>& places, const std::string& what) {
+  for (size_t p = 0; p < vars.size(); ++p) {
+    if (!vars[p]->IsSelectedRows()) continue;
+    Tensor dense;
+    if (Status s = vars[p]->GetSelectedRows()->ToDense(&dense); !s.ok()) {
+      return Status(s.code(),
+                    what + " on " + places[p].ToString() + ": " + s.message());
+    }
+    *vars[p]->GetMutableTensor() = std::move(dense);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
                              const std::vector<Scope*>* exec_scopes,
@@ -28,6 +86,7 @@ OpHandleTasks::OpHandleTasks(const SsaGraph* graph,
   prepared_.resize(graph->ops().size());
   slices_.resize(graph->ops().size());
   plans_.resize(graph->ops().size());
+  call_names_.resize(graph->ops().size());
   in_process_ = dynamic_cast<InProcessCommunicator*>(comm_.get());
   fetch_slot_.assign(graph->ops().size(), -1);
   maybe_sparse_.assign(graph->ops().size(), 0);
@@ -284,16 +343,22 @@ Status OpHandleTasks::BindCollective(const SsaOp& op) {
   return Status::Ok();
 }
 
+int OpHandleTasks::SparsePlaces(const std::string& name) const {
+  int sparse = 0;
+  for (Scope* scope : *exec_scopes_) {
+    const Variable* v = scope->FindVar(name);
+    sparse += v != nullptr && v->IsSelectedRows();
+  }
+  return sparse;
+}
+
 Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
   *done = false;
   const int n = graph_->num_places();
+  const bool gathers = op.kind == SsaOpKind::kAllGather && in_process_;
   for (const std::string& name : op.var_names) {
     // The common case, dense everywhere, looks and allocates nothing more.
-    int sparse = 0;
-    for (int p = 0; p < n; ++p) {
-      const Variable* v = (*exec_scopes_)[p]->FindVar(name);
-      sparse += v != nullptr && v->IsSelectedRows();
-    }
+    const int sparse = SparsePlaces(name);
     if (sparse == 0) continue;
     std::vector<Variable*> vars(n);
     for (int p = 0; p < n; ++p) {
@@ -305,58 +370,13 @@ Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
     }
     bound_[op.id] = 0;  // the variables change what they hold
     const std::string what = graph_->OpLabel(op.id) + ": var '" + name + "'";
-    if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr &&
-        sparse == n) {
-      // Every place's rows, in place order, on every place.
-      SelectedRows merged;
-      const SelectedRows& first = *vars[0]->GetSelectedRows();
-      merged.height = first.height;
-      int64_t rows = 0;
-      for (Variable* v : vars) {
-        const SelectedRows& s = *v->GetSelectedRows();
-        Dims a = s.value.dims(), b = first.value.dims();
-        if (!a.empty()) a[0] = 0;
-        if (!b.empty()) b[0] = 0;
-        if (s.height != first.height ||
-            s.value.dtype() != first.value.dtype() || a != b || b.empty()) {
-          return InvalidArgument(what +
-                                 ": the places' sparse rows do not match");
-        }
-        rows += static_cast<int64_t>(s.rows.size());
-      }
-      Dims dims = first.value.dims();
-      dims[0] = rows;
-      PAREX_RETURN_IF_ERROR(merged.value.TryAllocate(first.value.dtype(), dims,
-                                                     first.value.place()));
-      char* out = static_cast<char*>(merged.value.raw_data());
-      for (Variable* v : vars) {
-        const SelectedRows& s = *v->GetSelectedRows();
-        merged.rows.insert(merged.rows.end(), s.rows.begin(), s.rows.end());
-        if (s.value.bytes() > 0)
-          std::memcpy(out, s.value.raw_data(), s.value.bytes());
-        out += s.value.bytes();
-      }
-      for (int p = 0; p < n; ++p) {
-        SelectedRows* s = vars[p]->GetMutableSelectedRows();
-        s->rows = merged.rows;
-        s->height = merged.height;
-        s->value = p + 1 < n ? merged.value.Clone() : std::move(merged.value);
-      }
-      continue;
-    }
-    // Dense sums, then the dense collective (bound afresh).
-    for (int p = 0; p < n; ++p) {
-      if (!vars[p]->IsSelectedRows()) continue;
-      Tensor dense;
-      if (Status s = vars[p]->GetSelectedRows()->ToDense(&dense); !s.ok()) {
-        return Status(s.code(), what + " on " + graph_->places()[p].ToString() +
-                                    ": " + s.message());
-      }
-      *vars[p]->GetMutableTensor() = std::move(dense);
-    }
-    *done = false;
+    // Rows everywhere gather as rows; otherwise dense sums, then the dense
+    // collective (bound afresh).
+    PAREX_RETURN_IF_ERROR(gathers && sparse == n
+                              ? MergeRowsOnEveryPlace(vars, what)
+                              : DensifyRows(vars, graph_->places(), what));
   }
-  if (op.kind == SsaOpKind::kAllGather && in_process_ != nullptr) {
+  if (gathers) {
     // Done when every var was gathered as rows (none left dense to sum).
     bool all_rows = true;
     for (const std::string& name : op.var_names) {
@@ -366,6 +386,44 @@ Status OpHandleTasks::GatherSparseRows(const SsaOp& op, bool* done) {
     *done = all_rows;
   }
   return Status::Ok();
+}
+
+Status OpHandleTasks::ShapeBroadcastReceivers(const SsaOp& op) {
+  const std::vector<PlaceTensors>& groups = groups_[op.id];
+  const int root = op.root >= 0 ? op.root : 0;
+  for (const PlaceTensors& group : groups) {
+    const Tensor& src = *group[root];
+    for (int p = 0; p < static_cast<int>(group.size()); ++p) {
+      Tensor* dst = group[p];
+      if (p == root ||
+          (dst->dims() == src.dims() && dst->dtype() == src.dtype())) {
+        continue;
+      }
+      Status s = dst->TryAllocate(src.dtype(), src.dims(), graph_->places()[p]);
+      if (!s.ok()) {
+        return Status(s.code(), graph_->OpLabel(op.id) + ": var '" +
+                                    op.var_names[&group - groups.data()] +
+                                    "': " + s.message());
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+const std::string& OpHandleTasks::CallName(const SsaOp& op) {
+  std::string& name = call_names_[op.id];
+  if (!name.empty()) return name;
+  if (op.type == "send" || op.type == "recv") {
+    // Parameter-server sends and receives name every variable they move
+    // (joined by '\n': PserverCommunicator finds their shards).
+    for (const std::string& v : op.var_names) {
+      name += (name.empty() ? "" : "\n") + v;
+    }
+  }
+  if (name.empty()) {
+    name = op.var_names.size() == 1 ? op.var_names[0] : graph_->OpLabel(op.id);
+  }
+  return name;
 }
 
 Status OpHandleTasks::RunCollective(const SsaOp& op) {
@@ -380,39 +438,13 @@ Status OpHandleTasks::RunCollective(const SsaOp& op) {
   }
   if (!bound_[op.id]) PAREX_RETURN_IF_ERROR(BindCollective(op));
   const std::vector<PlaceTensors>& groups = groups_[op.id];
-  const int n = graph_->num_places();
   const int root = op.root >= 0 ? op.root : 0;
+  // The receivers take the root's shape.
   if (op.kind == SsaOpKind::kBroadcast) {
-    // The receivers take the root's shape.
-    for (const PlaceTensors& group : groups) {
-      const Tensor& src = *group[root];
-      for (int p = 0; p < n; ++p) {
-        Tensor* dst = group[p];
-        if (p != root &&
-            (dst->dims() != src.dims() || dst->dtype() != src.dtype())) {
-          Status s =
-              dst->TryAllocate(src.dtype(), src.dims(), graph_->places()[p]);
-          if (!s.ok()) {
-            return Status(s.code(), graph_->OpLabel(op.id) + ": var '" +
-                                        op.var_names[&group - groups.data()] +
-                                        "': " + s.message());
-          }
-        }
-      }
-    }
+    PAREX_RETURN_IF_ERROR(ShapeBroadcastReceivers(op));
   }
   Communicator& comm = *comm_;
-  // Parameter-server sends and receives name every variable they move
-  // (joined by '\n': PserverCommunicator finds their shards).
-  std::string joined;
-  if (op.type == "send" || op.type == "recv") {
-    for (const std::string& v : op.var_names) {
-      joined += (joined.empty() ? "" : "\n") + v;
-    }
-  }
-  const std::string& name = !joined.empty()            ? joined
-                            : op.var_names.size() == 1 ? op.var_names[0]
-                                                       : graph_->OpLabel(op.id);
+  const std::string& name = CallName(op);
   switch (op.kind) {
     case SsaOpKind::kAllReduce:
     case SsaOpKind::kFusedAllReduce:

@@ -78,6 +78,12 @@ class OpHandleTasks {
   // a reduce) each place's rows become their dense sum first and the dense
   // collective follows.
   Status GatherSparseRows(const SsaOp& op, bool* done);
+  // How many places hold `name` as rows.
+  int SparsePlaces(const std::string& name) const;
+  // A broadcast's receivers allocated to the root's dtype and shape.
+  Status ShapeBroadcastReceivers(const SsaOp& op);
+  // The name a collective of `op` is called by (made on its first run).
+  const std::string& CallName(const SsaOp& op);
   Status RunFetch(const SsaOp& op);
   // A sliced optimizer's views, refreshed before each run.
   Status RefreshSliceViews(const SsaOp& op);
@@ -92,6 +98,7 @@ class OpHandleTasks {
   std::vector<std::unique_ptr<DeviceContext>> contexts_;  // per op
   // Per computation op: bound to the current execution scope on its first
   // run after the scopes changed (kernels/prepared_op.h).
+  std::vector<std::string> call_names_;  // per collective op: CallName
   std::vector<std::unique_ptr<PreparedOp>> prepared_;
   // Per op of a sliced optimizer (a slice, or the optimizer op that finishes
   // them; graph/ssa/optimizer_slices.h): a scope of its own under the

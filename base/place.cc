@@ -160,46 +160,40 @@ StatusOr<Place> ParsePlace(const std::string& text) {
   return place;
 }
 
-StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec,
-                                            const PlaceCounts& counts) {
-  const size_t colon = spec.find(':');
-  Place::Kind kind;
-  if (!ParseKind(spec.substr(0, colon), &kind)) {
-    return InvalidArgument("'" + spec +
-                           "': expected cpu:..., cuda:... or sim:... places");
+namespace {
+
+// One item's "xK" (K places on one device; cuda only), cut off `item`.
+Status CutPerDevice(Place::Kind kind, const std::string& bad, std::string* item,
+                    long* per_device) {
+  *per_device = 1;
+  const size_t x = item->find('x');
+  if (x == std::string::npos) return Status::Ok();
+  if (kind != Place::Kind::kCUDA) {
+    return InvalidArgument(bad +
+                           " (xK, K places on one device, is for cuda places)");
   }
+  if (!ParseNumber(item->substr(x + 1), kMaxPlacesPerDevice, per_device) ||
+      *per_device < 1) {
+    return InvalidArgument(bad + " (K of xK must be 1 to " +
+                           std::to_string(kMaxPlacesPerDevice) + ")");
+  }
+  item->resize(x);
+  return Status::Ok();
+}
+
+// The items of `rest` (after "kind:"), each "a", "a-b" or "all" with an
+// optional "xK": (device, places on it), each device once.
+StatusOr<std::vector<std::pair<long, long>>> ParseDeviceItems(
+    const std::string& spec, Place::Kind kind, const std::string& rest,
+    const PlaceCounts& counts) {
   const std::string bad = BadList(spec, kind);
-  if (colon == std::string::npos) return std::vector<Place>{Place{kind, 0}};
-  const std::string rest = spec.substr(colon + 1);
-  // cpu:N and sim:N are counts.
-  long count = 0;
-  if (kind != Place::Kind::kCUDA && ParseNumber(rest, kMaxPlaceId, &count)) {
-    if (count < 1) return InvalidArgument(bad + " (N must be at least 1)");
-    std::vector<Place> places;
-    for (long i = 0; i < count; ++i)
-      places.push_back(Place{kind, static_cast<int>(i)});
-    return places;
-  }
-  // Items, each "a", "a-b" or "all" with an optional "xK".
-  std::vector<std::pair<long, long>> devices;  // (device, places on it)
+  std::vector<std::pair<long, long>> devices;
   size_t at = 0;
   while (at <= rest.size()) {
     const size_t comma = std::min(rest.find(',', at), rest.size());
     std::string item = rest.substr(at, comma - at);
     long per_device = 1;
-    if (const size_t x = item.find('x'); x != std::string::npos) {
-      if (kind != Place::Kind::kCUDA) {
-        return InvalidArgument(bad +
-                               " (xK, K places on one device, is for "
-                               "cuda places)");
-      }
-      if (!ParseNumber(item.substr(x + 1), kMaxPlacesPerDevice, &per_device) ||
-          per_device < 1) {
-        return InvalidArgument(bad + " (K of xK must be 1 to " +
-                               std::to_string(kMaxPlacesPerDevice) + ")");
-      }
-      item.resize(x);
-    }
+    PAREX_RETURN_IF_ERROR(CutPerDevice(kind, bad, &item, &per_device));
     if (item == "all" && rest.find(',') != std::string::npos) {
       return InvalidArgument(bad + " (all stands alone)");
     }
@@ -216,6 +210,34 @@ StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec,
     }
     at = comma + 1;
   }
+  return devices;
+}
+
+}  // namespace
+
+StatusOr<std::vector<Place>> ParsePlaceList(const std::string& spec,
+                                            const PlaceCounts& counts) {
+  const size_t colon = spec.find(':');
+  Place::Kind kind;
+  if (!ParseKind(spec.substr(0, colon), &kind)) {
+    return InvalidArgument("'" + spec +
+                           "': expected cpu:..., cuda:... or sim:... places");
+  }
+  if (colon == std::string::npos) return std::vector<Place>{Place{kind, 0}};
+  const std::string rest = spec.substr(colon + 1);
+  // cpu:N and sim:N are counts.
+  long count = 0;
+  if (kind != Place::Kind::kCUDA && ParseNumber(rest, kMaxPlaceId, &count)) {
+    if (count < 1) {
+      return InvalidArgument(BadList(spec, kind) + " (N must be at least 1)");
+    }
+    std::vector<Place> places;
+    for (long i = 0; i < count; ++i)
+      places.push_back(Place{kind, static_cast<int>(i)});
+    return places;
+  }
+  PAREX_ASSIGN_OR_RETURN(auto devices,
+                         ParseDeviceItems(spec, kind, rest, counts));
   std::vector<Place> places;
   for (const auto& [id, n] : devices) {
     for (long slot = 0; slot < n; ++slot) {

@@ -135,71 +135,92 @@ StatusOr<DType> KernelDType(const OpSchema& schema, const KernelContext& ctx) {
   return Internal("unknown kernel dtype rule");
 }
 
+namespace {
+
+// The variable output slot `slot`'s i-th name names ("" past them).
+std::string OutputVarName(const KernelContext& ctx, const std::string& slot,
+                          int i) {
+  const auto names = ctx.op().Output(slot);
+  return i < static_cast<int>(names.size()) ? names[i] : std::string();
+}
+
+// What an output becomes: its variable, dtype and shape.
+struct OutputTarget {
+  const std::pair<std::string, int>* key;
+  Variable* var;
+  DType dtype;
+  const Dims* dims;
+};
+
+// An output that is also an input (in place) or another output keeps one
+// dtype and shape, or the kernel would read a tensor another slot has
+// just reshaped (a crafted program's top_k writing Indices over X).
+Status CheckOutputTarget(KernelContext& ctx,
+                         const std::vector<OutputTarget>& before,
+                         const OutputTarget& target) {
+  const std::string& slot = target.key->first;
+  auto what = [&] {
+    return DTypeName(target.dtype) + DimsToString(*target.dims);
+  };
+  for (const OutputTarget& t : before) {
+    if (t.var == target.var &&
+        (t.dtype != target.dtype || *t.dims != *target.dims)) {
+      return ctx.Error("outputs '" + t.key->first + "' and '" + slot +
+                       "' both write variable '" +
+                       OutputVarName(ctx, slot, target.key->second) + "', as " +
+                       DTypeName(t.dtype) + DimsToString(*t.dims) + " and " +
+                       what());
+    }
+  }
+  const std::string_view in_slot = ctx.InputSlotOf(target.var);
+  const Tensor* in = target.var->GetTensor();
+  if (!in_slot.empty() && in != nullptr && in->defined() &&
+      (in->dtype() != target.dtype || in->dims() != *target.dims)) {
+    return ctx.Error("output '" + slot + "' writes variable '" +
+                     OutputVarName(ctx, slot, target.key->second) +
+                     "' in place of its input '" + std::string(in_slot) +
+                     "' (" + DTypeName(in->dtype()) + DimsToString(in->dims()) +
+                     ") as " + what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status InferAndAllocateOutputs(const OpSchema& schema, KernelContext& ctx,
                                DType kernel_dtype) {
   if (!schema.infer_shape()) return Status::Ok();
   RuntimeShapeContext shapes(ctx);
   PAREX_RETURN_IF_ERROR(schema.infer_shape()(shapes));
-  auto var_name = [&ctx](const std::string& slot, int i) {
-    const auto names = ctx.op().Output(slot);
-    return i < static_cast<int>(names.size()) ? names[i] : std::string();
-  };
-  // What each output becomes, checked before anything is allocated: an
-  // output that is also an input (in place) or another output keeps one
-  // dtype and shape, or the kernel would read a tensor another slot has
-  // just reshaped (a crafted program's top_k writing Indices over X).
-  struct Target {
-    const std::pair<std::string, int>* key;
-    Variable* var;
-    DType dtype;
-    const Dims* dims;
-  };
-  std::vector<Target> targets;
+  // Every output checked before anything is allocated.
+  std::vector<OutputTarget> targets;
   for (const auto& [key, pending] : shapes.pending()) {
     if (!pending.has_dims) continue;
     for (int64_t d : pending.dims) {
       if (d < 0) {
         return ctx.Error("output '" + key.first +
-                         "' inferred with unknown "
-                         "extent " +
+                         "' inferred with unknown extent " +
                          DimsToString(pending.dims));
       }
     }
-    DType dtype =
+    const DType dtype =
         pending.dtype != DType::kUndefined ? pending.dtype : kernel_dtype;
     if (dtype == DType::kUndefined) {
       return ctx.Error("output '" + key.first + "' has no dtype");
     }
-    Variable* var = ctx.OutputVar(key.first, key.second);
-    const std::string what = DTypeName(dtype) + DimsToString(pending.dims);
-    for (const Target& t : targets) {
-      if (t.var == var && (t.dtype != dtype || *t.dims != pending.dims)) {
-        return ctx.Error("outputs '" + t.key->first + "' and '" + key.first +
-                         "' both write variable '" +
-                         var_name(key.first, key.second) + "', as " +
-                         DTypeName(t.dtype) + DimsToString(*t.dims) + " and " +
-                         what);
-      }
-    }
-    const std::string_view in_slot = ctx.InputSlotOf(var);
-    const Tensor* in = var->GetTensor();
-    if (!in_slot.empty() && in != nullptr && in->defined() &&
-        (in->dtype() != dtype || in->dims() != pending.dims)) {
-      return ctx.Error("output '" + key.first + "' writes variable '" +
-                       var_name(key.first, key.second) +
-                       "' in place of its input '" + std::string(in_slot) +
-                       "' (" + DTypeName(in->dtype()) +
-                       DimsToString(in->dims()) + ") as " + what);
-    }
-    targets.push_back({&key, var, dtype, &pending.dims});
+    const OutputTarget target{&key, ctx.OutputVar(key.first, key.second), dtype,
+                              &pending.dims};
+    PAREX_RETURN_IF_ERROR(CheckOutputTarget(ctx, targets, target));
+    targets.push_back(target);
   }
-  for (const Target& t : targets) {
+  for (const OutputTarget& t : targets) {
     Status allocated =
         t.var->GetMutableTensor()->TryAllocate(t.dtype, *t.dims, ctx.place());
     if (!allocated.ok()) {
       return Status(allocated.code(),
                     ctx.op().Label() + ": output '" + t.key->first +
-                        "' (var '" + var_name(t.key->first, t.key->second) +
+                        "' (var '" +
+                        OutputVarName(ctx, t.key->first, t.key->second) +
                         "'): " + allocated.message());
     }
   }

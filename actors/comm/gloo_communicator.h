@@ -185,6 +185,10 @@ class GlooCommunicator final : public Communicator {
   Status AllReduceDirect(Collective collective, std::string_view name,
                          TensorGroups groups, int root, DType dtype,
                          int64_t count);
+  // Posts this rank's first `bytes` of direct_mine_ to every other rank and
+  // receives theirs into direct_peers_ (each at rank * direct_max_bytes()).
+  Status ExchangeDirect(Collective collective, std::string_view name,
+                        size_t bytes);
   // Made at the first call, over direct_max_bytes() of this rank's values
   // and as much per rank (Gloo registers them once; each call posts its
   // byte count).

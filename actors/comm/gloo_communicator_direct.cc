@@ -32,36 +32,34 @@ void SumInRankOrder(const std::vector<const char*>& values, int64_t count,
   }
 }
 
+// out = the rank-order sum of `values` (each rank's `count` elements).
+void SumDirect(DType dtype, const std::vector<const char*>& values,
+               int64_t count, char* out) {
+  switch (dtype) {
+    case DType::kFP32:
+      SumInRankOrder<float>(values, count, out);
+      break;
+    case DType::kFP64:
+      SumInRankOrder<double>(values, count, out);
+      break;
+    case DType::kInt32:
+      SumInRankOrder<int32_t>(values, count, out);
+      break;
+    default:  // RunCall let only the summable dtypes through
+      SumInRankOrder<int64_t>(values, count, out);
+      break;
+  }
+}
+
 }  // namespace
 
-Status GlooCommunicator::AllReduceDirect(Collective collective,
-                                         std::string_view name,
-                                         TensorGroups groups, int root,
-                                         DType dtype, int64_t count) {
-  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+Status GlooCommunicator::ExchangeDirect(Collective collective,
+                                        std::string_view name, size_t bytes) {
   const std::string what =
-      std::string(CollectiveName(collective)) + " '" + std::string(name) + "'";
+      std::string(CollectiveName(collective)) + " '" + ShownName(name) + "'";
   try {
-    if (direct_send_ == nullptr) {
-      direct_mine_.resize(direct_max_bytes());
-      direct_peers_.resize(direct_max_bytes() * size_);
-      direct_send_ = context_->createUnboundBuffer(direct_mine_.data(),
-                                                   direct_mine_.size());
-      direct_recv_ = context_->createUnboundBuffer(direct_peers_.data(),
-                                                   direct_peers_.size());
-    }
-  } catch (const std::exception& e) {
-    return Failed(collective, name, e.what());
-  }
-  size_t at = 0;
-  for (const PlaceTensors& group : groups) {
-    const size_t b = group[0]->bytes();
-    if (b > 0) std::memcpy(direct_mine_.data() + at, group[0]->raw_data(), b);
-    at += b;
-  }
-  const uint64_t slot =
-      gloo::Slot::build(kDirectSlotPrefix, static_cast<uint32_t>(seq_));
-  try {
+    const uint64_t slot =
+        gloo::Slot::build(kDirectSlotPrefix, static_cast<uint32_t>(seq_));
     for (int r = 0; r < size_; ++r) {
       if (r != rank_)
         direct_recv_->recv(r, slot, r * direct_max_bytes(), bytes);
@@ -80,6 +78,33 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
     Status s = WaitPosted(direct_send_.get(), true, what);
     if (!s.ok()) return Failed(collective, name, s.message());
   }
+  return Status::Ok();
+}
+
+Status GlooCommunicator::AllReduceDirect(Collective collective,
+                                         std::string_view name,
+                                         TensorGroups groups, int root,
+                                         DType dtype, int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * SizeOf(dtype);
+  try {
+    if (direct_send_ == nullptr) {
+      direct_mine_.resize(direct_max_bytes());
+      direct_peers_.resize(direct_max_bytes() * size_);
+      direct_send_ = context_->createUnboundBuffer(direct_mine_.data(),
+                                                   direct_mine_.size());
+      direct_recv_ = context_->createUnboundBuffer(direct_peers_.data(),
+                                                   direct_peers_.size());
+    }
+  } catch (const std::exception& e) {
+    return Failed(collective, name, e.what());
+  }
+  size_t at = 0;
+  for (const PlaceTensors& group : groups) {
+    const size_t b = group[0]->bytes();
+    if (b > 0) std::memcpy(direct_mine_.data() + at, group[0]->raw_data(), b);
+    at += b;
+  }
+  PAREX_RETURN_IF_ERROR(ExchangeDirect(collective, name, bytes));
   if (collective == Collective::kReduce && rank_ != root) return Status::Ok();
   std::vector<const char*> values(size_);
   for (int r = 0; r < size_; ++r) {
@@ -88,20 +113,7 @@ Status GlooCommunicator::AllReduceDirect(Collective collective,
   }
   // The sum goes into this rank's slot of direct_peers_ (unused), then out.
   char* sum = direct_peers_.data() + rank_ * direct_max_bytes();
-  switch (dtype) {
-    case DType::kFP32:
-      SumInRankOrder<float>(values, count, sum);
-      break;
-    case DType::kFP64:
-      SumInRankOrder<double>(values, count, sum);
-      break;
-    case DType::kInt32:
-      SumInRankOrder<int32_t>(values, count, sum);
-      break;
-    default:  // RunCall let only the summable dtypes through
-      SumInRankOrder<int64_t>(values, count, sum);
-      break;
-  }
+  SumDirect(dtype, values, count, sum);
   at = 0;
   for (const PlaceTensors& group : groups) {
     const size_t b = group[0]->bytes();

@@ -53,6 +53,22 @@ Status MergeRowsOnEveryPlace(const std::vector<Variable*>& vars,
   return Status::Ok();
 }
 
+// The variables a sliced optimizer's slices see a range of (its sliced
+// inputs and outputs), sorted, once each.
+std::vector<std::string> SlicedVars(const OpDesc& desc,
+                                    const OptimizerSlots& slots) {
+  std::vector<std::string> names;
+  for (const std::string& slot : slots.sliced_inputs) {
+    names.push_back(desc.FirstInput(slot));
+  }
+  for (const std::string& slot : slots.sliced_outputs) {
+    names.push_back(desc.FirstOutput(slot));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 // Each place's rows of one variable replaced by their dense sum.
 Status DensifyRows(const std::vector<Variable*>& vars,
                    const std::vector<Place>& places, const std::string& what) {
@@ -122,68 +138,63 @@ void OpHandleTasks::ScopesChanged() {
   // of the owner's new execution scope (the old ones went with it).
   for (const SsaOp& op : graph_->ops()) {
     if (op.kind != SsaOpKind::kComputation || op.num_slices <= 0) continue;
-    auto state = std::make_unique<SliceState>();
-    const OpDesc& desc = graph_->program().global_block().op(op.program_op);
-    const OptimizerSlots* slots = SliceableOptimizer(desc.type());
-    const int owner = op.slice >= 0 ? op.root : op.place;
-    state->scope = (*exec_scopes_)[owner]->NewScope();
-    if (op.slice >= 0) {
-      state->proto = std::make_unique<proto::OpDesc>(desc.proto());
-      state->desc = std::make_unique<OpDesc>(state->proto.get(),
-                                             desc.block_idx(), desc.index());
-    }
-    if (op.slice >= 0) {
-      for (const std::string& slot : slots->scalar_outputs) {
-        state->desc->SetOutput(slot, {});
-      }
-    }
-    std::vector<std::string> names;
-    for (const std::string& slot : slots->sliced_inputs) {
-      names.push_back(desc.FirstInput(slot));
-    }
-    for (const std::string& slot : slots->sliced_outputs) {
-      names.push_back(desc.FirstOutput(slot));
-    }
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    std::vector<std::pair<int, std::string>> sources;  // place, var
-    std::vector<std::string> view_names;
-    for (const std::string& name : names) {
-      sources.emplace_back(owner, name);
-      view_names.push_back(name);
-    }
-    // A slice that finishes its gradient's in-process reduce, with a kernel
-    // that adds gradients itself: Grad is place 0's range of the gradient
-    // and the addends places 1.. N-1's, the reduce's order, under names of
-    // their own (one pass over the range instead of sum, then update).
-    if (op.slice >= 0 && op.sliced_reduce >= 0 && in_process_ != nullptr &&
-        !slots->grad_addends.empty()) {
-      const std::string grad = desc.FirstInput("Grad");
-      std::vector<std::string> grads;
-      for (int p = 0; p < graph_->num_places(); ++p) {
-        grads.push_back(grad + "@parex_place" + std::to_string(p));
-        sources.emplace_back(p, grad);
-        view_names.push_back(grads.back());
-      }
-      state->desc->SetInput("Grad", {grads[0]});
-      state->desc->SetInput(
-          slots->grad_addends,
-          std::vector<std::string>(grads.begin() + 1, grads.end()));
-      state->sums_gradient = true;
-    }
-    for (size_t i = 0; i < sources.size(); ++i) {
-      const auto& [place, name] = sources[i];
-      const Variable* source = (*exec_scopes_)[place]->FindVar(name);
-      if (source == nullptr) {
-        state->error =
-            Internal(graph_->OpLabel(op.id) + ": no variable '" + name +
-                     "' on " + graph_->places()[place].ToString());
-        break;
-      }
-      state->views.emplace_back(source, state->scope->Var(view_names[i]));
-    }
-    slices_[op.id] = std::move(state);
+    slices_[op.id] = MakeSliceState(op);
   }
+}
+
+std::unique_ptr<OpHandleTasks::SliceState> OpHandleTasks::MakeSliceState(
+    const SsaOp& op) const {
+  auto state = std::make_unique<SliceState>();
+  const OpDesc& desc = graph_->program().global_block().op(op.program_op);
+  const OptimizerSlots* slots = SliceableOptimizer(desc.type());
+  const int owner = op.slice >= 0 ? op.root : op.place;
+  state->scope = (*exec_scopes_)[owner]->NewScope();
+  if (op.slice >= 0) {
+    state->proto = std::make_unique<proto::OpDesc>(desc.proto());
+    state->desc = std::make_unique<OpDesc>(state->proto.get(), desc.block_idx(),
+                                           desc.index());
+    for (const std::string& slot : slots->scalar_outputs) {
+      state->desc->SetOutput(slot, {});
+    }
+  }
+  // (place, var) each view shows, and the view's name.
+  std::vector<std::pair<int, std::string>> sources;
+  std::vector<std::string> view_names;
+  for (const std::string& name : SlicedVars(desc, *slots)) {
+    sources.emplace_back(owner, name);
+    view_names.push_back(name);
+  }
+  // A slice that finishes its gradient's in-process reduce, with a kernel
+  // that adds gradients itself: Grad is place 0's range of the gradient
+  // and the addends places 1.. N-1's, the reduce's order, under names of
+  // their own (one pass over the range instead of sum, then update).
+  if (op.slice >= 0 && op.sliced_reduce >= 0 && in_process_ != nullptr &&
+      !slots->grad_addends.empty()) {
+    const std::string grad = desc.FirstInput("Grad");
+    std::vector<std::string> grads;
+    for (int p = 0; p < graph_->num_places(); ++p) {
+      grads.push_back(grad + "@parex_place" + std::to_string(p));
+      sources.emplace_back(p, grad);
+      view_names.push_back(grads.back());
+    }
+    state->desc->SetInput("Grad", {grads[0]});
+    state->desc->SetInput(
+        slots->grad_addends,
+        std::vector<std::string>(grads.begin() + 1, grads.end()));
+    state->sums_gradient = true;
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const auto& [place, name] = sources[i];
+    const Variable* source = (*exec_scopes_)[place]->FindVar(name);
+    if (source == nullptr) {
+      state->error =
+          Internal(graph_->OpLabel(op.id) + ": no variable '" + name + "' on " +
+                   graph_->places()[place].ToString());
+      break;
+    }
+    state->views.emplace_back(source, state->scope->Var(view_names[i]));
+  }
+  return state;
 }
 
 Status OpHandleTasks::RefreshSliceViews(const SsaOp& op) {

@@ -98,7 +98,6 @@ class OpHandleTasks {
   std::vector<std::unique_ptr<DeviceContext>> contexts_;  // per op
   // Per computation op: bound to the current execution scope on its first
   // run after the scopes changed (kernels/prepared_op.h).
-  std::vector<std::string> call_names_;  // per collective op: CallName
   std::vector<std::unique_ptr<PreparedOp>> prepared_;
   // Per op of a sliced optimizer (a slice, or the optimizer op that finishes
   // them; graph/ssa/optimizer_slices.h): a scope of its own under the
@@ -116,7 +115,11 @@ class OpHandleTasks {
     // instead of running its range of the reduce first.
     bool sums_gradient = false;
   };
+  // A sliced optimizer op's scope, views and (for a slice) desc, made
+  // under its owner's current execution scope.
+  std::unique_ptr<SliceState> MakeSliceState(const SsaOp& op) const;
   std::vector<std::unique_ptr<SliceState>> slices_;
+  std::vector<std::string> call_names_;  // per collective op: CallName
   // The in-process backend, when that is comm_: a reduce its optimizer's
   // slices finish (SsaOp::sliced_reduce) only prepares its plan here, and
   // each slice runs its range of it. Null for another backend: the reduce

@@ -37,6 +37,26 @@ int64_t Covered(const std::vector<Interval>& cover, int64_t a, int64_t b) {
   return total;
 }
 
+// The share of the collectives' time that compute (and backward compute)
+// covered.
+void HiddenShares(const std::vector<const TraceSpan*>& collectives,
+                  std::vector<Interval> compute,
+                  std::vector<Interval> backward_compute, TraceSummary* s) {
+  const std::vector<Interval> cover = Union(std::move(compute));
+  const std::vector<Interval> backward_cover =
+      Union(std::move(backward_compute));
+  int64_t hidden = 0, hidden_backward = 0, collective = 0;
+  for (const TraceSpan* c : collectives) {
+    hidden += Covered(cover, c->begin_ns, c->task_end_ns);
+    hidden_backward += Covered(backward_cover, c->begin_ns, c->task_end_ns);
+    collective += c->task_end_ns - c->begin_ns;
+  }
+  s->collective_hidden =
+      collective > 0 ? static_cast<double>(hidden) / collective : 0;
+  s->collective_hidden_backward =
+      collective > 0 ? static_cast<double>(hidden_backward) / collective : 0;
+}
+
 }  // namespace
 
 TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
@@ -83,20 +103,9 @@ TraceSummary SummarizeTrace(const std::vector<TraceSpan>& spans,
   int64_t wall = 0;
   for (const auto& [step, w] : window) wall += w.second - w.first;
   s.wall_ms = wall / 1e6;
-  const std::vector<Interval> cover = Union(std::move(compute));
-  const std::vector<Interval> backward_cover =
-      Union(std::move(backward_compute));
-  int64_t hidden = 0, hidden_backward = 0, collective = 0;
-  for (const TraceSpan* c : collectives) {
-    hidden += Covered(cover, c->begin_ns, c->task_end_ns);
-    hidden_backward += Covered(backward_cover, c->begin_ns, c->task_end_ns);
-    collective += c->task_end_ns - c->begin_ns;
-  }
-  s.collective_hidden =
-      collective > 0 ? static_cast<double>(hidden) / collective : 0;
   s.has_backward = backward != nullptr;
-  s.collective_hidden_backward =
-      collective > 0 ? static_cast<double>(hidden_backward) / collective : 0;
+  HiddenShares(collectives, std::move(compute), std::move(backward_compute),
+               &s);
   const double capacity = static_cast<double>(wall) * std::max(workers, 1);
   s.scheduler_idle = capacity > 0 ? std::max(0.0, 1.0 - busy / capacity) : 0;
   return s;

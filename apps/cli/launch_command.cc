@@ -364,6 +364,43 @@ int ExecMpirun(const LaunchOptions& o, const Topology& topology,
               kExitRuntime);
 }
 
+// Checks that every node here can run its places (before any starts),
+// then prints which nodes start here and their cores: the exit code of a
+// failure, or kExitOk.
+int AnnounceNodes(const LaunchOptions& o, const Topology& topology,
+                  const std::vector<const TopologyNode*>& nodes,
+                  const std::vector<std::vector<int>>& pins) {
+  for (const TopologyNode* n : nodes) {
+    StatusOr<std::vector<Place>> places = RunnablePlaces(
+        n->places_text, o.topology + ": node '" + n->name + "': places");
+    if (!places.ok()) {
+      return Fail("launch", places.status(), PlacesExitCode(places.status()));
+    }
+  }
+  std::printf("parex launch: %zu of %zu nodes of %s here:", nodes.size(),
+              topology.nodes.size(), o.topology.c_str());
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    std::printf(" %s", nodes[k]->name.c_str());
+    if (!pins[k].empty()) std::printf(" (%s)", train::CpuList(pins[k]).c_str());
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  return kExitOk;
+}
+
+// The first node that failed, as launch's failure.
+int NodeFailed(const Failed& failed) {
+  const std::string how =
+      failed.code > 128
+          ? "was killed by signal " + std::to_string(failed.code - 128)
+          : "exited with status " + std::to_string(failed.code);
+  return Fail(
+      "launch",
+      Aborted("node '" + failed.node + "' " + how +
+              "; the other nodes were stopped"),
+      failed.code == 130 || failed.code == 143 ? failed.code : kExitRuntime);
+}
+
 }  // namespace
 
 int RunLaunch(const LaunchOptions& o) {
@@ -384,25 +421,12 @@ int RunLaunch(const LaunchOptions& o) {
                               ": no node's host is this machine (start them "
                               "with parex node on their machines)"));
   }
-  // Places a node here could not run end the launch before any node starts.
-  for (const TopologyNode* n : *nodes) {
-    StatusOr<std::vector<Place>> places = RunnablePlaces(
-        n->places_text, o.topology + ": node '" + n->name + "': places");
-    if (!places.ok())
-      return Fail(cmd, places.status(), PlacesExitCode(places.status()));
-  }
   const std::vector<std::vector<int>> pins =
       no_pin ? std::vector<std::vector<int>>(nodes->size())
              : CpuShares(nodes->size());
-  std::printf("parex launch: %zu of %zu nodes of %s here:", nodes->size(),
-              topology->nodes.size(), o.topology.c_str());
-  for (size_t k = 0; k < nodes->size(); ++k) {
-    std::printf(" %s", (*nodes)[k]->name.c_str());
-    if (!pins[k].empty()) std::printf(" (%s)", train::CpuList(pins[k]).c_str());
+  if (int code = AnnounceNodes(o, *topology, *nodes, pins); code != kExitOk) {
+    return code;
   }
-  std::printf("\n");
-  std::fflush(stdout);
-
   struct sigaction action = {};
   action.sa_handler = OnSignal;
   sigaction(SIGINT, &action, nullptr);
@@ -418,17 +442,7 @@ int RunLaunch(const LaunchOptions& o) {
     children.push_back(std::move(*child));
   }
   const Failed failed = SuperviseNodes(children);
-  if (!failed.node.empty()) {
-    std::string how =
-        failed.code > 128
-            ? "was killed by signal " + std::to_string(failed.code - 128)
-            : "exited with status " + std::to_string(failed.code);
-    return Fail(
-        cmd,
-        Aborted("node '" + failed.node + "' " + how +
-                "; the other nodes were stopped"),
-        failed.code == 130 || failed.code == 143 ? failed.code : kExitRuntime);
-  }
+  if (!failed.node.empty()) return NodeFailed(failed);
   std::printf("parex launch: %zu nodes finished\n", children.size());
   return kExitOk;
 }

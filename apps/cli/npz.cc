@@ -22,6 +22,37 @@ std::string ZipError(zip_error_t* error) {
   return s != nullptr ? s : "unknown zip error";
 }
 
+// Member i's bytes, which must be its stated `size`; `where` names it.
+// Read in chunks, so a stated size the data does not back costs nothing.
+StatusOr<std::string> ReadMember(zip_t* archive, zip_int64_t i,
+                                 zip_uint64_t size, const std::string& where) {
+  std::unique_ptr<zip_file_t, FileCloser> file(
+      zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0));
+  if (file == nullptr) {
+    return InvalidArgument(where + ": " + ZipError(zip_get_error(archive)));
+  }
+  std::string bytes;
+  char chunk[1 << 16];
+  while (true) {
+    const zip_int64_t n = zip_fread(file.get(), chunk, sizeof(chunk));
+    if (n < 0) {
+      return InvalidArgument(where + ": " +
+                             ZipError(zip_file_get_error(file.get())));
+    }
+    if (n == 0) break;
+    if (bytes.size() + static_cast<uint64_t>(n) > size) {
+      return InvalidArgument(where + " holds more than its stated " +
+                             std::to_string(size) + " bytes");
+    }
+    bytes.append(chunk, static_cast<size_t>(n));
+  }
+  if (bytes.size() != size) {
+    return InvalidArgument(where + " holds " + std::to_string(bytes.size()) +
+                           " bytes, not its stated " + std::to_string(size));
+  }
+  return bytes;
+}
+
 // Every member of an open archive; `what` names the archive.
 StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
   const zip_int64_t count = zip_get_num_entries(archive, 0);
@@ -54,32 +85,8 @@ StatusOr<NamedArrays> ReadMembers(zip_t* archive, const std::string& what) {
                              std::to_string(kMaxNpzMemberBytes) +
                              " parex reads");
     }
-    std::unique_ptr<zip_file_t, FileCloser> file(
-        zip_fopen_index(archive, static_cast<zip_uint64_t>(i), 0));
-    if (file == nullptr) {
-      return InvalidArgument(where + ": " + ZipError(zip_get_error(archive)));
-    }
-    // Read in chunks, so a stated size the data does not back costs nothing.
-    std::string bytes;
-    char chunk[1 << 16];
-    while (true) {
-      const zip_int64_t n = zip_fread(file.get(), chunk, sizeof(chunk));
-      if (n < 0) {
-        return InvalidArgument(where + ": " +
-                               ZipError(zip_file_get_error(file.get())));
-      }
-      if (n == 0) break;
-      if (bytes.size() + static_cast<uint64_t>(n) > st.size) {
-        return InvalidArgument(where + " holds more than its stated " +
-                               std::to_string(st.size) + " bytes");
-      }
-      bytes.append(chunk, static_cast<size_t>(n));
-    }
-    if (bytes.size() != st.size) {
-      return InvalidArgument(where + " holds " + std::to_string(bytes.size()) +
-                             " bytes, not its stated " +
-                             std::to_string(st.size));
-    }
+    PAREX_ASSIGN_OR_RETURN(std::string bytes,
+                           ReadMember(archive, i, st.size, where));
     PAREX_ASSIGN_OR_RETURN(Tensor t, ParseNpy(bytes, where));
     arrays.emplace_back(name, std::move(t));
   }

@@ -103,6 +103,9 @@ class PserverRun {
   void Release(Scope* scope);
 
  private:
+  // WriteShard's cleanup in `dir`: this node's interrupted parts, and its
+  // parts older than the newest keep + 1.
+  void PruneShards(const std::string& dir, int keep) const;
   // A persistable the pservers hold: its holders' ranks (row blocks when
   // `rows` > 0; else the first holder's copy is the one).
   struct Held {

@@ -87,6 +87,12 @@ StatusOr<std::string> PserverRun::WriteShard(const std::string& dir,
     return IoError(what + ": cannot rename '" + tmp.string() + "' to '" +
                    final_path.string() + "': " + ec.message());
   }
+  PruneShards(dir, keep);
+  return final_path.string();
+}
+
+void PserverRun::PruneShards(const std::string& dir, int keep) const {
+  std::error_code ec;
   // This node's newest keep + 1 parts stay.
   const std::string prefix = "ckpt-", suffix = "." + node_;
   std::vector<std::pair<int64_t, fs::path>> parts;
@@ -116,7 +122,6 @@ StatusOr<std::string> PserverRun::WriteShard(const std::string& dir,
     std::error_code ignored;
     fs::remove_all(parts[i].second, ignored);
   }
-  return final_path.string();
 }
 
 Status PserverRun::LoadShard(const std::string& dir, int64_t step,

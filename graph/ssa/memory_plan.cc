@@ -128,26 +128,20 @@ struct Buffer {
   std::vector<int> tail;
 };
 
-}  // namespace
-
-Status PlanMemory(SsaGraph* graph, int64_t batch_per_place) {
-  if (batch_per_place <= 0) {
-    return InvalidArgument(
-        "memory plan: batch_per_place must be positive, got " +
-        std::to_string(batch_per_place));
-  }
-  PAREX_ASSIGN_OR_RETURN(std::vector<int> order, graph->TopologicalOrder());
-  PAREX_ASSIGN_OR_RETURN(SsaReachability reach,
-                         SsaReachability::Create(*graph));
-  std::vector<int> position(graph->ops().size(), 0);
+// Every storage the plan may place (facts.Exclusion says which), with its
+// first generator's position in `order` and its first and last accesses.
+std::vector<Storage> CollectStorages(const SsaGraph& graph,
+                                     const SsaReachability& reach,
+                                     const StorageFacts& facts,
+                                     const std::vector<int>& order,
+                                     int64_t batch_per_place) {
+  std::vector<int> position(graph.ops().size(), 0);
   for (size_t i = 0; i < order.size(); ++i) {
     position[order[i]] = static_cast<int>(i);
   }
-
-  const StorageFacts facts(*graph);
   std::vector<Storage> storages;
-  for (const std::string& name : graph->VarNames()) {
-    for (int place = 0; place < graph->num_places(); ++place) {
+  for (const std::string& name : graph.VarNames()) {
+    for (int place = 0; place < graph.num_places(); ++place) {
       Storage s;
       if (!facts.Exclusion(name, place, batch_per_place, &s.bytes).empty()) {
         continue;
@@ -155,9 +149,9 @@ Status PlanMemory(SsaGraph* graph, int64_t batch_per_place) {
       s.name = name;
       s.place = place;
       s.first_position = static_cast<int>(order.size());
-      for (int id : graph->Versions(name, place)) {
-        const int g = graph->var(id).generator;
-        if (!graph->removed(id) && g >= 0) {
+      for (int id : graph.Versions(name, place)) {
+        const int g = graph.var(id).generator;
+        if (!graph.removed(id) && g >= 0) {
           s.first_position = std::min(s.first_position, position[g]);
         }
       }
@@ -174,30 +168,52 @@ Status PlanMemory(SsaGraph* graph, int64_t batch_per_place) {
                    [](const Storage& a, const Storage& b) {
                      return a.first_position < b.first_position;
                    });
+  return storages;
+}
 
+// The buffer s goes to: best fit among the buffers free for s (the
+// smallest one that holds it, else the largest one, grown), else a new one.
+int ChooseBuffer(const SsaReachability& reach, const Storage& s,
+                 std::vector<Buffer>* buffers) {
+  int fit = -1;
+  int largest = -1;
+  for (size_t i = 0; i < buffers->size(); ++i) {
+    const Buffer& b = (*buffers)[i];
+    if (b.place != s.place || !AllReach(reach, b.tail, s.first)) continue;
+    const int id = static_cast<int>(i);
+    if (b.bytes >= s.bytes && (fit < 0 || b.bytes < (*buffers)[fit].bytes)) {
+      fit = id;
+    }
+    if (largest < 0 || b.bytes > (*buffers)[largest].bytes) largest = id;
+  }
+  int chosen = fit >= 0 ? fit : largest;
+  if (chosen < 0) {
+    chosen = static_cast<int>(buffers->size());
+    buffers->push_back(Buffer{s.place, 0, {}});
+  }
+  return chosen;
+}
+
+}  // namespace
+
+Status PlanMemory(SsaGraph* graph, int64_t batch_per_place) {
+  if (batch_per_place <= 0) {
+    return InvalidArgument(
+        "memory plan: batch_per_place must be positive, got " +
+        std::to_string(batch_per_place));
+  }
+  PAREX_ASSIGN_OR_RETURN(std::vector<int> order, graph->TopologicalOrder());
+  PAREX_ASSIGN_OR_RETURN(SsaReachability reach,
+                         SsaReachability::Create(*graph));
+  const StorageFacts facts(*graph);
+  const std::vector<Storage> storages =
+      CollectStorages(*graph, reach, facts, order, batch_per_place);
   MemoryPlan plan;
   plan.batch_per_place = batch_per_place;
   plan.buffer_of.resize(graph->num_places());
   std::vector<Buffer> buffers;
   for (const Storage& s : storages) {
-    // Best fit among the buffers free for s: the smallest one that holds it,
-    // else the largest one (grown).
-    int fit = -1;
-    int largest = -1;
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      const Buffer& b = buffers[i];
-      if (b.place != s.place || !AllReach(reach, b.tail, s.first)) continue;
-      const int id = static_cast<int>(i);
-      if (b.bytes >= s.bytes && (fit < 0 || b.bytes < buffers[fit].bytes)) {
-        fit = id;
-      }
-      if (largest < 0 || b.bytes > buffers[largest].bytes) largest = id;
-    }
-    int chosen = fit >= 0 ? fit : largest;
-    if (chosen < 0) {
-      chosen = static_cast<int>(buffers.size());
-      buffers.push_back(Buffer{s.place, 0, {}});
-    }
+    const int chosen = ChooseBuffer(reach, s, &buffers);
     Buffer& b = buffers[chosen];
     b.bytes = std::max(b.bytes, s.bytes);
     b.tail = s.last;
@@ -246,67 +262,88 @@ std::string Overlap(const SsaGraph& graph, const SsaReachability& reach,
   return "their accesses interleave";
 }
 
-}  // namespace
+Status PlanFailure(const std::string& m) {
+  return FailedPrecondition("memory plan: " + m);
+}
 
-Status CheckMemoryPlan(const SsaGraph& graph) {
-  const MemoryPlan& plan = graph.memory_plan;
-  auto fail = [](const std::string& m) {
-    return FailedPrecondition("memory plan: " + m);
-  };
-  const int num_buffers = static_cast<int>(plan.buffer_bytes.size());
+// The plan's own arithmetic: a place per buffer, buffer_of's places, the
+// byte total.
+Status CheckPlanTotals(const SsaGraph& graph, const MemoryPlan& plan) {
   if (plan.buffer_place.size() != plan.buffer_bytes.size()) {
-    return fail(std::to_string(plan.buffer_bytes.size()) +
-                " buffer sizes but " +
-                std::to_string(plan.buffer_place.size()) + " buffer places");
+    return PlanFailure(
+        std::to_string(plan.buffer_bytes.size()) + " buffer sizes but " +
+        std::to_string(plan.buffer_place.size()) + " buffer places");
   }
   if (static_cast<int>(plan.buffer_of.size()) > graph.num_places()) {
-    return fail("buffer_of has " + std::to_string(plan.buffer_of.size()) +
-                " places, the graph " + std::to_string(graph.num_places()));
+    return PlanFailure(
+        "buffer_of has " + std::to_string(plan.buffer_of.size()) +
+        " places, the graph " + std::to_string(graph.num_places()));
   }
   int64_t sum = 0;
   for (int64_t bytes : plan.buffer_bytes) sum += bytes;
   if (sum != plan.bytes_with_reuse) {
-    return fail("bytes_with_reuse " + std::to_string(plan.bytes_with_reuse) +
-                " != the sum of buffer_bytes " + std::to_string(sum));
+    return PlanFailure("bytes_with_reuse " +
+                       std::to_string(plan.bytes_with_reuse) +
+                       " != the sum of buffer_bytes " + std::to_string(sum));
   }
+  return Status::Ok();
+}
+
+struct Occupant {
+  const std::string* name;
+  std::vector<int> accesses;
+};
+
+// `name` on `place` in `buffer`: a buffer of that place, large enough, for
+// a storage the plan may place.
+Status CheckOccupant(const SsaGraph& graph, const StorageFacts& facts,
+                     const std::string& name, int place, int buffer) {
+  const MemoryPlan& plan = graph.memory_plan;
+  const std::string where = graph.places()[place].ToString();
+  if (buffer < 0 || buffer >= static_cast<int>(plan.buffer_bytes.size())) {
+    return PlanFailure("'" + name + "' on " + where + " is in buffer " +
+                       std::to_string(buffer) + ", which does not exist");
+  }
+  const std::string b = "buffer " + std::to_string(buffer);
+  if (plan.buffer_place[buffer] != place) {
+    return PlanFailure("'" + name + "' on " + where + " is in " + b +
+                       " of place " +
+                       std::to_string(plan.buffer_place[buffer]));
+  }
+  int64_t bytes = 0;
+  const std::string why =
+      facts.Exclusion(name, place, plan.batch_per_place, &bytes);
+  if (!why.empty()) {
+    return PlanFailure("'" + name + "' on " + where + " is planned (" + b +
+                       ") but is " + why);
+  }
+  if (bytes > plan.buffer_bytes[buffer]) {
+    return PlanFailure(b + " on " + where + " has " +
+                       std::to_string(plan.buffer_bytes[buffer]) +
+                       " bytes but holds '" + name + "' of " +
+                       std::to_string(bytes) + " bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckMemoryPlan(const SsaGraph& graph) {
+  const MemoryPlan& plan = graph.memory_plan;
+  PAREX_RETURN_IF_ERROR(CheckPlanTotals(graph, plan));
+  const int num_buffers = static_cast<int>(plan.buffer_bytes.size());
   if (plan.buffer_of.empty() && num_buffers == 0) return Status::Ok();
   if (plan.batch_per_place <= 0) {
-    return fail("batch_per_place is " + std::to_string(plan.batch_per_place));
+    return PlanFailure("batch_per_place is " +
+                       std::to_string(plan.batch_per_place));
   }
-
   PAREX_ASSIGN_OR_RETURN(SsaReachability reach, SsaReachability::Create(graph));
   const StorageFacts facts(graph);
-  struct Occupant {
-    const std::string* name;
-    std::vector<int> accesses;
-  };
   std::vector<std::vector<Occupant>> occupants(num_buffers);
   for (int place = 0; place < static_cast<int>(plan.buffer_of.size());
        ++place) {
-    const std::string where = graph.places()[place].ToString();
     for (const auto& [name, buffer] : plan.buffer_of[place]) {
-      if (buffer < 0 || buffer >= num_buffers) {
-        return fail("'" + name + "' on " + where + " is in buffer " +
-                    std::to_string(buffer) + ", which does not exist");
-      }
-      const std::string b = "buffer " + std::to_string(buffer);
-      if (plan.buffer_place[buffer] != place) {
-        return fail("'" + name + "' on " + where + " is in " + b +
-                    " of place " + std::to_string(plan.buffer_place[buffer]));
-      }
-      int64_t bytes = 0;
-      const std::string why =
-          facts.Exclusion(name, place, plan.batch_per_place, &bytes);
-      if (!why.empty()) {
-        return fail("'" + name + "' on " + where + " is planned (" + b +
-                    ") but is " + why);
-      }
-      if (bytes > plan.buffer_bytes[buffer]) {
-        return fail(b + " on " + where + " has " +
-                    std::to_string(plan.buffer_bytes[buffer]) +
-                    " bytes but holds '" + name + "' of " +
-                    std::to_string(bytes) + " bytes");
-      }
+      PAREX_RETURN_IF_ERROR(CheckOccupant(graph, facts, name, place, buffer));
       occupants[buffer].push_back({&name, facts.Accesses(name, place)});
     }
   }
@@ -318,10 +355,11 @@ Status CheckMemoryPlan(const SsaGraph& graph) {
             Overlap(graph, reach, *list[i].name, list[i].accesses,
                     *list[j].name, list[j].accesses);
         if (why.empty()) continue;
-        return fail("buffer " + std::to_string(buffer) + " on " +
-                    graph.places()[plan.buffer_place[buffer]].ToString() +
-                    " holds '" + *list[i].name + "' and '" + *list[j].name +
-                    "', which may be live at the same time: " + why);
+        return PlanFailure(
+            "buffer " + std::to_string(buffer) + " on " +
+            graph.places()[plan.buffer_place[buffer]].ToString() + " holds '" +
+            *list[i].name + "' and '" + *list[j].name +
+            "', which may be live at the same time: " + why);
       }
     }
   }

@@ -309,6 +309,12 @@ void AddInfer(CLI::App* app, Commands* c) {
                 "after the first run, N timed runs of the same batch: median "
                 "and p99 latency, rows/s, peak memory")
       ->check(CLI::Range(1, 1000000));
+  i->add_option("--chunk-rows", c->infer.chunk_rows,
+                "rows per place each run takes of a larger batch, so that "
+                "activations stay in cache (0: the whole batch at once); a "
+                "program that mixes rows runs whole")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   i->add_flag("!--no-fuse", c->infer.fuse,
               "run the program as saved: no batch norm, residual add or "
               "activation fused into the convolutions before it, no "

@@ -99,6 +99,9 @@ struct InferOptions {
   int trace_runs = 1;
   int bench = 0;     // timed runs after the first (0: none)
   bool fuse = true;  // graph/builder/inference_fusion.h, on CPU places
+  // Rows per place each executor run takes of a larger batch
+  // (apps/cli/infer_chunks.h); 0: the whole batch in one run.
+  int64_t chunk_rows = 32;
 };
 int RunInfer(const InferOptions& options);
 

@@ -17,6 +17,7 @@
 #include "actors/executor/parallel_executor.h"
 #include "actors/trace/trace_summary.h"
 #include "apps/cli/cli.h"
+#include "apps/cli/infer_chunks.h"
 #include "apps/cli/npy.h"
 #include "base/file_io.h"
 #include "base/logging.h"
@@ -222,7 +223,7 @@ struct TraceWindow {
 // copy feeds from without staging, when they have such memory), each timed;
 // prints the median and p99 (nearest rank) latency, rows/s at the median
 // and the peak resident memory.
-Status Bench(ParallelExecutor& pe, const FeedMap& feed,
+Status Bench(ParallelExecutor& pe, ChunkedRunner& runner, const FeedMap& feed,
              const std::vector<std::string>& fetch_names, int runs,
              int64_t rows, const TraceWindow& window) {
   FeedMap bench_feed = feed;
@@ -233,7 +234,7 @@ Status Bench(ParallelExecutor& pe, const FeedMap& feed,
   for (int i = 0; i < runs; ++i) {
     window.Before(i + 1);
     const auto start = std::chrono::steady_clock::now();
-    StatusOr<std::vector<Tensor>> out = pe.Run(bench_feed, fetch_names);
+    StatusOr<std::vector<Tensor>> out = runner.Run(pe, bench_feed, fetch_names);
     if (!out.ok()) {
       return out.status().WithContext("--bench run " + std::to_string(i + 1));
     }
@@ -288,10 +289,11 @@ Status FuseModel(const std::vector<Place>& places, InferenceModel* model,
 // calls (one executor worker per busy place, so its threads and OpenMP's
 // do not take turns on the same cores); temporaries sharing buffers
 // wherever the graph orders their uses apart (memory_optimize, sized for
-// this batch): peak memory is the largest live set, not the sum of every
-// intermediate.
-void PlanRun(int64_t rows, std::vector<Place>* places, BuildStrategy* build,
-             ExecutionStrategy* exec) {
+// the rows of one run): peak memory is the largest live set, not the sum of
+// every intermediate. Returns the rows of one run (ChunkRows: a large batch
+// runs a chunk at a time).
+int64_t PlanRun(int64_t rows, int64_t chunk_rows, std::vector<Place>* places,
+                BuildStrategy* build, ExecutionStrategy* exec) {
   if (rows > 0 && rows < static_cast<int64_t>(places->size())) {
     LogInfo(Subsystem::kApp, std::to_string(rows) + " rows: running on " +
                                  std::to_string(rows) + " of " +
@@ -313,8 +315,11 @@ void PlanRun(int64_t rows, std::vector<Place>* places, BuildStrategy* build,
   // (kernels, oneDNN primitives: a p99 spike each time).
   exec->num_iteration_per_drop_scope = std::numeric_limits<int>::max();
   const int64_t num_places = static_cast<int64_t>(places->size());
+  const int64_t chunk =
+      ChunkRows(rows, static_cast<int>(num_places), chunk_rows);
   build->memory_plan_batch_per_place =
-      std::max<int64_t>(1, (rows + num_places - 1) / num_places);
+      std::max<int64_t>(1, (chunk + num_places - 1) / num_places);
+  return chunk;
 }
 
 // Outputs are checked before any work: kExitOk, or the exit code of the
@@ -368,19 +373,23 @@ Status MakeOutputDir(const std::string& dir) {
 // The first run, timed: its outputs reported (and written where --output
 // says).
 Status FirstRun(const InferOptions& o, ParallelExecutor& pe,
-                const std::vector<Place>& places, const FeedMap& feed,
-                const InferenceModel& model,
+                ChunkedRunner& runner, const std::vector<Place>& places,
+                const FeedMap& feed, const InferenceModel& model,
                 const std::vector<std::string>& out_paths) {
   const auto start = std::chrono::steady_clock::now();
   PAREX_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                         pe.Run(feed, model.fetch_names));
+                         runner.Run(pe, feed, model.fetch_names));
   const double ms = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - start)
                         .count();
   PAREX_RETURN_IF_ERROR(MakeOutputDir(o.output));
-  std::printf("parex infer: %s on %zu %s place%s, %.1f ms\n", o.model.c_str(),
+  std::printf("parex infer: %s on %zu %s place%s, %.1f ms", o.model.c_str(),
               places.size(), PlaceKindTitle(places[0].kind),
               places.size() == 1 ? "" : "s", ms);
+  if (runner.chunked()) {
+    std::printf(" (%lld rows a run)", static_cast<long long>(runner.chunk()));
+  }
+  std::printf("\n");
   return ReportOutputs(out, model.fetch_names, out_paths);
 }
 
@@ -413,15 +422,16 @@ int RunInfer(const InferOptions& o) {
   ExecutionStrategy exec;
   exec.trace = window.trace;
   BuildStrategy build;
-  PlanRun(rows, &*places, &build, &exec);
+  ChunkedRunner runner(PlanRun(rows, o.chunk_rows, &*places, &build, &exec));
   StatusOr<std::unique_ptr<ParallelExecutor>> pe = ParallelExecutor::Create(
       *places, model->program, "", &scope, build, exec);
   if (!pe.ok()) return Fail(cmd, pe.status());
-  if (Status s = FirstRun(o, **pe, *places, *feed, *model, *out_paths); !s.ok())
+  if (Status s = FirstRun(o, **pe, runner, *places, *feed, *model, *out_paths);
+      !s.ok())
     return Fail(cmd, s);
   if (o.bench > 0) {
-    if (Status s =
-            Bench(**pe, *feed, model->fetch_names, o.bench, rows, window);
+    if (Status s = Bench(**pe, runner, *feed, model->fetch_names, o.bench, rows,
+                         window);
         !s.ok())
       return Fail(cmd, s);
   }

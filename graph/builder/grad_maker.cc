@@ -94,24 +94,54 @@ void GradOpPlanner::AddLossGrad(const VarDesc& loss) {
   ops_.push_back(std::move(desc));
 }
 
+Status GradOpPlanner::AddScaleGrad(const OpDesc& op) {
+  proto::OpDesc desc;
+  OpDesc g = View(&desc, "scale");
+  g.SetInput("X", {OutputGrad(op.FirstOutput("Out"))});
+  if (op.HasInput("ScaleTensor")) {
+    g.SetInput("ScaleTensor", op.Input("ScaleTensor"));
+  }
+  g.SetOutput("Out", {InputGrad(op.FirstInput("X"))});
+  PAREX_ASSIGN_OR_RETURN(float scale, op.GetAttr<float>("scale"));
+  g.SetAttr<float>("scale", scale);
+  g.SetAttr<float>("bias", 0.0f);
+  g.SetAttr<bool>("bias_after_scale", true);
+  return Push(std::move(desc));
+}
+
+Status GradOpPlanner::AddCastGrad(const OpDesc& op) {
+  proto::OpDesc desc;
+  OpDesc g = View(&desc, "cast");
+  g.SetInput("X", {OutputGrad(op.FirstOutput("Out"))});
+  g.SetOutput("Out", {InputGrad(op.FirstInput("X"))});
+  PAREX_ASSIGN_OR_RETURN(int in_dtype, op.GetAttr<int>("in_dtype"));
+  PAREX_ASSIGN_OR_RETURN(int out_dtype, op.GetAttr<int>("out_dtype"));
+  g.SetAttr<int>("in_dtype", out_dtype);
+  g.SetAttr<int>("out_dtype", in_dtype);
+  return Push(std::move(desc));
+}
+
+Status GradOpPlanner::AddSumGrad(const OpDesc& op) {
+  // Fluid's sum gradient: one scale(1) per input that needs one.
+  const std::string dout = OutputGrad(op.FirstOutput("Out"));
+  for (const std::string& in : op.Input("X")) {
+    if (InputGrad(in).empty()) continue;
+    proto::OpDesc desc;
+    OpDesc g = View(&desc, "scale");
+    g.SetInput("X", {dout});
+    g.SetOutput("Out", {GradVarName(in)});
+    g.SetAttr<float>("scale", 1.0f);
+    PAREX_RETURN_IF_ERROR(Push(std::move(desc)));
+  }
+  return Status::Ok();
+}
+
 Status GradOpPlanner::AddGradOps(const OpDesc& op, const OpInfo& info) {
   switch (info.kind) {
     case GradKind::kSchema:
       return AddSchemaGrad(op, *info.schema);
-    case GradKind::kScale: {
-      proto::OpDesc desc;
-      OpDesc g = View(&desc, "scale");
-      g.SetInput("X", {OutputGrad(op.FirstOutput("Out"))});
-      if (op.HasInput("ScaleTensor")) {
-        g.SetInput("ScaleTensor", op.Input("ScaleTensor"));
-      }
-      g.SetOutput("Out", {InputGrad(op.FirstInput("X"))});
-      PAREX_ASSIGN_OR_RETURN(float scale, op.GetAttr<float>("scale"));
-      g.SetAttr<float>("scale", scale);
-      g.SetAttr<float>("bias", 0.0f);
-      g.SetAttr<bool>("bias_after_scale", true);
-      return Push(std::move(desc));
-    }
+    case GradKind::kScale:
+      return AddScaleGrad(op);
     case GradKind::kAssign: {
       proto::OpDesc desc;
       OpDesc g = View(&desc, "assign");
@@ -120,17 +150,8 @@ Status GradOpPlanner::AddGradOps(const OpDesc& op, const OpInfo& info) {
       CopyAttrs(op, &desc);
       return Push(std::move(desc));
     }
-    case GradKind::kCast: {
-      proto::OpDesc desc;
-      OpDesc g = View(&desc, "cast");
-      g.SetInput("X", {OutputGrad(op.FirstOutput("Out"))});
-      g.SetOutput("Out", {InputGrad(op.FirstInput("X"))});
-      PAREX_ASSIGN_OR_RETURN(int in_dtype, op.GetAttr<int>("in_dtype"));
-      PAREX_ASSIGN_OR_RETURN(int out_dtype, op.GetAttr<int>("out_dtype"));
-      g.SetAttr<int>("in_dtype", out_dtype);
-      g.SetAttr<int>("out_dtype", in_dtype);
-      return Push(std::move(desc));
-    }
+    case GradKind::kCast:
+      return AddCastGrad(op);
     case GradKind::kSplit: {
       std::vector<std::string> grads;
       for (const std::string& out : op.Output("Out")) {
@@ -143,20 +164,8 @@ Status GradOpPlanner::AddGradOps(const OpDesc& op, const OpInfo& info) {
       CopyAttrs(op, &desc);
       return Push(std::move(desc));
     }
-    case GradKind::kSum: {
-      // Fluid's sum gradient: one scale(1) per input that needs one.
-      const std::string dout = OutputGrad(op.FirstOutput("Out"));
-      for (const std::string& in : op.Input("X")) {
-        if (InputGrad(in).empty()) continue;
-        proto::OpDesc desc;
-        OpDesc g = View(&desc, "scale");
-        g.SetInput("X", {dout});
-        g.SetOutput("Out", {GradVarName(in)});
-        g.SetAttr<float>("scale", 1.0f);
-        PAREX_RETURN_IF_ERROR(Push(std::move(desc)));
-      }
-      return Status::Ok();
-    }
+    case GradKind::kSum:
+      return AddSumGrad(op);
     case GradKind::kNone:
     case GradKind::kMissing:
       break;

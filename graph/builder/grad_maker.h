@@ -87,6 +87,12 @@ class GradOpPlanner {
   // variable that needs none is left empty; a duplicable slot keeps the
   // positions, with "" for inputs that need none.
   Status AddSchemaGrad(const OpDesc& op, const OpSchema& schema);
+  // scale's gradient: a scale by the same factor, no bias.
+  Status AddScaleGrad(const OpDesc& op);
+  // cast's gradient: the cast back.
+  Status AddCastGrad(const OpDesc& op);
+  // sum's gradient: one scale(1) per input that needs one (as Fluid).
+  Status AddSumGrad(const OpDesc& op);
 
   const Block& block_;
   const NameSet& needs_;

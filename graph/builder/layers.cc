@@ -159,11 +159,11 @@ StatusOr<VarDesc*> Fc(ProgramBuilder& b, VarDesc* input, const FcOptions& o) {
   return AppendActivation(b, name, out, o.act);
 }
 
-StatusOr<VarDesc*> Conv2d(ProgramBuilder& b, VarDesc* input,
-                          const Conv2dOptions& o) {
-  const std::string layer = "conv2d";
-  PAREX_RETURN_IF_ERROR(CheckVar(layer, input, "input"));
-  PAREX_RETURN_IF_ERROR(CheckAct(layer, o.act));
+namespace {
+
+// Conv2d's input (NCHW, known channels) and options.
+Status CheckConv2d(const std::string& layer, VarDesc* input,
+                   const Conv2dOptions& o) {
   const Dims in = input->dims();
   if (in.size() != 4) {
     return LayerError(layer,
@@ -188,6 +188,18 @@ StatusOr<VarDesc*> Conv2d(ProgramBuilder& b, VarDesc* input,
                                  std::to_string(channels) +
                                  " channels of input " + VarText(*input));
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<VarDesc*> Conv2d(ProgramBuilder& b, VarDesc* input,
+                          const Conv2dOptions& o) {
+  const std::string layer = "conv2d";
+  PAREX_RETURN_IF_ERROR(CheckVar(layer, input, "input"));
+  PAREX_RETURN_IF_ERROR(CheckAct(layer, o.act));
+  PAREX_RETURN_IF_ERROR(CheckConv2d(layer, input, o));
+  const int64_t channels = input->dims()[1];
   const std::string name = b.UniqueName("conv2d");
   const DType dtype = input->dtype();
   const int64_t kh = o.filter_size[0], kw = o.filter_size[1];
@@ -255,6 +267,43 @@ StatusOr<VarDesc*> Pool2d(ProgramBuilder& b, VarDesc* input,
   });
 }
 
+namespace {
+
+// A batch norm's affine parameters and running statistics.
+struct BatchNormParams {
+  VarDesc* scale;
+  VarDesc* bias;
+  VarDesc* mean;
+  VarDesc* variance;
+};
+
+StatusOr<BatchNormParams> MakeBatchNormParams(ProgramBuilder& b,
+                                              const std::string& name,
+                                              int64_t channels, DType dtype,
+                                              const BatchNormOptions& o) {
+  BatchNormParams p;
+  PAREX_ASSIGN_OR_RETURN(
+      p.scale,
+      b.CreateParameter(ParamName(b, name, "w", o.param_attr), {channels},
+                        dtype, Initializer::Constant(1.0), o.param_attr));
+  PAREX_ASSIGN_OR_RETURN(
+      p.bias,
+      b.CreateParameter(ParamName(b, name, "b", o.bias_attr), {channels}, dtype,
+                        Initializer::Constant(0.0), o.bias_attr));
+  // The running statistics are parameters that are not trained.
+  ParamAttr stats;
+  stats.trainable = false;
+  PAREX_ASSIGN_OR_RETURN(
+      p.mean, b.CreateParameter(b.UniqueName(name + ".w"), {channels}, dtype,
+                                Initializer::Constant(0.0), stats));
+  PAREX_ASSIGN_OR_RETURN(
+      p.variance, b.CreateParameter(b.UniqueName(name + ".w"), {channels},
+                                    dtype, Initializer::Constant(1.0), stats));
+  return p;
+}
+
+}  // namespace
+
 StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
                              const BatchNormOptions& o) {
   const std::string layer = "batch_norm";
@@ -271,25 +320,8 @@ StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
   // Fluid keeps the statistics and affine parameters of fp16 inputs in fp32.
   const DType dtype =
       input->dtype() == DType::kFP16 ? DType::kFP32 : input->dtype();
-  PAREX_ASSIGN_OR_RETURN(
-      VarDesc * scale,
-      b.CreateParameter(ParamName(b, name, "w", o.param_attr), {channels},
-                        dtype, Initializer::Constant(1.0), o.param_attr));
-  PAREX_ASSIGN_OR_RETURN(
-      VarDesc * bias,
-      b.CreateParameter(ParamName(b, name, "b", o.bias_attr), {channels}, dtype,
-                        Initializer::Constant(0.0), o.bias_attr));
-  // The running statistics are parameters that are not trained.
-  ParamAttr stats;
-  stats.trainable = false;
-  PAREX_ASSIGN_OR_RETURN(
-      VarDesc * mean,
-      b.CreateParameter(b.UniqueName(name + ".w"), {channels}, dtype,
-                        Initializer::Constant(0.0), stats));
-  PAREX_ASSIGN_OR_RETURN(
-      VarDesc * variance,
-      b.CreateParameter(b.UniqueName(name + ".w"), {channels}, dtype,
-                        Initializer::Constant(1.0), stats));
+  PAREX_ASSIGN_OR_RETURN(const BatchNormParams params,
+                         MakeBatchNormParams(b, name, channels, dtype, o));
   VarDesc* saved_mean = b.CreateTemporary(name, dtype);
   saved_mean->SetStopGradient(true);
   VarDesc* saved_variance = b.CreateTemporary(name, dtype);
@@ -304,8 +336,8 @@ StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
   VarDesc* y = b.CreateTemporary(name, input->dtype());
   std::map<std::string, std::vector<std::string>> bn_outputs = {
       {"Y", {y->name()}},
-      {"MeanOut", {mean->name()}},
-      {"VarianceOut", {variance->name()}},
+      {"MeanOut", {params.mean->name()}},
+      {"VarianceOut", {params.variance->name()}},
       {"SavedMean", {saved_mean->name()}},
       {"SavedVariance", {saved_variance->name()}}};
   if (reserve_space != nullptr) {
@@ -314,10 +346,10 @@ StatusOr<VarDesc*> BatchNorm(ProgramBuilder& b, VarDesc* input,
   PAREX_RETURN_IF_ERROR(
       b.AppendOp("batch_norm",
                  {{"X", {input->name()}},
-                  {"Scale", {scale->name()}},
-                  {"Bias", {bias->name()}},
-                  {"Mean", {mean->name()}},
-                  {"Variance", {variance->name()}}},
+                  {"Scale", {params.scale->name()}},
+                  {"Bias", {params.bias->name()}},
+                  {"Mean", {params.mean->name()}},
+                  {"Variance", {params.variance->name()}}},
                  bn_outputs,
                  [&o](OpDesc& op) {
                    op.SetAttr<float>("momentum", o.momentum);

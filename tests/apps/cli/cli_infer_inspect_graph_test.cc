@@ -109,6 +109,25 @@ TEST(CliInferTest, PaddleFitALineOnTheHousingTestRows) {
   EXPECT_NEAR(pred->data<float>()[0], 13.5011, 1e-4);
   EXPECT_NEAR(pred->data<float>()[1], 13.5695, 1e-4);
   EXPECT_NEAR(pred->data<float>()[2], 13.6182, 1e-4);
+  // The 102 rows ran in 6 chunks of 17 (--chunk-rows 32 by default), as
+  // one run of them does (--chunk-rows 0).
+  EXPECT_THAT(run.out, HasSubstr("(17 rows a run)"));
+  CliRun whole = RunParex({"infer", "--model", Model("fit_a_line"), "--input",
+                           "x=x.npy", "--output", "whole", "--chunk-rows", "0"},
+                          dir);
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_THAT(whole.out, ::testing::Not(HasSubstr("rows a run")));
+  StatusOr<Tensor> at_once = ReadNpy(dir + "/whole/scale_99.tmp_0.npy");
+  ASSERT_TRUE(at_once.ok()) << at_once.status().ToString();
+  ASSERT_EQ(at_once->numel(), 102);
+  for (int64_t i = 0; i < 102; ++i) {
+    EXPECT_NEAR(pred->data<float>()[i], at_once->data<float>()[i], 1e-6) << i;
+  }
+  CliRun refused = RunParex({"infer", "--model", Model("fit_a_line"), "--input",
+                             "x=x.npy", "--chunk-rows", "-1"},
+                            dir);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_THAT(refused.err, HasSubstr("--chunk-rows"));
 }
 
 // --bench N: after the first run (its outputs reported as ever), N timed

@@ -71,6 +71,37 @@ StatusOr<EvalResult> EvaluateJob(const TrainJob& job, ParallelExecutor* eval,
   return result;
 }
 
+namespace {
+
+// An example's end of training: its test set evaluated (accuracy or MSE)
+// and, on the writer, the inference model saved to `save`.
+StatusOr<TrainJob::Finished> FinishExample(const ExampleProgram& model,
+                                           const ExampleData& data,
+                                           Scope* scope, bool writer,
+                                           const std::string& save) {
+  ExampleInference trained(&model, scope);
+  PAREX_ASSIGN_OR_RETURN(Evaluation eval,
+                         trained.Evaluate(data.test_x, data.test_y));
+  TrainJob::Finished f;
+  char line[160];
+  if (model.is_classifier()) {
+    std::snprintf(line, sizeof(line), "test accuracy   %.4f on %lld rows\n",
+                  eval.accuracy, static_cast<long long>(eval.rows));
+  } else {
+    std::snprintf(line, sizeof(line), "test MSE        %.4f on %lld rows\n",
+                  eval.mse, static_cast<long long>(eval.rows));
+  }
+  f.report = line;
+  if (writer) {
+    PAREX_RETURN_IF_ERROR(trained.SaveInferenceModel(save));
+    f.saved = "model saved to  " + save + " (inference model: " + model.input +
+              " -> " + model.prediction + ")\n";
+  }
+  return f;
+}
+
+}  // namespace
+
 StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
   StatusOr<ExampleKind> kind = ParseExampleKind(o.model);
   if (!kind.ok()) {
@@ -107,29 +138,9 @@ StatusOr<TrainJob> ExampleJob(const TrainOptions& o, bool* usage) {
     if (!ran.ok()) return ran.status().WithContext("startup program");
     return Status::Ok();
   };
-  job.finish = [model, data](
-                   Scope* scope, bool writer,
-                   const std::string& save) -> StatusOr<TrainJob::Finished> {
-    ExampleInference trained(model.get(), scope);
-    PAREX_ASSIGN_OR_RETURN(Evaluation eval,
-                           trained.Evaluate(data->test_x, data->test_y));
-    TrainJob::Finished f;
-    char line[160];
-    if (model->is_classifier()) {
-      std::snprintf(line, sizeof(line), "test accuracy   %.4f on %lld rows\n",
-                    eval.accuracy, static_cast<long long>(eval.rows));
-    } else {
-      std::snprintf(line, sizeof(line), "test MSE        %.4f on %lld rows\n",
-                    eval.mse, static_cast<long long>(eval.rows));
-    }
-    f.report = line;
-    if (writer) {
-      PAREX_RETURN_IF_ERROR(trained.SaveInferenceModel(save));
-      f.saved = "model saved to  " + save +
-                " (inference model: " + model->input + " -> " +
-                model->prediction + ")\n";
-    }
-    return f;
+  job.finish = [model, data](Scope* scope, bool writer,
+                             const std::string& save) {
+    return FinishExample(*model, *data, scope, writer, save);
   };
   return job;
 }

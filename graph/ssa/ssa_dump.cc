@@ -205,6 +205,54 @@ std::string SsaGraphToDot(const SsaGraph& graph) {
   return out.str();
 }
 
+namespace {
+
+Json OpJson(const SsaGraph& graph, const SsaOp& op) {
+  Json o = Json::object();
+  o["id"] = op.id;
+  o["kind"] = SsaOpKindName(op.kind);
+  o["type"] = op.type;
+  o["place"] = PlaceJson(graph, op.place);
+  o["places"] = PlacesJson(graph, op.places);
+  o["program_op"] = op.program_op;
+  o["inputs"] = op.inputs;
+  o["outputs"] = op.outputs;
+  o["var_names"] = op.var_names;
+  o["root"] = PlaceJson(graph, op.root);
+  o["scale"] = op.scale;
+  o["slice"] = op.slice;
+  o["num_slices"] = op.num_slices;
+  o["sliced_reduce"] = op.sliced_reduce;
+  return o;
+}
+
+Json VarJson(const SsaGraph& graph, const SsaVar& v) {
+  Json o = Json::object();
+  o["id"] = v.id;
+  o["name"] = v.name;
+  o["version"] = v.version;
+  o["place"] = PlaceJson(graph, v.place);
+  o["control"] = ControlReasonName(v.control);
+  o["generator"] = v.generator;
+  o["readers"] = v.readers;
+  return o;
+}
+
+Json GradJson(const SsaGraph& graph, const GradInfo& g) {
+  Json o = Json::object();
+  o["param"] = g.param;
+  o["grad"] = g.grad;
+  o["program_op"] = g.program_op;
+  o["numel"] = g.numel;
+  o["bytes"] = g.bytes;
+  o["sparse"] = g.sparse;
+  o["owner"] = PlaceJson(graph, g.owner);
+  o["collective"] = g.collective;
+  return o;
+}
+
+}  // namespace
+
 std::string SsaGraphToJson(const SsaGraph& graph) {
   Json root = Json::object();
   Json places = Json::array();
@@ -213,58 +261,17 @@ std::string SsaGraphToJson(const SsaGraph& graph) {
   root["loss_name"] = graph.loss_name;
   root["strategy"] = StrategyJson(graph.strategy);
   root["shared_parameters"] = graph.shared_parameters;
-
   Json ops = Json::array();
-  for (const SsaOp& op : graph.ops()) {
-    Json o = Json::object();
-    o["id"] = op.id;
-    o["kind"] = SsaOpKindName(op.kind);
-    o["type"] = op.type;
-    o["place"] = PlaceJson(graph, op.place);
-    o["places"] = PlacesJson(graph, op.places);
-    o["program_op"] = op.program_op;
-    o["inputs"] = op.inputs;
-    o["outputs"] = op.outputs;
-    o["var_names"] = op.var_names;
-    o["root"] = PlaceJson(graph, op.root);
-    o["scale"] = op.scale;
-    o["slice"] = op.slice;
-    o["num_slices"] = op.num_slices;
-    o["sliced_reduce"] = op.sliced_reduce;
-    ops.push_back(std::move(o));
-  }
+  for (const SsaOp& op : graph.ops()) ops.push_back(OpJson(graph, op));
   root["ops"] = std::move(ops);
-
   Json vars = Json::array();
   for (const SsaVar& v : graph.vars()) {
-    if (graph.removed(v.id)) continue;
-    Json o = Json::object();
-    o["id"] = v.id;
-    o["name"] = v.name;
-    o["version"] = v.version;
-    o["place"] = PlaceJson(graph, v.place);
-    o["control"] = ControlReasonName(v.control);
-    o["generator"] = v.generator;
-    o["readers"] = v.readers;
-    vars.push_back(std::move(o));
+    if (!graph.removed(v.id)) vars.push_back(VarJson(graph, v));
   }
   root["vars"] = std::move(vars);
-
   Json grads = Json::array();
-  for (const GradInfo& g : graph.grads) {
-    Json o = Json::object();
-    o["param"] = g.param;
-    o["grad"] = g.grad;
-    o["program_op"] = g.program_op;
-    o["numel"] = g.numel;
-    o["bytes"] = g.bytes;
-    o["sparse"] = g.sparse;
-    o["owner"] = PlaceJson(graph, g.owner);
-    o["collective"] = g.collective;
-    grads.push_back(std::move(o));
-  }
+  for (const GradInfo& g : graph.grads) grads.push_back(GradJson(graph, g));
   root["grads"] = std::move(grads);
-
   Json buckets = Json::array();
   for (const GradBucket& b : graph.buckets) {
     Json o = Json::object();
@@ -275,7 +282,6 @@ std::string SsaGraphToJson(const SsaGraph& graph) {
   }
   root["buckets"] = std::move(buckets);
   root["memory_plan"] = MemoryPlanJson(graph, graph.memory_plan);
-
   // Names are program var names; bytes that are not UTF-8 are replaced
   // rather than thrown on.
   return root.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";

@@ -253,6 +253,12 @@ class GlooCommunicator final : public Communicator {
   // Interrupt wakes it); a failure breaks the context.
   Status WaitPosted(gloo::transport::UnboundBuffer* buffer, bool send,
                     const std::string& what);
+  // A point-to-point call's failure `s` with what the explainer knows, as
+  // a collective's (Failed): a send to a killed pserver fails in Gloo at
+  // about the moment the cluster learns which node is gone, and the error
+  // should name it (the explainer waits a moment for that), not only the
+  // peer's address.
+  Status Explained(Status s);
 };
 
 }  // namespace parex

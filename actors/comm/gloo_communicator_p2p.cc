@@ -74,9 +74,24 @@ Status GlooCommunicator::Transfer(bool send, void* data, size_t bytes, int peer,
       buffer->recv(peer, slot);
     }
   } catch (const std::exception& e) {
-    return Aborted(what + ": " + e.what());
+    return Explained(Aborted(what + ": " + e.what()));
   }
-  return WaitPosted(buffer.get(), send, what);
+  return Explained(WaitPosted(buffer.get(), send, what));
+}
+
+Status GlooCommunicator::Explained(Status s) {
+  if (s.ok() || !explain_) return s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!interrupted_.ok()) return s;  // the interrupt's reason says why
+  }
+  const std::string extra = explain_(
+      Failure{seq_, Collective::kAllReduce, "", IsGlooTimeout(s.message())});
+  if (extra.empty()) return s;
+  Status explained(s.code(), s.message() + "; " + extra);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (broken_.message() == s.message()) broken_ = explained;
+  return explained;
 }
 
 Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
@@ -117,15 +132,16 @@ Status GlooCommunicator::PostSend(std::string_view name, const Tensor& tensor,
       p->bytes_buffer->send(to, PointToPointSlot(channel, tag + 1));
     }
   } catch (const std::exception& e) {
-    return Aborted(p->what + ": " + e.what());
+    return Explained(Aborted(p->what + ": " + e.what()));
   }
   return Status::Ok();
 }
 
 Status GlooCommunicator::WaitSent(PendingSend* p) {
-  PAREX_RETURN_IF_ERROR(WaitPosted(p->header_buffer.get(), true, p->what));
+  PAREX_RETURN_IF_ERROR(
+      Explained(WaitPosted(p->header_buffer.get(), true, p->what)));
   if (p->bytes_buffer == nullptr) return Status::Ok();
-  return WaitPosted(p->bytes_buffer.get(), true, p->what);
+  return Explained(WaitPosted(p->bytes_buffer.get(), true, p->what));
 }
 
 Status GlooCommunicator::Send(std::string_view name, const Tensor& tensor,

@@ -275,6 +275,7 @@ Status FuseModel(const std::vector<Place>& places, InferenceModel* model,
               " batch norms folded into convolutions, " +
               std::to_string(fused.fused_residuals) + " residual adds, " +
               std::to_string(fused.fused_activations) + " activations, " +
+              std::to_string(fused.fused_fcs) + " fcs, " +
               std::to_string(fused.dropped_identities) + " identities, " +
               std::to_string(fused.channels_last_ops) +
               " ops channels-last with " + std::to_string(fused.transposes) +

@@ -218,6 +218,92 @@ class Fuser {
     ++fused_;
   }
 
+  // The in_num_col_dims of an fc doing what op does, when it multiplies an
+  // X of rank >= 2 (flattened at the returned dim) by a constant 2-D
+  // W of X's float dtype, untransposed and unscaled; else 0.
+  int FcColDims(const OpDesc& op) const {
+    int ncd = 0;
+    if (op.type() == "matmul_v2") {
+      if (AttrOr<bool>(op, "trans_x", false) ||
+          AttrOr<bool>(op, "trans_y", false)) {
+        return 0;
+      }
+    } else if (op.type() == "matmul") {
+      if (AttrOr<bool>(op, "transpose_X", false) ||
+          AttrOr<bool>(op, "transpose_Y", false) ||
+          AttrOr<float>(op, "alpha", 1.0f) != 1.0f) {
+        return 0;
+      }
+    } else if (op.type() == "mul") {
+      if (AttrOr<int>(op, "y_num_col_dims", 1) != 1) return 0;
+      ncd = AttrOr<int>(op, "x_num_col_dims", 1);
+    } else {
+      return 0;
+    }
+    if (op.Input("X").size() != 1 || op.Input("Y").size() != 1 ||
+        op.Output("Out").size() != 1 || !Constant(op.FirstInput("Y"), op)) {
+      return 0;
+    }
+    const VarDesc* x = block_.FindVar(op.FirstInput("X"));
+    const VarDesc* w = block_.FindVar(op.FirstInput("Y"));
+    if (x == nullptr || !x->is_tensor() || x->rank() < 2 || w->rank() != 2 ||
+        w->dims()[1] <= 0 || x->dtype() != w->dtype() ||
+        (w->dtype() != DType::kFP32 && w->dtype() != DType::kFP64)) {
+      return 0;
+    }
+    if (ncd == 0) ncd = x->rank() - 1;
+    return ncd >= 1 && ncd < x->rank() ? ncd : 0;
+  }
+
+  // An elementwise_add of `out` (rank `rank`, as X) and a constant [n] of
+  // `out`'s dtype along its last dim: an fc's bias.
+  bool FcBias(const OpDesc& add, int rank, int64_t n, DType dtype) const {
+    if (add.type() != "elementwise_add" || add.Input("Y").size() != 1 ||
+        add.Output("Out").size() != 1) {
+      return false;
+    }
+    const int axis = AttrOr<int>(add, "axis", -1);
+    const VarDesc* b = block_.FindVar(add.FirstInput("Y"));
+    return (axis == -1 || axis == rank - 1) && b != nullptr &&
+           Constant(b->name(), add) && b->rank() == 1 && b->dims()[0] == n &&
+           b->dtype() == dtype && Count(uses_.writers, add.FirstOutput("Out")) == 1;
+  }
+
+  // mul / matmul / matmul_v2 (i) by a constant W, + elementwise_add of a
+  // constant bias along the last dim, + relu -> Paddle's fc, run where the
+  // product was, the bias and relu inside it (kernels/cpu/matmul_kernels.cc).
+  bool FuseFc(int i) {
+    const OpDesc& op = block_.op(i);
+    if (removed_.count(i) != 0 || edits_.count(i) != 0) return false;
+    const int ncd = FcColDims(op);
+    if (ncd == 0) return false;
+    const VarDesc* w = block_.FindVar(op.FirstInput("Y"));
+    const int a = SoleReader(i, op.FirstOutput("Out"), "X");
+    if (a < 0 || !FcBias(block_.op(a), ncd + 1, w->dims()[1], w->dtype())) {
+      return false;
+    }
+    std::string out = block_.op(a).FirstOutput("Out");
+    OpEdit& e = Edit(i);
+    const int r = SoleReader(a, out, "X");
+    if (r >= 0 && block_.op(r).type() == "relu" &&
+        block_.op(r).Output("Out").size() == 1 &&
+        Count(uses_.writers, block_.op(r).FirstOutput("Out")) == 1) {
+      out = block_.op(r).FirstOutput("Out");
+      e.activation = "relu";
+      removed_.insert(r);
+    }
+    e.type = "fc";
+    e.fresh = true;
+    e.in_num_col_dims = ncd;
+    e.inputs = {{"Input", op.FirstInput("X")},
+                {"W", op.FirstInput("Y")},
+                {"Bias", block_.op(a).FirstInput("Y")}};
+    e.outputs = {{"Out", out}};
+    removed_.insert(a);
+    ++fcs_;
+    return true;
+  }
+
   // An op that passes X through unchanged in inference: scale by 1 plus 0
   // (Paddle's save_inference_model appends one before each fetch), dropout
   // at test time as upscale_in_train computes it (or of probability 0).
@@ -321,6 +407,11 @@ class Fuser {
         view.SetAttr("constant_y", true);
       }
       if (e == edits_.end()) continue;
+      if (e->second.fresh) {
+        op->clear_inputs();
+        op->clear_outputs();
+        op->clear_attrs();
+      }
       op->set_type(e->second.type);
       for (const auto& [slot, name] : e->second.inputs) {
         view.SetInput(slot, {name});
@@ -328,7 +419,11 @@ class Fuser {
       for (const auto& [slot, name] : e->second.outputs) {
         view.SetOutput(slot, {name});
       }
-      if (!e->second.activation.empty()) {
+      if (e->second.type == "fc") {
+        view.SetAttr("in_num_col_dims", e->second.in_num_col_dims);
+        view.SetAttr("activation_type", e->second.activation);
+        view.SetAttr("constant_w", mark_constant_filters);
+      } else if (!e->second.activation.empty()) {
         view.SetAttr("fuse_activation", e->second.activation);
         view.SetAttr("fuse_alpha", e->second.alpha);
       }
@@ -348,6 +443,7 @@ class Fuser {
     out.fused_activations = fused_;
     out.fused_residuals = residuals_;
     out.dropped_identities = identities_;
+    out.fused_fcs = fcs_;
     return out;
   }
 
@@ -357,6 +453,9 @@ class Fuser {
     std::map<std::string, std::string> inputs, outputs;
     std::string activation;
     float alpha = 0.0f;
+    // A new op in the old one's place (an fc): nothing of the old kept.
+    bool fresh = false;
+    int in_num_col_dims = 1;
   };
 
   static bool ReadBy(const OpDesc& op, const std::string& name) {
@@ -430,7 +529,7 @@ class Fuser {
   std::set<int> removed_;
   std::map<int, int> moved_;  // a residual add's index -> the conv's
   std::map<std::string, std::pair<DType, Dims>> new_vars_;
-  int folded_ = 0, fused_ = 0, residuals_ = 0, identities_ = 0;
+  int folded_ = 0, fused_ = 0, residuals_ = 0, identities_ = 0, fcs_ = 0;
 };
 
 }  // namespace
@@ -446,6 +545,7 @@ StatusOr<FusedProgram> FuseForInference(
     if (fusions.fuse_residual) fuser.FuseResidual(i);
     if (fusions.fuse_activation) fuser.FuseActivation(i);
     if (fusions.drop_identities) fuser.DropIdentity(i);
+    if (fusions.fuse_fc) fuser.FuseFc(i);
   }
   PAREX_ASSIGN_OR_RETURN(FusedProgram fused,
                          fuser.Finish(fusions.mark_constant_filters));

@@ -22,6 +22,12 @@
 //                     relu6 reads -> conv2d with attribute fuse_activation
 //                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
 //                     applied in the pass that adds the bias.
+//   fuse_fc           mul / matmul / matmul_v2 by a constant 2-D W (no
+//                     transpose, alpha 1) whose output only an
+//                     elementwise_add of a constant bias [N] along the last
+//                     dim reads, and a relu after it -> Paddle's fc (Input,
+//                     W, Bias, in_num_col_dims, activation_type), run where
+//                     the product was, bias and relu inside the product.
 //   drop_identities   scale by 1 plus 0 (what save_inference_model puts
 //                     before each fetch) and test-time dropout of
 //                     upscale_in_train (or probability 0), which pass X
@@ -57,6 +63,7 @@ struct InferenceFusions {
   // Programs of one block only; fetched vars keep their layout.
   bool channels_last = true;
   bool drop_identities = true;
+  bool fuse_fc = true;
 };
 
 struct FusedProgram {
@@ -66,6 +73,7 @@ struct FusedProgram {
   int fused_activations = 0;
   int fused_residuals = 0;
   int dropped_identities = 0;
+  int fused_fcs = 0;  // products with their bias (and relu) made fc
   int channels_last_ops = 0;  // ops run channels-last
   int transposes = 0;         // transpose2 ops added between the layouts
 };

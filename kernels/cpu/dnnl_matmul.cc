@@ -21,7 +21,7 @@ struct DnnlConstantMatmul::Impl {};
 DnnlConstantMatmul::DnnlConstantMatmul() : impl_(nullptr) {}
 DnnlConstantMatmul::~DnnlConstantMatmul() = default;
 bool DnnlConstantMatmul::Run(int64_t, int64_t, int64_t, bool, const float*,
-                             const float*, float*) {
+                             const float*, float*, const float*, bool) {
   return false;
 }
 
@@ -39,8 +39,9 @@ struct DnnlConstantMatmul::Impl {
   bool made = false, supported = false;
   int64_t m = 0, k = 0, n = 0;
   bool trans_y = false;
+  bool bias = false, relu = false;  // the epilogue
   dnnl::matmul primitive;
-  memory x_mem, y_mem, packed_mem, out_mem;
+  memory x_mem, y_mem, packed_mem, out_mem, bias_mem;
   dnnl::reorder pack;
   std::vector<uint8_t> packed;
   const float* packed_from = nullptr;
@@ -58,11 +59,18 @@ struct DnnlConstantMatmul::Impl {
         conv_descs::Plain({k, n}, trans_y ? Tag::ba : Tag::ab);
     const memory::desc out = conv_descs::Plain({m, n}, Tag::ab);
     dnnl::engine& engine = Engine();
+    const memory::desc b = conv_descs::Plain({1, n}, Tag::ab);
+    const memory::desc any = conv_descs::Plain({k, n}, Tag::any);
+    dnnl::post_ops ops;
+    if (relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0, 0);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd;
     try {
       pd = dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(x, conv_descs::Plain({k, n}, Tag::any), out),
-          engine);
+          bias ? dnnl::matmul::desc(x, any, b, out)
+               : dnnl::matmul::desc(x, any, out),
+          attr, engine);
     } catch (const dnnl::error&) {
       return;
     }
@@ -77,6 +85,10 @@ struct DnnlConstantMatmul::Impl {
     args = {{DNNL_ARG_SRC, x_mem},
             {DNNL_ARG_WEIGHTS, packed_mem},
             {DNNL_ARG_DST, out_mem}};
+    if (bias) {
+      bias_mem = memory(b, engine, DNNL_MEMORY_NONE);
+      args[DNNL_ARG_BIAS] = bias_mem;
+    }
     supported = true;
   }
 };
@@ -85,16 +97,20 @@ DnnlConstantMatmul::DnnlConstantMatmul() : impl_(new Impl) {}
 DnnlConstantMatmul::~DnnlConstantMatmul() { delete impl_; }
 
 bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
-                             const float* x, const float* y, float* out) {
+                             const float* x, const float* y, float* out,
+                             const float* bias, bool relu) {
   Impl& im = *impl_;
   if (m <= 0 || k <= 0 || n <= 0) return false;
   UseIntraOpThreads();
+  const bool with_bias = bias != nullptr;
   if (!im.made || im.m != m || im.k != k || im.n != n ||
-      im.trans_y != trans_y) {
+      im.trans_y != trans_y || im.bias != with_bias || im.relu != relu) {
     im.m = m;
     im.k = k;
     im.n = n;
     im.trans_y = trans_y;
+    im.bias = with_bias;
+    im.relu = relu;
     im.skinny = SkinnyGemmAvailable() && SkinnyGemmFaster(m, k, n);
     if (im.skinny) {
       im.made = true;
@@ -110,7 +126,10 @@ bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
       im.panels.Pack(k, n, trans_y, y);
       im.packed_from = y;
     }
-    SkinnyGemm(m, x, im.panels, SkinnyEpilogue(), out);
+    SkinnyEpilogue epilogue;
+    epilogue.bias = bias;
+    epilogue.activation = relu ? 1 : 0;
+    SkinnyGemm(m, x, im.panels, epilogue, out);
     return true;
   }
   dnnl::stream& stream = ThreadStream();
@@ -121,6 +140,7 @@ bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
   }
   im.x_mem.set_data_handle(const_cast<float*>(x));
   im.out_mem.set_data_handle(out);
+  if (with_bias) im.bias_mem.set_data_handle(const_cast<float*>(bias));
   im.primitive.execute(stream, im.args);
   stream.wait();
   return true;

@@ -21,12 +21,15 @@ class DnnlConstantMatmul : public KernelState {
   DnnlConstantMatmul(const DnnlConstantMatmul&) = delete;
   DnnlConstantMatmul& operator=(const DnnlConstantMatmul&) = delete;
 
-  // out[m, n] = x[m, k] * op(y) with op(y) = y [k, n], or y^T of y [n, k]
-  // when `trans_y`; `y` holds the same values on every call with the same
-  // pointer. False where oneDNN cannot run it (parex built without it, or
-  // only its reference code would): the caller computes it.
+  // out[m, n] = act(x[m, k] * op(y) + bias) with op(y) = y [k, n], or y^T
+  // of y [n, k] when `trans_y`, bias [n] added when not null, act relu when
+  // `relu` (an fc's epilogue, inside the product); `y` holds the same values
+  // on every call with the same pointer. False where oneDNN cannot run it
+  // (parex built without it, or only its reference code would): the caller
+  // computes it.
   bool Run(int64_t m, int64_t k, int64_t n, bool trans_y, const float* x,
-           const float* y, float* out);
+           const float* y, float* out, const float* bias = nullptr,
+           bool relu = false);
 
  private:
   struct Impl;

@@ -1,13 +1,14 @@
-// CPU kernels of mul, matmul and matmul_v2 and their gradient ops. Every
-// product is a GEMM through cpu::Gemm; batched matmuls run one GEMM per
-// output batch (or a single one when X's batch folds into its rows). An
-// fp32 matmul whose op says its Y is constant (constant_y, the inference
-// fusions') runs through cpu::DnnlConstantMatmul, Y packed once.
+// CPU kernels of mul, matmul and matmul_v2 and their gradient ops, and of
+// Paddle's fc. Every product is a GEMM through cpu::Gemm; batched matmuls
+// run one GEMM per output batch (or a single one when X's batch folds into
+// its rows). An fp32 matmul whose op says its Y is constant (constant_y, the
+// inference fusions') runs through cpu::DnnlConstantMatmul, Y packed once.
 //
 // REQUIRES (ensured by the schemas' shape inference, which runs first):
 // operand dims agree and Out / Out@GRAD have the inferred dims. The matmul
 // geometry below mirrors graph/ir/ops/matmul_ops.cc.
 #include <algorithm>
+#include <string>
 #include <type_traits>
 
 #include "kernels/cpu/blas.h"
@@ -239,6 +240,47 @@ Status MatmulGradImpl(KernelContext& ctx, bool v2) {
   return Status::Ok();
 }
 
+// ---- fc -----------------------------------------------------------------------
+
+// Out = act(Input' W + Bias) (graph/ir/ops/matmul_ops.cc): a constant fp32 W
+// (constant_w, the inference fusions') through cpu::DnnlConstantMatmul with
+// the bias and relu inside the product; else a GEMM, then one pass adding
+// the bias and applying the activation.
+template <typename T>
+Status FcKernel(KernelContext& ctx) {
+  const Tensor& x = *ctx.Input("Input");
+  const Tensor& w = *ctx.Input("W");
+  const Tensor* bias = ctx.Input("Bias");
+  Tensor* out = ctx.Output("Out");
+  const size_t ncd = ctx.Attr<int>("in_num_col_dims");
+  const int64_t m = Product(x.dims(), 0, ncd);
+  const int64_t k = Product(x.dims(), ncd, x.rank());
+  const int64_t n = w.dims()[1];
+  const bool relu = ctx.Attr<std::string>("activation_type") == "relu";
+  const T* b = bias != nullptr ? bias->data<T>() : nullptr;
+  if constexpr (std::is_same<T, float>::value) {
+    if (ctx.HasAttr("constant_w") && ctx.Attr<bool>("constant_w") &&
+        ctx.State<cpu::DnnlConstantMatmul>()->Run(m, k, n, /*trans_y=*/false,
+                                                  x.data<float>(),
+                                                  w.data<float>(),
+                                                  out->data<float>(), b,
+                                                  relu)) {
+      return Status::Ok();
+    }
+  }
+  T* y = out->data<T>();
+  MatMul<T>(false, false, m, n, k, T(1), x.data<T>(), w.data<T>(), T(0), y);
+  if (b == nullptr && !relu) return Status::Ok();
+  for (int64_t i = 0; i < m; ++i) {
+    T* row = y + i * n;
+    for (int64_t j = 0; j < n; ++j) {
+      T v = b != nullptr ? row[j] + b[j] : row[j];
+      row[j] = relu && v < T(0) ? T(0) : v;
+    }
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status MatmulKernel(KernelContext& ctx) {
   return MatmulImpl<T>(ctx, /*v2=*/false);
@@ -265,6 +307,7 @@ void RegisterMatmulKernels(KernelRegistry* r) {
   PAREX_CPU_KERNEL(r, "matmul_grad", MatmulGradKernel, float, double);
   PAREX_CPU_KERNEL(r, "matmul_v2", MatmulV2Kernel, float, double);
   PAREX_CPU_KERNEL(r, "matmul_v2_grad", MatmulV2GradKernel, float, double);
+  PAREX_CPU_KERNEL(r, "fc", FcKernel, float, double);
 }
 
 }  // namespace parex

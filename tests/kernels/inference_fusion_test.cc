@@ -534,7 +534,7 @@ TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
 
   // Switched off, nothing changes.
   auto off = FuseForInference(program, {out},
-                              {false, false, false, false, false, false});
+                              {false, false, false, false, false, false, false});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->main.proto().SerializeAsString(),
             program.proto().SerializeAsString());

@@ -1,5 +1,5 @@
 // mul, matmul and matmul_v2, with their gradient ops (Fluid's slots and
-// attributes).
+// attributes), and Paddle's fused fc (inference only: no gradient).
 //
 // mul flattens X to 2-D at x_num_col_dims and Y at y_num_col_dims:
 //   Out.dims = X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:].
@@ -66,6 +66,70 @@ Status InferMul(ShapeContext& ctx) {
     return Status::Ok();
   }
   PAREX_ASSIGN_OR_RETURN(Dims out, MulOutDims(ctx));
+  ctx.SetOutputDims("Out", 0, out);
+  return Status::Ok();
+}
+
+// ---- fc -----------------------------------------------------------------------
+
+// Paddle's fused fully connected op (what its inference passes and parex's
+// inference fusions make of a product by a weight matrix and a bias add):
+//   Out = act(Input' W + Bias), Input' = Input flattened to 2-D at
+//   in_num_col_dims, W [K, N], Bias [N] or [1, N], act "" or "relu";
+//   Out.dims = Input.dims[:in_num_col_dims] + [N].
+StatusOr<Dims> FcOutDims(const ShapeContext& ctx) {
+  const Dims x = ctx.InputDims("Input");
+  const Dims w = ctx.InputDims("W");
+  const int ncd = ctx.Attr<int>("in_num_col_dims");
+  if (ctx.Attr<bool>("padding_weights")) {
+    return ctx.Error("padding_weights (oneDNN's padded W of Paddle's fc) is "
+                     "not supported");
+  }
+  const std::string act = ctx.Attr<std::string>("activation_type");
+  if (!act.empty() && act != "relu") {
+    return ctx.Error("activation_type '" + act +
+                     "' is not supported (\"\" or \"relu\")");
+  }
+  if (ncd < 1 || ncd >= Rank(x)) {
+    return ctx.Error("in_num_col_dims " + std::to_string(ncd) +
+                     " must be in [1, rank of Input); Input has dims " +
+                     DimsToString(x));
+  }
+  if (Rank(w) != 2) {
+    return ctx.Error("W must be 2-D [K, N]; it has dims " + DimsToString(w));
+  }
+  const int64_t k = Product(x, ncd, Rank(x));
+  if (!ExtentsAgree(k, w[0])) {
+    return ctx.Error("Input " + DimsToString(x) + " flattens to [" +
+                     std::to_string(Product(x, 0, ncd)) + "," +
+                     std::to_string(k) + "], which W " + DimsToString(w) +
+                     " cannot multiply");
+  }
+  if (ctx.HasInput("Bias")) {
+    const Dims b = ctx.InputDims("Bias");
+    const bool row = Rank(b) == 2 && ExtentsAgree(b[0], 1);
+    if (!(Rank(b) == 1 || row) || !ExtentsAgree(b.back(), w[1])) {
+      return ctx.Error("Bias " + DimsToString(b) + " must be [" +
+                       std::to_string(w[1]) + "] or [1, " +
+                       std::to_string(w[1]) + "] for W " + DimsToString(w));
+    }
+  }
+  Dims out(x.begin(), x.begin() + ncd);
+  out.push_back(w[1]);
+  return out;
+}
+
+Status InferFc(ShapeContext& ctx) {
+  PAREX_RETURN_IF_ERROR(ctx.HasInput("Bias")
+                            ? ctx.CheckSameDType({"Input", "W", "Bias"})
+                            : ctx.CheckSameDType({"Input", "W"}));
+  ctx.SetOutputDType("Out", 0, ctx.InputDType("Input"));
+  if (ctx.IsUnknown(ctx.InputDims("Input")) ||
+      ctx.IsUnknown(ctx.InputDims("W")) ||
+      (ctx.HasInput("Bias") && ctx.IsUnknown(ctx.InputDims("Bias")))) {
+    return Status::Ok();
+  }
+  PAREX_ASSIGN_OR_RETURN(Dims out, FcOutDims(ctx));
   ctx.SetOutputDims("Out", 0, out);
   return Status::Ok();
 }
@@ -194,6 +258,18 @@ void RegisterMatmulOps(OpSchemaRegistry* r) {
              .Attr("y_num_col_dims", 1)
              .InferShape(InferGrad(MulOutDims)));
 
+  r->Add(OpSchema("fc")
+             .Input("Input")
+             .Input("W")
+             .Input("Bias", kOptional)
+             .Output("Out")
+             .Attr("in_num_col_dims", 1)
+             .Attr("activation_type", std::string())
+             .Attr("padding_weights", false)
+             // Set by the inference fusions: W is a persistable no op
+             // writes, so a kernel may keep what it derives from it.
+             .Attr("constant_w", false)
+             .InferShape(InferFc));
   r->Add(
       OpSchema("matmul")
           .Input("X")

@@ -266,7 +266,8 @@ class Fuser {
     const VarDesc* b = block_.FindVar(add.FirstInput("Y"));
     return (axis == -1 || axis == rank - 1) && b != nullptr &&
            Constant(b->name(), add) && b->rank() == 1 && b->dims()[0] == n &&
-           b->dtype() == dtype && Count(uses_.writers, add.FirstOutput("Out")) == 1;
+           b->dtype() == dtype &&
+           Count(uses_.writers, add.FirstOutput("Out")) == 1;
   }
 
   // mul / matmul / matmul_v2 (i) by a constant W, + elementwise_add of a

@@ -73,7 +73,7 @@ struct FusedProgram {
   int fused_activations = 0;
   int fused_residuals = 0;
   int dropped_identities = 0;
-  int fused_fcs = 0;  // products with their bias (and relu) made fc
+  int fused_fcs = 0;          // products with their bias (and relu) made fc
   int channels_last_ops = 0;  // ops run channels-last
   int transposes = 0;         // transpose2 ops added between the layouts
 };

@@ -67,10 +67,10 @@ struct DnnlConstantMatmul::Impl {
     attr.set_post_ops(ops);
     dnnl::matmul::primitive_desc pd;
     try {
-      pd = dnnl::matmul::primitive_desc(
-          bias ? dnnl::matmul::desc(x, any, b, out)
-               : dnnl::matmul::desc(x, any, out),
-          attr, engine);
+      pd =
+          dnnl::matmul::primitive_desc(bias ? dnnl::matmul::desc(x, any, b, out)
+                                            : dnnl::matmul::desc(x, any, out),
+                                       attr, engine);
     } catch (const dnnl::error&) {
       return;
     }

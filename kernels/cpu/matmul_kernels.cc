@@ -240,7 +240,8 @@ Status MatmulGradImpl(KernelContext& ctx, bool v2) {
   return Status::Ok();
 }
 
-// ---- fc -----------------------------------------------------------------------
+// ---- fc
+// -----------------------------------------------------------------------
 
 // Out = act(Input' W + Bias) (graph/ir/ops/matmul_ops.cc): a constant fp32 W
 // (constant_w, the inference fusions') through cpu::DnnlConstantMatmul with
@@ -260,11 +261,9 @@ Status FcKernel(KernelContext& ctx) {
   const T* b = bias != nullptr ? bias->data<T>() : nullptr;
   if constexpr (std::is_same<T, float>::value) {
     if (ctx.HasAttr("constant_w") && ctx.Attr<bool>("constant_w") &&
-        ctx.State<cpu::DnnlConstantMatmul>()->Run(m, k, n, /*trans_y=*/false,
-                                                  x.data<float>(),
-                                                  w.data<float>(),
-                                                  out->data<float>(), b,
-                                                  relu)) {
+        ctx.State<cpu::DnnlConstantMatmul>()->Run(
+            m, k, n, /*trans_y=*/false, x.data<float>(), w.data<float>(),
+            out->data<float>(), b, relu)) {
       return Status::Ok();
     }
   }

@@ -150,8 +150,7 @@ void BuildFc(FcProgram* p, const std::string& product, const Dims& x_dims,
 
 // `fused` and `program` give the same "out" for p's x, twice over on one
 // executor (a kept packed W reused).
-void ExpectSameOut(const Program& program, const Program& fused,
-                   FcProgram* p) {
+void ExpectSameOut(const Program& program, const Program& fused, FcProgram* p) {
   ReferenceExecutor plain, fast;
   auto want = plain.Run(program, &p->scope, {{"x", p->x}}, {"out"});
   ASSERT_TRUE(want.ok()) << want.status().ToString();
@@ -162,10 +161,10 @@ void ExpectSameOut(const Program& program, const Program& fused,
     const Tensor& g = (*got)[0];
     ASSERT_EQ(g.dims(), w.dims());
     for (int64_t i = 0; i < w.numel(); ++i) {
-      const double a = w.dtype() == DType::kFP32 ? w.data<float>()[i]
-                                                 : w.data<double>()[i];
-      const double b = g.dtype() == DType::kFP32 ? g.data<float>()[i]
-                                                 : g.data<double>()[i];
+      const double a =
+          w.dtype() == DType::kFP32 ? w.data<float>()[i] : w.data<double>()[i];
+      const double b =
+          g.dtype() == DType::kFP32 ? g.data<float>()[i] : g.data<double>()[i];
       ASSERT_NEAR(b, a, 1e-4) << "element " << i << " run " << run;
     }
   }

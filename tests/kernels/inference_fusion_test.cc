@@ -533,8 +533,8 @@ TEST(InferenceFusionTest, LeavesOutWhatCouldChangeTheOutputs) {
   EXPECT_EQ(kept->fold.global_block().num_ops(), 0);
 
   // Switched off, nothing changes.
-  auto off = FuseForInference(program, {out},
-                              {false, false, false, false, false, false, false});
+  auto off = FuseForInference(
+      program, {out}, {false, false, false, false, false, false, false});
   ASSERT_TRUE(off.ok());
   EXPECT_EQ(off->main.proto().SerializeAsString(),
             program.proto().SerializeAsString());

@@ -70,7 +70,8 @@ Status InferMul(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// ---- fc -----------------------------------------------------------------------
+// ---- fc
+// -----------------------------------------------------------------------
 
 // Paddle's fused fully connected op (what its inference passes and parex's
 // inference fusions make of a product by a weight matrix and a bias add):
@@ -82,8 +83,9 @@ StatusOr<Dims> FcOutDims(const ShapeContext& ctx) {
   const Dims w = ctx.InputDims("W");
   const int ncd = ctx.Attr<int>("in_num_col_dims");
   if (ctx.Attr<bool>("padding_weights")) {
-    return ctx.Error("padding_weights (oneDNN's padded W of Paddle's fc) is "
-                     "not supported");
+    return ctx.Error(
+        "padding_weights (oneDNN's padded W of Paddle's fc) is "
+        "not supported");
   }
   const std::string act = ctx.Attr<std::string>("activation_type");
   if (!act.empty() && act != "relu") {

@@ -1,6 +1,7 @@
 #include "graph/builder/inference_fusion.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -193,7 +194,25 @@ class Fuser {
     return true;
   }
 
-  // conv (i) + relu / relu6 -> conv with fuse_activation.
+  // The fuse_activation parameter (fuse_alpha) of activation op `act` when
+  // a conv's epilogue computes it as the op does: relu, relu6 (its
+  // threshold), leaky_relu (its slope), hard_swish of Paddle's defaults
+  // (oneDNN's has no parameters); else nothing.
+  static std::optional<float> FusedAlpha(const OpDesc& act) {
+    const std::string& type = act.type();
+    if (type == "relu") return 0.0f;
+    if (type == "relu6") return AttrOr<float>(act, "threshold", 6.0f);
+    if (type == "leaky_relu") return AttrOr<float>(act, "alpha", 0.02f);
+    if (type == "hard_swish" && AttrOr<float>(act, "threshold", 6.0f) == 6.0f &&
+        AttrOr<float>(act, "scale", 6.0f) == 6.0f &&
+        AttrOr<float>(act, "offset", 3.0f) == 3.0f) {
+      return 0.0f;
+    }
+    return std::nullopt;
+  }
+
+  // conv (i) + relu / relu6 / leaky_relu / hard_swish -> conv with
+  // fuse_activation.
   void FuseActivation(int i) {
     const OpDesc& conv = block_.op(i);
     if (!IsConv(conv) || conv.HasInput("ResidualData") ||
@@ -204,16 +223,13 @@ class Fuser {
     const int a = SoleReader(i, y, "X");
     if (a < 0) return;
     const OpDesc& act = block_.op(a);
-    float alpha = 0.0f;
-    if (act.type() == "relu6") {
-      alpha = AttrOr<float>(act, "threshold", 6.0f);
-    } else if (act.type() != "relu") {
-      return;
-    }
+    const std::optional<float> alpha = FusedAlpha(act);
+    // relu6's threshold must be positive (0 means 6 to the kernels).
+    if (!alpha || (act.type() == "relu6" && !(*alpha > 0.0f))) return;
     Edit(i).type = "conv2d";
     Edit(i).outputs["Output"] = act.FirstOutput("Out");
     Edit(i).activation = act.type();
-    Edit(i).alpha = alpha;
+    Edit(i).alpha = *alpha;
     removed_.insert(a);
     ++fused_;
   }

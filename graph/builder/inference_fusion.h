@@ -18,9 +18,11 @@
 //                     (a residual block's shortcut) -> conv2d with that
 //                     tensor as ResidualData, run where the add was; an
 //                     activation after the add then fuses too.
-//   fuse_activation   conv2d / depthwise_conv2d whose output only a relu or
-//                     relu6 reads -> conv2d with attribute fuse_activation
-//                     ("relu", "relu6"; fuse_alpha: relu6's threshold),
+//   fuse_activation   conv2d / depthwise_conv2d whose output only a relu,
+//                     relu6, leaky_relu or hard_swish (Paddle's defaults)
+//                     reads -> conv2d with attribute fuse_activation (the
+//                     op's type; fuse_alpha: relu6's threshold, leaky_relu's
+//                     slope),
 //                     applied in the pass that adds the bias.
 //   fuse_fc           mul / matmul / matmul_v2 by a constant 2-D W (no
 //                     transpose, alpha 1) whose output only an

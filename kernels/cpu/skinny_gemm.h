@@ -34,7 +34,8 @@ class SkinnyPanels {
 
 // What SkinnyGemm adds to each product before storing it: a bias per column,
 // a residual of the output's shape, then an activation (0 none, 1 relu, 2
-// relu6 clipping at `threshold`), as the fused convolutions' epilogue.
+// relu6 clipping at `threshold`, 3 leaky_relu of slope `threshold`, 4
+// hard_swish), as the fused convolutions' epilogue.
 struct SkinnyEpilogue {
   const float* bias = nullptr;
   const float* residual = nullptr;  // [m, n]; may be `out` itself

@@ -86,14 +86,14 @@ TEST(ConvTransposeKernelTest, MatchesPaddle) {
             5);
 }
 
-struct Case {
+struct TransposeCase {
   const char* name;
   Dims input, filter;
   TransposeParams params;
 };
 
 TEST(ConvTransposeKernelTest, MatchesScatterLoopAndGradients) {
-  const Case cases[] = {
+  const TransposeCase cases[] = {
       {"plain", {2, 2, 3, 3}, {2, 3, 2, 2}, {}},
       {"groups2_stride2_pad",
        {1, 4, 3, 4},
@@ -105,7 +105,7 @@ TEST(ConvTransposeKernelTest, MatchesScatterLoopAndGradients) {
        {1, {3, 1}, {0, 1, 2, 0}, {2, 2}, {2, 1}}},
       {"one_by_one", {2, 3, 2, 2}, {3, 2, 1, 1}, {}},
   };
-  for (const Case& c : cases) {
+  for (const TransposeCase& c : cases) {
     SCOPED_TRACE(c.name);
     Tensor input = RandomTensor(c.input, -1, 1, 21);
     Tensor filter = RandomTensor(c.filter, -1, 1, 22);

@@ -229,8 +229,10 @@ void RegisterConvOps(OpSchemaRegistry* r) {
       .Grad("conv2d_grad", {"Input", "Filter", "Output@GRAD"},
             {"Input@GRAD", "Filter@GRAD"});
   // The activation of the fused form (graph/builder/inference_fusion.h):
-  // "" (none), "relu", or "relu6" (fuse_alpha: its threshold, 6 when 0),
-  // applied after Bias and ResidualData.
+  // "" (none), "relu", "relu6" (fuse_alpha: its threshold, 6 when 0),
+  // "leaky_relu" (fuse_alpha: its slope below 0) or "hard_swish" (Paddle's
+  // defaults: x * min(max(x + 3, 0), 6) / 6), applied after Bias and
+  // ResidualData.
   conv.Attr("fuse_activation", std::string(""));
   conv.Attr("fuse_alpha", 0.0f);
   // Set by the inference fusions: Filter is a persistable no op writes, so

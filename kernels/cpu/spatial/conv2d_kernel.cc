@@ -74,8 +74,10 @@ const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
   return scratch;
 }
 
-// plane[i] = act(plane[i] + add (+ res[i])); kAct 0: none, 1: relu, 2:
-// relu6 (min(max(v, 0), threshold), as the relu6 op).
+// plane[i] = act(plane[i] + add (+ res[i])); kAct (FusedActivation's
+// kind) 0: none, 1: relu, 2: relu6 (min(max(v, 0), threshold)), 3:
+// leaky_relu (slope `threshold` below 0), 4: hard_swish (Paddle's
+// defaults), each as its op computes it.
 template <typename T, int kAct, bool kResidual>
 void EpiloguePlane(T* plane, int64_t size, T add, const T* res, T threshold) {
   for (int64_t i = 0; i < size; ++i) {
@@ -83,13 +85,33 @@ void EpiloguePlane(T* plane, int64_t size, T add, const T* res, T threshold) {
     if constexpr (kResidual) v += res[i];
     if constexpr (kAct == 1) v = v > T(0) ? v : T(0);
     if constexpr (kAct == 2) v = std::min(std::max(v, T(0)), threshold);
+    if constexpr (kAct == 3) v = v > T(0) ? v : threshold * v;
+    if constexpr (kAct == 4) {
+      v = v * std::min(std::max(v + T(3), T(0)), T(6)) / T(6);
+    }
     plane[i] = v;
+  }
+}
+
+template <typename T, bool kResidual, typename Run>
+void RunEpilogue(int kind, const Run& run) {
+  switch (kind) {
+    case 0:
+      return run(EpiloguePlane<T, 0, kResidual>);
+    case 1:
+      return run(EpiloguePlane<T, 1, kResidual>);
+    case 2:
+      return run(EpiloguePlane<T, 2, kResidual>);
+    case 3:
+      return run(EpiloguePlane<T, 3, kResidual>);
+    default:
+      return run(EpiloguePlane<T, 4, kResidual>);
   }
 }
 
 // Bias, ResidualData and fuse_activation: the fused forms (MKLDNN's, which
 // Paddle files may carry, and parex's inference fusions), in one pass over
-// each output plane. The activations compute as the relu and relu6 ops.
+// each output plane. The activations compute as their ops.
 template <typename T>
 Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
   const Tensor* bias = ctx.Input("Bias");
@@ -113,13 +135,9 @@ Status AddEpilogue(const KernelContext& ctx, const ConvShape& s, T* out) {
   };
   // One loop per form, each without branches (vectorised at -O2).
   if (r != nullptr) {
-    if (kind == 0) run(EpiloguePlane<T, 0, true>);
-    if (kind == 1) run(EpiloguePlane<T, 1, true>);
-    if (kind == 2) run(EpiloguePlane<T, 2, true>);
+    RunEpilogue<T, true>(kind, run);
   } else {
-    if (kind == 0) run(EpiloguePlane<T, 0, false>);
-    if (kind == 1) run(EpiloguePlane<T, 1, false>);
-    if (kind == 2) run(EpiloguePlane<T, 2, false>);
+    RunEpilogue<T, false>(kind, run);
   }
   return Status::Ok();
 }
@@ -144,7 +162,7 @@ bool DnnlForward(KernelContext& ctx, cpu::DnnlConvParams params,
     cpu::DnnlConvParams with = params;
     with.bias = bias != nullptr;
     with.activation = act->kind;
-    with.threshold = act->kind == 2 ? act->threshold : 0.0f;
+    with.threshold = act->kind == 2 || act->kind == 3 ? act->threshold : 0.0f;
     const float* b = bias != nullptr
                          ? reinterpret_cast<const float*>(bias->data<T>())
                          : nullptr;

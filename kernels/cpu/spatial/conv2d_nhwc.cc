@@ -66,7 +66,7 @@ bool DeriveNhwcParams(const KernelContext& ctx, const Tensor& input,
   if (!act.ok()) return false;
   p->bias = ctx.Input("Bias") != nullptr;
   p->activation = act->kind;
-  p->threshold = act->kind == 2 ? act->threshold : 0.0f;
+  p->threshold = act->kind == 2 || act->kind == 3 ? act->threshold : 0.0f;
   p->residual = residual != nullptr;
   p->nhwc = true;
   return true;

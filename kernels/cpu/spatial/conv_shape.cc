@@ -71,14 +71,23 @@ StatusOr<FusedActivation> ReadFusedActivation(const KernelContext& ctx) {
   if (!ctx.HasAttr("fuse_activation")) return a;
   const std::string act = ctx.Attr<std::string>("fuse_activation");
   if (act.empty()) return a;
-  if (act != "relu" && act != "relu6") {
-    return ctx.Error("fuse_activation '" + act +
-                     "' is not one parex fuses (relu, relu6)");
-  }
-  a.kind = act == "relu" ? 1 : 2;
   const float alpha =
       ctx.HasAttr("fuse_alpha") ? ctx.Attr<float>("fuse_alpha") : 0.0f;
-  if (alpha > 0.0f) a.threshold = alpha;
+  if (act == "relu") {
+    a.kind = 1;
+  } else if (act == "relu6") {
+    a.kind = 2;
+    if (alpha > 0.0f) a.threshold = alpha;
+  } else if (act == "leaky_relu") {
+    a.kind = 3;
+    a.threshold = alpha;
+  } else if (act == "hard_swish") {
+    a.kind = 4;
+  } else {
+    return ctx.Error("fuse_activation '" + act +
+                     "' is not one parex fuses (relu, relu6, leaky_relu, "
+                     "hard_swish)");
+  }
   return a;
 }
 

@@ -33,10 +33,12 @@ ConvShape GetConvShape(const KernelContext& ctx, const Dims& in,
 // (3-D, empty).
 bool DnnlParams(const ConvShape& s, DnnlConvParams* p);
 
-// The fused form's activation: 0 none, 1 relu, 2 relu6 at `threshold`.
+// The fused form's activation: 0 none, 1 relu, 2 relu6 capped at
+// `threshold`, 3 leaky_relu of slope `threshold` below 0, 4 hard_swish
+// (Paddle's defaults: x * min(max(x + 3, 0), 6) / 6).
 struct FusedActivation {
   int kind = 0;
-  float threshold = 6.0f;
+  float threshold = 6.0f;  // the activation's parameter
 };
 
 StatusOr<FusedActivation> ReadFusedActivation(const KernelContext& ctx);

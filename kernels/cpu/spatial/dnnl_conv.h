@@ -30,8 +30,9 @@ struct DnnlConvParams {
   int64_t dilation_h = 1, dilation_w = 1;
   int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   // Forward only, the fused form's epilogue inside the primitive: a bias per
-  // output channel, then an activation (0: none, 1: relu, 2: relu6 clipping
-  // at `threshold`).
+  // output channel, then an activation (conv::FusedActivation's kinds: 0
+  // none, 1 relu, 2 relu6 clipping at `threshold`, 3 leaky_relu of slope
+  // `threshold`, 4 hard_swish).
   bool bias = false;
   int activation = 0;
   float threshold = 0.0f;

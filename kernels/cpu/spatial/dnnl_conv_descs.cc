@@ -100,9 +100,14 @@ dnnl::primitive_attr FusedAttr(const DnnlConvParams& p,
       // The residual alone.
     } else if (p.activation == 1) {
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
-    } else {
+    } else if (p.activation == 2) {
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f,
                          p.threshold);
+    } else if (p.activation == 3) {  // relu's alpha: the slope below 0
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, p.threshold,
+                         0.0f);
+    } else {  // s * min(max(s + 3, 0), 6) / 6
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_hardswish, 0.0f, 0.0f);
     }
     attr.set_post_ops(ops);
   }

@@ -19,6 +19,17 @@ using fusion::IsConv;
 using fusion::Uses;
 
 class Fuser {
+  // What becomes of op i of block 0 (edits_).
+  struct OpEdit {
+    std::string type;
+    std::map<std::string, std::string> inputs, outputs;
+    std::string activation;
+    float alpha = 0.0f;
+    // A new op in the old one's place (an fc): nothing of the old kept.
+    bool fresh = false;
+    int in_num_col_dims = 1;
+  };
+
  public:
   Fuser(const Program& program, const std::vector<std::string>& fetch_names)
       : block_(program.global_block()),
@@ -237,25 +248,32 @@ class Fuser {
   // The in_num_col_dims of an fc doing what op does, when it multiplies an
   // X of rank >= 2 (flattened at the returned dim) by a constant 2-D
   // W of X's float dtype, untransposed and unscaled; else 0.
-  int FcColDims(const OpDesc& op) const {
-    int ncd = 0;
+  // -1 where op is no product an fc computes (another op, a transpose, a
+  // scale, a W flattened at a dim but 1); else mul's x_num_col_dims, 0 for
+  // matmul's and matmul_v2's (all of X's dims but the last).
+  static int ProductColDims(const OpDesc& op) {
     if (op.type() == "matmul_v2") {
-      if (AttrOr<bool>(op, "trans_x", false) ||
-          AttrOr<bool>(op, "trans_y", false)) {
-        return 0;
-      }
-    } else if (op.type() == "matmul") {
-      if (AttrOr<bool>(op, "transpose_X", false) ||
-          AttrOr<bool>(op, "transpose_Y", false) ||
-          AttrOr<float>(op, "alpha", 1.0f) != 1.0f) {
-        return 0;
-      }
-    } else if (op.type() == "mul") {
-      if (AttrOr<int>(op, "y_num_col_dims", 1) != 1) return 0;
-      ncd = AttrOr<int>(op, "x_num_col_dims", 1);
-    } else {
-      return 0;
+      return AttrOr<bool>(op, "trans_x", false) ||
+                     AttrOr<bool>(op, "trans_y", false)
+                 ? -1
+                 : 0;
     }
+    if (op.type() == "matmul") {
+      return AttrOr<bool>(op, "transpose_X", false) ||
+                     AttrOr<bool>(op, "transpose_Y", false) ||
+                     AttrOr<float>(op, "alpha", 1.0f) != 1.0f
+                 ? -1
+                 : 0;
+    }
+    if (op.type() == "mul" && AttrOr<int>(op, "y_num_col_dims", 1) == 1) {
+      return AttrOr<int>(op, "x_num_col_dims", 1);
+    }
+    return -1;
+  }
+
+  int FcColDims(const OpDesc& op) const {
+    int ncd = ProductColDims(op);
+    if (ncd < 0) return 0;
     if (op.Input("X").size() != 1 || op.Input("Y").size() != 1 ||
         op.Output("Out").size() != 1 || !Constant(op.FirstInput("Y"), op)) {
       return 0;
@@ -402,47 +420,55 @@ class Fuser {
     return order;
   }
 
+  // Op i of block 0 (copied into `op`) marked where a kernel may keep what
+  // it derives from a constant Filter or Y.
+  void MarkConstants(int i, proto::OpDesc* op) const {
+    OpDesc view(op, 0, i);
+    const auto e = edits_.find(i);
+    const bool folded =
+        e != edits_.end() && e->second.inputs.count("Filter") != 0;
+    if ((e != edits_.end() ? e->second.type : op->type()) == "conv2d" &&
+        (folded || Constant(block_.op(i).FirstInput("Filter"), block_.op(i)))) {
+      view.SetAttr("constant_filter", true);
+    }
+    if ((op->type() == "matmul" || op->type() == "matmul_v2") &&
+        Constant(block_.op(i).FirstInput("Y"), block_.op(i))) {
+      view.SetAttr("constant_y", true);
+    }
+  }
+
+  // `edit` made to op i (copied into `op`).
+  static void ApplyEdit(int i, const OpEdit& edit, bool mark_constants,
+                        proto::OpDesc* op) {
+    OpDesc view(op, 0, i);
+    if (edit.fresh) {
+      op->clear_inputs();
+      op->clear_outputs();
+      op->clear_attrs();
+    }
+    op->set_type(edit.type);
+    for (const auto& [slot, name] : edit.inputs) view.SetInput(slot, {name});
+    for (const auto& [slot, name] : edit.outputs) view.SetOutput(slot, {name});
+    if (edit.type == "fc") {
+      view.SetAttr("in_num_col_dims", edit.in_num_col_dims);
+      view.SetAttr("activation_type", edit.activation);
+      view.SetAttr("constant_w", mark_constants);
+    } else if (!edit.activation.empty()) {
+      view.SetAttr("fuse_activation", edit.activation);
+      view.SetAttr("fuse_alpha", edit.alpha);
+    }
+  }
+
   StatusOr<FusedProgram> Finish(bool mark_constant_filters) {
     proto::BlockDesc* block = desc_.mutable_blocks(0);
     google::protobuf::RepeatedPtrField<proto::OpDesc> kept;
     for (const int i : KeptOrder(block->ops_size())) {
       proto::OpDesc* op = kept.Add();
       *op = block->ops(i);
-      OpDesc view(op, 0, i);
-      auto e = edits_.find(i);
-      const bool folded =
-          e != edits_.end() && e->second.inputs.count("Filter") != 0;
-      if (mark_constant_filters &&
-          (e != edits_.end() ? e->second.type : op->type()) == "conv2d" &&
-          (folded ||
-           Constant(block_.op(i).FirstInput("Filter"), block_.op(i)))) {
-        view.SetAttr("constant_filter", true);
-      }
-      if (mark_constant_filters &&
-          (op->type() == "matmul" || op->type() == "matmul_v2") &&
-          Constant(block_.op(i).FirstInput("Y"), block_.op(i))) {
-        view.SetAttr("constant_y", true);
-      }
-      if (e == edits_.end()) continue;
-      if (e->second.fresh) {
-        op->clear_inputs();
-        op->clear_outputs();
-        op->clear_attrs();
-      }
-      op->set_type(e->second.type);
-      for (const auto& [slot, name] : e->second.inputs) {
-        view.SetInput(slot, {name});
-      }
-      for (const auto& [slot, name] : e->second.outputs) {
-        view.SetOutput(slot, {name});
-      }
-      if (e->second.type == "fc") {
-        view.SetAttr("in_num_col_dims", e->second.in_num_col_dims);
-        view.SetAttr("activation_type", e->second.activation);
-        view.SetAttr("constant_w", mark_constant_filters);
-      } else if (!e->second.activation.empty()) {
-        view.SetAttr("fuse_activation", e->second.activation);
-        view.SetAttr("fuse_alpha", e->second.alpha);
+      if (mark_constant_filters) MarkConstants(i, op);
+      const auto e = edits_.find(i);
+      if (e != edits_.end()) {
+        ApplyEdit(i, e->second, mark_constant_filters, op);
       }
     }
     block->mutable_ops()->Swap(&kept);
@@ -465,16 +491,6 @@ class Fuser {
   }
 
  private:
-  struct OpEdit {
-    std::string type;
-    std::map<std::string, std::string> inputs, outputs;
-    std::string activation;
-    float alpha = 0.0f;
-    // A new op in the old one's place (an fc): nothing of the old kept.
-    bool fresh = false;
-    int in_num_col_dims = 1;
-  };
-
   static bool ReadBy(const OpDesc& op, const std::string& name) {
     for (const std::string& n : op.InputArgumentNames()) {
       if (n == name) return true;

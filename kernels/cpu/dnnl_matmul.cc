@@ -91,6 +91,38 @@ struct DnnlConstantMatmul::Impl {
     }
     supported = true;
   }
+
+  // Made for this shape and epilogue: SkinnyGemm's panels or oneDNN's
+  // primitive (packed on the next run).
+  void Prepare(int64_t rows, int64_t inner, int64_t cols, bool transposed,
+               bool with_bias, bool with_relu) {
+    m = rows;
+    k = inner;
+    n = cols;
+    trans_y = transposed;
+    bias = with_bias;
+    relu = with_relu;
+    skinny = SkinnyGemmAvailable() && SkinnyGemmFaster(m, k, n);
+    if (skinny) {
+      made = true;
+      supported = true;
+      packed_from = nullptr;
+    } else {
+      Make();
+    }
+  }
+
+  void RunSkinny(const float* x, const float* y, float* out,
+                 const float* with_bias) {
+    if (packed_from != y) {
+      panels.Pack(k, n, trans_y, y);
+      packed_from = y;
+    }
+    SkinnyEpilogue epilogue;
+    epilogue.bias = with_bias;
+    epilogue.activation = relu ? 1 : 0;
+    SkinnyGemm(m, x, panels, epilogue, out);
+  }
 };
 
 DnnlConstantMatmul::DnnlConstantMatmul() : impl_(new Impl) {}
@@ -105,31 +137,11 @@ bool DnnlConstantMatmul::Run(int64_t m, int64_t k, int64_t n, bool trans_y,
   const bool with_bias = bias != nullptr;
   if (!im.made || im.m != m || im.k != k || im.n != n ||
       im.trans_y != trans_y || im.bias != with_bias || im.relu != relu) {
-    im.m = m;
-    im.k = k;
-    im.n = n;
-    im.trans_y = trans_y;
-    im.bias = with_bias;
-    im.relu = relu;
-    im.skinny = SkinnyGemmAvailable() && SkinnyGemmFaster(m, k, n);
-    if (im.skinny) {
-      im.made = true;
-      im.supported = true;
-      im.packed_from = nullptr;
-    } else {
-      im.Make();
-    }
+    im.Prepare(m, k, n, trans_y, with_bias, relu);
   }
   if (!im.supported) return false;
   if (im.skinny) {
-    if (im.packed_from != y) {
-      im.panels.Pack(k, n, trans_y, y);
-      im.packed_from = y;
-    }
-    SkinnyEpilogue epilogue;
-    epilogue.bias = bias;
-    epilogue.activation = relu ? 1 : 0;
-    SkinnyGemm(m, x, im.panels, epilogue, out);
+    im.RunSkinny(x, y, out, bias);
     return true;
   }
   dnnl::stream& stream = ThreadStream();

@@ -98,6 +98,67 @@ std::vector<float> RunOut(const Program& program, Scope* scope, const Tensor& x,
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
 
+// The fused program of `program` (a conv on path p, then activation a):
+// the activation in the conv, which runs in p's layout.
+void ExpectActivationFused(const Path& p, const Activation& a,
+                           const FusedProgram& fused) {
+  EXPECT_EQ(fused.fused_activations, 1);
+  EXPECT_EQ(fused.fused_residuals, p.residual ? 1 : 0);
+  int fused_convs = 0;
+  for (const auto& op : fused.main.global_block().ops()) {
+    EXPECT_NE(op->type(), a.type);
+    if (op->type() != "conv2d" ||
+        op->GetAttr<std::string>("fuse_activation")->empty()) {
+      continue;
+    }
+    ++fused_convs;
+    EXPECT_EQ(*op->GetAttr<std::string>("fuse_activation"), a.type);
+    EXPECT_EQ(*op->GetAttr<std::string>("data_format"),
+              p.channels_last ? "NHWC" : "NCHW");
+  }
+  EXPECT_EQ(fused_convs, 1);
+}
+
+// The activation's outputs `act` reach its other side: below 0 for the
+// leaky ones, relu6's cap.
+void ExpectBothSides(const Activation& a, const std::vector<float>& act) {
+  int negative = 0, clipped = 0;
+  for (const float v : act) {
+    negative += v < 0;
+    clipped += v == 0.75f;
+  }
+  const std::string type = a.type;
+  if (type == "leaky_relu" || type == "hard_swish") EXPECT_GT(negative, 0);
+  if (type == "relu" || type == "relu6") EXPECT_EQ(negative, 0);
+  if (type == "relu6") EXPECT_GT(clipped, 0);
+}
+
+void CheckPath(const Path& p, const Activation& a) {
+  Scope scope;
+  const Program program = ConvThenActivation(p, a, &scope);
+  // Values around each activation's kinks (0, -3, 3, the threshold); sums
+  // of up to 512 products in other orders: 1e-4 apart.
+  const Tensor x = testing::RandomTensor({p.batch, p.c, p.plane, p.plane}, -1.5,
+                                         1.5, 9, DType::kFP32);
+  const std::vector<float> want = RunOut(program, &scope, x, "out");
+  ExpectBothSides(a, RunOut(program, &scope, x, "a"));
+  InferenceFusions fusions;
+  fusions.channels_last = p.channels_last;
+  auto fused = FuseForInference(program, {"out"}, fusions);
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  ExpectActivationFused(p, a, *fused);
+  const int64_t dnnl_before = cpu::DnnlConvExecutions();
+  const std::vector<float> got = RunOut(fused->main, &scope, x, "out");
+  if (cpu::DnnlAvailable()) {
+    EXPECT_EQ(cpu::DnnlConvExecutions() > dnnl_before, p.dnnl);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
+        << "element " << i;
+  }
+}
+
 TEST(ConvActivationFusionTest, EveryPathComputesTheActivationAsItsOp) {
   const std::vector<Activation> activations = {
       {"relu", "", 0.0f},
@@ -125,53 +186,7 @@ TEST(ConvActivationFusionTest, EveryPathComputesTheActivationAsItsOp) {
   for (const Path& p : paths) {
     for (const Activation& a : activations) {
       SCOPED_TRACE(std::string(p.name) + ", " + a.type);
-      Scope scope;
-      const Program program = ConvThenActivation(p, a, &scope);
-      // Values around each activation's kinks (0, -3, 3, the threshold);
-      // sums of up to 512 products in other orders: 1e-4 apart.
-      const Tensor x = testing::RandomTensor({p.batch, p.c, p.plane, p.plane},
-                                             -1.5, 1.5, 9, DType::kFP32);
-      const std::vector<float> want = RunOut(program, &scope, x, "out");
-      const std::vector<float> act = RunOut(program, &scope, x, "a");
-      InferenceFusions fusions;
-      fusions.channels_last = p.channels_last;
-      auto fused = FuseForInference(program, {"out"}, fusions);
-      ASSERT_TRUE(fused.ok()) << fused.status().ToString();
-      EXPECT_EQ(fused->fused_activations, 1);
-      EXPECT_EQ(fused->fused_residuals, p.residual ? 1 : 0);
-      int fused_convs = 0;
-      for (const auto& op : fused->main.global_block().ops()) {
-        EXPECT_NE(op->type(), a.type);
-        if (op->type() != "conv2d" ||
-            op->GetAttr<std::string>("fuse_activation")->empty()) {
-          continue;
-        }
-        ++fused_convs;
-        EXPECT_EQ(*op->GetAttr<std::string>("fuse_activation"), a.type);
-        EXPECT_EQ(*op->GetAttr<std::string>("data_format"),
-                  p.channels_last ? "NHWC" : "NCHW");
-      }
-      EXPECT_EQ(fused_convs, 1);
-      const int64_t dnnl_before = cpu::DnnlConvExecutions();
-      const std::vector<float> got = RunOut(fused->main, &scope, x, "out");
-      if (cpu::DnnlAvailable()) {
-        EXPECT_EQ(cpu::DnnlConvExecutions() > dnnl_before, p.dnnl);
-      }
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
-            << "element " << i;
-      }
-      int negative = 0, clipped = 0;
-      for (const float v : act) {
-        negative += v < 0;
-        clipped += v == 0.75f;
-      }
-      // The outputs reach each activation's other side.
-      const std::string type = a.type;
-      if (type == "leaky_relu" || type == "hard_swish") EXPECT_GT(negative, 0);
-      if (type == "relu" || type == "relu6") EXPECT_EQ(negative, 0);
-      if (type == "relu6") EXPECT_GT(clipped, 0);
+      CheckPath(p, a);
     }
   }
 }

@@ -213,6 +213,66 @@ TEST(FcFusionTest, ProductBiasAndReluBecomeOneFcComputingTheSame) {
   }
 }
 
+// An fc reading a conv's 4-D output, flattened from dim 1 (Paddle's fc
+// layer after convs: mul of x_num_col_dims 1): with the convs run
+// channels-last, the fc still flattens the NCHW tensor the program means.
+TEST(FcFusionTest, FlattensAConvsOutputInTheProgramsLayout) {
+  FcProgram p;
+  Block& block = p.program.global_block();
+  DeclareFc(block, "img", {-1, 4, 6, 6}, DType::kFP32);
+  DeclareFc(block, "cw", {16, 4, 3, 3}, DType::kFP32, true);
+  *p.scope.Var("cw")->GetMutableTensor() =
+      testing::RandomTensor({16, 4, 3, 3}, -0.3, 0.3, 21, DType::kFP32);
+  DeclareFc(block, "cw2", {16, 16, 3, 3}, DType::kFP32, true);
+  *p.scope.Var("cw2")->GetMutableTensor() =
+      testing::RandomTensor({16, 16, 3, 3}, -0.3, 0.3, 23, DType::kFP32);
+  DeclareFc(block, "h", {-1, 16, 6, 6}, DType::kFP32);
+  DeclareFc(block, "x", {-1, 16, 6, 6}, DType::kFP32);
+  const char* convs[][3] = {{"img", "cw", "h"}, {"h", "cw2", "x"}};
+  for (const auto& c : convs) {
+    OpDesc* conv = block.AppendOp("conv2d");
+    conv->SetInput("Input", {c[0]});
+    conv->SetInput("Filter", {c[1]});
+    conv->SetOutput("Output", {c[2]});
+    conv->SetAttr("strides", std::vector<int>{1, 1});
+    conv->SetAttr("paddings", std::vector<int>{1, 1});
+    conv->SetAttr("dilations", std::vector<int>{1, 1});
+    conv->SetAttr("groups", 1);
+  }
+  FcProgram fc;  // its ops appended after the conv's, into p
+  BuildFc(&fc, "mul", {2, 16, 6, 6}, 576, 10, /*relu=*/true, DType::kFP32);
+  for (int i = 0; i < fc.program.global_block().num_ops(); ++i) {
+    *block.AppendOp("")->mutable_proto() =
+        fc.program.global_block().op(i).proto();
+  }
+  for (const std::string name : {"w", "b", "p", "s", "out"}) {
+    const VarDesc* v = fc.program.global_block().FindVar(name);
+    DeclareFc(block, name, v->dims(), DType::kFP32, v->persistable());
+  }
+  for (const char* name : {"w", "b"}) {
+    *p.scope.Var(name)->GetMutableTensor() =
+        *fc.scope.Var(name)->GetMutableTensor();
+  }
+  ReferenceExecutor plain, fast;
+  const Tensor img =
+      testing::RandomTensor({2, 4, 6, 6}, -1, 1, 22, DType::kFP32);
+  auto want = plain.Run(p.program, &p.scope, {{"img", img}}, {"out"});
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  auto fused = FuseForInference(p.program, {"out"});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(fused->fused_fcs, 1);
+  // The two convs run NHWC; a transpose in, and one back before the fc.
+  EXPECT_EQ(fused->channels_last_ops, 2);
+  EXPECT_EQ(fused->transposes, 2);
+  auto got = fast.Run(fused->main, &p.scope, {{"img", img}}, {"out"});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ((*got)[0].dims(), (*want)[0].dims());
+  for (int64_t i = 0; i < (*want)[0].numel(); ++i) {
+    ASSERT_NEAR((*got)[0].data<float>()[i], (*want)[0].data<float>()[i], 1e-4)
+        << i;
+  }
+}
+
 TEST(FcFusionTest, LeavesProductsItCannotTake) {
   enum Change { kFetched, kFedBias, kAxis0, kTransposed, kFedW, kRowBias };
   for (const Change change :

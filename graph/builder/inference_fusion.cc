@@ -245,9 +245,6 @@ class Fuser {
     ++fused_;
   }
 
-  // The in_num_col_dims of an fc doing what op does, when it multiplies an
-  // X of rank >= 2 (flattened at the returned dim) by a constant 2-D
-  // W of X's float dtype, untransposed and unscaled; else 0.
   // -1 where op is no product an fc computes (another op, a transpose, a
   // scale, a W flattened at a dim but 1); else mul's x_num_col_dims, 0 for
   // matmul's and matmul_v2's (all of X's dims but the last).
@@ -271,6 +268,9 @@ class Fuser {
     return -1;
   }
 
+  // The in_num_col_dims of an fc doing what op does, when it multiplies an
+  // X of rank >= 2 (flattened at the returned dim) by a constant 2-D
+  // W of X's float dtype, untransposed and unscaled; else 0.
   int FcColDims(const OpDesc& op) const {
     int ncd = ProductColDims(op);
     if (ncd < 0) return 0;

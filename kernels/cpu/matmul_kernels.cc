@@ -14,6 +14,7 @@
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/dnnl_matmul.h"
+#include "kernels/cpu/fused_activation.h"
 
 namespace parex {
 namespace {
@@ -240,8 +241,7 @@ Status MatmulGradImpl(KernelContext& ctx, bool v2) {
   return Status::Ok();
 }
 
-// ---- fc
-// -----------------------------------------------------------------------
+// ---- fc ---------------------------------------------------------------------
 
 // Out = act(Input' W + Bias) (graph/ir/ops/matmul_ops.cc): a constant fp32 W
 // (constant_w, the inference fusions') through cpu::DnnlConstantMatmul with
@@ -273,8 +273,8 @@ Status FcKernel(KernelContext& ctx) {
   for (int64_t i = 0; i < m; ++i) {
     T* row = y + i * n;
     for (int64_t j = 0; j < n; ++j) {
-      T v = b != nullptr ? row[j] + b[j] : row[j];
-      row[j] = relu && v < T(0) ? T(0) : v;
+      const T v = b != nullptr ? row[j] + b[j] : row[j];
+      row[j] = cpu::ApplyFusedActivation(relu ? 1 : 0, v, T(0));
     }
   }
   return Status::Ok();

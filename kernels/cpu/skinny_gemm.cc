@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/fused_activation.h"
 
 namespace parex::cpu {
 
@@ -88,23 +89,6 @@ TileFn TileFor(int rows, int panels) {
   }
 }
 
-// The epilogue's activation of v (SkinnyEpilogue::activation), as the
-// activation ops compute it.
-inline float ApplyActivation(const SkinnyEpilogue& e, float v) {
-  switch (e.activation) {
-    case 1:
-      return std::max(v, 0.0f);
-    case 2:
-      return std::min(std::max(v, 0.0f), e.threshold);
-    case 3:
-      return v > 0.0f ? v : e.threshold * v;
-    case 4:
-      return v * std::min(std::max(v + 3.0f, 0.0f), 6.0f) / 6.0f;
-    default:
-      return v;
-  }
-}
-
 // Stores `rows` rows of the tile's columns [col0, col0 + cols) of out
 // through the epilogue.
 void Store(const float* tmp, int rows, int64_t row0, int64_t col0, int64_t cols,
@@ -115,7 +99,7 @@ void Store(const float* tmp, int rows, int64_t row0, int64_t col0, int64_t cols,
       float v = tmp[r * kPanelsAtOnce * 16 + j];
       if (e.bias != nullptr) v += e.bias[col0 + j];
       if (e.residual != nullptr) v += e.residual[at + j];
-      v = ApplyActivation(e, v);
+      v = ApplyFusedActivation(e.activation, v, e.threshold);
       out[at + j] = v;
     }
   }

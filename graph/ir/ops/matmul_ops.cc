@@ -70,8 +70,7 @@ Status InferMul(ShapeContext& ctx) {
   return Status::Ok();
 }
 
-// ---- fc
-// -----------------------------------------------------------------------
+// ---- fc ---------------------------------------------------------------------
 
 // Paddle's fused fully connected op (what its inference passes and parex's
 // inference fusions make of a product by a weight matrix and a bias add):

@@ -20,6 +20,7 @@
 #include "kernels/allocator.h"
 #include "kernels/cpu/blas.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/fused_activation.h"
 #include "kernels/cpu/spatial/column_scratch.h"
 #include "kernels/cpu/spatial/conv_shape.h"
 #include "kernels/cpu/spatial/dnnl_conv.h"
@@ -74,22 +75,14 @@ const T* Columns(const ConvShape& s, const T* input, int64_t n, int64_t g,
   return scratch;
 }
 
-// plane[i] = act(plane[i] + add (+ res[i])); kAct (FusedActivation's
-// kind) 0: none, 1: relu, 2: relu6 (min(max(v, 0), threshold)), 3:
-// leaky_relu (slope `threshold` below 0), 4: hard_swish (Paddle's
-// defaults), each as its op computes it.
+// plane[i] = act(plane[i] + add (+ res[i])); kAct: FusedActivation's kind
+// (cpu/fused_activation.h), `threshold` its parameter.
 template <typename T, int kAct, bool kResidual>
 void EpiloguePlane(T* plane, int64_t size, T add, const T* res, T threshold) {
   for (int64_t i = 0; i < size; ++i) {
     T v = plane[i] + add;
     if constexpr (kResidual) v += res[i];
-    if constexpr (kAct == 1) v = v > T(0) ? v : T(0);
-    if constexpr (kAct == 2) v = std::min(std::max(v, T(0)), threshold);
-    if constexpr (kAct == 3) v = v > T(0) ? v : threshold * v;
-    if constexpr (kAct == 4) {
-      v = v * std::min(std::max(v + T(3), T(0)), T(6)) / T(6);
-    }
-    plane[i] = v;
+    plane[i] = cpu::ApplyFusedActivation<kAct>(v, threshold);
   }
 }
 
